@@ -1,0 +1,42 @@
+#pragma once
+// The plan compiler: plan + model + batch shape -> op graph of one iteration; and the memory check.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/compile/op_graph.hpp"
+#include "planner/model/model_figures.hpp"
+#include "planner/strategy/plan.hpp"
+#include "planner/topology/machine.hpp"
+
+namespace peerplan {
+
+struct MemoryOptions {
+  int64_t max_seqs = 256;          // concurrent sequences the KV cache must hold
+  int64_t context = 4096;          // tokens per sequence (prompt + output)
+  int64_t max_batched_tokens = 8192;  // activations are sized for this many tokens in flight
+  double reserve_fraction = 0.10;  // CUDA context, allocator fragmentation, NCCL buffers
+  int64_t reserve_bytes = 2LL << 30;  // added to the fraction: fixed per-GPU overhead
+};
+
+struct GpuMemory {
+  int gpu = 0;
+  int64_t capacity = 0, weights = 0, kv_cache = 0, activations = 0, reserve = 0;
+  int64_t used() const { return weights + kv_cache + activations + reserve; }
+  bool fits() const { return used() <= capacity; }
+};
+
+struct MemoryReport {
+  bool fits = true;
+  std::vector<GpuMemory> gpus;
+  std::string why;  // for a plan that does not fit: which GPU and by how much, with the numbers
+  int64_t max_seqs_that_fit = 0;  // at the given context, the most sequences every GPU can hold
+};
+
+MemoryReport check_memory(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig,
+                          const Machine& machine, const MemoryOptions& opt);
+
+OpGraph compile_iteration(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig,
+                          const Machine& machine, const BatchShape& shape);
+
+}  // namespace peerplan

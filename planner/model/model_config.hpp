@@ -1,0 +1,59 @@
+#pragma once
+// A transformer LLM as described by a HuggingFace config.json, normalised across families
+// (Llama, Mistral, Qwen2, Phi-3, Mixtral, Qwen-MoE, DeepSeek V2/V3). Everything the planner needs
+// about a model is derived from this struct (see model_figures.hpp).
+#include <cstdint>
+#include <string>
+
+namespace peerplan {
+
+struct ModelConfig {
+  std::string source_file;    // where it was loaded from (for error messages and reports)
+  std::string name;           // directory name or _name_or_path
+  std::string architecture;   // architectures[0], e.g. "LlamaForCausalLM"
+  std::string model_type;     // e.g. "llama", "mixtral", "qwen2_moe", "deepseek_v3"
+  std::string dtype = "bfloat16";
+  int dtype_bytes = 2;
+
+  int64_t hidden = 0;         // hidden_size
+  int64_t layers = 0;         // num_hidden_layers
+  int64_t heads = 0;          // num_attention_heads
+  int64_t kv_heads = 0;       // num_key_value_heads (== heads without GQA)
+  int64_t head_dim = 0;       // head_dim or hidden / heads
+  int64_t intermediate = 0;   // intermediate_size (dense MLP)
+  int64_t vocab = 0;          // vocab_size
+  int64_t max_context = 0;    // max_position_embeddings
+  bool tied_embeddings = false;
+  bool gated_mlp = true;      // SwiGLU (3 matrices); false for a 2-matrix MLP
+  bool attention_bias = false;  // qkv bias (Qwen2)
+
+  // Mixture of experts (all zero for dense models).
+  int64_t experts = 0;               // routed experts per MoE layer
+  int64_t experts_per_token = 0;     // top-k
+  int64_t expert_intermediate = 0;   // per routed expert
+  int64_t shared_experts = 0;        // count of shared experts (DeepSeek n_shared_experts)
+  int64_t shared_intermediate = 0;   // total intermediate of the shared expert(s)
+  int64_t first_dense_layers = 0;    // first_k_dense_replace
+  int64_t moe_layer_freq = 1;        // every n-th layer (after the dense ones) is MoE
+  bool shared_expert_gate = false;   // Qwen-MoE: sigmoid gate on the shared expert
+
+  // Multi-head latent attention (DeepSeek). mla == false for standard attention.
+  bool mla = false;
+  int64_t q_lora_rank = 0;   // 0 means queries are not low-rank
+  int64_t kv_lora_rank = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t v_head_dim = 0;
+
+  bool is_moe() const { return experts > 0; }
+  bool is_moe_layer(int64_t layer) const;  // 0-based layer index
+};
+
+// Loads and validates a HuggingFace config.json. Throws InputError naming the file and the field
+// for: unknown architecture, missing required field, wrong type, inconsistent values (heads not
+// dividing hidden size, kv heads not dividing heads, zero layers, top-k > experts, ...).
+ModelConfig load_model_config(const std::string& path);
+// Same from already-parsed JSON (`origin` names the file in errors).
+ModelConfig parse_model_config(const std::string& json_text, const std::string& origin);
+
+}  // namespace peerplan

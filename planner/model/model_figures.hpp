@@ -1,0 +1,63 @@
+#pragma once
+// What the planner derives from a model config: parameter counts, bytes, FLOPs, per layer.
+// Conventions: a FLOP is one multiply or one add (a multiply-add is 2 FLOPs); "per token" is for
+// the forward pass; attention FLOPs grow linearly with the context the token attends to.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/model/model_config.hpp"
+
+namespace peerplan {
+
+// One weight matrix of a layer: y[M, n] = x[M, k] * W[k, n] for M tokens.
+struct MatrixShape {
+  std::string name;  // "qkv", "o", "gate_up", "down", "expert.gate_up", "q_a", "kv_b", ...
+  int64_t k = 0;     // input features
+  int64_t n = 0;     // output features
+  int64_t count = 1; // how many such matrices per layer (e.g. routed experts)
+  bool per_token_active = true;  // false for routed experts: only top-k of `count` run per token
+};
+
+struct LayerFigures {
+  int64_t index = 0;
+  bool moe = false;
+  int64_t attn_params = 0;
+  int64_t mlp_params = 0;           // dense MLP, or all experts + shared + router for MoE layers
+  int64_t router_params = 0;
+  int64_t expert_params = 0;        // one routed expert
+  int64_t shared_expert_params = 0; // all shared experts together
+  int64_t norm_params = 0;
+  int64_t params = 0;               // total in this layer
+  int64_t active_params = 0;        // touched by one token
+  double flops_per_token = 0;       // matmul FLOPs at context 1 (2 * active matmul params + attention at ctx 1)
+  double attn_flops_per_context_token = 0;  // extra FLOPs per token for each token of context
+  int64_t kv_bytes_per_token = 0;   // KV cache this layer stores per token
+  std::vector<MatrixShape> matrices;
+};
+
+struct ModelFigures {
+  int64_t params_total = 0;
+  int64_t params_active = 0;        // per token (MoE: top-k experts)
+  int64_t weight_bytes = 0;         // params_total * dtype bytes
+  int64_t kv_bytes_per_token = 0;   // summed over layers
+  double flops_per_token = 0;       // at context 1
+  double flops_per_context_token = 0;  // slope: flops_per_token(ctx) = flops_per_token + slope*(ctx-1)
+  int64_t embedding_params = 0;
+  int64_t lm_head_params = 0;       // 0 when tied
+  int64_t final_norm_params = 0;
+  std::vector<LayerFigures> layers;
+
+  double flops_per_token_at(int64_t context) const {
+    return flops_per_token + flops_per_context_token * double(context > 1 ? context - 1 : 0);
+  }
+};
+
+ModelFigures derive_figures(const ModelConfig& cfg);
+// JSON with exactly these top-level keys: params_total, weight_bytes, kv_bytes_per_token,
+// flops_per_token (object: at_context_1, per_context_token, formula), plus model, layers, experts.
+nlohmann::json figures_to_json(const ModelConfig& cfg, const ModelFigures& f);
+
+}  // namespace peerplan

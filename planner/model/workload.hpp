@@ -1,0 +1,57 @@
+#pragma once
+// A serving workload: how requests arrive, how long prompts and outputs are, batching limits, SLOs.
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace peerplan {
+
+struct LengthDist {
+  enum class Kind { Fixed, Uniform, Lognormal, Empirical } kind = Kind::Fixed;
+  double value = 0;           // fixed
+  double min = 0, max = 0;    // uniform [min, max]; also clamps lognormal
+  double mu = 0, sigma = 0;   // lognormal of the natural log
+  std::vector<int64_t> samples;  // empirical
+  int64_t sample(std::mt19937_64& rng) const;  // always >= 1
+  double mean() const;
+};
+
+struct Request {
+  int64_t id = 0;
+  double arrival_s = 0;
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;
+};
+
+struct Workload {
+  std::string source_file;
+  std::string name;
+  // Arrivals: Poisson at rate_rps, or timestamps from a trace file.
+  enum class Arrival { Poisson, Trace } arrival = Arrival::Poisson;
+  double rate_rps = 1.0;
+  std::vector<double> trace_arrivals_s;        // when Trace
+  std::vector<int64_t> trace_prompt_tokens;    // optional, from the trace
+  std::vector<int64_t> trace_output_tokens;    // optional, from the trace
+  LengthDist prompt, output;
+  int64_t num_requests = 1000;
+  uint64_t seed = 1;
+  // Batching limits (vLLM-style).
+  int64_t max_num_seqs = 256;
+  int64_t max_batched_tokens = 8192;
+  bool chunked_prefill = false;
+  // SLOs (seconds). A request meets the SLO if TTFT <= ttft and TPOT <= tpot; p99 e2e is a target.
+  double slo_ttft_s = 1.0;
+  double slo_tpot_s = 0.1;
+  double slo_e2e_p99_s = 60.0;
+
+  // Deterministic for a given seed.
+  std::vector<Request> generate() const;
+  int64_t max_context() const;  // upper bound on prompt + output tokens
+};
+
+Workload load_workload(const std::string& path);
+Workload parse_workload(const std::string& json_text, const std::string& origin);
+
+}  // namespace peerplan

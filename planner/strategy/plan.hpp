@@ -1,0 +1,54 @@
+#pragma once
+// A partitioning plan (versioned JSON, docs/schema.md): what a Lua strategy returns and what the
+// plan compiler, the simulator and the executor consume.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace peerplan {
+
+inline constexpr int kPlanSchemaVersion = 1;
+
+struct PlanStage {
+  std::vector<int> gpus;      // ordered; the stage's TP group is gpus[0..tp), tp == gpus.size()
+  int64_t layer_begin = 0;    // [layer_begin, layer_end) of the model's decoder layers
+  int64_t layer_end = 0;
+  int tp = 1;
+  bool embeddings = false;    // this stage holds the token embedding (the first stage)
+  bool lm_head = false;       // this stage holds the final norm + LM head (the last stage)
+};
+
+struct Plan {
+  int version = kPlanSchemaVersion;
+  std::string name;           // unique, human readable: "tp2[0,1]", "pp2[0|1]"
+  std::string strategy;       // the strategy that produced it
+  std::vector<PlanStage> stages;
+  // Expert parallelism for MoE layers: experts are spread over `ep` GPUs; expert_gpu[e] is the
+  // GPU holding routed expert e (empty for dense models or ep == 1).
+  int ep = 1;
+  std::vector<int> expert_gpu;
+  std::string ep_attention = "tp";  // "tp": attention sharded over the EP GPUs; "replicated": each holds it
+  // Transfer mode at each stage boundary i -> i+1: "peer" or "host_staged". size == stages - 1.
+  std::vector<std::string> boundary_modes;
+  bool p2p = true;            // collectives may use P2P (false: as NCCL_P2P_DISABLE=1)
+  int micro_batches = 1;      // pipeline micro-batches in flight
+  std::vector<std::string> notes;  // why the script proposed it
+  nlohmann::json extra = nlohmann::json::object();  // free-form script data, kept verbatim
+
+  std::vector<int> all_gpus() const;  // sorted, unique
+  int num_gpus() const { return int(all_gpus().size()); }
+};
+
+// Validates structure against the model and machine: layers covered exactly once and in order,
+// tp == gpus.size(), GPU ids exist, no GPU twice in one stage, expert map sized to the experts,
+// boundary modes valid. Throws InputError naming `origin` and the field.
+void validate_plan(const Plan& p, int64_t model_layers, int64_t model_experts, int machine_gpus,
+                   const std::string& origin);
+
+Plan load_plan(const std::string& path);  // the object itself, or {"plans":[...]} with exactly one
+Plan parse_plan_json(const nlohmann::json& j, const std::string& origin);
+nlohmann::json plan_to_json(const Plan& p);
+
+}  // namespace peerplan

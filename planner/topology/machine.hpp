@@ -1,0 +1,98 @@
+#pragma once
+// The machine schema (docs/schema.md): one format for hypothetical machines (nominal specs only)
+// and measured profiles (the same plus `measurements`). Loaded from JSON or from NCCL's topology
+// XML (recognised by content). Vertex ids are strings; GPU vertices are "gpu<N>".
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/topology/measurements.hpp"
+
+namespace peerplan {
+
+inline constexpr int kMachineSchemaVersion = 1;
+
+enum class NodeKind { Gpu, PcieSwitch, HostBridge, CpuSocket, NvSwitch, Nic };
+enum class LinkKind { NvLink, Pcie, Smp, Network };  // Smp: inter-socket (UPI / xGMI / Infinity Fabric)
+
+const char* to_string(NodeKind k);
+const char* to_string(LinkKind k);
+
+struct GpuSpec {
+  int id = 0;                    // dense 0..N-1; also the CUDA ordinal on the profiled host
+  std::string name;              // "NVIDIA H200"
+  std::string uuid;              // "GPU-..." (empty for hypothetical machines)
+  std::string pci;               // "0000:18:00.0"
+  int64_t memory_bytes = 0;
+  int sm_count = 0;
+  std::string compute_capability;  // "9.0"
+  int numa = -1;                 // NUMA node / socket index, -1 unknown
+  double peak_bf16_tflops = 0;   // dense bf16 tensor-core peak (nominal, or measured)
+  double hbm_gbps = 0;           // memory bandwidth, GB/s (1e9 B/s)
+  double clock_mhz = 0;
+  std::string node_id() const { return "gpu" + std::to_string(id); }
+};
+
+struct NodeSpec {
+  std::string id;                // unique, e.g. "sw0", "cpu1", "nvswitch"
+  NodeKind kind = NodeKind::PcieSwitch;
+  int numa = -1;                 // for CPU sockets: the socket/NUMA index
+  std::string name;              // free text (model, PCI address)
+  double mem_gbps = 0;           // CPU sockets only: host-memory bandwidth (0 = unknown/unlimited)
+};
+
+struct LinkSpec {
+  std::string a, b;              // vertex ids; the link is full duplex: capacity per direction
+  LinkKind kind = LinkKind::Pcie;
+  int nvlinks = 0;               // NVLink: number of links bonded between a and b
+  double gbps_per_link = 0;      // NVLink: per-link, per-direction GB/s
+  int pcie_gen = 0, pcie_width = 0;
+  double gbps = 0;               // per-direction capacity, GB/s. If 0, derived from nvlinks or gen x width.
+  double latency_us = 0;         // one-way latency of this hop (0 = use a nominal default)
+};
+
+// Directed peer capability, as cudaDeviceCanAccessPeer / cudaDeviceGetP2PAttribute report it,
+// plus the profiler's functional check.
+struct P2PInfo {
+  bool access = false;
+  int perf_rank = -1;
+  bool atomics = false;
+  std::optional<bool> functional;  // nullopt: not checked (hypothetical machine)
+  std::string note;                // why unavailable/broken, if known
+  bool usable() const { return access && functional.value_or(true); }
+};
+
+struct Machine {
+  std::string source_file;
+  std::string name;
+  std::string host;          // hostname for profiles, "" for hypothetical machines
+  std::string origin = "nominal";  // "nominal" (hand-written) or "measured" (peerplan profile)
+  std::string date;
+  std::string description;
+  std::vector<GpuSpec> gpus;
+  std::vector<NodeSpec> nodes;   // non-GPU vertices
+  std::vector<LinkSpec> links;
+  std::vector<std::vector<P2PInfo>> p2p;  // [src][dst], size N x N; diagonal unused
+  nlohmann::json meta = nlohmann::json::object();  // driver, CUDA, NCCL versions, tool version...
+  std::optional<Measurements> measurements;
+
+  int gpu_count() const { return int(gpus.size()); }
+  bool measured() const { return measurements.has_value(); }
+};
+
+// Loads a machine JSON or an NCCL topology XML (detected by the first non-blank character).
+// Validates everything: ids unique, links name existing vertices, no self-loops, capacities and
+// sizes positive, p2p matrix square. Throws InputError naming the file and field.
+Machine load_machine(const std::string& path);
+Machine parse_machine_json(const std::string& text, const std::string& origin);
+nlohmann::json machine_to_json(const Machine& m);
+
+// Per-direction GB/s of a link after applying the derivation rules (explicit gbps, else
+// nvlinks * gbps_per_link, else PCIe gen x width with 128b/130b encoding and ~0.8 efficiency
+// omitted: nominal raw rate), so every consumer agrees.
+double link_capacity_gbps(const LinkSpec& l);
+
+}  // namespace peerplan

@@ -1,0 +1,238 @@
+#include "planner/topology/measurements.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "planner/core/error.hpp"
+#include "planner/core/json_in.hpp"
+
+namespace peerplan {
+
+SampleStats compute_stats(std::vector<double> s) {
+  SampleStats r;
+  r.n = int(s.size());
+  if (s.empty()) return r;
+  std::sort(s.begin(), s.end());
+  auto pct = [&](double p) {
+    double pos = p * double(s.size() - 1);
+    size_t lo = size_t(std::floor(pos));
+    size_t hi = std::min(lo + 1, s.size() - 1);
+    double f = pos - double(lo);
+    return s[lo] + (s[hi] - s[lo]) * f;
+  };
+  r.min = s.front();
+  r.max = s.back();
+  r.p10 = pct(0.10);
+  r.median = pct(0.50);
+  r.p90 = pct(0.90);
+  r.p99 = pct(0.99);
+  double sum = 0;
+  for (double v : s) sum += v;
+  r.mean = sum / double(s.size());
+  return r;
+}
+
+namespace {
+
+// Stats are stored in microseconds in JSON: easier to read next to nvbandwidth/nccl-tests output.
+nlohmann::json stats_json(const SampleStats& s) {
+  return {{"n", s.n},
+          {"min_us", s.min * 1e6},
+          {"p10_us", s.p10 * 1e6},
+          {"median_us", s.median * 1e6},
+          {"p90_us", s.p90 * 1e6},
+          {"p99_us", s.p99 * 1e6},
+          {"max_us", s.max * 1e6},
+          {"mean_us", s.mean * 1e6}};
+}
+
+SampleStats parse_stats(const JsonIn& j) {
+  SampleStats s;
+  s.n = int(j.positive_int("n"));
+  s.min = j.positive("min_us") * 1e-6;
+  s.p10 = j.positive("p10_us") * 1e-6;
+  s.median = j.positive("median_us") * 1e-6;
+  s.p90 = j.positive("p90_us") * 1e-6;
+  s.p99 = j.positive("p99_us") * 1e-6;
+  s.max = j.positive("max_us") * 1e-6;
+  s.mean = j.positive_or("mean_us", s.median * 1e6) * 1e-6;
+  if (!(s.min <= s.median && s.median <= s.max)) j.fail("median_us", "expected min_us <= median_us <= max_us");
+  return s;
+}
+
+nlohmann::json points_json(const std::vector<CurvePoint>& pts) {
+  auto a = nlohmann::json::array();
+  for (const auto& p : pts) {
+    auto o = stats_json(p.time);
+    o["bytes"] = p.bytes;
+    // Convenience figure for humans and plots: GB/s at the median.
+    o["gbps_median"] = p.time.median > 0 ? double(p.bytes) / p.time.median / 1e9 : 0.0;
+    a.push_back(o);
+  }
+  return a;
+}
+
+std::vector<CurvePoint> parse_points(const JsonIn& arr) {
+  std::vector<CurvePoint> pts;
+  for (size_t i = 0; i < arr.size(); ++i) {
+    JsonIn p = arr[i];
+    CurvePoint c;
+    c.bytes = p.positive_int("bytes");
+    c.time = parse_stats(p);
+    if (!pts.empty() && c.bytes <= pts.back().bytes) p.fail("bytes", "expected sizes in strictly ascending order");
+    pts.push_back(c);
+  }
+  return pts;
+}
+
+std::vector<int> parse_gpu_list(const JsonIn& arr) {
+  std::vector<int> v;
+  for (size_t i = 0; i < arr.size(); ++i) {
+    int64_t g = arr[i].as_integer();
+    if (g < 0) arr[i].fail("", "expected a GPU id >= 0");
+    v.push_back(int(g));
+  }
+  return v;
+}
+
+}  // namespace
+
+const TransferCurve* Measurements::find_transfer(int src, int dst, const std::string& mode,
+                                                 const std::string& variant) const {
+  for (const auto& t : transfers)
+    if (t.src == src && t.dst == dst && t.mode == mode && (variant.empty() || t.variant == variant)) return &t;
+  return nullptr;
+}
+
+const CollectiveCurve* Measurements::find_collective(const std::string& op, const std::vector<int>& gpus,
+                                                     bool p2p) const {
+  std::vector<int> want = gpus;
+  std::sort(want.begin(), want.end());
+  for (const auto& c : collectives) {
+    if (c.op != op || c.p2p != p2p) continue;
+    std::vector<int> have = c.gpus;
+    std::sort(have.begin(), have.end());
+    if (have == want) return &c;
+  }
+  return nullptr;
+}
+
+Measurements parse_measurements(const JsonIn& j) {
+  Measurements m;
+  if (auto meta = j.opt("meta")) m.meta = meta->raw();
+  if (auto a = j.opt("transfers")) {
+    for (size_t i = 0; i < a->size(); ++i) {
+      JsonIn t = (*a)[i];
+      TransferCurve c;
+      c.src = int(t.integer("src"));
+      c.dst = int(t.integer("dst"));
+      c.mode = t.str("mode");
+      c.variant = t.str_or("variant", "");
+      c.points = parse_points(t.array("points"));
+      m.transfers.push_back(std::move(c));
+    }
+  }
+  if (auto a = j.opt("latencies")) {
+    for (size_t i = 0; i < a->size(); ++i) {
+      JsonIn t = (*a)[i];
+      LatencyPoint l;
+      l.src = int(t.integer("src"));
+      l.dst = int(t.integer("dst"));
+      l.kind = t.str("kind");
+      l.time = parse_stats(t);
+      m.latencies.push_back(l);
+    }
+  }
+  if (auto a = j.opt("collectives")) {
+    for (size_t i = 0; i < a->size(); ++i) {
+      JsonIn t = (*a)[i];
+      CollectiveCurve c;
+      c.op = t.str("op");
+      c.gpus = parse_gpu_list(t.array("gpus"));
+      if (c.gpus.empty()) t.fail("gpus", "expected at least one GPU");
+      c.p2p = t.boolean_or("p2p", true);
+      c.points = parse_points(t.array("points"));
+      m.collectives.push_back(std::move(c));
+    }
+  }
+  if (auto a = j.opt("gemms")) {
+    for (size_t i = 0; i < a->size(); ++i) {
+      JsonIn t = (*a)[i];
+      GemmTime g;
+      g.gpu = int(t.nonnegative_int("gpu"));
+      g.m = t.positive_int("m");
+      g.n = t.positive_int("n");
+      g.k = t.positive_int("k");
+      g.dtype = t.str_or("dtype", "bf16");
+      g.time = parse_stats(t);
+      m.gemms.push_back(g);
+    }
+  }
+  if (auto a = j.opt("attention")) {
+    for (size_t i = 0; i < a->size(); ++i) {
+      JsonIn t = (*a)[i];
+      AttentionTime g;
+      g.gpu = int(t.nonnegative_int("gpu"));
+      g.phase = t.str("phase");
+      if (g.phase != "prefill" && g.phase != "decode") t.fail("phase", "expected \"prefill\" or \"decode\"");
+      g.batch = t.positive_int("batch");
+      g.q_len = t.positive_int("q_len");
+      g.context = t.positive_int("context");
+      g.heads = t.positive_int("heads");
+      g.kv_heads = t.positive_int("kv_heads");
+      g.head_dim = t.positive_int("head_dim");
+      g.time = parse_stats(t);
+      m.attention.push_back(g);
+    }
+  }
+  if (auto a = j.opt("hbm_gbps"))
+    for (size_t i = 0; i < a->size(); ++i) {
+      double v = (*a)[i].as_num();
+      if (!(v > 0)) (*a)[i].fail("", "expected a positive bandwidth in GB/s");
+      m.hbm_gbps.push_back(v);
+    }
+  m.launch_overhead_s = j.nonnegative_or("launch_overhead_us", 0) * 1e-6;
+  if (auto e = j.opt("extra")) m.extra = e->raw();
+  return m;
+}
+
+nlohmann::json measurements_to_json(const Measurements& m) {
+  nlohmann::json j;
+  j["meta"] = m.meta;
+  j["transfers"] = nlohmann::json::array();
+  for (const auto& t : m.transfers) {
+    nlohmann::json o{{"src", t.src}, {"dst", t.dst}, {"mode", t.mode}, {"points", points_json(t.points)}};
+    if (!t.variant.empty()) o["variant"] = t.variant;
+    j["transfers"].push_back(o);
+  }
+  j["latencies"] = nlohmann::json::array();
+  for (const auto& l : m.latencies) {
+    auto o = stats_json(l.time);
+    o["src"] = l.src;
+    o["dst"] = l.dst;
+    o["kind"] = l.kind;
+    j["latencies"].push_back(o);
+  }
+  j["collectives"] = nlohmann::json::array();
+  for (const auto& c : m.collectives)
+    j["collectives"].push_back({{"op", c.op}, {"gpus", c.gpus}, {"p2p", c.p2p}, {"points", points_json(c.points)}});
+  j["gemms"] = nlohmann::json::array();
+  for (const auto& g : m.gemms) {
+    auto o = stats_json(g.time);
+    o["gpu"] = g.gpu; o["m"] = g.m; o["n"] = g.n; o["k"] = g.k; o["dtype"] = g.dtype;
+    j["gemms"].push_back(o);
+  }
+  j["attention"] = nlohmann::json::array();
+  for (const auto& a : m.attention) {
+    auto o = stats_json(a.time);
+    o["gpu"] = a.gpu; o["phase"] = a.phase; o["batch"] = a.batch; o["q_len"] = a.q_len;
+    o["context"] = a.context; o["heads"] = a.heads; o["kv_heads"] = a.kv_heads; o["head_dim"] = a.head_dim;
+    j["attention"].push_back(o);
+  }
+  j["hbm_gbps"] = m.hbm_gbps;
+  j["launch_overhead_us"] = m.launch_overhead_s * 1e6;
+  if (!m.extra.empty()) j["extra"] = m.extra;
+  return j;
+}
+
+}  // namespace peerplan

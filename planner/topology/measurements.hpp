@@ -1,0 +1,91 @@
+#pragma once
+// Measured figures of a profile (the `measurements` object of the machine schema). Written by the
+// profiler, read by the cost model. Times are seconds, sizes bytes, bandwidths GB/s (1e9 B/s),
+// as nvbandwidth and nccl-tests report them.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace peerplan {
+
+class JsonIn;
+
+struct SampleStats {
+  int n = 0;
+  double min = 0, p10 = 0, median = 0, p90 = 0, p99 = 0, max = 0, mean = 0;  // seconds
+};
+// Percentiles by linear interpolation between order statistics (numpy's default).
+SampleStats compute_stats(std::vector<double> samples);
+
+struct CurvePoint {
+  int64_t bytes = 0;
+  SampleStats time;
+};
+
+// Transfer modes, with the names used in JSON.
+//  "p2p_ce"          copy engine, peer access enabled, one direction   (cudaMemcpyPeerAsync)
+//  "p2p_ce_bidir"    copy engine, both directions at once; time is per direction
+//  "p2p_sm_read"     SM kernel on dst reading src memory
+//  "p2p_sm_write"    SM kernel on src writing dst memory
+//  "nop2p_runtime"   cudaMemcpyPeerAsync with peer access NOT enabled (driver stages it)
+//  "host_staged"     explicit D2H + H2D through pinned memory, chunked, two streams
+//  "h2d", "d2h"      pinned host <-> device (src or dst is -1 for the host)
+//  "d2d"             device-local copy (src == dst)
+struct TransferCurve {
+  int src = -1, dst = -1;
+  std::string mode;
+  std::string variant;     // e.g. "numa_local", "numa_remote" for host_staged
+  std::vector<CurvePoint> points;  // ascending bytes
+};
+
+struct LatencyPoint {
+  int src = -1, dst = -1;
+  std::string kind;        // "ce_small" (copy of a few bytes) or "sm_pingpong" (one-way)
+  SampleStats time;
+};
+
+// An NCCL collective on a group; bytes is the per-rank buffer size as nccl-tests reports "size".
+struct CollectiveCurve {
+  std::string op;          // all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast
+  std::vector<int> gpus;
+  bool p2p = true;         // false: measured with NCCL_P2P_DISABLE=1
+  std::vector<CurvePoint> points;
+};
+
+struct GemmTime {
+  int gpu = 0;
+  int64_t m = 0, n = 0, k = 0;   // C[m,n] = A[m,k] B[k,n]
+  std::string dtype = "bf16";
+  SampleStats time;
+};
+
+struct AttentionTime {
+  int gpu = 0;
+  std::string phase;       // "prefill" or "decode"
+  int64_t batch = 0, q_len = 0, context = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  SampleStats time;
+};
+
+struct Measurements {
+  nlohmann::json meta = nlohmann::json::object();  // host, driver, cuda, nccl, date, how measured
+  std::vector<TransferCurve> transfers;
+  std::vector<LatencyPoint> latencies;
+  std::vector<CollectiveCurve> collectives;
+  std::vector<GemmTime> gemms;
+  std::vector<AttentionTime> attention;
+  std::vector<double> hbm_gbps;            // per GPU, measured device-local copy (read+write)
+  double launch_overhead_s = 0;            // measured empty-kernel launch
+  nlohmann::json extra = nlohmann::json::object();  // anything else a measurement records
+
+  const TransferCurve* find_transfer(int src, int dst, const std::string& mode,
+                                     const std::string& variant = "") const;
+  const CollectiveCurve* find_collective(const std::string& op, const std::vector<int>& gpus, bool p2p) const;
+};
+
+Measurements parse_measurements(const JsonIn& j);
+nlohmann::json measurements_to_json(const Measurements& m);
+
+}  // namespace peerplan

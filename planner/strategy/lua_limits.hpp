@@ -1,0 +1,14 @@
+#pragma once
+// Limits every strategy script runs under. Defaults are generous for any sane strategy (the
+// built-ins use well under 1% of each) and small enough that a runaway script stops quickly.
+#include <cstdint>
+
+namespace peerplan {
+
+struct LuaLimits {
+  int64_t instructions = 2'000'000'000;  // Lua VM instructions per call (count hook)
+  double seconds = 10.0;                 // wall clock per call; checked every few thousand instructions
+  int64_t memory_bytes = 256LL << 20;    // total bytes the Lua state may hold (custom allocator)
+};
+
+}  // namespace peerplan

@@ -4,6 +4,7 @@
 // about a model is derived from this struct (see model_figures.hpp).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace peerplan {
 
@@ -26,6 +27,9 @@ struct ModelConfig {
   bool tied_embeddings = false;
   bool gated_mlp = true;      // SwiGLU (3 matrices); false for a 2-matrix MLP
   bool attention_bias = false;  // qkv bias (Qwen2)
+  bool qk_norm = false;       // per-head RMSNorm on q and k (Qwen3): 2 * head_dim params per layer
+  int64_t sliding_window = 0; // Mistral-style attention window (0 = full attention). Reported only:
+                              // figures assume full attention, an upper bound on KV and FLOPs.
 
   // Mixture of experts (all zero for dense models).
   int64_t experts = 0;               // routed experts per MoE layer
@@ -35,6 +39,9 @@ struct ModelConfig {
   int64_t shared_intermediate = 0;   // total intermediate of the shared expert(s)
   int64_t first_dense_layers = 0;    // first_k_dense_replace
   int64_t moe_layer_freq = 1;        // every n-th layer (after the dense ones) is MoE
+  int64_t moe_layer_phase = 0;       // MoE when (layer + phase) % freq == 0: DeepSeek 0, Qwen-MoE 1
+  std::vector<int64_t> dense_layers; // explicitly dense layers (Qwen-MoE mlp_only_layers)
+  bool router_bias = false;          // DeepSeek-V3 noaux_tc: e_score_correction_bias per expert
   bool shared_expert_gate = false;   // Qwen-MoE: sigmoid gate on the shared expert
 
   // Multi-head latent attention (DeepSeek). mla == false for standard attention.
@@ -55,5 +62,14 @@ struct ModelConfig {
 ModelConfig load_model_config(const std::string& path);
 // Same from already-parsed JSON (`origin` names the file in errors).
 ModelConfig parse_model_config(const std::string& json_text, const std::string& origin);
+
+// Architectures load_model_config accepts (architectures[0] values), for help and error texts.
+std::vector<std::string> supported_architectures();
+
+// A model argument as users type it: a config.json path, a directory holding config.json, or the
+// name of a shipped model ("llama-3.1-8b" -> models/llm/llama-3.1-8b/config.json, found through
+// find_data_file). Throws InputError listing the shipped names when none matches.
+std::string resolve_model_path(const std::string& name_or_path);
+std::vector<std::string> shipped_model_names();  // sorted directory names under models/llm
 
 }  // namespace peerplan

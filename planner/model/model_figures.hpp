@@ -40,7 +40,8 @@ struct LayerFigures {
 
 struct ModelFigures {
   int64_t params_total = 0;
-  int64_t params_active = 0;        // per token (MoE: top-k experts)
+  int64_t params_active = 0;        // weights one token multiplies (MoE: top-k experts); excludes the
+                                    // embedding table (a token reads one row), includes the LM head
   int64_t weight_bytes = 0;         // params_total * dtype bytes
   int64_t kv_bytes_per_token = 0;   // summed over layers
   double flops_per_token = 0;       // at context 1
@@ -49,6 +50,9 @@ struct ModelFigures {
   int64_t lm_head_params = 0;       // 0 when tied
   int64_t final_norm_params = 0;
   std::vector<LayerFigures> layers;
+  // Outside the decoder layers: "embedding" (a lookup, not a GEMM: k = vocab, n = hidden) and
+  // "lm_head" (k = hidden, n = vocab; a GEMM even when tied, then it reuses the embedding's storage).
+  std::vector<MatrixShape> model_matrices;
 
   double flops_per_token_at(int64_t context) const {
     return flops_per_token + flops_per_context_token * double(context > 1 ? context - 1 : 0);

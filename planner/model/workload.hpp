@@ -14,6 +14,7 @@ struct LengthDist {
   double min = 0, max = 0;    // uniform [min, max]; also clamps lognormal
   double mu = 0, sigma = 0;   // lognormal of the natural log
   std::vector<int64_t> samples;  // empirical
+  bool replay = false;        // empirical from the arrival trace: request i takes row i's value
   int64_t sample(std::mt19937_64& rng) const;  // always >= 1
   double mean() const;
 };
@@ -53,5 +54,10 @@ struct Workload {
 
 Workload load_workload(const std::string& path);
 Workload parse_workload(const std::string& json_text, const std::string& origin);
+
+// A workload argument: a JSON path or a shipped name ("chat" -> models/workloads/chat.json).
+// Throws InputError listing the shipped names when none matches.
+std::string resolve_workload_path(const std::string& name_or_path);
+std::vector<std::string> shipped_workload_names();
 
 }  // namespace peerplan

@@ -1,0 +1,63 @@
+#pragma once
+// Attention kernels of the executor, callable from host code (the profiler times these very
+// kernels, so the cost model prices what the executor runs).
+//
+// Layouts (bf16 everywhere, fp32 accumulation inside the kernels):
+//   q        [tokens][q_row_stride]   token t's head h starts at q + t*q_row_stride + h*head_dim
+//                                     (so q can point into the fused QKV GEMM output directly)
+//   KV cache [slots][kv_heads][max_ctx][head_dim] for K and for V separately: one contiguous region
+//            per sequence slot, a head's context contiguous (what decode reads).
+//   out      [tokens][heads*head_dim]
+// Sequence lengths live in device memory, so a captured CUDA graph stays valid while contexts grow.
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+namespace peerplan::kernels {
+
+// Decode: one new token per sequence, attending to its whole cached context (incl. itself).
+// Flash-decoding: the context is split into chunks (split-K) so a small batch still fills the GPU;
+// a second kernel merges the chunks' partial softmaxes.
+struct DecodeAttention {
+  const __nv_bfloat16* q = nullptr;   // [batch][q_row_stride]
+  int64_t q_row_stride = 0;           // elements
+  const __nv_bfloat16* k_cache = nullptr;
+  const __nv_bfloat16* v_cache = nullptr;
+  const int* slots = nullptr;         // device [batch]: cache slot of each sequence (nullptr: slot = index)
+  const int* seq_lens = nullptr;      // device [batch]: context length incl. the new token (>= 1)
+  __nv_bfloat16* out = nullptr;       // [batch][heads*head_dim]
+  float* workspace = nullptr;         // decode_attention_workspace_bytes()
+  int batch = 0, heads = 0, kv_heads = 0, head_dim = 128, max_ctx = 0;
+  float scale = 0;                    // 0: 1/sqrt(head_dim)
+};
+// Chunk length (tokens) the kernel will use for this shape; fixed per (batch, max_ctx) so a
+// graph captured for a batch size stays valid.
+int decode_attention_chunk(int batch, int kv_heads, int max_ctx, int sm_count);
+size_t decode_attention_workspace_bytes(int batch, int heads, int head_dim, int max_ctx, int kv_heads,
+                                        int sm_count);
+void decode_attention(const DecodeAttention& a, int sm_count, cudaStream_t stream);
+
+// Prefill (or a chunk of it): each sequence's q_len new tokens attend causally to the first
+// seq_len tokens of its cache (the new tokens are the last q_len of those; the caller has already
+// written their K and V into the cache). Sequences are packed along the token axis.
+struct PrefillAttention {
+  const __nv_bfloat16* q = nullptr;   // [total_q][q_row_stride]
+  int64_t q_row_stride = 0;
+  const __nv_bfloat16* k_cache = nullptr;
+  const __nv_bfloat16* v_cache = nullptr;
+  const int* slots = nullptr;         // device [num_seqs] (nullptr: slot = index)
+  const int* q_start = nullptr;       // device [num_seqs + 1]: prefix sums of q_len over sequences
+  const int* seq_lens = nullptr;      // device [num_seqs]: context incl. the new tokens
+  __nv_bfloat16* out = nullptr;       // [total_q][heads*head_dim]
+  int num_seqs = 0, max_q_len = 0;    // max_q_len sizes the grid
+  int heads = 0, kv_heads = 0, head_dim = 128, max_ctx = 0;
+  float scale = 0;
+};
+void prefill_attention(const PrefillAttention& a, cudaStream_t stream);
+
+// Head dims the kernels are instantiated for (others are refused with a clear error).
+bool attention_head_dim_supported(int head_dim);
+
+}  // namespace peerplan::kernels

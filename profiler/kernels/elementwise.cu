@@ -1,0 +1,251 @@
+// Memory-bound decoder-layer kernels: 16-byte accesses (8 bf16 per thread), fp32 arithmetic.
+#include <cmath>
+#include <string>
+
+#include "profiler/gpu/cuda_check.hpp"
+#include "profiler/kernels/elementwise.hpp"
+
+namespace peerplan::kernels {
+namespace {
+
+constexpr int kBlock = 256;
+
+__device__ inline void load8(const __nv_bfloat16* p, float* f) {
+  uint4 u = *reinterpret_cast<const uint4*>(p);
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float2 v = __bfloat1622float2(h[i]);
+    f[2 * i] = v.x;
+    f[2 * i + 1] = v.y;
+  }
+}
+__device__ inline void store8(__nv_bfloat16* p, const float* f) {
+  uint4 u;
+  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
+  *reinterpret_cast<uint4*>(p) = u;
+}
+
+__device__ inline float block_sum(float v) {
+  __shared__ float part[kBlock / 32];
+  __shared__ float total;
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    float s = threadIdx.x < kBlock / 32 ? part[threadIdx.x] : 0.f;
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+    if (threadIdx.x == 0) total = s;
+  }
+  __syncthreads();
+  return total;
+}
+
+// Hidden sizes up to kBlock*8*kMaxVec elements keep the row in registers (one read of x).
+constexpr int kMaxVec = 4;  // 8192 elements
+
+template <bool kAdd>
+__global__ void __launch_bounds__(kBlock) norm_kernel(const __nv_bfloat16* x, __nv_bfloat16* residual,
+                                                      const __nv_bfloat16* w, __nv_bfloat16* out, int64_t hidden,
+                                                      float eps) {
+  const int64_t t = blockIdx.x;
+  const __nv_bfloat16* xr = x + t * hidden;
+  __nv_bfloat16* rr = kAdd ? residual + t * hidden : nullptr;
+  float v[kMaxVec][8];
+  float ss = 0;
+#pragma unroll
+  for (int i = 0; i < kMaxVec; ++i) {
+    const int64_t c = (int64_t(i) * kBlock + threadIdx.x) * 8;
+    if (c < hidden) {
+      load8(xr + c, v[i]);
+      if (kAdd) {
+        float r[8];
+        load8(rr + c, r);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) v[i][j] += r[j];
+        store8(rr + c, v[i]);
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) ss += v[i][j] * v[i][j];
+    }
+  }
+  const float inv = rsqrtf(block_sum(ss) / float(hidden) + eps);
+#pragma unroll
+  for (int i = 0; i < kMaxVec; ++i) {
+    const int64_t c = (int64_t(i) * kBlock + threadIdx.x) * 8;
+    if (c < hidden) {
+      float wv[8], o[8];
+      load8(w + c, wv);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) o[j] = v[i][j] * inv * wv[j];
+      store8(out + t * hidden + c, o);
+    }
+  }
+}
+
+__global__ void add_kernel(__nv_bfloat16* a, const __nv_bfloat16* b, int64_t n8) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n8; i += int64_t(gridDim.x) * blockDim.x) {
+    float x[8], y[8];
+    load8(a + i * 8, x);
+    load8(b + i * 8, y);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) x[j] += y[j];
+    store8(a + i * 8, x);
+  }
+}
+
+__global__ void silu_mul_kernel(const __nv_bfloat16* in, __nv_bfloat16* out, int64_t tokens, int64_t inter) {
+  const int64_t per_row = inter / 8;
+  const int64_t n = tokens * per_row;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t t = i / per_row, c = (i % per_row) * 8;
+    float g[8], u[8], o[8];
+    load8(in + t * 2 * inter + c, g);
+    load8(in + t * 2 * inter + inter + c, u);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) o[j] = g[j] / (1.f + __expf(-g[j])) * u[j];
+    store8(out + t * inter + c, o);
+  }
+}
+
+__global__ void embed_kernel(const int* ids, const __nv_bfloat16* table, __nv_bfloat16* out, int64_t vocab,
+                             int64_t hidden) {
+  const int64_t t = blockIdx.x;
+  const int id = ids[t];
+  for (int64_t c = threadIdx.x * 8; c < hidden; c += blockDim.x * 8) {
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (id >= 0 && id < vocab) v = *reinterpret_cast<const uint4*>(table + int64_t(id) * hidden + c);
+    *reinterpret_cast<uint4*>(out + t * hidden + c) = v;
+  }
+}
+
+// One block per token; thread i rotates pair (i, i + D/2) of one head (q or k), then copies k and v
+// into the cache.
+__global__ void rotary_cache_kernel(RotaryCache a) {
+  const int64_t t = blockIdx.x;
+  const int D = a.head_dim, half = D / 2;
+  const int row = (a.heads + 2 * a.kv_heads) * D;
+  __nv_bfloat16* base = a.qkv + t * row;
+  const int pos = a.positions[t];
+  const int slot = a.token_slot[t];
+  const int rot_heads = a.heads + a.kv_heads;
+  for (int i = threadIdx.x; i < rot_heads * half; i += blockDim.x) {
+    const int h = i / half, j = i % half;
+    // inv_freq = theta^(-2j/D); angle = pos * inv_freq
+    const float inv_freq = exp2f(-2.f * float(j) / float(D) * log2f(a.theta));
+    float s, c;
+    sincosf(float(pos) * inv_freq, &s, &c);
+    __nv_bfloat16* hp = base + int64_t(h) * D;
+    const float x0 = __bfloat162float(hp[j]), x1 = __bfloat162float(hp[j + half]);
+    hp[j] = __float2bfloat16(x0 * c - x1 * s);
+    hp[j + half] = __float2bfloat16(x1 * c + x0 * s);
+  }
+  __syncthreads();
+  const int64_t vec = int64_t(a.kv_heads) * D / 8;
+  for (int64_t i = threadIdx.x; i < vec; i += blockDim.x) {
+    const int kvh = int(i * 8 / D), d = int(i * 8 % D);
+    const int64_t dst = ((int64_t(slot) * a.kv_heads + kvh) * a.max_ctx + pos) * D + d;
+    *reinterpret_cast<uint4*>(a.k_cache + dst) =
+        *reinterpret_cast<const uint4*>(base + int64_t(a.heads) * D + i * 8);
+    *reinterpret_cast<uint4*>(a.v_cache + dst) =
+        *reinterpret_cast<const uint4*>(base + int64_t(a.heads + a.kv_heads) * D + i * 8);
+  }
+}
+
+__device__ inline uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+__global__ void fill_random_kernel(__nv_bfloat16* p, int64_t n, uint64_t seed, float scale) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const uint64_t r = splitmix64(seed * 0x100000001B3ull + uint64_t(i));
+    const float u = float(r >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+    p[i] = __float2bfloat16((2.f * u - 1.f) * scale);
+  }
+}
+
+__global__ void fill_value_kernel(__nv_bfloat16* p, int64_t n, float v) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    p[i] = __float2bfloat16(v);
+}
+
+int grid_for(int64_t n, int block) {
+  const int64_t g = (n + block - 1) / block;
+  return int(std::min<int64_t>(std::max<int64_t>(g, 1), 132 * 16));
+}
+
+void require_multiple_of_8(int64_t v, const char* what, const char* kernel) {
+  if (v % 8 != 0)
+    throw RuntimeError(std::string(kernel) + ": " + what + " = " + std::to_string(v) +
+                       " must be a multiple of 8 (16-byte vector accesses)");
+}
+
+}  // namespace
+
+void rmsnorm(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int64_t tokens, int64_t hidden,
+             float eps, cudaStream_t stream) {
+  require_multiple_of_8(hidden, "hidden", "rmsnorm");
+  if (hidden > int64_t(kBlock) * 8 * kMaxVec) throw RuntimeError("rmsnorm: hidden > 8192 not instantiated");
+  if (tokens == 0) return;
+  norm_kernel<false><<<unsigned(tokens), kBlock, 0, stream>>>(x, nullptr, w, out, hidden, eps);
+  CUDA_CHECK_LAUNCH("rmsnorm");
+}
+
+void add_rmsnorm(const __nv_bfloat16* x, __nv_bfloat16* residual, const __nv_bfloat16* w, __nv_bfloat16* out,
+                 int64_t tokens, int64_t hidden, float eps, cudaStream_t stream) {
+  require_multiple_of_8(hidden, "hidden", "add_rmsnorm");
+  if (hidden > int64_t(kBlock) * 8 * kMaxVec) throw RuntimeError("add_rmsnorm: hidden > 8192 not instantiated");
+  if (tokens == 0) return;
+  norm_kernel<true><<<unsigned(tokens), kBlock, 0, stream>>>(x, residual, w, out, hidden, eps);
+  CUDA_CHECK_LAUNCH("add_rmsnorm");
+}
+
+void residual_add(__nv_bfloat16* a, const __nv_bfloat16* b, int64_t n, cudaStream_t stream) {
+  require_multiple_of_8(n, "n", "residual_add");
+  if (n == 0) return;
+  add_kernel<<<grid_for(n / 8, kBlock), kBlock, 0, stream>>>(a, b, n / 8);
+  CUDA_CHECK_LAUNCH("residual_add");
+}
+
+void silu_mul(const __nv_bfloat16* in, __nv_bfloat16* out, int64_t tokens, int64_t inter, cudaStream_t stream) {
+  require_multiple_of_8(inter, "intermediate", "silu_mul");
+  if (tokens == 0) return;
+  silu_mul_kernel<<<grid_for(tokens * inter / 8, kBlock), kBlock, 0, stream>>>(in, out, tokens, inter);
+  CUDA_CHECK_LAUNCH("silu_mul");
+}
+
+void embedding_gather(const int* ids, const __nv_bfloat16* table, __nv_bfloat16* out, int64_t tokens, int64_t vocab,
+                      int64_t hidden, cudaStream_t stream) {
+  require_multiple_of_8(hidden, "hidden", "embedding_gather");
+  if (tokens == 0) return;
+  embed_kernel<<<unsigned(tokens), 128, 0, stream>>>(ids, table, out, vocab, hidden);
+  CUDA_CHECK_LAUNCH("embedding_gather");
+}
+
+void rotary_and_cache(const RotaryCache& a, cudaStream_t stream) {
+  require_multiple_of_8(a.head_dim, "head_dim", "rotary_and_cache");
+  if (a.tokens == 0) return;
+  rotary_cache_kernel<<<unsigned(a.tokens), 256, 0, stream>>>(a);
+  CUDA_CHECK_LAUNCH("rotary_and_cache");
+}
+
+void fill_random(__nv_bfloat16* p, int64_t n, uint64_t seed, float scale, cudaStream_t stream) {
+  if (n == 0) return;
+  fill_random_kernel<<<grid_for(n, kBlock), kBlock, 0, stream>>>(p, n, seed, scale);
+  CUDA_CHECK_LAUNCH("fill_random");
+}
+
+void fill_value(__nv_bfloat16* p, int64_t n, float v, cudaStream_t stream) {
+  if (n == 0) return;
+  fill_value_kernel<<<grid_for(n, kBlock), kBlock, 0, stream>>>(p, n, v);
+  CUDA_CHECK_LAUNCH("fill_value");
+}
+
+}  // namespace peerplan::kernels

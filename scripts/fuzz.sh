@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, ASan + UBSan, coverage on the whole planner library) into
+# build-fuzz/ and runs each target for a number of executions on a seed corpus made of the shipped
+# files it reads, the hand-written seeds and every past regression input.
+#
+#   scripts/fuzz.sh                      # every target, 1 000 000 executions each
+#   scripts/fuzz.sh -n 2000              # a quick pass (what scripts/ci_extra.sh runs)
+#   scripts/fuzz.sh -n 5000000 plan lua  # only these targets
+#   scripts/fuzz.sh --list               # the targets that exist
+#
+# A finding (crash, sanitizer report, leak, uncaught exception, broken invariant, >10 s per input,
+# >2 GB RSS) stops that target; its input lands in build-fuzz/artifacts/<target>/. Minimise it with
+#   build-fuzz/fuzz/fuzz_<target> -minimize_crash=1 -runs=20000 <file>
+# then keep it as tests/fuzz/regressions/<target>/<what-it-is>.<ext>: the replay test in
+# test_hostile runs it from then on. Exit status: 0 if no target found anything, 1 otherwise.
+# One summary line per target goes to stdout and is appended to build-fuzz/fuzz-runs.tsv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RUNS=1000000
+JOBS=${JOBS:-1}
+BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
+LIST=0
+TARGETS=()
+while (($#)); do
+  case "$1" in
+    -n|--runs) RUNS="$2"; shift 2 ;;
+    --list) LIST=1; shift ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -*) echo "fuzz.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) TARGETS+=("$1"); shift ;;
+  esac
+done
+
+CXX_BIN=$(command -v clang++ || command -v clang++-14 || true)
+CC_BIN=$(command -v clang || command -v clang-14 || true)
+if [ -z "$CXX_BIN" ]; then
+  echo "fuzz.sh: clang++ not found; install clang and libclang-rt-dev (Debian: apt-get install clang libclang-rt-14-dev)" >&2
+  exit 2
+fi
+
+# Shipped inputs per target (the same places as the table in tests/fuzz/targets.hpp).
+shipped() {
+  case "$1" in
+    json_in)      find models -name '*.json' ;;
+    model_config) find models/llm -name config.json ;;
+    workload)     find models/workloads -name '*.json' ;;
+    machine)      find models/hardware -name '*.json' ;;
+    nccl_xml)     find models/hardware tests/data -name '*.xml' ;;
+    plan)         find tests/golden tests/data -name '*plan*.json' ;;
+    lua)          find plugins -name '*.lua' ;;
+  esac 2>/dev/null || true
+}
+
+if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+  CC="$CC_BIN" CXX="$CXX_BIN" cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPEERPLAN_FUZZ=ON \
+    -DPEERPLAN_SANITIZE=ON -DPEERPLAN_CUDA=OFF -DPEERPLAN_TESTS=OFF -DPEERPLAN_BENCH=OFF >/dev/null
+fi
+cmake --build "$BUILD" -j "$JOBS" --target fuzzers >/dev/null
+
+ALL=()
+for bin in "$BUILD"/fuzz/fuzz_*; do ALL+=("$(basename "$bin" | sed 's/^fuzz_//')"); done
+if ((LIST)); then printf '%s\n' "${ALL[@]}"; exit 0; fi
+((${#TARGETS[@]})) || TARGETS=("${ALL[@]}")
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+status=0
+for t in "${TARGETS[@]}"; do
+  bin="$BUILD/fuzz/fuzz_$t"
+  if [ ! -x "$bin" ]; then echo "fuzz.sh: no target '$t'; targets: ${ALL[*]}" >&2; exit 2; fi
+  corpus="$BUILD/corpus/$t"; art="$BUILD/artifacts/$t"
+  mkdir -p "$corpus" "$art"
+  while IFS= read -r f; do [ -n "$f" ] && cp "$f" "$corpus/shipped_$(echo "$f" | tr '/' '_')"; done < <(shipped "$t")
+  dict=()
+  [ -f "tests/fuzz/dict/$t.dict" ] && dict=(-dict="tests/fuzz/dict/$t.dict")
+  seeds=()
+  for d in "tests/fuzz/seeds/$t" "tests/fuzz/regressions/$t"; do [ -d "$d" ] && seeds+=("$d"); done
+  log="$BUILD/fuzz-$t.log"
+  before=$(ls "$art" | wc -l)
+  start=$(date +%s)
+  rc=0
+  "$bin" -runs="$RUNS" -timeout=10 -rss_limit_mb=2048 -max_len=16384 -print_final_stats=1 \
+    -artifact_prefix="$art/" "${dict[@]}" "$corpus" "${seeds[@]}" >"$log" 2>&1 || rc=$?
+  secs=$(( $(date +%s) - start ))
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+  cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo "?")
+  found=$(( $(ls "$art" | wc -l) - before ))
+  verdict="ok"
+  if ((rc != 0 || found > 0)); then verdict="FINDING (see $log and $art/)"; status=1; fi
+  line=$(printf '%s\t%s\t%s\t%s\t%ss\t%s\t%s' "$(date -u +%Y-%m-%dT%H:%MZ)" "$t" "$execs" "cov=$cov" "$secs" \
+         "$(ls "$corpus" | wc -l) corpus files" "$verdict")
+  echo "$line"
+  echo "$line" >>"$BUILD/fuzz-runs.tsv"
+done
+exit $status

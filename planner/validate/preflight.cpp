@@ -1,0 +1,73 @@
+#include "planner/validate/preflight.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "planner/core/error.hpp"
+
+namespace peerplan {
+
+std::string profile_host_mismatch(const Machine& profile, const HostInfo& host) {
+  if (!profile.measured() || profile.origin != "measured")
+    return fmt::format("'{}' is a nominal machine description, not a profile measured on this host", profile.name);
+  bool profile_uuids = !profile.gpus.empty() &&
+                       std::all_of(profile.gpus.begin(), profile.gpus.end(), [](const GpuSpec& g) { return !g.uuid.empty(); });
+  bool host_uuids = !host.gpus.empty() &&
+                    std::all_of(host.gpus.begin(), host.gpus.end(), [](const HostGpu& g) { return !g.uuid.empty(); });
+  if (profile_uuids && host_uuids) {
+    for (const GpuSpec& g : profile.gpus) {
+      if (g.id >= int(host.gpus.size()))
+        return fmt::format("the profile has GPU {} ({}) but this host has only {} GPU(s)", g.id, g.uuid, host.gpus.size());
+      if (host.gpus[size_t(g.id)].uuid != g.uuid)
+        return fmt::format("GPU {} of the profile is {} but GPU {} of this host is {}", g.id, g.uuid, g.id,
+                           host.gpus[size_t(g.id)].uuid);
+    }
+    return "";
+  }
+  if (profile.host.empty()) return "the profile records no hostname and no GPU UUIDs";
+  if (profile.host != host.hostname)
+    return fmt::format("the profile was measured on host '{}' but this is '{}'", profile.host, host.hostname);
+  return "";
+}
+
+std::vector<std::string> preflight(const Plan& plan, const std::string& plan_file, const Machine& profile,
+                                   const std::string& profile_file, const HostInfo& host, bool memory_fits,
+                                   const std::string& memory_why, const PreflightOptions& opt) {
+  std::vector<std::string> warnings;
+  const std::vector<int> gpus = plan.all_gpus();
+  const int need = gpus.empty() ? 0 : gpus.back() + 1;
+  if (host.gpus.empty())
+    throw InputError(plan_file, "stages",
+                     "a host with at least one CUDA GPU: this host has none visible (check CUDA_VISIBLE_DEVICES "
+                     "and the driver with nvidia-smi)");
+  if (need > int(host.gpus.size()))
+    throw InputError(plan_file, "stages",
+                     fmt::format("GPU ids below {} (this host has {} GPU(s)); plan '{}' uses GPU {}. Pick a plan "
+                                 "for {} GPU(s), e.g. from `peerplan plan --machine {}`",
+                                 host.gpus.size(), host.gpus.size(), plan.name, gpus.back(), host.gpus.size(),
+                                 profile_file));
+  const std::string why = profile_host_mismatch(profile, host);
+  if (!why.empty()) {
+    const std::string msg = why + ". A prediction from another machine cannot be validated here: run `peerplan "
+                                  "profile --out this-host.json` on this host and pass --machine this-host.json";
+    if (!opt.allow_other_host) throw InputError(profile_file, "host", msg + " (or --allow-other-host to run anyway)");
+    warnings.push_back(msg);
+  }
+  for (int g : gpus) {
+    if (g < int(profile.gpus.size()) && profile.gpus[size_t(g)].memory_bytes > 0 &&
+        host.gpus[size_t(g)].memory_bytes > 0 &&
+        host.gpus[size_t(g)].memory_bytes < profile.gpus[size_t(g)].memory_bytes * 95 / 100)
+      warnings.push_back(fmt::format("GPU {} has {:.1f} GiB here but {:.1f} GiB in the profile", g,
+                                     double(host.gpus[size_t(g)].memory_bytes) / (1 << 30),
+                                     double(profile.gpus[size_t(g)].memory_bytes) / (1 << 30)));
+  }
+  if (!memory_fits)
+    throw InputError(plan_file, "stages",
+                     fmt::format("a plan that fits this host's GPU memory: {}. Use more GPUs, fewer concurrent "
+                                 "sequences (workload max_num_seqs) or shorter contexts",
+                                 memory_why));
+  return warnings;
+}
+
+}  // namespace peerplan

@@ -1,0 +1,40 @@
+#pragma once
+// Before a plan runs on the GPUs: may it? Refuses (InputError, exit 2) a profile that is not a
+// measurement of this host, a plan needing GPUs the host lacks, and a plan whose memory check
+// fails on this host's GPUs. CPU only: the executor discovers HostInfo, tests build it by hand.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/strategy/plan.hpp"
+#include "planner/topology/machine.hpp"
+
+namespace peerplan {
+
+struct HostGpu {
+  std::string name, uuid;   // "NVIDIA H200", "GPU-..."
+  int64_t memory_bytes = 0;
+};
+
+struct HostInfo {
+  std::string hostname;
+  std::vector<HostGpu> gpus;
+};
+
+struct PreflightOptions {
+  bool allow_other_host = false;  // --allow-other-host: warn instead of refusing a foreign profile
+};
+
+// Why a profile is not this host's ("" if it is). Rules: a nominal (hand-written) machine is
+// never a measurement of this host; when both sides list GPU UUIDs, every profile GPU must be on
+// this host with the same ordinal; otherwise the hostnames must match.
+std::string profile_host_mismatch(const Machine& profile, const HostInfo& host);
+
+// Throws InputError naming `plan_file`/`profile_file` and how to fix it. Returns warnings (a
+// foreign profile allowed by the option) for the caller to print.
+std::vector<std::string> preflight(const Plan& plan, const std::string& plan_file, const Machine& profile,
+                                   const std::string& profile_file, const HostInfo& host,
+                                   bool memory_fits, const std::string& memory_why,
+                                   const PreflightOptions& opt = {});
+
+}  // namespace peerplan

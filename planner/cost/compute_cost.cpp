@@ -1,0 +1,66 @@
+#include "planner/cost/compute_cost.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace peerplan {
+
+double roofline_s(double flops, double bytes, double flops_per_s, double bytes_per_s) {
+  double t = 0;
+  if (flops > 0 && flops_per_s > 0) t = std::max(t, flops / flops_per_s);
+  if (bytes > 0 && bytes_per_s > 0) t = std::max(t, bytes / bytes_per_s);
+  return t;
+}
+
+namespace {
+
+// Points (x, t) sorted by x; the piecewise-linear rule shared by GEMM (x = m) and attention (x = work).
+ComputePrice from_points(std::vector<std::pair<double, double>> pts, double x) {
+  std::sort(pts.begin(), pts.end());
+  auto it = std::lower_bound(pts.begin(), pts.end(), x, [](const auto& p, double v) { return p.first < v; });
+  if (it != pts.end() && it->first == x) return {it->second, CostSource::Measured};
+  if (it == pts.end()) return {pts.back().second * x / pts.back().first, CostSource::Extrapolated};
+  if (it == pts.begin()) return {pts.front().second, CostSource::Extrapolated};
+  const auto& a = *(it - 1);
+  const auto& b = *it;
+  double f = (x - a.first) / (b.first - a.first);
+  return {a.second + f * (b.second - a.second), CostSource::Interpolated};
+}
+
+}  // namespace
+
+std::optional<ComputePrice> gemm_from_table(const std::vector<GemmTime>& table, int gpu, int64_t m, int64_t n,
+                                            int64_t k) {
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<std::pair<double, double>> pts;
+    for (const GemmTime& g : table)
+      if (g.n == n && g.k == k && g.m > 0 && (pass == 1 || g.gpu == gpu)) pts.push_back({double(g.m), g.time.median});
+    if (!pts.empty()) return from_points(std::move(pts), double(std::max<int64_t>(m, 1)));
+  }
+  return std::nullopt;
+}
+
+std::optional<ComputePrice> attention_from_table(const std::vector<AttentionTime>& table, int gpu, const Op& op) {
+  const char* phase = op.attn_prefill ? "prefill" : "decode";
+  auto work = [](int64_t b, int64_t q, int64_t c) { return double(b) * double(std::max<int64_t>(q, 1)) * double(c); };
+  double x = work(op.attn_batch, op.attn_q_len, op.attn_context);
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<std::pair<double, double>> pts;
+    for (const AttentionTime& a : table) {
+      if (a.phase != phase || a.heads != op.attn_heads || a.kv_heads != op.attn_kv_heads ||
+          a.head_dim != op.attn_head_dim || (pass == 0 && a.gpu != gpu))
+        continue;
+      if (a.batch == op.attn_batch && a.q_len == op.attn_q_len && a.context == op.attn_context)
+        return ComputePrice{a.time.median, CostSource::Measured};
+      pts.push_back({work(a.batch, a.q_len, a.context), a.time.median});
+    }
+    if (!pts.empty()) {
+      ComputePrice p = from_points(std::move(pts), x);
+      if (p.source == CostSource::Measured) p.source = CostSource::Interpolated;  // same work, other shape
+      return p;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace peerplan

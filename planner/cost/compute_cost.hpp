@@ -1,0 +1,34 @@
+#pragma once
+// Compute costs: measured GEMM and attention tables first, a roofline otherwise. Pure functions.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "planner/compile/op_graph.hpp"
+#include "planner/cost/cost_source.hpp"
+#include "planner/topology/measurements.hpp"
+
+namespace peerplan {
+
+struct ComputePrice {
+  double seconds = 0;
+  CostSource source = CostSource::Nominal;
+};
+
+// Roofline: the slower of doing the FLOPs at the peak rate and moving the bytes at the bandwidth.
+double roofline_s(double flops, double bytes, double flops_per_s, double bytes_per_s);
+
+// A GEMM [m,k] x [k,n] from the measured table (entries of `gpu` first; any GPU of the profile if
+// that one has no entry for this (n,k)). Only the SAME (n,k) is used: the TP shard shape is what
+// the op carries. Exact m: Measured. Between measured m: linear in m, Interpolated. Above: scaled
+// by m from the largest point (compute-bound), below: the smallest point's time (weight-read
+// bound); both Extrapolated. nullopt when the table has no such (n,k).
+std::optional<ComputePrice> gemm_from_table(const std::vector<GemmTime>& table, int gpu, int64_t m, int64_t n,
+                                            int64_t k);
+
+// Attention from the measured table: same phase, heads, kv heads and head dim (per GPU); "work"
+// = batch * q_len * context. Exact shape: Measured; between: linear in work, Interpolated;
+// beyond: proportional above, the smallest time below, Extrapolated. nullopt when no entry matches.
+std::optional<ComputePrice> attention_from_table(const std::vector<AttentionTime>& table, int gpu, const Op& op);
+
+}  // namespace peerplan

@@ -1,0 +1,180 @@
+#include "planner/cost/cost_model.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "planner/core/error.hpp"
+#include "planner/cost/collective_cost.hpp"
+#include "planner/cost/compute_cost.hpp"
+#include "planner/cost/transfer_cost.hpp"
+
+namespace peerplan {
+
+CostModel::CostModel(const Topology& topo, CostOptions opt) : topo_(topo), opt_(opt) {}
+
+double CostModel::launch_s(bool graph_launch) const {
+  if (graph_launch) return opt_.graph_launch_s;
+  const Machine& m = topo_.machine();
+  if (m.measurements && m.measurements->launch_overhead_s > 0) return m.measurements->launch_overhead_s;
+  return opt_.eager_launch_s;
+}
+
+double CostModel::peak_flops(int gpu) const {
+  const GpuSpec& g = topo_.machine().gpus.at(size_t(gpu));
+  if (!(g.peak_bf16_tflops > 0))
+    throw InputError(topo_.machine().source_file, "/gpus/" + std::to_string(gpu) + "/peak_bf16_tflops",
+                     "a positive dense bf16 peak in TFLOP/s (e.g. 989 for H100 SXM): needed to price GEMMs this "
+                     "machine has no measured table for");
+  return g.peak_bf16_tflops * 1e12;
+}
+
+double CostModel::hbm_Bps(int gpu, bool* measured) const {
+  const Machine& m = topo_.machine();
+  if (m.measurements && size_t(gpu) < m.measurements->hbm_gbps.size() && m.measurements->hbm_gbps[size_t(gpu)] > 0) {
+    *measured = true;
+    return m.measurements->hbm_gbps[size_t(gpu)] * 1e9;
+  }
+  *measured = false;
+  const GpuSpec& g = m.gpus.at(size_t(gpu));
+  if (!(g.hbm_gbps > 0))
+    throw InputError(m.source_file, "/gpus/" + std::to_string(gpu) + "/hbm_gbps",
+                     "a positive HBM bandwidth in GB/s (e.g. 4800 for H200): needed to price memory-bound ops");
+  return g.hbm_gbps * 1e9 * opt_.hbm_efficiency;
+}
+
+OpCost CostModel::price_compute(const Op& op) const {
+  OpCost c;
+  const int gpu = op.gpus.empty() ? 0 : op.gpus[0];
+  const Measurements* meas = topo_.machine().measurements ? &*topo_.machine().measurements : nullptr;
+  if (op.kind == OpKind::Gemm && meas) {
+    if (auto t = gemm_from_table(meas->gemms, gpu, op.m, op.n, op.k)) {
+      c.seconds = t->seconds * double(std::max<int64_t>(op.batch_count, 1));
+      c.source = t->source;
+      return c;
+    }
+  }
+  if (op.kind == OpKind::Attention && meas) {
+    if (auto t = attention_from_table(meas->attention, gpu, op)) {
+      c.seconds = t->seconds;
+      c.source = t->source;
+      return c;
+    }
+  }
+  bool hbm_measured = false;
+  double bw = hbm_Bps(gpu, &hbm_measured);
+  double eff = op.kind == OpKind::Attention ? opt_.attention_efficiency : opt_.gemm_efficiency;
+  double flops_rate = op.flops > 0 ? peak_flops(gpu) * eff : 0;
+  c.seconds = roofline_s(op.flops, op.mem_bytes, flops_rate, bw);
+  bool compute_bound = flops_rate > 0 && op.flops / flops_rate >= op.mem_bytes / bw;
+  c.source = (hbm_measured && !compute_bound) ? CostSource::Derived : CostSource::Nominal;
+  return c;
+}
+
+OpCost CostModel::price_collective_op(const Op& op) const {
+  OpCost c;
+  const Machine& m = topo_.machine();
+  const std::vector<CurvePoint>* pts = nullptr;
+  if (m.measurements)
+    if (const CollectiveCurve* cc = m.measurements->find_collective(nccl_op_name(op.kind), op.gpus, op.p2p))
+      pts = &cc->points;
+  bool nominal_graph = !m.measurements || m.measurements->transfers.empty();
+  CollectivePrice p = price_collective(op.kind, op.gpus, double(op.bytes), op.p2p, topo_, pts, opt_, nominal_graph);
+  c.seconds = p.seconds;
+  c.source = p.source;
+  c.edge_bytes = std::move(p.edge_bytes);
+  return c;
+}
+
+OpCost CostModel::price_send(const Op& op) const {
+  OpCost c;
+  if (op.gpus.size() != 2)
+    throw RuntimeError("send op '" + op.name + "' has " + std::to_string(op.gpus.size()) + " GPUs; expected {src, dst}");
+  int src = op.gpus[0], dst = op.gpus[1];
+  if (src == dst) {
+    c.source = CostSource::Measured;  // same GPU: no transfer at all
+    return c;
+  }
+  Route r = topo_.route(src, dst, op.mode);
+  if (!r.valid)
+    throw RuntimeError("send '" + op.name + "' gpu" + std::to_string(src) + " -> gpu" + std::to_string(dst) + " in mode " +
+                       to_string(op.mode) + " has no route: " + r.why_invalid);
+  const Measurements* meas = topo_.machine().measurements ? &*topo_.machine().measurements : nullptr;
+  const TransferCurve* curve = meas ? meas->find_transfer(src, dst, measurement_mode(op.mode)) : nullptr;
+  TransferPrice p = price_transfer(r, curve, double(op.bytes), opt_);
+  c.seconds = p.seconds;
+  c.alpha_s = p.alpha_s;
+  c.rate_Bps = p.rate_Bps;
+  c.source = p.source;
+  c.edges = std::move(r.edges);
+  return c;
+}
+
+OpCost CostModel::price(const Op& op, bool graph_launch) const {
+  std::array<int64_t, 14> key{};
+  key[0] = int64_t(op.kind);
+  key[1] = op.m;
+  key[2] = op.n;
+  key[3] = op.k;
+  key[4] = op.batch_count;
+  key[5] = op.attn_batch * 1000003 + op.attn_q_len;
+  key[6] = op.attn_context * 1000003 + op.attn_heads * 1009 + op.attn_kv_heads;
+  key[7] = op.attn_head_dim * 2 + (op.attn_prefill ? 1 : 0);
+  key[8] = op.bytes;
+  key[9] = int64_t(op.mode) * 4 + (op.p2p ? 2 : 0) + (graph_launch ? 1 : 0);
+  std::memcpy(&key[10], &op.flops, sizeof(double));
+  std::memcpy(&key[11], &op.mem_bytes, sizeof(double));
+  int64_t g = 0;
+  for (int x : op.gpus) g = g * 131 + x + 1;
+  key[12] = g;
+  key[13] = int64_t(op.gpus.size());
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+
+  OpCost c;
+  if (is_compute(op.kind)) {
+    c = price_compute(op);
+    c.launch_s = launch_s(graph_launch);
+  } else if (is_collective(op.kind)) {
+    c = price_collective_op(op);
+    c.launch_s = launch_s(graph_launch);
+  } else {
+    c = price_send(op);
+  }
+  cache_.emplace(key, c);
+  return c;
+}
+
+nlohmann::json CostModel::provenance() const {
+  const Machine& m = topo_.machine();
+  nlohmann::json j;
+  j["machine"] = m.name;
+  j["machine_file"] = m.source_file;
+  j["origin"] = m.origin;
+  j["host"] = m.host;
+  j["date"] = m.date;
+  if (m.measurements) {
+    const Measurements& s = *m.measurements;
+    j["measured"] = {{"transfer_curves", s.transfers.size()},
+                     {"collective_curves", s.collectives.size()},
+                     {"gemm_shapes", s.gemms.size()},
+                     {"attention_shapes", s.attention.size()},
+                     {"hbm_gbps", !s.hbm_gbps.empty()},
+                     {"launch_overhead_us", s.launch_overhead_s * 1e6}};
+    j["meta"] = s.meta;
+  } else {
+    j["measured"] = nullptr;
+  }
+  j["assumptions"] = {{"gemm_efficiency", opt_.gemm_efficiency},
+                      {"attention_efficiency", opt_.attention_efficiency},
+                      {"hbm_efficiency", opt_.hbm_efficiency},
+                      {"link_efficiency", opt_.link_efficiency},
+                      {"copy_setup_us", opt_.copy_setup_s * 1e6},
+                      {"host_stage_setup_us", opt_.host_stage_setup_s * 1e6},
+                      {"nccl_base_latency_us", opt_.nccl_base_latency_s * 1e6},
+                      {"nccl_step_latency_us", opt_.nccl_step_latency_s * 1e6},
+                      {"graph_launch_us", opt_.graph_launch_s * 1e6},
+                      {"eager_launch_us", opt_.eager_launch_s * 1e6},
+                      {"iteration_overhead_us", opt_.iteration_overhead_s * 1e6}};
+  return j;
+}
+
+}  // namespace peerplan

@@ -1,0 +1,67 @@
+#pragma once
+// Prices the ops of an op graph on one machine: compute from measured tables or a roofline,
+// collectives from measured NCCL curves or a graph estimate, sends from measured transfer curves
+// or nominal routes. Each price carries its CostSource. Lookups are memoised per op shape, so a
+// CostModel is NOT thread-safe: use one per thread.
+#include <array>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/compile/op_graph.hpp"
+#include "planner/cost/cost_options.hpp"
+#include "planner/cost/cost_source.hpp"
+#include "planner/topology/topology.hpp"
+
+namespace peerplan {
+
+struct OpCost {
+  double seconds = 0;      // compute/collective: duration once started; send: alone on an idle route
+  double launch_s = 0;     // launch / synchronisation gap before the op on its stream
+  CostSource source = CostSource::Nominal;
+  // Send: the route's edges, fixed latency and streaming-rate cap (for max-min sharing).
+  std::vector<int> edges;
+  double alpha_s = 0, rate_Bps = 0;
+  // Collectives: bytes each directed edge carries (edge, bytes), for link utilisation.
+  std::vector<std::pair<int, double>> edge_bytes;
+};
+
+class CostModel {
+ public:
+  explicit CostModel(const Topology& topo, CostOptions opt = {});
+  const Topology& topology() const { return topo_; }
+  const CostOptions& options() const { return opt_; }
+
+  // `graph_launch`: the iteration runs as a CUDA graph (decode), so kernels pay the graph node
+  // gap rather than an eager launch. Throws RuntimeError for a send with no usable route, and
+  // InputError when a nominal figure the op needs is missing from the machine file.
+  OpCost price(const Op& op, bool graph_launch) const;
+
+  double launch_s(bool graph_launch) const;
+  double iteration_overhead_s() const { return opt_.iteration_overhead_s; }
+
+  // What the prices rest on: machine origin, host, date, which tables exist, every assumption.
+  nlohmann::json provenance() const;
+
+ private:
+  OpCost price_compute(const Op& op) const;
+  OpCost price_collective_op(const Op& op) const;
+  OpCost price_send(const Op& op) const;
+  double peak_flops(int gpu) const;
+  double hbm_Bps(int gpu, bool* measured) const;
+
+  const Topology& topo_;
+  CostOptions opt_;
+  struct KeyHash {
+    size_t operator()(const std::array<int64_t, 14>& k) const {
+      uint64_t h = 1469598103934665603ull;
+      for (int64_t v : k) h = (h ^ uint64_t(v)) * 1099511628211ull;
+      return size_t(h);
+    }
+  };
+  mutable std::unordered_map<std::array<int64_t, 14>, OpCost, KeyHash> cache_;
+};
+
+}  // namespace peerplan

@@ -1,0 +1,255 @@
+#include "planner/sim/engine.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <string>
+
+#include "planner/core/error.hpp"
+#include "planner/topology/topology.hpp"
+
+namespace peerplan {
+
+void EventQueue::schedule(SimTime at, Handler fn, void* ctx, int64_t arg) {
+  heap_.push_back({at < now_ ? now_ : at, seq_++, fn, ctx, arg});
+  std::push_heap(heap_.begin(), heap_.end(), later);
+}
+
+bool EventQueue::step() {
+  if (heap_.empty()) return false;
+  std::pop_heap(heap_.begin(), heap_.end(), later);
+  Event e = heap_.back();
+  heap_.pop_back();
+  now_ = e.at;
+  ++events_run_;
+  e.fn(e.ctx, e.arg);
+  return true;
+}
+
+void EventQueue::run() {
+  while (step()) {
+  }
+}
+
+void EventQueue::reset() {
+  heap_.clear();
+  now_ = 0;
+  seq_ = 0;
+  events_run_ = 0;
+}
+
+namespace {
+
+constexpr int64_t kFinish = 0, kActivate = 1, kCheck = 2;
+
+struct TaskEngine {
+  const std::vector<SimTask>& tasks;
+  const std::vector<double>& cap;
+  EventQueue q;
+  TaskRun run;
+  std::vector<int> pending;
+  std::vector<std::vector<int>> dependents;
+  std::vector<std::deque<int>> queue;
+  std::vector<char> busy;
+  std::vector<int> active;            // flows streaming now, in activation order
+  std::vector<double> remaining, rate;
+  std::vector<uint32_t> edge_stamp;
+  uint32_t stamp = 0;
+  SimTime last = 0;
+  int64_t gen = 0;
+  size_t done = 0;
+
+  TaskEngine(const std::vector<SimTask>& t, int streams, const std::vector<double>& c)
+      : tasks(t), cap(c), pending(t.size()), dependents(t.size()), queue(size_t(streams)), busy(size_t(streams), 0),
+        remaining(t.size(), 0), rate(t.size(), 0), edge_stamp(c.size(), 0) {
+    run.timing.resize(t.size());
+    run.edge_bytes.assign(c.size(), 0);
+    run.edge_busy.assign(c.size(), 0);
+  }
+
+  static void dispatch(void* ctx, int64_t arg) {
+    auto* e = static_cast<TaskEngine*>(ctx);
+    int64_t kind = arg & 3, v = arg >> 2;
+    if (kind == kFinish) e->finish(int(v));
+    else if (kind == kActivate) e->activate(int(v));
+    else e->check(v);
+  }
+  void at(SimTime t, int64_t kind, int64_t v) { q.schedule(t, dispatch, this, (v << 2) | kind); }
+
+  void ready(int t) {
+    run.timing[size_t(t)].ready = q.now();
+    const SimTask& k = tasks[size_t(t)];
+    if (k.streams.empty()) return start(t);
+    for (int s : k.streams) queue[size_t(s)].push_back(t);
+    try_start(t);
+  }
+  void try_start(int t) {
+    const SimTask& k = tasks[size_t(t)];
+    for (int s : k.streams)
+      if (busy[size_t(s)] || queue[size_t(s)].front() != t) return;
+    for (int s : k.streams) {
+      busy[size_t(s)] = 1;
+      queue[size_t(s)].pop_front();
+    }
+    start(t);
+  }
+  void start(int t) {
+    const SimTask& k = tasks[size_t(t)];
+    run.timing[size_t(t)].start = q.now();
+    if (k.flow) at(q.now() + k.gap + k.alpha, kActivate, t);
+    else at(q.now() + k.gap + k.duration, kFinish, t);
+  }
+  void finish(int t) {
+    run.timing[size_t(t)].end = q.now();
+    run.makespan = std::max(run.makespan, q.now());
+    ++done;
+    const SimTask& k = tasks[size_t(t)];
+    for (int s : k.streams) busy[size_t(s)] = 0;
+    for (int d : dependents[size_t(t)])
+      if (--pending[size_t(d)] == 0) ready(d);
+    for (int s : k.streams)
+      if (!busy[size_t(s)] && !queue[size_t(s)].empty()) try_start(queue[size_t(s)].front());
+  }
+
+  // Flows: advance every active flow to now at its current rate.
+  void progress() {
+    double dt = q.now() - last;
+    last = q.now();
+    if (dt <= 0 || active.empty()) return;
+    ++stamp;
+    for (int f : active) {
+      remaining[size_t(f)] -= rate[size_t(f)] * dt;
+      for (int e : tasks[size_t(f)].edges)
+        if (edge_stamp[size_t(e)] != stamp) {
+          edge_stamp[size_t(e)] = stamp;
+          run.edge_busy[size_t(e)] += dt;
+        }
+    }
+  }
+  void rerate() {
+    ++gen;
+    if (active.empty()) return;
+    std::vector<std::vector<int>> fe;
+    std::vector<double> demand;
+    fe.reserve(active.size());
+    demand.reserve(active.size());
+    for (int f : active) {
+      fe.push_back(tasks[size_t(f)].edges);
+      demand.push_back(tasks[size_t(f)].rate_cap);
+    }
+    std::vector<double> r = max_min_rates(fe, cap, demand);
+    double next = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < active.size(); ++i) {
+      int f = active[i];
+      rate[size_t(f)] = r[i];
+      double left = std::max(0.0, remaining[size_t(f)]);
+      double dt = left <= 0 ? 0.0 : (r[i] > 0 ? left / r[i] : std::numeric_limits<double>::infinity());
+      next = std::min(next, dt);
+    }
+    if (next == std::numeric_limits<double>::infinity())
+      throw RuntimeError("simulator: a transfer has zero bandwidth (an edge of capacity 0 on its route)");
+    at(q.now() + next, kCheck, gen);
+  }
+  void activate(int t) {
+    progress();
+    remaining[size_t(t)] = tasks[size_t(t)].bytes;
+    active.push_back(t);
+    rerate();
+  }
+  void check(int64_t g) {
+    if (g != gen) return;  // superseded by a later re-rating
+    progress();
+    std::vector<int> fin;
+    for (size_t i = 0; i < active.size();) {
+      int f = active[i];
+      const SimTask& k = tasks[size_t(f)];
+      if (remaining[size_t(f)] <= 1e-9 * std::max(1.0, k.bytes)) {
+        fin.push_back(f);
+        for (int e : k.edges) run.edge_bytes[size_t(e)] += k.bytes;
+        active.erase(active.begin() + ptrdiff_t(i));
+      } else {
+        ++i;
+      }
+    }
+    rerate();
+    for (int f : fin) finish(f);
+  }
+};
+
+}  // namespace
+
+TaskRun run_tasks(const std::vector<SimTask>& tasks, int num_streams, const std::vector<double>& edge_capacity) {
+  TaskEngine e(tasks, num_streams, edge_capacity);
+  const int n = int(tasks.size());
+  for (int t = 0; t < n; ++t) {
+    const SimTask& k = tasks[size_t(t)];
+    for (int s : k.streams)
+      if (s < 0 || s >= num_streams)
+        throw RuntimeError("simulator: task " + std::to_string(t) + " uses stream " + std::to_string(s) + " of " +
+                           std::to_string(num_streams));
+    for (int x : k.edges)
+      if (x < 0 || size_t(x) >= edge_capacity.size())
+        throw RuntimeError("simulator: task " + std::to_string(t) + " crosses unknown edge " + std::to_string(x));
+    for (int d : k.deps) {
+      if (d < 0 || d >= n || d == t)
+        throw RuntimeError("simulator: task " + std::to_string(t) + " depends on invalid task " + std::to_string(d));
+      e.dependents[size_t(d)].push_back(t);
+      ++e.pending[size_t(t)];
+    }
+  }
+  for (int t = 0; t < n; ++t)
+    if (e.pending[size_t(t)] == 0) e.ready(t);
+  e.q.run();
+  if (e.done != tasks.size())
+    throw RuntimeError("simulator: " + std::to_string(tasks.size() - e.done) +
+                       " tasks never ran (a dependency cycle in the op graph)");
+  e.run.events = e.q.events_run();
+  return std::move(e.run);
+}
+
+std::vector<TimeSplit> split_time(const std::vector<SimTask>& tasks, const TaskRun& run, int gpu_count, SimTime t0,
+                                  SimTime t1) {
+  std::vector<TimeSplit> out(size_t(std::max(gpu_count, 0)));
+  // Per GPU: boundary points (time, category, +1/-1); sweep and give each slice to the highest-
+  // priority category present.
+  std::vector<std::vector<std::tuple<double, int, int>>> pts(out.size());
+  auto add = [&](int gpu, double a, double b, int cat) {
+    a = std::max(a, t0);
+    b = std::min(b, t1);
+    if (b <= a || gpu < 0 || gpu >= gpu_count) return;
+    pts[size_t(gpu)].push_back({a, cat, +1});
+    pts[size_t(gpu)].push_back({b, cat, -1});
+  };
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    const SimTask& k = tasks[t];
+    const TaskTiming& w = run.timing[t];
+    for (int g : k.gpus) {
+      add(g, w.start, w.start + k.gap, 2);
+      add(g, w.start + k.gap, w.end, int(k.category));
+    }
+  }
+  for (size_t g = 0; g < out.size(); ++g) {
+    auto& p = pts[g];
+    std::sort(p.begin(), p.end());
+    int count[3] = {0, 0, 0};
+    double prev = t0, acc[3] = {0, 0, 0};
+    for (auto& [t, cat, d] : p) {
+      if (t > prev) {
+        for (int c = 0; c < 3; ++c)
+          if (count[c] > 0) {
+            acc[c] += t - prev;
+            break;
+          }
+      }
+      prev = t;
+      count[cat] += d;
+    }
+    out[g].compute = acc[0];
+    out[g].communication = acc[1];
+    out[g].sync = acc[2];
+    out[g].idle = std::max(0.0, (t1 - t0) - acc[0] - acc[1] - acc[2]);
+  }
+  return out;
+}
+
+}  // namespace peerplan

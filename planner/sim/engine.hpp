@@ -1,0 +1,94 @@
+#pragma once
+// The discrete-event core: an event queue with named types and a tiny API (schedule, run, now),
+// as in astra-sim's analytical backend, plus a task engine on top of it whose resources are GPU
+// streams (compute stream, copy engine) and the topology's directed edges.
+//
+// Determinism: events at equal times run in the order they were scheduled (a sequence number
+// breaks ties), and nothing depends on addresses or hash order, so the same inputs give
+// bit-identical results.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace peerplan {
+
+using SimTime = double;   // seconds
+using Bytes = double;     // bytes (double: rates and partial progress are fractional)
+using DeviceId = int;     // GPU ordinal
+
+class EventQueue {
+ public:
+  // A handler is a plain function with a context and an argument: no allocation per event.
+  using Handler = void (*)(void* ctx, int64_t arg);
+
+  void schedule(SimTime at, Handler fn, void* ctx, int64_t arg);
+  SimTime now() const { return now_; }
+  bool empty() const { return heap_.empty(); }
+  size_t pending() const { return heap_.size(); }
+  uint64_t events_run() const { return events_run_; }
+  bool step();       // runs the earliest event; false if none
+  void run();        // until no events are left
+  void reset();      // empty queue, time 0
+
+ private:
+  struct Event {
+    SimTime at;
+    uint64_t seq;
+    Handler fn;
+    void* ctx;
+    int64_t arg;
+  };
+  static bool later(const Event& a, const Event& b) { return a.at > b.at || (a.at == b.at && a.seq > b.seq); }
+  std::vector<Event> heap_;
+  SimTime now_ = 0;
+  uint64_t seq_ = 0;
+  uint64_t events_run_ = 0;
+};
+
+enum class TaskCategory { Compute, Communication, Sync };
+
+// One unit of work. A task starts when its dependencies are done and every stream it holds is
+// free (streams serve tasks in the order they became ready, ties by task id). It then spends
+// `gap` (launch/sync overhead, counted as Sync) and either `duration` (a kernel or a collective)
+// or, for a flow, `alpha` latency followed by `bytes` over `edges` at its max-min fair share of
+// the edges' capacity, capped at `rate_cap`. Concurrent flows are re-rated at every flow start
+// and finish.
+struct SimTask {
+  std::vector<int> streams;   // held for the whole task (e.g. {compute stream of gpu 0})
+  std::vector<int> deps;      // task indices that must finish first (any order)
+  SimTime gap = 0;
+  SimTime duration = 0;
+  bool flow = false;
+  Bytes bytes = 0;
+  SimTime alpha = 0;
+  double rate_cap = 0;        // bytes/s; <= 0: uncapped
+  std::vector<int> edges;     // dense edge indices (an edge listed twice is crossed twice)
+  TaskCategory category = TaskCategory::Compute;
+  std::vector<int> gpus;      // GPUs whose time this task occupies (for the time split)
+};
+
+struct TaskTiming {
+  SimTime ready = 0, start = 0, end = 0;
+};
+
+struct TaskRun {
+  SimTime makespan = 0;
+  std::vector<TaskTiming> timing;
+  std::vector<Bytes> edge_bytes;      // bytes carried per edge (x multiplicity)
+  std::vector<SimTime> edge_busy;     // time with at least one flow on the edge
+  uint64_t events = 0;
+};
+
+// Runs a task DAG to completion from time 0. `edge_capacity` is bytes/s per dense edge index.
+// Throws RuntimeError for a dependency cycle or an out-of-range index.
+TaskRun run_tasks(const std::vector<SimTask>& tasks, int num_streams, const std::vector<double>& edge_capacity);
+
+// Where each GPU's time went between t0 and t1: intervals are attributed with priority
+// compute > communication > sync; the rest is idle. Result [gpu] = {compute, comm, sync, idle}.
+struct TimeSplit {
+  double compute = 0, communication = 0, sync = 0, idle = 0;
+};
+std::vector<TimeSplit> split_time(const std::vector<SimTask>& tasks, const TaskRun& run, int gpu_count, SimTime t0,
+                                  SimTime t1);
+
+}  // namespace peerplan

@@ -43,18 +43,20 @@ fi
 shipped() {
   case "$1" in
     json_in)      find models -name '*.json' ;;
-    model_config) find models/llm -name config.json ;;
+    model_config) find models/llm -name config.json; find tests/data/model -name '*.json' ;;
     workload)     find models/workloads -name '*.json' ;;
-    machine)      find models/hardware -name '*.json' ;;
+    machine)      find models/hardware tests/data/strategy -name '*.json' ;;
     nccl_xml)     find models/hardware tests/data -name '*.xml' ;;
-    plan)         find tests/golden tests/data -name '*plan*.json' ;;
-    lua)          find plugins -name '*.lua' ;;
+    plan)         find tests/golden tests/data -name '*.plan.json' ;;
+    lua)          find plugins -maxdepth 1 -name '*.lua' ;;
   esac 2>/dev/null || true
 }
 
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
-  CC="$CC_BIN" CXX="$CXX_BIN" cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPEERPLAN_FUZZ=ON \
-    -DPEERPLAN_SANITIZE=ON -DPEERPLAN_CUDA=OFF -DPEERPLAN_TESTS=OFF -DPEERPLAN_BENCH=OFF >/dev/null
+  # -O1 and line tables only: the usual fuzzing trade (fast enough, readable stack traces, and a
+  # much quicker build of the Boost-heavy library than -O2 -g).
+  CC="$CC_BIN" CXX="$CXX_BIN" cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Fuzz -DCMAKE_CXX_FLAGS_FUZZ="-O1 -gline-tables-only" \
+    -DPEERPLAN_FUZZ=ON -DPEERPLAN_SANITIZE=ON -DPEERPLAN_CUDA=OFF -DPEERPLAN_TESTS=OFF -DPEERPLAN_BENCH=OFF >/dev/null
 fi
 cmake --build "$BUILD" -j "$JOBS" --target fuzzers >/dev/null
 
@@ -72,8 +74,14 @@ for t in "${TARGETS[@]}"; do
   corpus="$BUILD/corpus/$t"; art="$BUILD/artifacts/$t"
   mkdir -p "$corpus" "$art"
   while IFS= read -r f; do [ -n "$f" ] && cp "$f" "$corpus/shipped_$(echo "$f" | tr '/' '_')"; done < <(shipped "$t")
+  # Dictionary: JSON tokens for the JSON loaders, plus the target's own field names.
+  mkdir -p "$BUILD/dict"
+  dictfile="$BUILD/dict/$t.dict"
+  : >"$dictfile"
+  case "$t" in nccl_xml|lua) ;; *) cat tests/fuzz/dict/json.dict >>"$dictfile" ;; esac
+  [ -f "tests/fuzz/dict/$t.dict" ] && cat "tests/fuzz/dict/$t.dict" >>"$dictfile"
   dict=()
-  [ -f "tests/fuzz/dict/$t.dict" ] && dict=(-dict="tests/fuzz/dict/$t.dict")
+  [ -s "$dictfile" ] && dict=(-dict="$dictfile")
   seeds=()
   for d in "tests/fuzz/seeds/$t" "tests/fuzz/regressions/$t"; do [ -d "$d" ] && seeds+=("$d"); done
   log="$BUILD/fuzz-$t.log"

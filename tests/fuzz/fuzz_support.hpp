@@ -39,8 +39,9 @@ bool accepts(const std::string& origin, F&& body) {
 // One fuzz target: a name (the binary is fuzz_<name>), the function libFuzzer and the replay test
 // call with one input, and where its seed inputs come from among the shipped files.
 struct ShippedFiles {
-  const char* dir;     // relative to the source tree, searched recursively
-  const char* suffix;  // file name ending, e.g. "config.json", ".lua"
+  const char* dir;         // relative to the source tree
+  const char* suffix;      // file name ending, e.g. "config.json", ".lua"
+  bool recursive = true;   // false: only files directly in `dir`
 };
 
 }  // namespace peerplan::fuzz

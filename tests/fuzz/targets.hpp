@@ -8,6 +8,11 @@
 
 #include "tests/fuzz/fuzz_support.hpp"
 #include "tests/fuzz/target_json_in.hpp"
+#include "tests/fuzz/target_lua.hpp"
+#include "tests/fuzz/target_machine.hpp"
+#include "tests/fuzz/target_model_config.hpp"
+#include "tests/fuzz/target_plan.hpp"
+#include "tests/fuzz/target_workload.hpp"
 
 namespace peerplan::fuzz {
 
@@ -20,6 +25,12 @@ struct Target {
 inline const std::vector<Target>& targets() {
   static const std::vector<Target> table = {
       {"json_in", fuzz_json_in, {{"models", ".json"}}},
+      {"model_config", fuzz_model_config, {{"models/llm", "config.json"}, {"tests/data/model", ".json"}}},
+      {"workload", fuzz_workload, {{"models/workloads", ".json"}}},
+      {"machine", fuzz_machine, {{"models/hardware", ".json"}}},
+      {"nccl_xml", fuzz_nccl_xml, {{"models/hardware", ".xml"}, {"tests/data", ".xml"}}},
+      {"plan", fuzz_plan, {{"tests/golden", ".plan.json"}, {"tests/data", ".plan.json"}}},
+      {"lua", fuzz_lua, {{"plugins", ".lua", false}}},
   };
   return table;
 }

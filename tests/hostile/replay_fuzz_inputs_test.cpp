@@ -25,14 +25,19 @@ namespace {
 
 const fs::path kSource = PEERPLAN_SOURCE_DIR;
 
-std::vector<fs::path> files_under(const fs::path& dir, const std::string& suffix = "") {
+std::vector<fs::path> files_under(const fs::path& dir, const std::string& suffix = "", bool recursive = true) {
   std::vector<fs::path> out;
   if (!fs::is_directory(dir)) return out;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    if (!e.is_regular_file()) continue;
+  auto take = [&](const fs::directory_entry& e) {
+    if (!e.is_regular_file()) return;
     const std::string name = e.path().filename().string();
     if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
       out.push_back(e.path());
+  };
+  if (recursive) {
+    for (const auto& e : fs::recursive_directory_iterator(dir)) take(e);
+  } else {
+    for (const auto& e : fs::directory_iterator(dir)) take(e);
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -67,7 +72,7 @@ TEST_P(Replay, ShippedFilesAreAccepted) {
   const Target& t = GetParam();
   size_t n = 0;
   for (const auto& src : t.shipped)
-    for (const auto& f : files_under(kSource / src.dir, src.suffix)) {
+    for (const auto& f : files_under(kSource / src.dir, src.suffix, src.recursive)) {
       ++n;
       EXPECT_EQ(replay(t, f, true), "") << "shipped file: " << f;
     }

@@ -1,0 +1,55 @@
+#pragma once
+// Fuzz target "lua": the input is the text of a strategy script, run exactly as `peerplan plans
+// --strategy FILE` runs it (sandboxed LuaHost, helper library, model and machine tables, the
+// machine.transfer_time/link bindings, plan conversion and validation, memory check), under small
+// limits so runaway scripts end quickly. Invariants: whatever the script does, the host either
+// returns validated plans or throws an InputError naming the script; it never crashes, hangs
+// (libFuzzer's -timeout) or lets the script allocate past its memory cap (-rss_limit_mb).
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <unistd.h>
+
+#include "planner/strategy/strategy_runner.hpp"
+#include "tests/fuzz/fixtures.hpp"
+#include "tests/fuzz/fuzz_support.hpp"
+
+namespace peerplan::fuzz {
+
+// Scripts are files to the runner (errors name them), so each input is written to one per process.
+inline const std::string& lua_script_path() {
+  static const std::string path = [] {
+    auto dir = std::filesystem::temp_directory_path() / ("peerplan-fuzz-lua-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    return (dir / "strategy.lua").string();
+  }();
+  return path;
+}
+
+inline LuaLimits small_lua_limits() {
+  LuaLimits l;
+  l.instructions = 20'000'000;  // the built-in strategies stay far below this
+  l.seconds = 2.0;
+  l.memory_bytes = 32LL << 20;
+  return l;
+}
+
+inline bool fuzz_lua(const std::string& data) {
+  const std::string& path = lua_script_path();
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(data.data(), std::streamsize(data.size()));
+  }
+  const ModelFixture& m = dense_model();
+  const Topology& topo = eight_gpus();
+  return accepts(path, [&] {
+    std::vector<CandidatePlan> plans = run_strategies({path}, m.cfg, m.fig, topo, {}, MemoryOptions{}, small_lua_limits());
+    for (const auto& c : plans) {
+      FUZZ_CHECK(!c.plan.stages.empty(), "a validated plan with no stages");
+      for (int g : c.plan.all_gpus()) FUZZ_CHECK(g >= 0 && g < topo.gpu_count(), "a plan GPU outside the machine");
+    }
+  });
+}
+
+}  // namespace peerplan::fuzz

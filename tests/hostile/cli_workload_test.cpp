@@ -1,0 +1,87 @@
+// Hostile workload files, given to `peerplan plans --workload FILE` (which sizes the KV cache from
+// it). Each case: exit 2, the message names the file and the field, the previous output stays.
+#include <gtest/gtest.h>
+
+#include "tests/hostile/cli_expect.hpp"
+
+namespace peerplan::hostile {
+namespace {
+
+const nlohmann::json& chat() {
+  static const nlohmann::json j = nlohmann::json::parse(R"({
+    "version": 1, "name": "hostile-base",
+    "arrival": {"process": "poisson", "rate_rps": 4},
+    "num_requests": 200,
+    "prompt_tokens": {"dist": "lognormal", "mean": 800, "sigma": 0.8, "max": 8192},
+    "output_tokens": {"dist": "uniform", "min": 16, "max": 512},
+    "batching": {"max_num_seqs": 64, "max_batched_tokens": 8192},
+    "slo": {"ttft_ms": 1000, "tpot_ms": 100, "e2e_p99_ms": 60000}
+  })");
+  return j;
+}
+
+CliResult run_with(const ScratchDir& d, const std::string& text, const std::string& out) {
+  std::string file = d.write("workload.json", text);
+  return run_peerplan({"plans", "--model", "llama-3.1-8b", "--machine", "hgx-h100x8", "--strategy", "single_gpu",
+                       "--workload", file, "--out", out});
+}
+
+void expect_workload_rejected(const std::string& text, const std::vector<std::string>& mentions) {
+  ScratchDir d;
+  PreviousOutput prev(d);
+  CliResult r = run_with(d, text, prev.path());
+  expect_input_error(r, (d / "workload.json").string(), mentions);
+  prev.expect_untouched();
+}
+
+TEST(CliWorkloadHostile, TheBaseWorkloadIsAccepted) {
+  ScratchDir d;
+  CliResult r = run_with(d, chat().dump(1), (d / "plans.json").string());
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+}
+
+TEST(CliWorkloadHostile, EmptyTruncatedDeep) {
+  expect_workload_rejected("", {"empty"});
+  expect_workload_rejected(chat().dump(1).substr(0, 120), {"line"});
+  expect_workload_rejected(deep_object(10000), {"nested"});
+}
+
+TEST(CliWorkloadHostile, ZeroOrNegativeRate) {
+  expect_workload_rejected(with_value(chat(), "/arrival/rate_rps", 0), {"arrival/rate_rps"});
+  expect_workload_rejected(with_value(chat(), "/arrival/rate_rps", -3), {"arrival/rate_rps"});
+  expect_workload_rejected(with_value(chat(), "/arrival/rate_rps", "NaN"), {"arrival/rate_rps"});
+}
+
+TEST(CliWorkloadHostile, ZeroSizesAndLimits) {
+  expect_workload_rejected(with_value(chat(), "/num_requests", 0), {"num_requests"});
+  expect_workload_rejected(with_value(chat(), "/output_tokens/min", 0), {"output_tokens/min"});
+  expect_workload_rejected(with_value(chat(), "/batching/max_num_seqs", 0), {"batching/max_num_seqs"});
+  expect_workload_rejected(with_value(chat(), "/slo/ttft_ms", -1), {"slo/ttft_ms"});
+  expect_workload_rejected(with_value(chat(), "/prompt_tokens/sigma", 0), {"prompt_tokens/sigma"});
+}
+
+TEST(CliWorkloadHostile, MinAboveMax) {
+  expect_workload_rejected(with_value(chat(), "/output_tokens/min", 4096), {"output_tokens/min"});
+}
+
+TEST(CliWorkloadHostile, UnknownDistributionAndProcessListTheValidOnes) {
+  expect_workload_rejected(with_value(chat(), "/prompt_tokens/dist", "zipf"), {"prompt_tokens/dist", "lognormal"});
+  expect_workload_rejected(with_value(chat(), "/arrival/process", "bursty"), {"arrival/process", "poisson"});
+}
+
+TEST(CliWorkloadHostile, LognormalWithoutACapAndAHugeSigmaIsRefused) {
+  // No "max": the loader derives the cap as exp(mu + 4 sigma); with sigma = 1000 that is +inf,
+  // and converting it to an integer is undefined behaviour. It must be refused as bad input.
+  nlohmann::json w = chat();
+  w["prompt_tokens"] = {{"dist", "lognormal"}, {"mean", 800}, {"sigma", 1000}};
+  expect_workload_rejected(w.dump(1), {"prompt_tokens"});
+}
+
+TEST(CliWorkloadHostile, TraceFileThatDoesNotExistIsNamed) {
+  nlohmann::json w = chat();
+  w["arrival"] = {{"process", "trace"}, {"file", "no-such-trace.csv"}};
+  expect_workload_rejected(w.dump(1), {"no-such-trace.csv"});
+}
+
+}  // namespace
+}  // namespace peerplan::hostile

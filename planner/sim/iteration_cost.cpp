@@ -1,0 +1,205 @@
+#include "planner/sim/iteration_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "planner/compile/compiler.hpp"
+#include "planner/core/error.hpp"
+
+namespace peerplan {
+
+double IterationCost::total_s() const {
+  double t = 0;
+  for (double s : stage_s) t += s;
+  return t;
+}
+
+int64_t quantize_count(int64_t v, int per_octave) {
+  if (per_octave <= 0 || v <= 2 * int64_t(per_octave)) return v;
+  double r = std::round(double(per_octave) * std::log2(double(v)));
+  return std::llround(std::exp2(r / double(per_octave)));
+}
+
+BatchShape quantize_shape(const BatchShape& s, int q) {
+  BatchShape o;
+  o.prefill_seqs = quantize_count(s.prefill_seqs, q);
+  o.prefill_tokens = quantize_count(s.prefill_tokens, q);
+  o.prefill_context = quantize_count(s.prefill_context, q);
+  o.decode_seqs = quantize_count(s.decode_seqs, q);
+  o.decode_context = quantize_count(s.decode_context, q);
+  // Keep the shape consistent: at least one token per prefilling sequence, context >= chunk.
+  if (o.prefill_seqs > 0) {
+    o.prefill_tokens = std::max(o.prefill_tokens, o.prefill_seqs);
+    o.prefill_context = std::max(o.prefill_context, (o.prefill_tokens + o.prefill_seqs - 1) / o.prefill_seqs);
+  }
+  return o;
+}
+
+std::vector<SimTask> tasks_for_ops(const OpGraph& g, const std::vector<int>& ops, const CostModel& cost,
+                                   bool graph_launch, std::vector<OpCost>* costs) {
+  std::vector<int> local(g.ops.size(), -1);
+  for (size_t i = 0; i < ops.size(); ++i) local[size_t(ops[i])] = int(i);
+  std::vector<SimTask> tasks(ops.size());
+  if (costs) costs->assign(ops.size(), OpCost{});
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = g.ops[size_t(ops[i])];
+    OpCost c = cost.price(op, graph_launch);
+    SimTask& t = tasks[i];
+    for (int d : op.deps)
+      if (d >= 0 && size_t(d) < local.size() && local[size_t(d)] >= 0) t.deps.push_back(local[size_t(d)]);
+    t.gap = c.launch_s;
+    if (is_compute(op.kind)) {
+      t.streams = {2 * op.gpus.at(0)};
+      t.duration = c.seconds;
+      t.category = TaskCategory::Compute;
+      t.gpus = {op.gpus.at(0)};
+    } else if (is_collective(op.kind)) {
+      for (int gpu : op.gpus) t.streams.push_back(2 * gpu);
+      t.duration = c.seconds;
+      t.category = TaskCategory::Communication;
+      t.gpus = op.gpus;
+    } else {  // Send: a flow on the source's copy engine
+      t.streams = {2 * op.gpus.at(0) + 1};
+      t.flow = !c.edges.empty();
+      t.bytes = double(op.bytes);
+      t.alpha = c.alpha_s;
+      t.rate_cap = c.rate_Bps;
+      t.edges = c.edges;
+      t.duration = t.flow ? 0 : c.seconds;
+      t.category = TaskCategory::Communication;
+      t.gpus = op.gpus;
+    }
+    if (costs) (*costs)[i] = std::move(c);
+  }
+  return tasks;
+}
+
+PlanPricer::PlanPricer(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const CostModel& cost,
+                       PricerOptions opt)
+    : plan_(plan), cfg_(cfg), fig_(fig), cost_(cost), opt_(opt) {}
+
+const IterationCost& PlanPricer::price(const BatchShape& shape) {
+  BatchShape q = quantize_shape(shape, opt_.per_octave);
+  std::array<int64_t, 5> key{q.prefill_seqs, q.prefill_tokens, q.prefill_context, q.decode_seqs, q.decode_context};
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  return memo_.emplace(key, price_exact(q)).first->second;
+}
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 1099511628211ull; }
+uint64_t mixd(uint64_t h, double d) {
+  uint64_t v;
+  std::memcpy(&v, &d, sizeof v);
+  return mix(h, v);
+}
+
+// Everything that decides a segment's simulated time, with dependencies relative to the segment.
+uint64_t segment_signature(const OpGraph& g, const std::vector<int>& seg) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < seg.size(); ++i) {
+    const Op& o = g.ops[size_t(seg[i])];
+    for (int64_t v : {int64_t(o.kind), o.m, o.n, o.k, o.batch_count, o.attn_batch, o.attn_q_len, o.attn_context,
+                      o.attn_heads, o.attn_kv_heads, o.attn_head_dim, int64_t(o.attn_prefill), o.bytes,
+                      int64_t(o.mode), int64_t(o.p2p), int64_t(o.gpus.size())})
+      h = mix(h, uint64_t(v));
+    h = mixd(mixd(h, o.flops), o.mem_bytes);
+    for (int gpu : o.gpus) h = mix(h, uint64_t(gpu));
+    for (int d : o.deps) {
+      int64_t rel = d >= seg.front() && d <= seg[i] ? int64_t(seg[i]) - d : -1;
+      h = mix(h, uint64_t(rel));
+    }
+    h = mix(h, 0xFFFF);
+  }
+  return h;
+}
+
+struct SegmentResult {
+  double makespan = 0;
+  std::vector<TimeSplit> gpu;
+  std::vector<double> edge_bytes, edge_busy;
+  std::array<int64_t, kCostSourceCount> n{};
+  std::array<double, kCostSourceCount> s{};
+};
+
+}  // namespace
+
+IterationCost PlanPricer::price_exact(const BatchShape& shape) const {
+  const Topology& topo = cost_.topology();
+  OpGraph g = compile_iteration(plan_, cfg_, fig_, topo.machine(), shape);
+  const bool graph_launch = shape.prefill_tokens == 0;  // decode iterations run as CUDA graphs
+  const int ngpu = topo.gpu_count();
+  const int nedge = topo.edge_count();
+  std::vector<double> capacity(static_cast<size_t>(nedge));
+  for (int e = 0; e < nedge; ++e) capacity[size_t(e)] = topo.edge_props(e).capacity_Bps;
+
+  const size_t S = plan_.stages.size();
+  IterationCost r;
+  r.stage_s.assign(S, 0.0);
+  r.gpu.assign(size_t(ngpu), TimeSplit{});
+  r.edge_bytes.assign(size_t(nedge), 0.0);
+  r.edge_busy_s.assign(size_t(nedge), 0.0);
+  for (const PlanStage& st : plan_.stages) r.stage_gpus.push_back(st.gpus);
+
+  std::vector<std::vector<int>> stage_ops = g.stage_ops;
+  if (stage_ops.size() != S) {
+    stage_ops.assign(S, {});
+    for (const Op& op : g.ops) stage_ops.at(size_t(op.stage)).push_back(op.id);
+  }
+  for (size_t s = 0; s < S; ++s) {
+    std::unordered_map<uint64_t, SegmentResult> seen;
+    const auto& ops = stage_ops[s];
+    for (size_t b = 0; b < ops.size();) {
+      size_t e = b + 1;
+      while (e < ops.size() && g.ops[size_t(ops[e])].layer == g.ops[size_t(ops[b])].layer) ++e;
+      std::vector<int> seg(ops.begin() + ptrdiff_t(b), ops.begin() + ptrdiff_t(e));
+      b = e;
+      uint64_t sig = opt_.reuse_layers ? segment_signature(g, seg) : 0;
+      const SegmentResult* res = nullptr;
+      if (opt_.reuse_layers)
+        if (auto it = seen.find(sig); it != seen.end()) res = &it->second;
+      if (!res) {
+        std::vector<OpCost> costs;
+        std::vector<SimTask> tasks = tasks_for_ops(g, seg, cost_, graph_launch, &costs);
+        TaskRun run = run_tasks(tasks, 2 * ngpu, capacity);
+        SegmentResult sr;
+        sr.makespan = run.makespan;
+        sr.gpu = split_time(tasks, run, ngpu, 0, run.makespan);
+        sr.edge_bytes = run.edge_bytes;
+        sr.edge_busy = run.edge_busy;
+        for (size_t i = 0; i < tasks.size(); ++i) {
+          const OpCost& c = costs[i];
+          for (auto [edge, bytes] : c.edge_bytes) {  // collectives: bytes and time on the ring's links
+            sr.edge_bytes[size_t(edge)] += bytes;
+            sr.edge_busy[size_t(edge)] += tasks[i].duration;
+          }
+          ++sr.n[size_t(c.source)];
+          sr.s[size_t(c.source)] += run.timing[i].end - run.timing[i].start;
+        }
+        res = &seen.emplace(opt_.reuse_layers ? sig : uint64_t(b), std::move(sr)).first->second;
+      }
+      r.stage_s[s] += res->makespan;
+      for (int gpu = 0; gpu < ngpu; ++gpu) {
+        r.gpu[size_t(gpu)].compute += res->gpu[size_t(gpu)].compute;
+        r.gpu[size_t(gpu)].communication += res->gpu[size_t(gpu)].communication;
+        r.gpu[size_t(gpu)].sync += res->gpu[size_t(gpu)].sync;
+      }
+      for (int x = 0; x < nedge; ++x) {
+        r.edge_bytes[size_t(x)] += res->edge_bytes[size_t(x)];
+        r.edge_busy_s[size_t(x)] += res->edge_busy[size_t(x)];
+      }
+      for (int k = 0; k < kCostSourceCount; ++k) {
+        r.ops_by_source[size_t(k)] += res->n[size_t(k)];
+        r.seconds_by_source[size_t(k)] += res->s[size_t(k)];
+      }
+    }
+  }
+  // The step's host side (scheduling, sampling, the final sync) ends the last stage.
+  double ov = cost_.iteration_overhead_s();
+  r.stage_s.back() += ov;
+  for (int gpu : plan_.stages.back().gpus) r.gpu[size_t(gpu)].sync += ov;
+  return r;
+}
+
+}  // namespace peerplan

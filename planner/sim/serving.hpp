@@ -1,0 +1,40 @@
+#pragma once
+// The serving simulation: requests arrive on the simulated clock, the (time-free) scheduler forms
+// iterations, each iteration's stages are priced by an IterationPricer, and every pipeline stage
+// is a resource serving one micro-batch at a time, so a pipeline keeps up to `micro_batches`
+// iterations in flight and its steady-state throughput is that of its slowest stage.
+#include <cstdint>
+#include <vector>
+
+#include "planner/model/workload.hpp"
+#include "planner/sim/engine.hpp"
+#include "planner/sim/iteration_cost.hpp"
+#include "planner/sim/metrics.hpp"
+#include "planner/sim/scheduler.hpp"
+
+namespace peerplan {
+
+struct StageRecord {
+  int64_t iteration = 0;
+  int stage = 0;
+  double start = 0, end = 0;
+  BatchShape shape;
+};
+
+struct ServingRun {
+  std::vector<RequestTiming> requests;   // in the order given
+  int64_t iterations = 0;
+  double end_s = 0;
+  std::vector<TimeSplit> gpu;            // busy time per GPU over the run (idle filled by the caller)
+  std::vector<double> edge_bytes, edge_busy_s;
+  std::array<int64_t, kCostSourceCount> ops_by_source{};
+  std::array<double, kCostSourceCount> seconds_by_source{};
+  std::vector<StageRecord> records;      // the first `record_limit` stage executions (for traces)
+  uint64_t events = 0;
+};
+
+// Throws InputError (from the scheduler) for a request that can never fit the KV cache.
+ServingRun run_serving(const std::vector<Request>& requests, Scheduler& sched, IterationPricer& pricer,
+                       int gpu_count, int edge_count, size_t record_limit = 0);
+
+}  // namespace peerplan

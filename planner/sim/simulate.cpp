@@ -1,0 +1,90 @@
+#include "planner/sim/simulate.hpp"
+
+#include <algorithm>
+
+namespace peerplan {
+
+void attach_usage(Metrics& m, const ServingRun& run, const Topology& topo) {
+  const double span = std::max(run.end_s, m.duration_s);
+  m.gpus.clear();
+  for (size_t g = 0; g < run.gpu.size(); ++g) {
+    GpuUsage u;
+    u.gpu = int(g);
+    u.compute_s = run.gpu[g].compute;
+    u.communication_s = run.gpu[g].communication;
+    u.sync_s = run.gpu[g].sync;
+    u.idle_s = std::max(0.0, span - u.compute_s - u.communication_s - u.sync_s);
+    u.utilisation = span > 0 ? u.compute_s / span : 0;
+    m.gpus.push_back(u);
+  }
+  m.links.clear();
+  m.busiest_link.clear();
+  double best = 0;
+  for (size_t e = 0; e < run.edge_bytes.size(); ++e) {
+    if (run.edge_bytes[e] <= 0) continue;
+    const EdgeProps& p = topo.edge_props(int(e));
+    LinkUsage l;
+    l.link = topo.edge_name(int(e));
+    l.bytes = run.edge_bytes[e];
+    l.busy_s = run.edge_busy_s[e];
+    l.utilisation = (span > 0 && p.capacity_Bps > 0) ? l.bytes / (p.capacity_Bps * span) : 0;
+    if (l.utilisation > best) {
+      best = l.utilisation;
+      m.busiest_link = l.link;
+    }
+    m.links.push_back(l);
+  }
+  std::sort(m.links.begin(), m.links.end(), [](const LinkUsage& a, const LinkUsage& b) {
+    return a.utilisation != b.utilisation ? a.utilisation > b.utilisation : a.link < b.link;
+  });
+}
+
+Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo,
+                         const Workload& workload, const std::vector<Request>& requests, const SimulateOptions& opt) {
+  CostModel cost(topo, opt.cost);
+  PlanPricer pricer(plan, cfg, fig, cost, opt.pricer);
+  Simulation sim;
+  sim.scheduler = SchedulerConfig::from_workload(workload, plan.stages.size() > 1 ? std::max(1, plan.micro_batches) : 1);
+  if (opt.memory && opt.memory->max_seqs_that_fit > 0) {
+    sim.scheduler.max_num_seqs = std::min(sim.scheduler.max_num_seqs, opt.memory->max_seqs_that_fit);
+    if (opt.memory_context > 0) sim.scheduler.kv_capacity_tokens = opt.memory->max_seqs_that_fit * opt.memory_context;
+  }
+  Scheduler sched(sim.scheduler);
+  sim.run = run_serving(requests, sched, pricer, topo.gpu_count(), topo.edge_count(), opt.record_limit);
+  sim.distinct_shapes = pricer.distinct_shapes();
+
+  Slo slo{workload.slo_ttft_s, workload.slo_tpot_s, workload.slo_e2e_p99_s};
+  Metrics& m = sim.metrics;
+  m = compute_metrics(sim.run.requests, slo);
+  m.kind = "predicted";
+  m.plan = plan.name;
+  m.model = cfg.name;
+  m.machine = topo.machine().name;
+  m.workload = workload.name;
+  m.iterations = sim.run.iterations;
+  attach_usage(m, sim.run, topo);
+
+  nlohmann::json prov = cost.provenance();
+  prov["p2p"] = plan.p2p;
+  prov["boundary_modes"] = plan.boundary_modes;
+  nlohmann::json src = nlohmann::json::object();
+  double total = 0;
+  for (double s : sim.run.seconds_by_source) total += s;
+  for (int k = 0; k < kCostSourceCount; ++k) {
+    if (sim.run.ops_by_source[size_t(k)] == 0) continue;
+    src[to_string(CostSource(k))] = {{"ops", sim.run.ops_by_source[size_t(k)]},
+                                     {"time_fraction", total > 0 ? sim.run.seconds_by_source[size_t(k)] / total : 0}};
+  }
+  prov["cost_sources"] = src;
+  prov["scheduler"] = {{"max_num_seqs", sim.scheduler.max_num_seqs},
+                       {"max_batched_tokens", sim.scheduler.max_batched_tokens},
+                       {"chunked_prefill", sim.scheduler.chunked_prefill},
+                       {"micro_batches", sim.scheduler.micro_batches},
+                       {"kv_capacity_tokens", sim.scheduler.kv_capacity_tokens}};
+  prov["quantisation_points_per_octave"] = opt.pricer.per_octave;
+  prov["distinct_iteration_shapes"] = sim.distinct_shapes;
+  m.provenance = prov;
+  return sim;
+}
+
+}  // namespace peerplan

@@ -1,0 +1,40 @@
+#pragma once
+// One plan under one workload, end to end: cost model -> iteration pricer -> serving simulation
+// -> metrics JSON (with per-GPU time split, link utilisation and where every cost came from).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/compile/compiler.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/model/workload.hpp"
+#include "planner/sim/iteration_cost.hpp"
+#include "planner/sim/metrics.hpp"
+#include "planner/sim/serving.hpp"
+
+namespace peerplan {
+
+struct SimulateOptions {
+  CostOptions cost;
+  PricerOptions pricer;
+  // KV-cache limits from the memory check: the scheduler never admits more sequences than fit.
+  std::optional<MemoryReport> memory;
+  int64_t memory_context = 0;   // the context the memory check assumed (tokens per sequence)
+  size_t record_limit = 0;      // stage executions kept for a trace
+};
+
+struct Simulation {
+  Metrics metrics;
+  ServingRun run;
+  size_t distinct_shapes = 0;   // iteration shapes priced (after quantisation)
+  SchedulerConfig scheduler;
+};
+
+// Requests come from the caller (Workload::generate(), so every candidate sees the same ones).
+Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo,
+                         const Workload& workload, const std::vector<Request>& requests, const SimulateOptions& opt);
+
+// Fills metrics.gpus / links / busiest_link from a run (utilisation over metrics.duration_s).
+void attach_usage(Metrics& m, const ServingRun& run, const Topology& topo);
+
+}  // namespace peerplan

@@ -1,0 +1,341 @@
+// Plan + model + batch shape -> the op graph of one serving iteration, and the per-GPU memory
+// check. Formulas are listed in planner/compile/README.md; the code follows them line by line.
+#include "planner/compile/compiler.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "planner/compile/sharding.hpp"
+#include "planner/core/error.hpp"
+
+namespace peerplan {
+
+namespace {
+
+double gib(int64_t b) { return double(b) / double(1LL << 30); }
+
+// Tokens and sequences one rank of a stage processes (dp > 1: the batch is split over replicas).
+struct RankBatch {
+  int64_t pf_seqs = 0, pf_tokens = 0, pf_context = 0, dc_seqs = 0, dc_context = 0;
+  int64_t tokens() const { return pf_tokens + dc_seqs; }
+  int64_t seqs() const { return pf_seqs + dc_seqs; }
+};
+
+RankBatch rank_batch(const BatchShape& b, int dp) {
+  RankBatch r;
+  r.pf_seqs = ceil_div(b.prefill_seqs, dp);
+  r.pf_tokens = ceil_div(b.prefill_tokens, dp);
+  r.pf_context = b.prefill_context;
+  r.dc_seqs = ceil_div(b.decode_seqs, dp);
+  r.dc_context = b.decode_context;
+  return r;
+}
+
+class Builder {
+ public:
+  Builder(const Plan& p, int dtype_bytes) : plan_(p), d_(dtype_bytes) {}
+  OpGraph graph;
+
+  int add(Op op) {
+    op.id = int(graph.ops.size());
+    std::vector<int> deps;
+    for (int g : op.gpus)
+      if (auto it = last_.find(g); it != last_.end()) deps.push_back(it->second);
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    op.deps = deps;
+    for (int g : op.gpus) last_[g] = op.id;
+    graph.ops.push_back(std::move(op));
+    return graph.ops.back().id;
+  }
+  Op base(OpKind k, std::string name, int stage, int layer, std::vector<int> gpus) {
+    Op op;
+    op.kind = k;
+    op.name = std::move(name);
+    op.stage = stage;
+    op.layer = layer;
+    op.gpus = std::move(gpus);
+    op.p2p = plan_.p2p;
+    return op;
+  }
+  void gemm(const std::string& name, int stage, int layer, int gpu, int64_t m, int64_t n, int64_t k, int64_t batch = 1) {
+    if (m <= 0 || batch <= 0) return;  // no tokens reach it (e.g. a rank without local experts)
+    Op op = base(OpKind::Gemm, name, stage, layer, {gpu});
+    op.m = m, op.n = n, op.k = k, op.batch_count = batch;
+    op.flops = 2.0 * double(m) * double(n) * double(k) * double(batch);
+    op.mem_bytes = double(m * k + k * n + m * n) * double(d_) * double(batch);
+    add(std::move(op));
+  }
+  // Memory-bound op over `elems` elements, touched `rw` times (reads + writes), plus weights.
+  void elementwise(const std::string& name, int stage, int layer, int gpu, int64_t elems, int rw,
+                   double flops_per_elem, int64_t weight_elems = 0) {
+    if (elems <= 0) return;
+    Op op = base(OpKind::Elementwise, name, stage, layer, {gpu});
+    op.flops = flops_per_elem * double(elems);
+    op.mem_bytes = double(elems * rw + weight_elems) * double(d_);
+    add(std::move(op));
+  }
+  void collective(OpKind k, const std::string& name, int stage, int layer, const std::vector<int>& gpus, int64_t bytes) {
+    if (gpus.size() < 2 || bytes <= 0) return;
+    Op op = base(k, name, stage, layer, gpus);
+    op.bytes = bytes;
+    add(std::move(op));
+  }
+
+ private:
+  const Plan& plan_;
+  int d_;
+  std::map<int, int> last_;
+};
+
+void check_shape(const BatchShape& b) {
+  auto bad = [](const char* field, const std::string& what) { throw InputError("batch shape", field, what); };
+  if (b.prefill_seqs < 0 || b.prefill_tokens < 0 || b.decode_seqs < 0 || b.prefill_context < 0 || b.decode_context < 0)
+    bad("", "non-negative counts");
+  if (b.tokens() <= 0) bad("", "at least one prefill token or decoding sequence");
+  if (b.prefill_tokens > 0 && b.prefill_seqs <= 0) bad("prefill_seqs", ">= 1 when prefill_tokens > 0");
+  if (b.prefill_seqs > b.prefill_tokens) bad("prefill_tokens", ">= prefill_seqs (each prefill has a token)");
+  if (b.decode_seqs > 0 && b.decode_context <= 0) bad("decode_context", ">= 1 when decoding");
+}
+
+void attention_ops(Builder& B, const ModelConfig& cfg, const AttnShard& a, const RankBatch& rb, int s, int layer,
+                   int gpu, int d) {
+  const std::string L = fmt::format("L{}.", layer);
+  const double per_attended = 2.0 * double(a.heads) * double(a.qk_dim + a.v_dim);  // QK^T and PV
+  const int64_t qo_per_token = a.heads * (a.qk_dim + a.v_dim) * d;
+  (void)cfg;
+  if (rb.pf_seqs > 0) {
+    Op op = B.base(OpKind::Attention, L + "attn_prefill", s, layer, {gpu});
+    int64_t q = ceil_div(rb.pf_tokens, rb.pf_seqs);
+    int64_t ctx = std::max(rb.pf_context, q);
+    // Causal: token i of a chunk of q attends to ctx - q + i + 1 tokens; the mean is ctx - (q-1)/2.
+    op.flops = per_attended * double(rb.pf_tokens) * (double(ctx) - double(q - 1) / 2.0);
+    op.mem_bytes = double(rb.pf_seqs * ctx * a.kv_bytes_per_token + rb.pf_tokens * a.kv_bytes_per_token +
+                          rb.pf_tokens * qo_per_token);
+    op.attn_batch = rb.pf_seqs, op.attn_q_len = q, op.attn_context = ctx;
+    op.attn_heads = a.heads, op.attn_kv_heads = a.kv_heads, op.attn_head_dim = a.qk_dim, op.attn_prefill = true;
+    B.add(std::move(op));
+  }
+  if (rb.dc_seqs > 0) {
+    Op op = B.base(OpKind::Attention, L + "attn_decode", s, layer, {gpu});
+    op.flops = per_attended * double(rb.dc_seqs) * double(rb.dc_context);
+    op.mem_bytes = double(rb.dc_seqs * rb.dc_context * a.kv_bytes_per_token + rb.dc_seqs * a.kv_bytes_per_token +
+                          rb.dc_seqs * qo_per_token);
+    op.attn_batch = rb.dc_seqs, op.attn_q_len = 1, op.attn_context = rb.dc_context;
+    op.attn_heads = a.heads, op.attn_kv_heads = a.kv_heads, op.attn_head_dim = a.qk_dim, op.attn_prefill = false;
+    B.add(std::move(op));
+  }
+}
+
+bool is_attn_in(const std::string& n) {
+  return n == "qkv" || n == "q" || n == "q_a" || n == "q_b" || n == "kv_a" || n == "kv_b";
+}
+
+}  // namespace
+
+OpGraph compile_iteration(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,
+                          const BatchShape& shape) {
+  validate_plan(plan, cfg.layers, cfg.experts, machine.gpu_count(), plan.name);
+  check_shardable(plan, cfg);
+  check_shape(shape);
+  const int d = cfg.dtype_bytes;
+  const int64_t H = cfg.hidden;
+  const int64_t Tg = shape.tokens();
+  Builder B(plan, d);
+  B.graph.shape = shape;
+  B.graph.num_stages = int(plan.stages.size());
+
+  for (size_t si = 0; si < plan.stages.size(); ++si) {
+    const PlanStage& st = plan.stages[si];
+    const int s = int(si);
+    const StageLayout lay = stage_layout(plan, si);
+    const RankBatch rb = rank_batch(shape, lay.dp);
+    const int64_t T = rb.tokens();
+    const int nr = int(st.gpus.size());
+    auto each = [&](auto&& f) {
+      for (int r = 0; r < nr; ++r) f(r, st.gpus[size_t(r)]);
+    };
+    // The boundary into this stage: each rank receives the hidden states from the rank at the same
+    // position of the previous stage (or position modulo its size when the previous stage is smaller).
+    if (si > 0) {
+      const PlanStage& prev = plan.stages[si - 1];
+      TransferMode mode = plan.boundary_modes[si - 1] == "peer" ? TransferMode::PeerCopyEngine : TransferMode::HostStaged;
+      each([&](int r, int gpu) {
+        int src = prev.gpus[size_t(r) % prev.gpus.size()];
+        Op op = B.base(OpKind::Send, nr > 1 ? fmt::format("stage{}->{}.r{}", s - 1, s, r) : fmt::format("stage{}->{}", s - 1, s),
+                       s - 1, -1, {src, gpu});
+        op.bytes = T * H * d;
+        op.mode = mode;
+        B.add(std::move(op));
+      });
+    }
+    if (st.embeddings) {
+      each([&](int, int gpu) {
+        Op op = B.base(OpKind::Embedding, "embed", s, -1, {gpu});
+        op.mem_bytes = double(2 * T * H * d);  // gather rows, write hidden states
+        B.add(std::move(op));
+      });
+      B.collective(OpKind::AllReduce, "embed_allreduce", s, -1, lay.tp > 1 ? st.gpus : std::vector<int>{}, T * H * d);
+    }
+    for (int64_t li = st.layer_begin; li < st.layer_end; ++li) {
+      const LayerFigures& lf = fig.layers[size_t(li)];
+      const int l = int(li);
+      const std::string L = fmt::format("L{}.", l);
+      const AttnShard a = attn_shard(cfg, lf, lay.tp);
+      std::vector<std::vector<MatrixShard>> shards;
+      for (int r = 0; r < nr; ++r) shards.push_back(layer_shards(plan, si, r, cfg, lf));
+      auto find = [&](int r, const std::string& name) -> const MatrixShard* {
+        for (const auto& m : shards[size_t(r)])
+          if (m.name == name) return &m;
+        return nullptr;
+      };
+      auto gemm_named = [&](int r, int gpu, const std::string& name, int64_t m) {
+        if (const MatrixShard* ms = find(r, name)) B.gemm(L + name, s, l, gpu, m, ms->n, ms->k, ms->count);
+      };
+      // --- attention block ---
+      each([&](int, int gpu) { B.elementwise(L + "attn_norm", s, l, gpu, T * H, 2, 4.0, H); });
+      each([&](int r, int gpu) {
+        for (const auto& ms : shards[size_t(r)])
+          if (is_attn_in(ms.name)) B.gemm(L + ms.name, s, l, gpu, T, ms.n, ms.k, ms.count);
+      });
+      each([&](int, int gpu) { B.elementwise(L + "rotary", s, l, gpu, T * (a.heads + a.kv_heads) * a.rope_dim, 2, 3.0); });
+      each([&](int, int gpu) { attention_ops(B, cfg, a, rb, s, l, gpu, d); });
+      each([&](int r, int gpu) { gemm_named(r, gpu, "o", T); });
+      if (lay.tp > 1) B.collective(OpKind::AllReduce, L + "attn_allreduce", s, l, st.gpus, T * H * d);
+      each([&](int, int gpu) { B.elementwise(L + "attn_residual", s, l, gpu, T * H, 3, 1.0); });
+      each([&](int, int gpu) { B.elementwise(L + "mlp_norm", s, l, gpu, T * H, 2, 4.0, H); });
+      // --- MLP block ---
+      if (!lf.moe) {
+        each([&](int r, int gpu) {
+          const MatrixShard* up = find(r, cfg.gated_mlp ? "gate_up" : "up");
+          gemm_named(r, gpu, cfg.gated_mlp ? "gate_up" : "up", T);
+          int64_t inter = up ? (cfg.gated_mlp ? up->n / 2 : up->n) : 0;
+          B.elementwise(L + "act", s, l, gpu, T * inter, cfg.gated_mlp ? 3 : 2, 5.0);  // SiLU(gate) * up
+          gemm_named(r, gpu, "down", T);
+        });
+        if (lay.tp > 1) B.collective(OpKind::AllReduce, L + "mlp_allreduce", s, l, st.gpus, T * H * d);
+      } else {
+        const int64_t topk = cfg.experts_per_token;
+        // Uniform routing: each expert receives tokens x top-k / experts of the iteration's tokens.
+        const int64_t per_expert = ceil_div(Tg * topk, cfg.experts);
+        const bool a2a = lay.ep > 1 && lay.dp > 1;  // replicated attention: tokens must travel to experts
+        each([&](int r, int gpu) { gemm_named(r, gpu, "router", T); });
+        if (a2a) B.collective(OpKind::AllToAll, L + "ep_dispatch", s, l, st.gpus, T * topk * H * d);
+        each([&](int r, int gpu) {
+          if (const MatrixShard* sh = find(r, "shared.gate_up")) {
+            B.gemm(L + "shared.gate_up", s, l, gpu, T, sh->n, sh->k, 1);
+            B.elementwise(L + "shared.act", s, l, gpu, T * sh->n / 2, 3, 5.0);
+            gemm_named(r, gpu, "shared.down", T);
+            gemm_named(r, gpu, "shared_gate", T);
+          }
+          if (const MatrixShard* eg = find(r, "expert.gate_up"); eg && eg->count > 0) {
+            B.gemm(L + "expert.gate_up", s, l, gpu, per_expert, eg->n, eg->k, eg->count);
+            B.elementwise(L + "expert.act", s, l, gpu, per_expert * eg->count * eg->n / 2, 3, 5.0);
+            gemm_named(r, gpu, "expert.down", per_expert);
+          }
+        });
+        if (a2a) {
+          B.collective(OpKind::AllToAll, L + "ep_combine", s, l, st.gpus, T * topk * H * d);
+        } else if (nr > 1) {
+          // TP-sharded experts, or EP with TP attention (every rank holds every token, as vLLM's
+          // default EP): partial expert outputs are summed by one all-reduce.
+          B.collective(OpKind::AllReduce, L + (lay.ep > 1 ? "ep_combine_allreduce" : "moe_allreduce"), s, l, st.gpus,
+                       T * H * d);
+        }
+      }
+      each([&](int, int gpu) { B.elementwise(L + "mlp_residual", s, l, gpu, T * H, 3, 1.0); });
+    }
+    if (st.lm_head) {
+      const int64_t vocab_local = ceil_div(cfg.vocab, lay.tp);
+      each([&](int, int gpu) {
+        B.elementwise("final_norm", s, -1, gpu, T * H, 2, 4.0, H);
+        // Logits only for each sequence's last position (what the sampler needs, as vLLM).
+        B.gemm("lm_head", s, -1, gpu, rb.seqs(), vocab_local, H);
+      });
+      if (lay.tp > 1)
+        B.collective(OpKind::AllGather, "lm_head_allgather", s, -1, st.gpus, rb.seqs() * vocab_local * lay.tp * d);
+    }
+  }
+  B.graph.stage_ops.assign(plan.stages.size(), {});
+  for (const auto& op : B.graph.ops) B.graph.stage_ops[size_t(op.stage)].push_back(op.id);
+  return std::move(B.graph);
+}
+
+MemoryReport check_memory(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,
+                          const MemoryOptions& opt) {
+  validate_plan(plan, cfg.layers, cfg.experts, machine.gpu_count(), plan.name);
+  check_shardable(plan, cfg);
+  const int64_t d = cfg.dtype_bytes, H = cfg.hidden;
+  MemoryReport rep;
+  rep.max_seqs_that_fit = INT64_MAX;
+  for (size_t si = 0; si < plan.stages.size(); ++si) {
+    const PlanStage& st = plan.stages[si];
+    const StageLayout lay = stage_layout(plan, si);
+    const int64_t seqs = ceil_div(opt.max_seqs, lay.dp);
+    const int64_t A = ceil_div(opt.max_batched_tokens, lay.dp);
+    for (int r = 0; r < int(st.gpus.size()); ++r) {
+      GpuMemory g;
+      g.gpu = st.gpus[size_t(r)];
+      g.capacity = machine.gpus.at(size_t(g.gpu)).memory_bytes;
+      int64_t kv_per_token = 0, widest_attn = 0, widest_mlp = 0, moe_rows_width = 0;
+      for (int64_t li = st.layer_begin; li < st.layer_end; ++li) {
+        const LayerFigures& lf = fig.layers[size_t(li)];
+        g.weights += layer_weight_bytes(plan, si, r, cfg, lf);
+        kv_per_token += attn_shard(cfg, lf, lay.tp).kv_bytes_per_token;
+        for (const auto& ms : layer_shards(plan, si, r, cfg, lf)) {
+          if (is_attn_in(ms.name)) widest_attn = std::max(widest_attn, ms.n);
+          else if (ms.name == "expert.gate_up" && ms.count > 0) {
+            // Rows entering this rank's experts: top-k copies of every token (TP-sharded experts), or
+            // the uniform share of them routed to this rank's experts (EP).
+            int64_t rows = lay.ep > 1 ? ceil_div(opt.max_batched_tokens * cfg.experts_per_token * ms.count, cfg.experts)
+                                      : A * cfg.experts_per_token;
+            moe_rows_width = std::max(moe_rows_width, rows * ms.n);
+          } else if (ms.name == "gate_up" || ms.name == "up" || ms.name == "shared.gate_up") {
+            widest_mlp = std::max(widest_mlp, ms.n);
+          }
+        }
+      }
+      if (st.embeddings) g.weights += ceil_div(cfg.vocab, lay.tp) * H * d;
+      if (st.lm_head) {
+        g.weights += fig.final_norm_params * d;
+        if (!(cfg.tied_embeddings && st.embeddings)) g.weights += ceil_div(cfg.vocab, lay.tp) * H * d;
+      }
+      g.kv_cache = seqs * opt.context * kv_per_token;
+      // Peak live activations for A tokens: residual stream, normed input, attention output and
+      // a scratch row (4 x hidden), the widest attention projection, the widest MLP up-projection,
+      // the MoE expert intermediate, EP dispatch/combine buffers and the fp32 logits.
+      g.activations = d * (A * (4 * H + widest_attn + widest_mlp) + moe_rows_width);
+      if (lay.ep > 1 && lay.dp > 1) g.activations += 2 * A * cfg.experts_per_token * H * d;
+      if (st.lm_head) g.activations += seqs * ceil_div(cfg.vocab, lay.tp) * 4;
+      g.reserve = int64_t(opt.reserve_fraction * double(g.capacity)) + opt.reserve_bytes;
+      int64_t free_for_kv = g.capacity - g.weights - g.activations - g.reserve;
+      int64_t per_seq = opt.context * kv_per_token;
+      int64_t fit = free_for_kv <= 0 ? 0 : (per_seq > 0 ? free_for_kv / per_seq * lay.dp : INT64_MAX);
+      rep.max_seqs_that_fit = std::min(rep.max_seqs_that_fit, fit);
+      rep.gpus.push_back(g);
+    }
+  }
+  if (rep.max_seqs_that_fit == INT64_MAX) rep.max_seqs_that_fit = 0;
+  std::sort(rep.gpus.begin(), rep.gpus.end(), [](const GpuMemory& a, const GpuMemory& b) { return a.gpu < b.gpu; });
+  const GpuMemory* worst = nullptr;
+  int over = 0;
+  for (const auto& g : rep.gpus) {
+    if (g.fits()) continue;
+    ++over;
+    if (!worst || g.used() - g.capacity > worst->used() - worst->capacity) worst = &g;
+  }
+  if (worst) {
+    rep.fits = false;
+    rep.why = fmt::format("GPU {} needs {:.1f} GiB: weights {:.1f} + KV {:.1f} + act {:.1f} + reserve {:.1f} > {:.1f} GiB",
+                          worst->gpu, gib(worst->used()), gib(worst->weights), gib(worst->kv_cache),
+                          gib(worst->activations), gib(worst->reserve), gib(worst->capacity));
+    if (over > 1) rep.why += fmt::format(" (and {} more GPU{} over)", over - 1, over > 2 ? "s" : "");
+    if (rep.max_seqs_that_fit > 0)
+      rep.why += fmt::format("; it would fit {} sequences of {} tokens", rep.max_seqs_that_fit, opt.context);
+  }
+  return rep;
+}
+
+}  // namespace peerplan

@@ -1,0 +1,146 @@
+// The one file of C functions a strategy script can call (as lua.c's own libraries do it):
+// luaL_Reg tables, luaL_check* on every argument, and no C++ exception ever crossing into Lua.
+// Pattern in every function: read and check the arguments first (luaL_check* may longjmp, so no
+// C++ object is alive yet), do the C++ work inside try/catch into plain results, then push; on a
+// caught exception the message is copied into a fixed buffer and raised with luaL_error after the
+// C++ scope has ended.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include <lua.hpp>
+
+#include "planner/strategy/lua_bindings.hpp"
+#include "planner/strategy/lua_host.hpp"
+#include "planner/strategy/strategy_api.hpp"
+
+namespace peerplan {
+
+namespace {
+
+constexpr size_t kErrLen = 512;
+
+// ---- sandbox replacements -------------------------------------------------------------------
+
+// load(chunk [, chunkname [, mode [, env]]]): text chunks only, bound to the sandbox globals (or
+// the given env). A bytecode string is refused with "attempt to load a binary chunk".
+int sandbox_load(lua_State* L) {
+  size_t len = 0;
+  const char* chunk = luaL_checklstring(L, 1, &len);  // functions as chunk readers are not supported
+  const char* name = luaL_optstring(L, 2, "=(load)");
+  const char* mode = luaL_optstring(L, 3, "t");
+  luaL_argcheck(L, std::strcmp(mode, "t") == 0, 3, "the sandbox loads text chunks only (mode \"t\")");
+  int env = lua_isnoneornil(L, 4) ? 0 : 4;
+  if (env) luaL_checktype(L, 4, LUA_TTABLE);
+  if (luaL_loadbufferx(L, chunk, len, name, "t") != LUA_OK) {
+    luaL_pushfail(L);
+    lua_insert(L, -2);  // nil, message (as the standard load)
+    return 2;
+  }
+  if (env) {
+    lua_pushvalue(L, env);
+    if (!lua_setupvalue(L, -2, 1)) lua_pop(L, 1);
+  }
+  return 1;
+}
+
+// print(...) writes to stderr, prefixed, so a script's debugging output never corrupts --json.
+int sandbox_print(lua_State* L) {
+  int n = lua_gettop(L);
+  std::fputs("[lua] ", stderr);
+  for (int i = 1; i <= n; ++i) {
+    size_t len = 0;
+    const char* s = luaL_tolstring(L, i, &len);
+    if (i > 1) std::fputc('\t', stderr);
+    std::fwrite(s, 1, len, stderr);
+    lua_pop(L, 1);
+  }
+  std::fputc('\n', stderr);
+  return 0;
+}
+
+const luaL_Reg kSandboxFunctions[] = {{"load", sandbox_load}, {"print", sandbox_print}, {nullptr, nullptr}};
+
+// ---- machine ---------------------------------------------------------------------------------
+
+const Topology& topo_of(lua_State* L) {
+  return *static_cast<const Topology*>(lua_touserdata(L, lua_upvalueindex(1)));
+}
+
+int check_gpu(lua_State* L, int arg, int gpus) {
+  lua_Integer g = luaL_checkinteger(L, arg);
+  if (g < 0 || g >= gpus)
+    luaL_argerror(L, arg, lua_pushfstring(L, "GPU id %I out of range 0..%d", g, gpus - 1));
+  return int(g);
+}
+
+const char* const kModeNames[] = {"peer", "peer_kernel", "nop2p", "host_staged", nullptr};
+
+// machine.transfer_time(src, dst, bytes [, mode="peer"]) -> seconds, source; or nil, why when the
+// mode cannot be used between the two GPUs (e.g. peer without P2P).
+int machine_transfer_time(lua_State* L) {
+  const Topology& topo = topo_of(L);
+  int n = topo.gpu_count();
+  int src = check_gpu(L, 1, n);
+  int dst = check_gpu(L, 2, n);
+  luaL_argcheck(L, src != dst, 2, "dst must differ from src");
+  lua_Number bytes = luaL_checknumber(L, 3);
+  luaL_argcheck(L, bytes >= 0 && bytes < 1e18, 3, "bytes must be >= 0 and finite");
+  int mode = luaL_checkoption(L, 4, "peer", kModeNames);
+  char err[kErrLen] = {0};
+  char why[kErrLen] = {0};
+  bool valid = false;
+  double seconds = 0;
+  try {
+    TransferEstimate e = estimate_transfer(topo, src, dst, bytes, kModeNames[mode]);
+    valid = e.valid;
+    seconds = e.seconds;
+    std::snprintf(why, sizeof why, "%s", e.valid ? e.source.c_str() : e.why_invalid.c_str());
+  } catch (const std::exception& ex) {
+    std::snprintf(err, sizeof err, "transfer_time: %s", ex.what());
+  }
+  if (err[0]) return luaL_error(L, "%s", err);
+  if (!valid) {
+    luaL_pushfail(L);
+    lua_pushstring(L, why);
+    return 2;
+  }
+  lua_pushnumber(L, seconds);
+  lua_pushstring(L, why);  // where the figure came from: "measured", "interpolated", "nominal", ...
+  return 2;
+}
+
+// machine.link(a, b) -> the table of machine.links for the ordered pair (0-based GPU ids).
+int machine_link(lua_State* L) {
+  int n = int(lua_tointeger(L, lua_upvalueindex(2)));
+  int a = check_gpu(L, 1, n);
+  int b = check_gpu(L, 2, n);
+  luaL_argcheck(L, a != b, 2, "b must differ from a");
+  lua_rawgeti(L, lua_upvalueindex(3), a + 1);
+  lua_rawgeti(L, -1, b + 1);
+  return 1;
+}
+
+const luaL_Reg kMachineFunctions[] = {
+    {"transfer_time", machine_transfer_time}, {"link", machine_link}, {nullptr, nullptr}};
+
+}  // namespace
+
+void open_sandbox_bindings(lua_State* L) {
+  lua_pushglobaltable(L);
+  luaL_setfuncs(L, kSandboxFunctions, 0);
+  lua_pop(L, 1);
+}
+
+void open_machine_bindings(lua_State* L, int machine_index, const Topology* topo) {
+  machine_index = lua_absindex(L, machine_index);
+  lua_pushvalue(L, machine_index);  // luaL_setfuncs wants the target table just below the upvalues
+  // Upvalues: the topology, the GPU count, and the 1-based links table the script also sees.
+  lua_pushlightuserdata(L, const_cast<Topology*>(topo));
+  lua_pushinteger(L, topo->gpu_count());
+  lua_getfield(L, machine_index, "links");
+  luaL_setfuncs(L, kMachineFunctions, 3);  // pops the upvalues
+  lua_pop(L, 1);
+}
+
+}  // namespace peerplan

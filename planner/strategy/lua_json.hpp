@@ -1,0 +1,20 @@
+#pragma once
+// Conversions between Lua values and JSON, for handing figures to scripts and reading plans back.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+struct lua_State;
+
+namespace peerplan {
+
+// Pushes `j` as a Lua value: objects -> tables with string keys, arrays -> sequences (1-based),
+// null -> nil (so absent and null read the same in a script).
+void push_json(lua_State* L, const nlohmann::json& j);
+
+// Converts the Lua value at `index`: a table whose keys are exactly 1..n is an array (the empty
+// table is an empty array), any other table an object. Functions, userdata, threads, NaN/inf and
+// cycles are refused with InputError(origin, <path>, ...), path like "/stages/1/gpus".
+nlohmann::json lua_to_json(lua_State* L, int index, const std::string& origin, const std::string& path = "");
+
+}  // namespace peerplan

@@ -1,0 +1,260 @@
+#include "planner/strategy/strategy_runner.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <lua.hpp>
+
+#include "planner/core/error.hpp"
+#include "planner/core/files.hpp"
+#include "planner/strategy/lua_bindings.hpp"
+#include "planner/strategy/lua_host.hpp"
+#include "planner/strategy/lua_json.hpp"
+#include "planner/strategy/strategy_api.hpp"
+
+namespace peerplan {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> lua_files_in(const std::string& dir) {
+  std::vector<std::string> out;
+  if (!fs::is_directory(dir)) return out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".lua") out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+const char* kShape =
+    "the script to return a table {name = \"...\", description = \"...\", params = {key = {type = \"int\", "
+    "default = 0, help = \"...\"}}, candidates = function(model, machine, options) return {plan, ...} end}";
+
+// A loaded strategy: its Lua state with the returned table at stack index 1.
+struct Loaded {
+  std::unique_ptr<LuaHost> host;
+  StrategyInfo info;
+};
+
+std::string type_of_default(const nlohmann::json& v) {
+  if (v.is_boolean()) return "bool";
+  if (v.is_number_integer()) return "int";
+  if (v.is_number()) return "number";
+  if (v.is_string()) return "string";
+  return "";
+}
+
+Loaded load_strategy(const std::string& file, const LuaLimits& limits) {
+  Loaded s;
+  s.host = std::make_unique<LuaHost>(file, limits);
+  lua_State* L = s.host->state();
+  // The helper library: plugins/lib/<name>.lua -> global lib.<name>, loaded in name order.
+  lua_newtable(L);
+  lua_setglobal(L, "lib");
+  for (const auto& path : lua_files_in(find_data_file("plugins/lib"))) {
+    std::string stem = fs::path(path).stem().string();
+    s.host->run_file(path, 1, "loading the helper library lib/" + stem + ".lua");
+    lua_getglobal(L, "lib");
+    lua_insert(L, -2);
+    lua_setfield(L, -2, stem.c_str());
+    lua_pop(L, 1);
+  }
+  s.host->run_file(file, 1, "loading the strategy");
+  if (!lua_istable(L, -1)) throw InputError(file, "", std::string("expected ") + kShape);
+  auto str_field = [&](const char* key, bool required) {
+    lua_getfield(L, -1, key);
+    std::string v;
+    if (lua_type(L, -1) == LUA_TSTRING) v = lua_tostring(L, -1);
+    else if (required || !lua_isnil(L, -1))
+      throw InputError(file, key, std::string("a string; expected ") + kShape);
+    lua_pop(L, 1);
+    return v;
+  };
+  s.info.file = file;
+  s.info.name = str_field("name", true);
+  s.info.description = str_field("description", false);
+  lua_getfield(L, -1, "candidates");
+  if (!lua_isfunction(L, -1)) throw InputError(file, "candidates", std::string("a function; expected ") + kShape);
+  lua_pop(L, 1);
+  lua_getfield(L, -1, "params");
+  if (!lua_isnil(L, -1)) {
+    nlohmann::json params = lua_to_json(L, -1, file, "/params");
+    if (!params.is_object() && !(params.is_array() && params.empty()))
+      throw InputError(file, "params", "a table keyed by parameter name");
+    if (params.is_object()) {
+      for (auto it = params.begin(); it != params.end(); ++it) {
+        StrategyParam p;
+        p.name = it.key();
+        const auto& v = it.value();
+        if (v.is_object()) {
+          p.default_value = v.value("default", nlohmann::json());
+          p.type = v.value("type", type_of_default(p.default_value));
+          p.help = v.value("help", "");
+        } else {
+          p.default_value = v;  // shorthand: params = { tp = 0 }
+          p.type = type_of_default(v);
+        }
+        if (p.type == "integer") p.type = "int";
+        if (p.type != "int" && p.type != "number" && p.type != "bool" && p.type != "string")
+          throw InputError(file, "params/" + p.name + "/type", "one of int, number, bool, string");
+        if (p.default_value.is_null())
+          throw InputError(file, "params/" + p.name + "/default", "a default value of type " + p.type);
+        bool ok = (p.type == "bool" && p.default_value.is_boolean()) ||
+                  (p.type == "int" && p.default_value.is_number_integer()) ||
+                  (p.type == "number" && p.default_value.is_number()) ||
+                  (p.type == "string" && p.default_value.is_string());
+        if (!ok) throw InputError(file, "params/" + p.name + "/default", "a value of type " + p.type);
+        s.info.params.push_back(std::move(p));
+      }
+    }
+  }
+  lua_pop(L, 1);
+  return s;
+}
+
+nlohmann::json typed_value(const StrategyParam& p, const std::string& text, const std::string& strategy) {
+  auto bad = [&](const char* what) {
+    return InputError("", "--set " + p.name,
+                      fmt::format("{} for parameter '{}' of {} ({}), got '{}'", what, p.name, strategy,
+                                  p.help.empty() ? "no description" : p.help, text));
+  };
+  if (p.type == "string") return text;
+  if (p.type == "bool") {
+    if (text == "true" || text == "1" || text == "yes" || text == "on") return true;
+    if (text == "false" || text == "0" || text == "no" || text == "off") return false;
+    throw bad("true or false");
+  }
+  size_t pos = 0;
+  try {
+    if (p.type == "int") {
+      long long v = std::stoll(text, &pos);
+      if (pos == text.size()) return int64_t(v);
+    } else {
+      double v = std::stod(text, &pos);
+      if (pos == text.size()) return v;
+    }
+  } catch (const std::exception&) {
+  }
+  throw bad(p.type == "int" ? "an integer" : "a number");
+}
+
+std::string structural_key(const Plan& p) {
+  nlohmann::json j = plan_to_json(p);
+  j.erase("name");
+  j.erase("strategy");
+  j.erase("notes");
+  j.erase("extra");
+  return j.dump();
+}
+
+}  // namespace
+
+std::vector<std::string> builtin_strategy_files() { return lua_files_in(find_data_file("plugins")); }
+
+std::string resolve_strategy(const std::string& name_or_path) {
+  if (fs::is_regular_file(name_or_path)) return name_or_path;
+  std::string shipped = find_data_file("plugins/" + name_or_path + ".lua");
+  if (fs::is_regular_file(shipped)) return shipped;
+  std::vector<std::string> names;
+  for (const auto& f : builtin_strategy_files()) names.push_back(fs::path(f).stem().string());
+  throw InputError("", "--strategy",
+                   fmt::format("an existing .lua file or a built-in strategy name ({}); got '{}'",
+                               names.empty() ? std::string("none found: is plugins/ next to the binary or $PEERPLAN_HOME set?")
+                                             : fmt::format("{}", fmt::join(names, ", ")),
+                               name_or_path));
+}
+
+StrategyInfo describe_strategy(const std::string& file, const LuaLimits& limits) {
+  return load_strategy(file, limits).info;
+}
+
+std::map<std::string, std::string> parse_set_options(const std::vector<std::string>& pairs) {
+  std::map<std::string, std::string> out;
+  for (const auto& s : pairs) {
+    auto eq = s.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InputError("", "--set", "key=value (e.g. --set tp=4), got '" + s + "'");
+    out[s.substr(0, eq)] = s.substr(eq + 1);
+  }
+  return out;
+}
+
+std::vector<CandidatePlan> run_strategies(const std::vector<std::string>& files_in, const ModelConfig& cfg,
+                                          const ModelFigures& fig, const Topology& topo,
+                                          const std::map<std::string, std::string>& sets,
+                                          const MemoryOptions& mem, const LuaLimits& limits) {
+  std::vector<std::string> files = files_in.empty() ? builtin_strategy_files() : files_in;
+  if (files.empty())
+    throw InputError("", "--strategy", "at least one strategy; no plugins/*.lua found (set $PEERPLAN_HOME)");
+  const nlohmann::json model_json = model_api_json(cfg, fig);
+  const nlohmann::json machine_json = machine_api_json(topo);
+
+  std::vector<Loaded> loaded;
+  std::set<std::string> declared;
+  for (const auto& f : files) {
+    loaded.push_back(load_strategy(f, limits));
+    for (const auto& p : loaded.back().info.params) declared.insert(p.name + " (" + loaded.back().info.name + ")");
+  }
+  for (const auto& [key, value] : sets) {
+    bool known = false;
+    for (const auto& s : loaded)
+      for (const auto& p : s.info.params) known = known || p.name == key;
+    if (!known)
+      throw InputError("", "--set " + key,
+                       fmt::format("a parameter of the selected strategies: {}",
+                                   declared.empty() ? std::string("they declare none") : fmt::format("{}", fmt::join(declared, ", "))));
+  }
+
+  std::vector<CandidatePlan> out;
+  std::map<std::string, size_t> seen;  // structural key -> index in out
+  for (auto& s : loaded) {
+    lua_State* L = s.host->state();
+    nlohmann::json options = nlohmann::json::object();
+    for (const auto& p : s.info.params) {
+      auto it = sets.find(p.name);
+      options[p.name] = it == sets.end() ? p.default_value : typed_value(p, it->second, s.info.name);
+    }
+    lua_getfield(L, -1, "candidates");
+    push_json(L, model_json);
+    push_json(L, machine_json);
+    open_machine_bindings(L, -1, &topo);
+    push_json(L, options);
+    s.host->call(3, 1, "candidates(model, machine, options)");
+    const std::string& file = s.info.file;
+    nlohmann::json plans = lua_to_json(L, -1, file, "/candidates()");
+    lua_pop(L, 1);
+    if (!plans.is_array())
+      throw InputError(file, "candidates()", "a list of plan tables (return {} when no plan applies)");
+    for (size_t i = 0; i < plans.size(); ++i) {
+      nlohmann::json& j = plans[i];
+      std::string origin = fmt::format("{}: plan #{}", file, i + 1);
+      if (j.is_object()) {
+        if (!j.contains("strategy")) j["strategy"] = s.info.name;
+        if (j.contains("name") && j["name"].is_string()) origin += " (" + j["name"].get<std::string>() + ")";
+      }
+      CandidatePlan c;
+      c.plan = parse_plan_json(j, origin);
+      validate_plan(c.plan, cfg.layers, cfg.experts, topo.gpu_count(), origin);
+      c.strategy_file = file;
+      auto key = structural_key(c.plan);
+      if (auto it = seen.find(key); it != seen.end()) {
+        out[it->second].plan.notes.push_back("also proposed by " + s.info.name + " as " + c.plan.name);
+        continue;
+      }
+      c.memory = check_memory(c.plan, cfg, fig, topo.machine(), mem);
+      seen[key] = out.size();
+      out.push_back(std::move(c));
+    }
+  }
+  // Names must be unique for reports and --plan selection: suffix repeats.
+  std::map<std::string, int> names;
+  for (auto& c : out)
+    if (int k = names[c.plan.name]++; k > 0) c.plan.name += fmt::format("#{}", k + 1);
+  return out;
+}
+
+}  // namespace peerplan

@@ -1,0 +1,243 @@
+-- lib.placement: choosing physical GPUs. Every function takes the `machine` a strategy receives.
+-- "Fast" means the time machine.transfer_time gives for a representative message in the best
+-- usable mode (peer when P2P works in that direction, host-staged otherwise).
+local M = {}
+
+M.probe_bytes = 16 * 1024 * 1024  -- a TP all-reduce / PP activation of a large decode batch
+
+local rank_of_path = {X = 0, PIX = 2, PXB = 3, PHB = 4, NODE = 5, SYS = 6}
+local function path_rank(t)
+  if t:sub(1, 2) == "NV" then return 1 end
+  return rank_of_path[t] or 7
+end
+
+-- Best usable mode from a to b: "peer" when P2P works that way, else "host_staged".
+function M.mode(machine, a, b)
+  return machine.link(a, b).p2p and "peer" or "host_staged"
+end
+
+-- Seconds to move `bytes` from a to b in the best usable mode.
+function M.pair_time(machine, a, b, bytes)
+  local t = machine.transfer_time(a, b, bytes or M.probe_bytes, M.mode(machine, a, b))
+  if not t then t = machine.transfer_time(a, b, bytes or M.probe_bytes, "host_staged") end
+  return t or math.huge
+end
+
+-- True when every ordered pair of the group can use P2P (NCCL may use it for the collectives).
+function M.group_p2p(machine, gpus)
+  for _, a in ipairs(gpus) do
+    for _, b in ipairs(gpus) do
+      if a ~= b and not machine.link(a, b).p2p then return false end
+    end
+  end
+  return true
+end
+
+-- Cost of a TP/EP group: a ring collective runs at the pace of its slowest pair, so the slowest
+-- ordered pair's time, then the worst path type, then the total (smaller is better).
+function M.group_cost(machine, gpus, bytes)
+  local worst, worst_rank, total = 0, 0, 0
+  for _, a in ipairs(gpus) do
+    for _, b in ipairs(gpus) do
+      if a ~= b then
+        local t = M.pair_time(machine, a, b, bytes)
+        worst = math.max(worst, t)
+        total = total + t
+        worst_rank = math.max(worst_rank, path_rank(machine.link(a, b).path_type))
+      end
+    end
+  end
+  return {worst, worst_rank, total}
+end
+
+local function less(x, y)  -- lexicographic on cost triples, with a relative tolerance on times
+  for i = 1, #x do
+    local tol = (i ~= 2) and 1e-9 * math.max(math.abs(x[i]), math.abs(y[i])) or 0
+    if x[i] < y[i] - tol then return true end
+    if x[i] > y[i] + tol then return false end
+  end
+  return false
+end
+M.cost_less = less
+
+local function all_gpus(machine)
+  local pool = {}
+  for i = 0, machine.gpu_count - 1 do pool[#pool + 1] = i end
+  return pool
+end
+
+-- Every k-subset of pool (ids ascending within each), in lexicographic order.
+function M.subsets(pool, k)
+  local out, cur = {}, {}
+  local function rec(start)
+    if #cur == k then out[#out + 1] = {table.unpack(cur)}; return end
+    for i = start, #pool - (k - #cur) + 1 do
+      cur[#cur + 1] = pool[i]
+      rec(i + 1)
+      cur[#cur] = nil
+    end
+  end
+  rec(1)
+  return out
+end
+
+-- A signature two equivalent groups share: each member's symmetry class with the sorted path
+-- types (and link rates) to the other members, sorted. Groups with equal signatures are
+-- interchangeable for planning (the machine's symmetry maps one onto the other in all the
+-- shipped topologies; it is a necessary condition in general).
+function M.signature(machine, gpus)
+  local parts = {}
+  for _, a in ipairs(gpus) do
+    local links = {}
+    for _, b in ipairs(gpus) do
+      if a ~= b then
+        local l = machine.link(a, b)
+        links[#links + 1] = ("%s/%.0f/%s"):format(l.path_type, l.best_gbps, tostring(l.p2p))
+      end
+    end
+    table.sort(links)
+    parts[#parts + 1] = machine.gpus[a + 1].symmetry_class .. "(" .. table.concat(links, ",") .. ")"
+  end
+  table.sort(parts)
+  return table.concat(parts, ";")
+end
+
+-- k-subsets of pool (default: all GPUs), one per equivalence class under the machine's symmetry:
+-- on 8 GPUs behind 4 switches on 2 sockets, the pairs are {same switch, same socket, cross socket}.
+function M.subsets_modulo_symmetry(machine, k, pool)
+  pool = pool or all_gpus(machine)
+  local seen, out = {}, {}
+  for _, s in ipairs(M.subsets(pool, k)) do
+    local sig = M.signature(machine, s)
+    if not seen[sig] then
+      seen[sig] = true
+      out[#out + 1] = s
+    end
+  end
+  return out
+end
+
+-- Ordered arrangements of k GPUs of pool, one per class: two orders are equivalent when their
+-- members' classes and consecutive links read the same.
+function M.permutations_modulo_symmetry(machine, k, pool)
+  pool = pool or all_gpus(machine)
+  local seen, out, cur, used = {}, {}, {}, {}
+  local function sig()
+    local s = {}
+    for i, g in ipairs(cur) do
+      s[#s + 1] = tostring(machine.gpus[g + 1].symmetry_class)
+      if i > 1 then s[#s + 1] = machine.link(cur[i - 1], g).path_type end
+    end
+    return table.concat(s, "-")
+  end
+  local function rec()
+    if #cur == k then
+      local key = sig()
+      if not seen[key] then seen[key] = true; out[#out + 1] = {table.unpack(cur)} end
+      return
+    end
+    for _, g in ipairs(pool) do
+      if not used[g] then
+        used[g] = true; cur[#cur + 1] = g
+        rec()
+        cur[#cur] = nil; used[g] = nil
+      end
+    end
+  end
+  rec()
+  return out
+end
+
+-- The k GPUs of pool with the fastest links among them (see group_cost); ties go to lower ids.
+function M.best_group(machine, k, pool)
+  local best, best_cost
+  for _, s in ipairs(M.subsets_modulo_symmetry(machine, k, pool)) do
+    local c = M.group_cost(machine, s)
+    if not best or less(c, best_cost) then best, best_cost = s, c end
+  end
+  return best, best_cost
+end
+
+-- Splits pool into groups of k, taking the best remaining group each time. Leftovers are unused.
+function M.partition(machine, pool, k)
+  local left, groups = {table.unpack(pool)}, {}
+  while #left >= k do
+    local g = M.best_group(machine, k, left)
+    groups[#groups + 1] = g
+    local taken = {}
+    for _, x in ipairs(g) do taken[x] = true end
+    local rest = {}
+    for _, x in ipairs(left) do if not taken[x] then rest[#rest + 1] = x end end
+    left = rest
+  end
+  return groups
+end
+
+-- Time of a stage boundary: rank r of `to` receives from rank r mod #from of `from`; the slowest
+-- of those transfers.
+function M.boundary_time(machine, from, to, bytes)
+  local worst = 0
+  for r = 1, #to do
+    worst = math.max(worst, M.pair_time(machine, from[(r - 1) % #from + 1], to[r], bytes))
+  end
+  return worst
+end
+
+-- Chooses and orders n of the given groups (stages) so consecutive ones sit on the fastest links:
+-- minimises the sum of boundary times. Exact for up to 7 groups, greedy nearest-neighbour (from
+-- every start) beyond. Returns the ordered groups and the total boundary time.
+function M.chain(machine, groups, n, bytes)
+  n = n or #groups
+  local best, best_t
+  local function consider(order)
+    local t = 0
+    for i = 2, #order do t = t + M.boundary_time(machine, order[i - 1], order[i], bytes) end
+    if not best or t < best_t - 1e-12 then best, best_t = {table.unpack(order)}, t end
+  end
+  if #groups <= 7 then
+    local cur, used = {}, {}
+    local function rec()
+      if #cur == n then consider(cur); return end
+      for i, g in ipairs(groups) do
+        if not used[i] then
+          used[i] = true; cur[#cur + 1] = g
+          rec()
+          cur[#cur] = nil; used[i] = nil
+        end
+      end
+    end
+    rec()
+  else
+    for s = 1, #groups do
+      local order, used = {groups[s]}, {[s] = true}
+      while #order < n do
+        local bi, bt
+        for i, g in ipairs(groups) do
+          if not used[i] then
+            local t = M.boundary_time(machine, order[#order], g, bytes)
+            if not bt or t < bt then bi, bt = i, t end
+          end
+        end
+        used[bi] = true
+        order[#order + 1] = groups[bi]
+      end
+      consider(order)
+    end
+  end
+  return best, best_t
+end
+
+-- Islands to keep TP inside: NVLink islands when any has 2+ GPUs, else PCIe switch groups, else
+-- sockets.
+function M.islands(machine)
+  for _, key in ipairs({"nvlink_islands", "switch_groups", "socket_groups"}) do
+    for _, g in ipairs(machine[key]) do
+      if #g > 1 then return machine[key], key end
+    end
+  end
+  return {all_gpus(machine)}, "all"
+end
+
+function M.all_gpus(machine) return all_gpus(machine) end
+
+return M

@@ -1,13 +1,260 @@
-// Placeholder registration: replaced by the real command (see issues). Refuses to run.
+// `peerplan validate`: predict (simulator) + measure (executor on this host's GPUs) + compare.
+// Also `--self-test` (every executor kernel against a CPU reference) and `--bench-steps` (decode
+// and prefill step times of a plan), and `--compare PRED MEAS` (two metrics files, no GPU).
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <random>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
 #include "planner/cli/commands.hpp"
+#include "planner/compile/compiler.hpp"
 #include "planner/core/error.hpp"
+#include "planner/core/files.hpp"
+#include "planner/core/json_in.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/model/model_config.hpp"
+#include "planner/model/model_figures.hpp"
+#include "planner/model/workload.hpp"
+#include "planner/sim/simulate.hpp"
+#include "planner/strategy/plan.hpp"
+#include "planner/topology/machine.hpp"
+#include "planner/topology/topology.hpp"
+#include "planner/validate/compare.hpp"
+#include "planner/validate/preflight.hpp"
+#ifdef PEERPLAN_WITH_CUDA
+#include "profiler/exec/executor.hpp"
+#endif
 
 namespace peerplan::cli {
 
+namespace {
+
+struct ValidateOptions {
+  std::string plan, model, workload, machine, out, p2p = "on";
+  std::vector<std::string> compare;
+  bool self_test = false, bench_steps = false, no_graphs = false, allow_other_host = false;
+  int64_t requests = 0;
+  double rate = 0;
+  std::vector<int64_t> batches{1, 8, 64};
+  int64_t context = 1024, prefill = 2048;
+  int device = 0;
+};
+
+[[noreturn]] void no_cuda(const char* what) {
+  throw RuntimeError(fmt::format("{} needs the CUDA executor, and this peerplan was built without CUDA. Build on a "
+                                 "GPU host: cmake -S . -B build-gpu -DCMAKE_CUDA_ARCHITECTURES=90",
+                                 what));
+}
+
+std::string class_of(const Op& op) {
+  switch (op.kind) {
+    case OpKind::Gemm: return "gemm";
+    case OpKind::Attention: return "attention";
+    case OpKind::Elementwise: return "elementwise";
+    case OpKind::Embedding: return "embedding";
+    case OpKind::Send: return "send";
+    case OpKind::AllToAll: return "all_to_all";
+    default: return "collective";
+  }
+}
+
+void write_outputs(const std::string& dir, const Comparison& c, const Metrics& pred, const Metrics& meas) {
+  std::filesystem::create_directories(dir);
+  nlohmann::json doc = comparison_to_json(c);
+  write_file_atomic(dir + "/validation.json", doc.dump(2) + "\n");
+  write_file_atomic(dir + "/predicted.metrics.json", metrics_to_json(pred).dump(2) + "\n");
+  write_file_atomic(dir + "/measured.metrics.json", metrics_to_json(meas).dump(2) + "\n");
+  write_file_atomic(dir + "/validation.md", "# peerplan validate\n\n" + comparison_markdown(c));
+  // The plot (predicted vs measured per metric, latency CDFs): matplotlib, if this host has it.
+  const std::string script = find_data_file("scripts/plot_validation.py");
+  const std::string cmd = fmt::format("python3 '{}' '{}' >/dev/null 2>&1", script, dir);
+  if (std::system(cmd.c_str()) != 0)
+    std::cerr << "peerplan: note: no plot written (python3 with matplotlib not found); run: python3 " << script << " "
+              << dir << "\n";
+}
+
+void run_compare_files(const ValidateOptions& o) {
+  auto load = [](const std::string& f) { return parse_metrics_json(load_json_file(f), f); };
+  Metrics pred = load(o.compare[0]), meas = load(o.compare[1]);
+  Comparison c = compare_metrics(pred, meas, {});
+  std::cout << comparison_table(c);
+  if (!o.out.empty()) write_outputs(o.out, c, pred, meas);
+}
+
+void run_validate(ValidateOptions o) {
+  if (!o.compare.empty()) return run_compare_files(o);
+  if (o.p2p != "on" && o.p2p != "off") throw InputError("", "--p2p", "on or off");
+#ifndef PEERPLAN_WITH_CUDA
+  if (o.self_test) no_cuda("--self-test");
+  if (o.bench_steps) no_cuda("--bench-steps");
+#else
+  if (o.self_test) {
+    auto rows = exec::kernel_self_test(o.device, uint64_t(std::random_device{}()));
+    bool ok = true;
+    std::cout << fmt::format("kernel self-test on GPU {} (fp64 CPU reference, fresh random inputs, outputs poisoned)\n",
+                             o.device);
+    std::cout << fmt::format("  {:<22} {:<48} {:>10} {:>9}  {}\n", "kernel", "shape", "rel.error", "tolerance", "");
+    for (const auto& r : rows) {
+      ok = ok && r.pass();
+      std::cout << fmt::format("  {:<22} {:<48} {:>10.2e} {:>9.0e}  {}{}\n", r.kernel, r.shape, r.rel_error,
+                               r.tolerance, r.pass() ? "ok" : "FAIL", r.all_written ? "" : " (unwritten outputs)");
+    }
+    if (!ok) throw RuntimeError("kernel self-test failed (rows marked FAIL)");
+    std::cout << "  all kernels match\n";
+    return;
+  }
+#endif
+  if (o.plan.empty() || o.model.empty() || o.machine.empty())
+    throw InputError("", "--plan/--model/--machine", "all three (and --workload unless --bench-steps)");
+  Plan plan = load_plan(o.plan);
+  ModelConfig cfg = load_model_config(resolve_model_path(o.model));
+  ModelFigures fig = derive_figures(cfg);
+  const std::string machine_file = resolve_machine_path(o.machine);
+  Machine machine = load_machine(machine_file);
+  validate_plan(plan, cfg.layers, cfg.experts, machine.gpu_count(), o.plan);
+  if (o.p2p == "off") {
+    // The same plan without P2P: NCCL_P2P_DISABLE for collectives, host-staged boundaries.
+    plan.p2p = false;
+    for (auto& m : plan.boundary_modes) m = "host_staged";
+    plan.name += " p2p-off";
+  }
+#ifndef PEERPLAN_WITH_CUDA
+  no_cuda("validate");
+#else
+  exec::ExecOptions eo;
+  eo.p2p = o.p2p == "on";
+  eo.cuda_graphs = !o.no_graphs;
+  HostInfo host = exec::discover_host();
+  if (o.bench_steps) {
+    MemoryOptions mo;
+    mo.max_seqs = *std::max_element(o.batches.begin(), o.batches.end());
+    mo.context = std::max(o.context, o.prefill) + 16;
+    mo.max_batched_tokens = std::max<int64_t>(o.prefill, 256);
+    MemoryReport mem = check_memory(plan, cfg, fig, machine, mo);
+    PreflightOptions po{o.allow_other_host};
+    for (auto& w : preflight(plan, o.plan, machine, machine_file, host, mem.fits, mem.why, po))
+      std::cerr << "peerplan: warning: " << w << "\n";
+    auto rows = exec::bench_steps(plan, cfg, fig, machine, o.batches, o.context, o.prefill, eo);
+    std::cout << exec::bench_table(rows, fmt::format("step times: plan {} model {} (p2p {}, CUDA graphs {})", plan.name,
+                                                     cfg.name, o.p2p, eo.cuda_graphs ? "on" : "off"));
+    if (!o.out.empty()) {
+      nlohmann::json j = nlohmann::json::array();
+      for (auto& r : rows)
+        j.push_back({{"step", r.what}, {"batch", r.batch}, {"context", r.context}, {"graph", r.graph},
+                     {"median_us", r.step_s * 1e6}, {"min_us", r.min_s * 1e6}, {"max_us", r.max_s * 1e6}});
+      std::filesystem::create_directories(o.out);
+      write_file_atomic(o.out + "/steps.json",
+                        nlohmann::json{{"plan", plan.name}, {"model", cfg.name}, {"context", exec::host_context()},
+                                       {"steps", j}}
+                                .dump(2) + "\n");
+    }
+    return;
+  }
+  if (o.workload.empty()) throw InputError("", "--workload", "a workload name or file (e.g. chat)");
+  Workload w = load_workload(resolve_workload_path(o.workload));
+  if (o.requests > 0) w.num_requests = o.requests;
+  if (o.rate > 0) w.rate_rps = o.rate;
+
+  // Refusals first: wrong host, too many GPUs, memory.
+  MemoryOptions mo;
+  mo.max_seqs = 1;
+  mo.context = w.max_context();
+  mo.max_batched_tokens = w.max_batched_tokens;
+  MemoryReport mem = check_memory(plan, cfg, fig, machine, mo);
+  PreflightOptions po{o.allow_other_host};
+  for (auto& warn : preflight(plan, o.plan, machine, machine_file, host, mem.fits, mem.why, po))
+    std::cerr << "peerplan: warning: " << warn << "\n";
+  // The executor's KV cache decides how many sequences run at once; the simulator is told the same.
+  const int64_t fit = exec::kv_slots_that_fit(plan, cfg, fig, w.max_context() + 1, w.max_batched_tokens);
+  if (fit < 1)
+    throw InputError(o.plan, "stages",
+                     fmt::format("a plan whose weights leave room for one sequence of {} tokens on every GPU",
+                                 w.max_context()));
+  w.max_num_seqs = std::min(w.max_num_seqs, fit);
+  eo.kv_slots = w.max_num_seqs;
+
+  // Prediction.
+  Topology topo(machine);
+  SimulateOptions so;
+  Simulation sim = simulate_plan(plan, cfg, fig, topo, w, w.generate(), so);
+  std::cerr << fmt::format("peerplan: predicted {} requests; executing on {} GPU(s) (max {} sequences at once)...\n",
+                           w.num_requests, plan.num_gpus(), w.max_num_seqs);
+  // Measurement.
+  exec::ServeResult res = exec::serve(plan, cfg, fig, machine, w, eo);
+
+  // Predicted op-class times on the iterations the executor timed.
+  CostModel cost(topo);
+  std::map<std::pair<std::string, std::string>, double> pred_cls;
+  for (size_t i = 0; i < res.class_shapes.size(); ++i) {
+    const BatchShape& sh = res.class_shapes[i];
+    OpGraph g = compile_iteration(plan, cfg, fig, machine, sh);
+    const bool graph = eo.cuda_graphs && sh.prefill_seqs == 0;
+    std::string label;
+    for (const auto& c : res.op_classes)
+      if (c.iteration.rfind(sh.prefill_seqs ? "prefill" : "decode", 0) == 0) label = c.iteration;
+    for (const Op& op : g.ops) pred_cls[{label, class_of(op)}] += cost.price(op, graph).seconds;
+  }
+  for (auto& c : res.op_classes) c.predicted_s = pred_cls[{c.iteration, c.op_class}];
+
+  Comparison c = compare_metrics(sim.metrics, res.measured, res.op_classes);
+  c.context = res.provenance;
+  c.context["profile"] = machine_file;
+  c.context["requests"] = w.num_requests;
+  c.context["rate_rps"] = w.rate_rps;
+  c.context["max_num_seqs"] = w.max_num_seqs;
+  std::cout << comparison_table(c);
+  if (!o.out.empty()) {
+    write_outputs(o.out, c, sim.metrics, res.measured);
+    std::cout << fmt::format("  written: {}/validation.json, validation.md, predicted/measured.metrics.json\n", o.out);
+  }
+#endif
+}
+
+}  // namespace
+
 void add_validate_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("validate", "(not built yet)");
-  sub->allow_extras();
-  sub->callback([] { throw RuntimeError("'validate' is not implemented in this build yet"); });
+  auto o = std::make_shared<ValidateOptions>();
+  auto* sub = app.add_subcommand(
+      "validate",
+      "Run a plan on this host's GPUs and compare with the simulator's prediction.\n"
+      "\n"
+      "The executor allocates synthetic bf16 weights with the plan's exact shard shapes, runs the same\n"
+      "kernels the profiler timed (cuBLASLt GEMMs, peerplan's attention kernels, NCCL collectives, peer or\n"
+      "host-staged copies) under the same scheduler and request arrivals as the simulation, on real clocks,\n"
+      "and prints predicted vs measured TTFT / TPOT / E2E (p50, p90, p99) and tokens/s with relative errors\n"
+      "and the op class whose time differs most.\n"
+      "\n"
+      "Examples:\n"
+      "  peerplan validate --self-test                           # kernels vs CPU reference\n"
+      "  peerplan validate --bench-steps --plan tp2.json --model llama-3.1-8b --machine h200x2-nvlink\n"
+      "  peerplan validate --plan tp2.json --model llama-3.1-8b --workload chat --machine h200x2-nvlink \\\n"
+      "                    --requests 200 --out report/\n"
+      "  peerplan validate --compare predicted.json measured.json   # two metrics files, no GPU needed");
+  sub->add_option("--plan", o->plan, "Plan JSON (from `peerplan plans --json` or hand-written)");
+  sub->add_option("--model", o->model, "Model name (models/llm/<name>) or config.json path");
+  sub->add_option("--workload", o->workload, "Workload name (models/workloads/<name>) or file");
+  sub->add_option("--machine", o->machine, "Profile of THIS host (from `peerplan profile`)");
+  sub->add_option("--p2p", o->p2p, "on, or off: no peer access, NCCL_P2P_DISABLE=1, host-staged stage boundaries")
+      ->check(CLI::IsMember({"on", "off"}));
+  sub->add_option("--out", o->out, "Directory for validation.json, validation.md, metrics files and the plot");
+  sub->add_option("--requests", o->requests, "Serve only the first N requests of the workload (default: all)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--rate", o->rate, "Override the workload's arrival rate (requests/s)")->check(CLI::PositiveNumber);
+  sub->add_flag("--allow-other-host", o->allow_other_host, "Run even if the profile was measured on another host");
+  sub->add_flag("--no-graphs", o->no_graphs, "Launch decode iterations eagerly instead of as CUDA graphs");
+  sub->add_flag("--self-test", o->self_test, "Check every executor kernel against a CPU reference; exit 1 on mismatch");
+  sub->add_option("--device", o->device, "GPU for --self-test")->check(CLI::NonNegativeNumber);
+  sub->add_flag("--bench-steps", o->bench_steps, "Print decode/prefill step times of the plan (no workload)");
+  sub->add_option("--batches", o->batches, "--bench-steps: decode batch sizes")->delimiter(',');
+  sub->add_option("--context", o->context, "--bench-steps: decode context (tokens)")->check(CLI::PositiveNumber);
+  sub->add_option("--prefill", o->prefill, "--bench-steps: prefill tokens (0: none)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--compare", o->compare, "PREDICTED MEASURED: compare two metrics JSON files (no GPU)")->expected(2);
+  sub->callback([o] { run_validate(*o); });
 }
 
 }  // namespace peerplan::cli

@@ -1,0 +1,646 @@
+// The op interpreter: each op of compile_iteration's graph becomes the kernel, collective or copy
+// an inference engine would run for it. Activations live in per-GPU scratch buffers (X: GEMM
+// inputs, Y: GEMM outputs, Z: other outputs, hidden, qkv) filled with random values once; values
+// are meaningless by design (synthetic weights), but every kernel reads and writes exactly the
+// bytes, shapes and KV-cache positions of the real iteration, which is what its time depends on.
+#include "profiler/exec/engine.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "planner/compile/compiler.hpp"
+#include "planner/compile/sharding.hpp"
+#include "planner/core/error.hpp"
+#include "profiler/gpu/cuda_check.hpp"
+#include "profiler/kernels/attention.hpp"
+#include "profiler/kernels/elementwise.hpp"
+
+namespace peerplan::exec {
+
+namespace kn = peerplan::kernels;
+using bf16 = __nv_bfloat16;
+
+namespace {
+constexpr int64_t kStageChunk = int64_t(4) << 20;  // host-staged copies: 4 MiB chunks, two streams
+bool ends_with(const std::string& s, const std::string& suf) {
+  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+}  // namespace
+
+struct GpuState {
+  int id = 0;
+  int stage = 0, rank = 0, dp = 1, tp = 1;
+  int64_t heads = 0, kv_heads = 0, head_dim = 0;  // attention shard
+  gpu::Stream stream;
+  gpu::Stream copy[2];
+  std::unique_ptr<gpu::GemmRunner> gemm;
+  std::map<std::string, gpu::DeviceBuffer> weights;
+  gpu::DeviceBuffer X, Y, Z, hidden, qkv, normw, attn_ws;
+  int64_t cap_x = 0, cap_y = 0, cap_z = 0;
+  std::map<int, std::pair<gpu::DeviceBuffer, gpu::DeviceBuffer>> kv;  // layer -> K, V
+  gpu::DeviceBuffer meta;                       // int32 metadata (see Layout)
+  std::vector<gpu::PinnedHostBuffer> meta_host;  // one per in-flight slot
+  std::vector<gpu::DeviceBuffer> recv;           // stage-boundary receive buffer per slot
+  gpu::PinnedHostBuffer staging;                 // host-staged sends out of this GPU
+  std::vector<gpu::Event> done;                  // per slot
+  std::vector<gpu::Event> pool;                  // sync events (fork/join, sends, chunks)
+  size_t pool_next = 0;
+  // This iteration on this GPU.
+  int64_t ntok = 0, npf_seqs = 0, ndc = 0, npf_tok = 0, max_q = 0;
+  int64_t last_gemm_n = 0;
+  // Metadata layout (int32 offsets).
+  int64_t o_pos = 0, o_slot = 0, o_ids = 0, o_qstart = 0, o_pflen = 0, o_pfslot = 0, o_dclen = 0, o_dcslot = 0,
+          meta_ints = 0;
+  cudaEvent_t next_event() {
+    cudaEvent_t e = pool[pool_next % pool.size()].get();
+    ++pool_next;
+    return e;
+  }
+  int* m(int64_t off) const { return meta.as<int>() + off; }
+};
+
+struct Engine::StageGraph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ~StageGraph() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+  }
+};
+
+GpuState& Engine::gpu(int id) { return *state_.at(id); }
+
+Engine::Engine(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,
+               const ExecOptions& opt, int64_t kv_slots, int64_t max_ctx, int64_t max_tokens, int in_flight)
+    : plan_(plan), cfg_(cfg), fig_(fig), machine_(machine), opt_(opt), kv_slots_(kv_slots), max_ctx_(max_ctx),
+      max_tokens_(max_tokens), in_flight_(std::max(1, in_flight)) {
+  if (cfg.mla) throw InputError(cfg.source_file, "kv_lora_rank", "a model without MLA: the executor has no MLA kernels yet");
+  if (!kn::attention_head_dim_supported(int(cfg.head_dim)))
+    throw InputError(cfg.source_file, "head_dim", "64 or 128 (the executor's attention kernels)");
+  // Never NVLink multicast (it can take a shared host's GPUs out of service); P2P off is set
+  // before any communicator exists, as NCCL reads it at init.
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  if (!opt.p2p) setenv("NCCL_P2P_DISABLE", "1", 1);
+  gpus_ = plan.all_gpus();
+  CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, gpus_.front()));
+
+  for (size_t si = 0; si < plan.stages.size(); ++si) {
+    const PlanStage& st = plan.stages[si];
+    const StageLayout lay = stage_layout(plan, si);
+    for (size_t r = 0; r < st.gpus.size(); ++r) {
+      auto g = std::make_unique<GpuState>();
+      g->id = st.gpus[r];
+      g->stage = int(si);
+      g->rank = int(r);
+      g->dp = lay.dp;
+      g->tp = lay.tp;
+      const AttnShard a = attn_shard(cfg, fig.layers[size_t(st.layer_begin)], lay.tp);
+      g->heads = a.heads;
+      g->kv_heads = a.kv_heads;
+      g->head_dim = a.qk_dim;
+      state_[g->id] = std::move(g);
+    }
+  }
+  // Peer access both ways between GPUs of the plan, or explicitly none with --p2p off.
+  if (opt.p2p) {
+    for (int a : gpus_)
+      for (int b : gpus_) {
+        if (a == b) continue;
+        int can = 0;
+        CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, b));
+        if (!can) continue;
+        gpu::ScopedDevice d(a);
+        cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
+        if (e == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
+        else CUDA_CHECK(e);
+      }
+  }
+
+  // Worst-case shapes size the scratch buffers: a full prefill and a full (padded) decode batch.
+  BatchShape pf{1, max_tokens, max_tokens, 0, 0};
+  BatchShape dc{0, 0, 0, padded_batch(kv_slots), max_ctx};
+  std::map<int, int64_t> need_x, need_y, need_z;
+  for (const BatchShape& s : {pf, dc}) {
+    OpGraph g = compile(s);
+    for (const Op& op : g.ops) {
+      for (int id : op.gpus) {
+        auto& x = need_x[id];
+        auto& y = need_y[id];
+        auto& z = need_z[id];
+        if (op.kind == OpKind::Gemm) {
+          x = std::max(x, op.m * op.k * op.batch_count);
+          y = std::max(y, op.m * op.n * op.batch_count);
+        } else if (is_collective(op.kind)) {
+          y = std::max(y, op.bytes / 2 + 8);
+          z = std::max(z, op.bytes / 2 + 8);
+        } else if (op.kind == OpKind::Attention) {
+          z = std::max(z, (op.attn_batch * op.attn_q_len + 8) * op.attn_heads * op.attn_head_dim);
+        } else if (op.kind == OpKind::Elementwise) {
+          z = std::max(z, int64_t(op.mem_bytes / 2) + 8);
+        }
+      }
+    }
+  }
+  const int64_t H = cfg.hidden;
+  const int64_t tok_cap = std::max(max_tokens, padded_batch(kv_slots)) + 8;
+  const int64_t seq_cap = std::max<int64_t>(padded_batch(kv_slots), max_tokens) + 8;
+  for (auto& [id, gp] : state_) {
+    GpuState& g = *gp;
+    gpu::ScopedDevice d(id);
+    g.stream = gpu::Stream(id);
+    g.copy[0] = gpu::Stream(id);
+    g.copy[1] = gpu::Stream(id);
+    g.gemm = std::make_unique<gpu::GemmRunner>(id);
+    g.cap_x = need_x[id] + 8;
+    g.cap_y = need_y[id] + 8;
+    g.cap_z = std::max(need_z[id], need_y[id]) + 8;
+    g.X = gpu::DeviceBuffer(id, size_t(g.cap_x) * 2);
+    g.Y = gpu::DeviceBuffer(id, size_t(g.cap_y) * 2);
+    g.Z = gpu::DeviceBuffer(id, size_t(g.cap_z) * 2);
+    g.hidden = gpu::DeviceBuffer(id, size_t(tok_cap * H) * 2);
+    const int64_t qkv_w = (g.heads + 2 * g.kv_heads) * g.head_dim;
+    g.qkv = gpu::DeviceBuffer(id, size_t(tok_cap * qkv_w) * 2);
+    g.normw = gpu::DeviceBuffer(id, size_t(H) * 2);
+    kn::fill_random(g.X.as<bf16>(), g.cap_x, opt.seed * 31 + id, 1.0f, g.stream);
+    kn::fill_random(g.Y.as<bf16>(), g.cap_y, opt.seed * 37 + id, 1.0f, g.stream);
+    kn::fill_random(g.Z.as<bf16>(), g.cap_z, opt.seed * 41 + id, 1.0f, g.stream);
+    kn::fill_random(g.hidden.as<bf16>(), tok_cap * H, opt.seed * 43 + id, 1.0f, g.stream);
+    kn::fill_random(g.qkv.as<bf16>(), tok_cap * qkv_w, opt.seed * 47 + id, 1.0f, g.stream);
+    kn::fill_value(g.normw.as<bf16>(), H, 1.0f, g.stream);
+    const int64_t dbatch = padded_batch(kv_slots);
+    g.attn_ws = gpu::DeviceBuffer(
+        id, std::max<size_t>(256, kn::decode_attention_workspace_bytes(int(dbatch), int(g.heads), int(g.head_dim),
+                                                                       int(max_ctx), int(g.kv_heads), sm_count_)));
+    // KV cache of this GPU's layers: kv_slots + 1 slots (the last one absorbs padded sequences).
+    const PlanStage& st = plan.stages[size_t(g.stage)];
+    const size_t kv_bytes = size_t((kv_slots + 1) * g.kv_heads * max_ctx * g.head_dim) * 2;
+    for (int64_t l = st.layer_begin; l < st.layer_end; ++l) {
+      gpu::DeviceBuffer k(id, kv_bytes), v(id, kv_bytes);
+      kn::fill_random(k.as<bf16>(), int64_t(kv_bytes / 2), opt.seed * 53 + uint64_t(l), 1.0f, g.stream);
+      kn::fill_random(v.as<bf16>(), int64_t(kv_bytes / 2), opt.seed * 59 + uint64_t(l), 1.0f, g.stream);
+      g.kv[int(l)] = {std::move(k), std::move(v)};
+    }
+    // Metadata.
+    int64_t off = 0;
+    auto take = [&](int64_t n) { int64_t o = off; off += (n + 31) / 32 * 32; return o; };
+    g.o_pos = take(tok_cap);
+    g.o_slot = take(tok_cap);
+    g.o_ids = take(tok_cap);
+    g.o_qstart = take(seq_cap + 1);
+    g.o_pflen = take(seq_cap);
+    g.o_pfslot = take(seq_cap);
+    g.o_dclen = take(seq_cap);
+    g.o_dcslot = take(seq_cap);
+    g.meta_ints = off;
+    g.meta = gpu::DeviceBuffer(id, size_t(off) * 4);
+    CUDA_CHECK(cudaMemsetAsync(g.meta.get(), 0, size_t(off) * 4, g.stream));
+    for (int s = 0; s < in_flight_; ++s) {
+      g.meta_host.emplace_back(size_t(off) * 4);
+      g.recv.emplace_back(id, size_t(tok_cap * H) * 2);
+      g.done.emplace_back(id, cudaEventDisableTiming);
+    }
+    g.staging = gpu::PinnedHostBuffer(size_t(tok_cap * H) * 2);
+    for (int i = 0; i < 256; ++i) g.pool.emplace_back(id, cudaEventDisableTiming);
+  }
+  for (auto& [id, gp] : state_) gp->stream.synchronize();
+}
+
+Engine::~Engine() {
+  for (auto& [id, gp] : state_) {
+    gpu::ScopedDevice d(id);
+    cudaStreamSynchronize(gp->stream);
+  }
+  graphs_.clear();
+}
+
+int64_t Engine::padded_batch(int64_t b) const {
+  // vLLM's capture sizes: 1, 2, 4, then multiples of 8.
+  if (b <= 1) return 1;
+  if (b <= 2) return 2;
+  if (b <= 4) return 4;
+  return (b + 7) / 8 * 8;
+}
+
+BatchShape Engine::shape_of(const std::vector<SeqRun>& seqs) {
+  BatchShape s;
+  int64_t pf_ctx = 0, dc_ctx = 0;
+  for (const SeqRun& q : seqs) {
+    if (q.prefill) {
+      ++s.prefill_seqs;
+      s.prefill_tokens += q.new_tokens;
+      pf_ctx += q.context;
+    } else {
+      ++s.decode_seqs;
+      dc_ctx += q.context;
+    }
+  }
+  if (s.prefill_seqs) s.prefill_context = (pf_ctx + s.prefill_seqs - 1) / s.prefill_seqs;
+  if (s.decode_seqs) s.decode_context = std::max<int64_t>(1, (dc_ctx + s.decode_seqs - 1) / s.decode_seqs);
+  return s;
+}
+
+OpGraph Engine::compile(const BatchShape& shape) const { return compile_iteration(plan_, cfg_, fig_, machine_, shape); }
+
+void Engine::upload_meta(const std::vector<SeqRun>& seqs, int slot) {
+  for (auto& [id, gp] : state_) {
+    GpuState& g = *gp;
+    int* h = g.meta_host[size_t(slot)].as<int>();
+    g.ntok = g.npf_seqs = g.ndc = g.npf_tok = g.max_q = 0;
+    int64_t tok = 0;
+    std::vector<const SeqRun*> mine;
+    for (size_t i = 0; i < seqs.size(); ++i)
+      if (g.dp <= 1 || int(i % size_t(g.dp)) == g.rank % g.dp) mine.push_back(&seqs[i]);
+    h[g.o_qstart] = 0;
+    for (const SeqRun* q : mine) {
+      const int first = q->context - q->new_tokens;
+      for (int t = 0; t < q->new_tokens; ++t) {
+        h[g.o_pos + tok] = first + t;
+        h[g.o_slot + tok] = q->slot;
+        h[g.o_ids + tok] = int((tok * 2654435761ull + uint64_t(q->slot) * 97) % uint64_t(cfg_.vocab));
+        ++tok;
+      }
+      if (q->prefill) {
+        h[g.o_pflen + g.npf_seqs] = q->context;
+        h[g.o_pfslot + g.npf_seqs] = q->slot;
+        ++g.npf_seqs;
+        h[g.o_qstart + g.npf_seqs] = int(tok);
+        g.npf_tok += q->new_tokens;
+        g.max_q = std::max<int64_t>(g.max_q, q->new_tokens);
+      } else {
+        h[g.o_dclen + g.ndc] = q->context;
+        h[g.o_dcslot + g.ndc] = q->slot;
+        ++g.ndc;
+      }
+    }
+    g.ntok = tok;
+    gpu::ScopedDevice d(id);
+    CUDA_CHECK(cudaMemcpyAsync(g.meta.get(), h, size_t(g.meta_ints) * 4, cudaMemcpyHostToDevice, g.stream));
+  }
+}
+
+void Engine::ncclgroup_collective(const Op& op) {
+  std::vector<int> key = op.gpus;
+  std::sort(key.begin(), key.end());
+  auto it = comms_.find(key);
+  if (it == comms_.end()) it = comms_.emplace(key, std::make_unique<gpu::NcclComms>(key)).first;
+  gpu::NcclComms& comms = *it->second;
+  const int n = comms.size();
+  NCCL_CHECK(ncclGroupStart());
+  for (int r = 0; r < n; ++r) {
+    GpuState& g = gpu(comms.devices()[size_t(r)]);
+    gpu::ScopedDevice d(g.id);
+    void* y = g.Y.get();
+    void* z = g.Z.get();
+    const size_t elems = size_t(op.bytes / 2);
+    switch (op.kind) {
+      case OpKind::AllReduce: NCCL_CHECK(ncclAllReduce(y, y, elems, ncclBfloat16, ncclSum, comms[r], g.stream)); break;
+      case OpKind::AllGather:
+        NCCL_CHECK(ncclAllGather(y, z, elems / size_t(n), ncclBfloat16, comms[r], g.stream));
+        break;
+      case OpKind::ReduceScatter:
+        NCCL_CHECK(ncclReduceScatter(y, z, elems / size_t(n), ncclBfloat16, ncclSum, comms[r], g.stream));
+        break;
+      case OpKind::Broadcast: NCCL_CHECK(ncclBroadcast(y, y, elems, ncclBfloat16, 0, comms[r], g.stream)); break;
+      case OpKind::AllToAll: {
+        // Uniform routing as the compiler assumes: each peer gets an equal share.
+        const size_t per = elems / size_t(n);
+        for (int p = 0; p < n; ++p) {
+          NCCL_CHECK(ncclSend(g.Y.as<bf16>() + size_t(p) * per, per, ncclBfloat16, p, comms[r], g.stream));
+          NCCL_CHECK(ncclRecv(g.Z.as<bf16>() + size_t(p) * per, per, ncclBfloat16, p, comms[r], g.stream));
+        }
+        break;
+      }
+      default: break;
+    }
+  }
+  NCCL_CHECK(ncclGroupEnd());
+}
+
+void Engine::run_op(const Op& op, int slot, std::vector<cudaEvent_t>* send_done) {
+  if (is_collective(op.kind)) return ncclgroup_collective(op);
+  if (op.kind == OpKind::Send) {
+    GpuState& src = gpu(op.gpus[0]);
+    GpuState& dst = gpu(op.gpus[1]);
+    const size_t bytes = size_t(op.bytes);
+    void* to = dst.recv[size_t(slot)].get();
+    if (op.mode != TransferMode::HostStaged) {
+      gpu::ScopedDevice d(src.id);
+      CUDA_CHECK(cudaMemcpyPeerAsync(to, dst.id, src.hidden.get(), src.id, bytes, src.stream));
+      cudaEvent_t e = src.next_event();
+      CUDA_CHECK(cudaEventRecord(e, src.stream));
+      if (send_done) send_done->push_back(e);
+      gpu::ScopedDevice d2(dst.id);
+      CUDA_CHECK(cudaStreamWaitEvent(dst.stream, e, 0));
+    } else {
+      // Device -> pinned host -> device in chunks over two streams per side, so the PCIe
+      // directions overlap (what an application does without P2P).
+      cudaEvent_t ready;
+      {
+        gpu::ScopedDevice d(src.id);
+        ready = src.next_event();
+        CUDA_CHECK(cudaEventRecord(ready, src.stream));
+        CUDA_CHECK(cudaStreamWaitEvent(src.copy[0], ready, 0));
+        CUDA_CHECK(cudaStreamWaitEvent(src.copy[1], ready, 0));
+      }
+      char* host = src.staging.as<char>();
+      int c = 0;
+      for (size_t off = 0; off < bytes; off += size_t(kStageChunk), ++c) {
+        const size_t n = std::min(size_t(kStageChunk), bytes - off);
+        cudaEvent_t down;
+        {
+          gpu::ScopedDevice d(src.id);
+          CUDA_CHECK(cudaMemcpyAsync(host + off, src.hidden.as<char>() + off, n, cudaMemcpyDeviceToHost, src.copy[c % 2]));
+          down = src.next_event();
+          CUDA_CHECK(cudaEventRecord(down, src.copy[c % 2]));
+        }
+        gpu::ScopedDevice d(dst.id);
+        CUDA_CHECK(cudaStreamWaitEvent(dst.copy[c % 2], down, 0));
+        CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(to) + off, host + off, n, cudaMemcpyHostToDevice, dst.copy[c % 2]));
+      }
+      gpu::ScopedDevice d(dst.id);
+      for (int i = 0; i < 2; ++i) {
+        cudaEvent_t e = dst.next_event();
+        CUDA_CHECK(cudaEventRecord(e, dst.copy[i]));
+        CUDA_CHECK(cudaStreamWaitEvent(dst.stream, e, 0));
+      }
+      // The source may overwrite `hidden` only after the staging copies read it.
+      gpu::ScopedDevice d3(src.id);
+      for (int i = 0; i < 2; ++i) {
+        cudaEvent_t e = src.next_event();
+        CUDA_CHECK(cudaEventRecord(e, src.copy[i]));
+        CUDA_CHECK(cudaStreamWaitEvent(src.stream, e, 0));
+      }
+    }
+    return;
+  }
+
+  GpuState& g = gpu(op.gpus[0]);
+  gpu::ScopedDevice d(g.id);
+  cudaStream_t s = g.stream;
+  const int64_t H = cfg_.hidden;
+  switch (op.kind) {
+    case OpKind::Gemm: {
+      const std::string key = op.name;
+      auto it = g.weights.find(key);
+      const int64_t welems = op.n * op.k * op.batch_count;
+      if (it == g.weights.end() || int64_t(it->second.bytes()) < welems * 2) {
+        gpu::DeviceBuffer w(g.id, size_t(welems) * 2);
+        kn::fill_random(w.as<bf16>(), welems, opt_.seed * 1000003 + std::hash<std::string>{}(key), 0.02f, s);
+        it = g.weights.insert_or_assign(key, std::move(w)).first;
+      }
+      for (int64_t e = 0; e < op.batch_count; ++e)
+        g.gemm->run(g.X.as<bf16>() + e * op.m * op.k, it->second.as<bf16>() + e * op.n * op.k,
+                    g.Y.as<bf16>() + e * op.m * op.n, op.m, op.n, op.k, s);
+      g.last_gemm_n = op.n;
+      break;
+    }
+    case OpKind::Embedding: {
+      const int64_t vocab_local = (cfg_.vocab + g.tp - 1) / g.tp;
+      auto it = g.weights.find("embed");
+      if (it == g.weights.end()) {
+        gpu::DeviceBuffer w(g.id, size_t(vocab_local * H) * 2);
+        kn::fill_random(w.as<bf16>(), vocab_local * H, opt_.seed * 7919 + g.id, 0.02f, s);
+        it = g.weights.emplace("embed", std::move(w)).first;
+      }
+      kn::embedding_gather(g.m(g.o_ids), it->second.as<bf16>(), g.hidden.as<bf16>(), g.ntok, vocab_local, H, s);
+      break;
+    }
+    case OpKind::Attention: {
+      auto& kv = g.kv.at(op.layer);
+      const int64_t qkv_w = (g.heads + 2 * g.kv_heads) * g.head_dim;
+      if (op.attn_prefill) {
+        kn::PrefillAttention a;
+        a.q = g.qkv.as<bf16>();
+        a.q_row_stride = qkv_w;
+        a.k_cache = kv.first.as<bf16>();
+        a.v_cache = kv.second.as<bf16>();
+        a.slots = g.m(g.o_pfslot);
+        a.q_start = g.m(g.o_qstart);
+        a.seq_lens = g.m(g.o_pflen);
+        a.out = g.Z.as<bf16>();
+        a.num_seqs = int(g.npf_seqs);
+        a.max_q_len = int(g.max_q);
+        a.heads = int(g.heads);
+        a.kv_heads = int(g.kv_heads);
+        a.head_dim = int(g.head_dim);
+        a.max_ctx = int(max_ctx_);
+        kn::prefill_attention(a, s);
+      } else {
+        kn::DecodeAttention a;
+        a.q = g.qkv.as<bf16>() + g.npf_tok * qkv_w;
+        a.q_row_stride = qkv_w;
+        a.k_cache = kv.first.as<bf16>();
+        a.v_cache = kv.second.as<bf16>();
+        a.slots = g.m(g.o_dcslot);
+        a.seq_lens = g.m(g.o_dclen);
+        a.out = g.Z.as<bf16>() + g.npf_tok * g.heads * g.head_dim;
+        a.workspace = g.attn_ws.as<float>();
+        a.batch = int(g.ndc);
+        a.heads = int(g.heads);
+        a.kv_heads = int(g.kv_heads);
+        a.head_dim = int(g.head_dim);
+        a.max_ctx = int(max_ctx_);
+        kn::decode_attention(a, sm_count_, s);
+      }
+      break;
+    }
+    case OpKind::Elementwise: {
+      const std::string& n = op.name;
+      if (ends_with(n, "_norm") || n == "final_norm") {
+        kn::rmsnorm(g.hidden.as<bf16>(), g.normw.as<bf16>(), g.Z.as<bf16>(), g.ntok, H, 1e-5f, s);
+      } else if (ends_with(n, "rotary")) {
+        kn::RotaryCache r;
+        r.qkv = g.qkv.as<bf16>();
+        r.positions = g.m(g.o_pos);
+        r.token_slot = g.m(g.o_slot);
+        auto& kv = g.kv.at(op.layer);
+        r.k_cache = kv.first.as<bf16>();
+        r.v_cache = kv.second.as<bf16>();
+        r.tokens = g.ntok;
+        r.heads = int(g.heads);
+        r.kv_heads = int(g.kv_heads);
+        r.head_dim = int(g.head_dim);
+        r.max_ctx = int(max_ctx_);
+        kn::rotary_and_cache(r, s);
+      } else if (ends_with(n, "_residual")) {
+        kn::residual_add(g.hidden.as<bf16>(), g.Z.as<bf16>(), g.ntok * H, s);
+      } else if (ends_with(n, "act")) {
+        const int64_t elems = int64_t(op.mem_bytes / 6.0);  // 3 touches x 2 bytes
+        const int64_t inter = std::max<int64_t>(8, g.last_gemm_n / 2);
+        const int64_t rows = std::max<int64_t>(1, elems / inter);
+        kn::silu_mul(g.Y.as<bf16>(), g.Z.as<bf16>(), rows, inter / 8 * 8, s);
+      } else {
+        // An elementwise op this executor has no kernel for: move the bytes the compiler says it
+        // moves (half read, half written) so its time is still of the right size.
+        const size_t b = std::min(size_t(op.mem_bytes / 2), size_t(g.cap_z) * 2);
+        CUDA_CHECK(cudaMemcpyAsync(g.Z.get(), g.Y.get(), std::min(b, size_t(g.cap_y) * 2), cudaMemcpyDeviceToDevice, s));
+      }
+      break;
+    }
+    default: break;
+  }
+}
+
+void Engine::stage_fence(int, int) {}
+
+void Engine::run_stage_eager(const OpGraph& g, int stage, int slot) {
+  for (int id : g.stage_ops[size_t(stage)]) {
+    const Op& op = g.ops[size_t(id)];
+    if (op.kind == OpKind::Send) continue;
+    run_op(op, slot, nullptr);
+  }
+}
+
+void Engine::run_sends(const OpGraph& g, int stage, int slot) {
+  for (int id : g.stage_ops[size_t(stage)]) {
+    const Op& op = g.ops[size_t(id)];
+    if (op.kind == OpKind::Send) run_op(op, slot, nullptr);
+  }
+}
+
+bool Engine::run_stage_graph(const OpGraph& g, int stage, int64_t padded, int slot) {
+  const PlanStage& st = plan_.stages[size_t(stage)];
+  GpuState& lead = gpu(st.gpus[0]);
+  auto key = std::make_pair(stage, padded);
+  auto it = graphs_.find(key);
+  if (it == graphs_.end()) {
+    // Capture after one eager run of the same shape (allocations, cuBLAS plans, NCCL set-up).
+    run_stage_eager(g, stage, slot);
+    for (int id : st.gpus) gpu(id).stream.synchronize();
+    auto sg = std::make_unique<StageGraph>();
+    gpu::ScopedDevice d(lead.id);
+    CUDA_CHECK(cudaStreamBeginCapture(lead.stream, cudaStreamCaptureModeRelaxed));
+    try {
+      for (size_t i = 1; i < st.gpus.size(); ++i) {
+        cudaEvent_t e = lead.next_event();
+        CUDA_CHECK(cudaEventRecord(e, lead.stream));
+        GpuState& o = gpu(st.gpus[i]);
+        gpu::ScopedDevice d2(o.id);
+        CUDA_CHECK(cudaStreamWaitEvent(o.stream, e, 0));
+      }
+      run_stage_eager(g, stage, slot);
+      for (size_t i = 1; i < st.gpus.size(); ++i) {
+        GpuState& o = gpu(st.gpus[i]);
+        gpu::ScopedDevice d2(o.id);
+        cudaEvent_t e = o.next_event();
+        CUDA_CHECK(cudaEventRecord(e, o.stream));
+        gpu::ScopedDevice d3(lead.id);
+        CUDA_CHECK(cudaStreamWaitEvent(lead.stream, e, 0));
+      }
+      gpu::ScopedDevice d4(lead.id);
+      CUDA_CHECK(cudaStreamEndCapture(lead.stream, &sg->graph));
+      CUDA_CHECK(cudaGraphInstantiate(&sg->exec, sg->graph, 0));
+    } catch (const std::exception& e) {
+      cudaGraph_t junk = nullptr;
+      gpu::ScopedDevice d4(lead.id);
+      cudaStreamEndCapture(lead.stream, &junk);
+      if (junk) cudaGraphDestroy(junk);
+      cudaGetLastError();
+      graph_failure_ = e.what();
+      opt_.cuda_graphs = false;
+      return false;
+    }
+    ++graphs_captured_;
+    it = graphs_.emplace(key, std::move(sg)).first;
+  }
+  // The graph runs on the lead's stream: order the other GPUs' streams around it.
+  for (size_t i = 1; i < st.gpus.size(); ++i) {
+    GpuState& o = gpu(st.gpus[i]);
+    gpu::ScopedDevice d(o.id);
+    cudaEvent_t e = o.next_event();
+    CUDA_CHECK(cudaEventRecord(e, o.stream));
+    gpu::ScopedDevice d2(lead.id);
+    CUDA_CHECK(cudaStreamWaitEvent(lead.stream, e, 0));
+  }
+  {
+    gpu::ScopedDevice d(lead.id);
+    CUDA_CHECK(cudaGraphLaunch(it->second->exec, lead.stream));
+  }
+  for (size_t i = 1; i < st.gpus.size(); ++i) {
+    GpuState& o = gpu(st.gpus[i]);
+    gpu::ScopedDevice d(lead.id);
+    cudaEvent_t e = lead.next_event();
+    CUDA_CHECK(cudaEventRecord(e, lead.stream));
+    gpu::ScopedDevice d2(o.id);
+    CUDA_CHECK(cudaStreamWaitEvent(o.stream, e, 0));
+  }
+  return true;
+}
+
+void Engine::launch(const std::vector<SeqRun>& seqs_in, int slot) {
+  std::vector<SeqRun> seqs = seqs_in;
+  bool decode_only = !seqs.empty() && std::none_of(seqs.begin(), seqs.end(), [](const SeqRun& s) { return s.prefill; });
+  int64_t padded = int64_t(seqs.size());
+  const bool use_graph = opt_.cuda_graphs && decode_only;
+  if (use_graph) {
+    padded = padded_batch(int64_t(seqs.size()));
+    while (int64_t(seqs.size()) < padded) seqs.push_back(SeqRun{int(kv_slots_), 1, 1, false});
+  }
+  upload_meta(seqs, slot);
+  OpGraph g = compile(shape_of(seqs));
+  for (int s = 0; s < g.num_stages; ++s) {
+    bool ran = false;
+    if (use_graph && opt_.cuda_graphs) ran = run_stage_graph(g, s, padded, slot);
+    if (!ran) run_stage_eager(g, s, slot);
+    run_sends(g, s, slot);
+  }
+  for (auto& [id, gp] : state_) {
+    gpu::ScopedDevice d(id);
+    gp->done[size_t(slot)].record(gp->stream);
+  }
+}
+
+bool Engine::done(int slot) {
+  for (auto& [id, gp] : state_) {
+    cudaError_t e = cudaEventQuery(gp->done[size_t(slot)]);
+    if (e == cudaErrorNotReady) return false;
+    CUDA_CHECK(e);
+  }
+  return true;
+}
+
+void Engine::wait(int slot) {
+  for (auto& [id, gp] : state_) gp->done[size_t(slot)].synchronize();
+}
+
+std::vector<double> Engine::time_ops(const std::vector<SeqRun>& seqs, OpGraph* graph_out) {
+  for (auto& [id, gp] : state_) gp->stream.synchronize();
+  upload_meta(seqs, 0);
+  OpGraph g = compile(shape_of(seqs));
+  // Warm-up pass (allocations, plans), then the timed pass.
+  for (int s = 0; s < g.num_stages; ++s) {
+    run_stage_eager(g, s, 0);
+    run_sends(g, s, 0);
+  }
+  for (auto& [id, gp] : state_) gp->stream.synchronize();
+  std::vector<std::pair<gpu::Event, gpu::Event>> ev;
+  ev.reserve(g.ops.size());
+  for (const Op& op : g.ops) {
+    GpuState& first = gpu(op.gpus[0]);
+    ev.emplace_back(gpu::Event(first.id), gpu::Event(first.id));
+    {
+      gpu::ScopedDevice d(first.id);
+      ev.back().first.record(first.stream);
+    }
+    run_op(op, 0, nullptr);
+    for (size_t i = 1; i < op.gpus.size(); ++i) {
+      GpuState& o = gpu(op.gpus[i]);
+      gpu::ScopedDevice d(o.id);
+      cudaEvent_t e = o.next_event();
+      CUDA_CHECK(cudaEventRecord(e, o.stream));
+      gpu::ScopedDevice d2(first.id);
+      CUDA_CHECK(cudaStreamWaitEvent(first.stream, e, 0));
+    }
+    gpu::ScopedDevice d(first.id);
+    ev.back().second.record(first.stream);
+  }
+  for (auto& [id, gp] : state_) gp->stream.synchronize();
+  std::vector<double> t(g.ops.size());
+  for (size_t i = 0; i < g.ops.size(); ++i) t[i] = ev[i].second.seconds_since(ev[i].first);
+  if (graph_out) *graph_out = std::move(g);
+  return t;
+}
+
+}  // namespace peerplan::exec

@@ -1,0 +1,288 @@
+// GPU self-test of every executor kernel against a CPU fp64 reference: fresh random inputs per
+// run, outputs poisoned with NaN first (an unwritten element fails), error as ||out-ref||/||ref||
+// with the bf16 tolerance of METHOD.md (bf16 outputs: 1e-2).
+#include <cmath>
+#include <random>
+
+#include <cuda_bf16.h>
+
+#include <fmt/format.h>
+
+#include "profiler/exec/executor.hpp"
+#include "profiler/gpu/cuda_check.hpp"
+#include "profiler/gpu/raii.hpp"
+#include "profiler/kernels/attention.hpp"
+#include "profiler/kernels/elementwise.hpp"
+
+namespace peerplan::exec {
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+namespace kn = peerplan::kernels;
+constexpr double kTol = 1e-2;
+
+struct Host {
+  std::vector<bf16> v;
+  std::vector<double> d;  // the bf16 values as doubles (what the GPU sees)
+};
+
+Host random_host(size_t n, std::mt19937_64& rng, double scale = 1.0) {
+  std::uniform_real_distribution<double> u(-scale, scale);
+  Host h;
+  h.v.resize(n);
+  h.d.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    h.v[i] = __float2bfloat16(float(u(rng)));
+    h.d[i] = double(__bfloat162float(h.v[i]));
+  }
+  return h;
+}
+
+gpu::DeviceBuffer upload(int dev, const std::vector<bf16>& v) {
+  gpu::DeviceBuffer b(dev, v.size() * 2);
+  CUDA_CHECK(cudaMemcpy(b.get(), v.data(), v.size() * 2, cudaMemcpyHostToDevice));
+  return b;
+}
+gpu::DeviceBuffer upload_int(int dev, const std::vector<int>& v) {
+  gpu::DeviceBuffer b(dev, std::max<size_t>(4, v.size() * 4));
+  CUDA_CHECK(cudaMemcpy(b.get(), v.data(), v.size() * 4, cudaMemcpyHostToDevice));
+  return b;
+}
+gpu::DeviceBuffer poisoned(int dev, size_t n) {
+  gpu::DeviceBuffer b(dev, n * 2);
+  CUDA_CHECK(cudaMemset(b.get(), 0xff, n * 2));  // 0xffff is a bf16 NaN
+  return b;
+}
+
+SelfTestResult compare(const std::string& kernel, const std::string& shape, const gpu::DeviceBuffer& out,
+                       const std::vector<double>& ref) {
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<bf16> h(ref.size());
+  CUDA_CHECK(cudaMemcpy(h.data(), out.get(), h.size() * 2, cudaMemcpyDeviceToHost));
+  SelfTestResult r;
+  r.kernel = kernel;
+  r.shape = shape;
+  r.tolerance = kTol;
+  r.all_written = true;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double g = double(__bfloat162float(h[i]));
+    if (std::isnan(g)) r.all_written = false;
+    num += (g - ref[i]) * (g - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  r.rel_error = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  if (!r.all_written) r.rel_error = INFINITY;
+  return r;
+}
+
+// Reference attention of one query row against keys/values [0, n).
+void ref_attend(const double* q, const std::vector<double>& K, const std::vector<double>& V, int64_t base, int n, int D,
+                double scale, double* out) {
+  std::vector<double> s(static_cast<size_t>(n));
+  double m = -INFINITY;
+  for (int t = 0; t < n; ++t) {
+    double acc = 0;
+    for (int d = 0; d < D; ++d) acc += q[d] * K[size_t(base + int64_t(t) * D + d)];
+    s[size_t(t)] = acc * scale;
+    m = std::max(m, s[size_t(t)]);
+  }
+  double l = 0;
+  for (auto& x : s) l += (x = std::exp(x - m));
+  for (int d = 0; d < D; ++d) {
+    double acc = 0;
+    for (int t = 0; t < n; ++t) acc += s[size_t(t)] * V[size_t(base + int64_t(t) * D + d)];
+    out[d] = acc / l;
+  }
+}
+
+}  // namespace
+
+std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
+  gpu::ScopedDevice sd(dev);
+  std::mt19937_64 rng(seed);
+  std::vector<SelfTestResult> out;
+  int sms = 132;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+
+  // ---- decode attention: GQA groups 4 and 8, split-K and single-chunk lengths ----
+  for (int group : {4, 8}) {
+    const int D = 128, kvh = 2, heads = kvh * group, slots = 4, max_ctx = 1500, batch = 3;
+    const std::vector<int> lens{1, 333, 1500}, slot_of{2, 0, 3};
+    Host K = random_host(size_t(slots) * kvh * max_ctx * D, rng), V = random_host(K.v.size(), rng);
+    const int64_t qstride = (heads + 2 * kvh) * D;
+    Host Q = random_host(size_t(batch * qstride), rng);
+    auto dk = upload(dev, K.v), dv = upload(dev, V.v), dq = upload(dev, Q.v);
+    auto dl = upload_int(dev, lens), ds = upload_int(dev, slot_of);
+    auto dout = poisoned(dev, size_t(batch) * heads * D);
+    gpu::DeviceBuffer ws(dev, kn::decode_attention_workspace_bytes(batch, heads, D, max_ctx, kvh, sms));
+    kn::DecodeAttention a;
+    a.q = dq.as<bf16>();
+    a.q_row_stride = qstride;
+    a.k_cache = dk.as<bf16>();
+    a.v_cache = dv.as<bf16>();
+    a.slots = ds.as<int>();
+    a.seq_lens = dl.as<int>();
+    a.out = dout.as<bf16>();
+    a.workspace = ws.as<float>();
+    a.batch = batch, a.heads = heads, a.kv_heads = kvh, a.head_dim = D, a.max_ctx = max_ctx;
+    kn::decode_attention(a, sms, nullptr);
+    std::vector<double> ref(size_t(batch) * heads * D);
+    for (int b = 0; b < batch; ++b)
+      for (int h = 0; h < heads; ++h) {
+        const int64_t base = (int64_t(slot_of[size_t(b)]) * kvh + h / group) * max_ctx * D;
+        ref_attend(&Q.d[size_t(b * qstride + h * D)], K.d, V.d, base, lens[size_t(b)], D, 1.0 / std::sqrt(double(D)),
+                   &ref[size_t((b * heads + h) * D)]);
+      }
+    out.push_back(compare("decode_attention", fmt::format("b=3 heads={} kv={} D=128 lens=1,333,1500", heads, kvh), dout, ref));
+  }
+
+  // ---- prefill attention: a full prompt and a chunk continuing a cached context ----
+  {
+    const int D = 128, kvh = 2, heads = 8, group = 4, max_ctx = 400;
+    const std::vector<int> qlen{150, 37}, ctx{150, 300}, slot_of{1, 0};
+    std::vector<int> qstart{0, qlen[0], qlen[0] + qlen[1]};
+    const int total = qstart[2];
+    Host K = random_host(size_t(2) * kvh * max_ctx * D, rng), V = random_host(K.v.size(), rng);
+    const int64_t qstride = (heads + 2 * kvh) * D;
+    Host Q = random_host(size_t(total * qstride), rng);
+    auto dk = upload(dev, K.v), dv = upload(dev, V.v), dq = upload(dev, Q.v);
+    auto dqs = upload_int(dev, qstart), dl = upload_int(dev, ctx), ds = upload_int(dev, slot_of);
+    auto dout = poisoned(dev, size_t(total) * heads * D);
+    kn::PrefillAttention a;
+    a.q = dq.as<bf16>();
+    a.q_row_stride = qstride;
+    a.k_cache = dk.as<bf16>();
+    a.v_cache = dv.as<bf16>();
+    a.slots = ds.as<int>();
+    a.q_start = dqs.as<int>();
+    a.seq_lens = dl.as<int>();
+    a.out = dout.as<bf16>();
+    a.num_seqs = 2, a.max_q_len = 150, a.heads = heads, a.kv_heads = kvh, a.head_dim = D, a.max_ctx = max_ctx;
+    kn::prefill_attention(a, nullptr);
+    std::vector<double> ref(size_t(total) * heads * D);
+    for (int s = 0; s < 2; ++s)
+      for (int i = 0; i < qlen[size_t(s)]; ++i)
+        for (int h = 0; h < heads; ++h) {
+          const int row = qstart[size_t(s)] + i;
+          const int pos = ctx[size_t(s)] - qlen[size_t(s)] + i;
+          const int64_t base = (int64_t(slot_of[size_t(s)]) * kvh + h / group) * max_ctx * D;
+          ref_attend(&Q.d[size_t(row * qstride + h * D)], K.d, V.d, base, pos + 1, D, 1.0 / std::sqrt(double(D)),
+                     &ref[size_t((row * heads + h) * D)]);
+        }
+    out.push_back(compare("prefill_attention", "2 seqs q=150,37 ctx=150,300 heads=8 kv=2 D=128", dout, ref));
+  }
+
+  // ---- RMSNorm and fused add + RMSNorm ----
+  {
+    const int T = 7, Hd = 4096;
+    Host x = random_host(size_t(T * Hd), rng), res = random_host(x.v.size(), rng), w = random_host(size_t(Hd), rng);
+    auto dx = upload(dev, x.v), dw = upload(dev, w.v), dres = upload(dev, res.v);
+    auto dout = poisoned(dev, x.v.size());
+    kn::rmsnorm(dx.as<bf16>(), dw.as<bf16>(), dout.as<bf16>(), T, Hd, 1e-5f, nullptr);
+    std::vector<double> ref(x.v.size()), ref2(x.v.size());
+    for (int t = 0; t < T; ++t) {
+      double ss = 0, ss2 = 0;
+      for (int i = 0; i < Hd; ++i) {
+        ss += x.d[size_t(t * Hd + i)] * x.d[size_t(t * Hd + i)];
+        const double s = x.d[size_t(t * Hd + i)] + res.d[size_t(t * Hd + i)];
+        ss2 += s * s;
+      }
+      const double inv = 1.0 / std::sqrt(ss / Hd + 1e-5), inv2 = 1.0 / std::sqrt(ss2 / Hd + 1e-5);
+      for (int i = 0; i < Hd; ++i) {
+        ref[size_t(t * Hd + i)] = x.d[size_t(t * Hd + i)] * inv * w.d[size_t(i)];
+        ref2[size_t(t * Hd + i)] = (x.d[size_t(t * Hd + i)] + res.d[size_t(t * Hd + i)]) * inv2 * w.d[size_t(i)];
+      }
+    }
+    out.push_back(compare("rmsnorm", "7 x 4096", dout, ref));
+    auto dout2 = poisoned(dev, x.v.size());
+    kn::add_rmsnorm(dx.as<bf16>(), dres.as<bf16>(), dw.as<bf16>(), dout2.as<bf16>(), T, Hd, 1e-5f, nullptr);
+    out.push_back(compare("add_rmsnorm", "7 x 4096", dout2, ref2));
+  }
+
+  // ---- SiLU * mul, residual add, embedding gather ----
+  {
+    const int T = 5, I = 1432;
+    Host in = random_host(size_t(T * 2 * I), rng, 4.0);
+    auto din = upload(dev, in.v);
+    auto dout = poisoned(dev, size_t(T * I));
+    kn::silu_mul(din.as<bf16>(), dout.as<bf16>(), T, I, nullptr);
+    std::vector<double> ref(size_t(T * I));
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < I; ++i) {
+        const double g = in.d[size_t(t * 2 * I + i)], u = in.d[size_t(t * 2 * I + I + i)];
+        ref[size_t(t * I + i)] = g / (1 + std::exp(-g)) * u;
+      }
+    out.push_back(compare("silu_mul", "5 x 1432", dout, ref));
+
+    Host a = random_host(8192, rng), b = random_host(8192, rng);
+    auto da = upload(dev, a.v), db = upload(dev, b.v);
+    kn::residual_add(da.as<bf16>(), db.as<bf16>(), 8192, nullptr);
+    std::vector<double> rs(8192);
+    for (size_t i = 0; i < rs.size(); ++i) rs[i] = a.d[i] + b.d[i];
+    out.push_back(compare("residual_add", "8192", da, rs));
+
+    const int vocab = 1000, Hd = 256;
+    Host table = random_host(size_t(vocab * Hd), rng);
+    std::vector<int> ids{5, 999, 0, 42, 1000 /* outside the shard: zeros */};
+    auto dt = upload(dev, table.v), di = upload_int(dev, ids);
+    auto de = poisoned(dev, ids.size() * Hd);
+    kn::embedding_gather(di.as<int>(), dt.as<bf16>(), de.as<bf16>(), int64_t(ids.size()), vocab, Hd, nullptr);
+    std::vector<double> re(ids.size() * Hd, 0.0);
+    for (size_t t = 0; t < ids.size(); ++t)
+      if (ids[t] < vocab)
+        for (int i = 0; i < Hd; ++i) re[t * Hd + size_t(i)] = table.d[size_t(ids[t] * Hd + i)];
+    out.push_back(compare("embedding_gather", "5 ids x 256", de, re));
+  }
+
+  // ---- rotary + KV-cache write: check the rotated q and the cached k and v ----
+  {
+    const int T = 3, heads = 4, kvh = 2, D = 128, max_ctx = 64, slots = 2;
+    const float theta = 500000.f;
+    const int row = (heads + 2 * kvh) * D;
+    Host qkv = random_host(size_t(T * row), rng);
+    std::vector<int> pos{0, 17, 63}, tslot{1, 0, 1};
+    auto dqkv = upload(dev, qkv.v), dp = upload_int(dev, pos), dsl = upload_int(dev, tslot);
+    auto dk = poisoned(dev, size_t(slots) * kvh * max_ctx * D), dv = poisoned(dev, size_t(slots) * kvh * max_ctx * D);
+    kn::RotaryCache r;
+    r.qkv = dqkv.as<bf16>();
+    r.positions = dp.as<int>();
+    r.token_slot = dsl.as<int>();
+    r.k_cache = dk.as<bf16>();
+    r.v_cache = dv.as<bf16>();
+    r.tokens = T, r.heads = heads, r.kv_heads = kvh, r.head_dim = D, r.max_ctx = max_ctx, r.theta = theta;
+    kn::rotary_and_cache(r, nullptr);
+    std::vector<double> rq(qkv.d);
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < heads + kvh; ++h)
+        for (int j = 0; j < D / 2; ++j) {
+          const double f = std::pow(double(theta), -2.0 * j / D), ang = pos[size_t(t)] * f;
+          const size_t i0 = size_t(t * row + h * D + j), i1 = i0 + D / 2;
+          rq[i0] = qkv.d[i0] * std::cos(ang) - qkv.d[i1] * std::sin(ang);
+          rq[i1] = qkv.d[i1] * std::cos(ang) + qkv.d[i0] * std::sin(ang);
+        }
+    out.push_back(compare("rotary(q,k in place)", "3 tokens heads=4 kv=2 D=128", dqkv, rq));
+    // Gather the cached rows back and compare with rotated k / raw v.
+    CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<bf16> hk(size_t(slots) * kvh * max_ctx * D), hv(hk.size());
+    CUDA_CHECK(cudaMemcpy(hk.data(), dk.get(), hk.size() * 2, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(hv.data(), dv.get(), hv.size() * 2, cudaMemcpyDeviceToHost));
+    std::vector<bf16> got;
+    std::vector<double> ref;
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < kvh; ++h)
+        for (int d = 0; d < D; ++d) {
+          const size_t c = size_t(((tslot[size_t(t)] * kvh + h) * max_ctx + pos[size_t(t)]) * D + d);
+          got.push_back(hk[c]);
+          ref.push_back(rq[size_t(t * row + (heads + h) * D + d)]);
+          got.push_back(hv[c]);
+          ref.push_back(qkv.d[size_t(t * row + (heads + kvh + h) * D + d)]);
+        }
+    gpu::DeviceBuffer dg = upload(dev, got);
+    out.push_back(compare("kv_cache_write", "3 tokens kv=2 D=128", dg, ref));
+  }
+  return out;
+}
+
+}  // namespace peerplan::exec

@@ -1,0 +1,349 @@
+// The serving loop on real clocks, step benchmarks, host discovery. The scheduler is the
+// simulator's (planner/sim/scheduler.hpp) and the requests are Workload::generate's, so only the
+// iteration times differ between prediction and measurement.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <thread>
+#include <unordered_map>
+
+#include <cublasLt.h>
+#include <fmt/format.h>
+#include <nccl.h>
+
+#include "planner/compile/sharding.hpp"
+#include "planner/core/error.hpp"
+#include "planner/sim/scheduler.hpp"
+#include "profiler/exec/engine.hpp"
+#include "profiler/gpu/cuda_check.hpp"
+
+namespace peerplan::exec {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string op_class(const Op& op) {
+  switch (op.kind) {
+    case OpKind::Gemm: return "gemm";
+    case OpKind::Attention: return "attention";
+    case OpKind::Elementwise: return "elementwise";
+    case OpKind::Embedding: return "embedding";
+    case OpKind::Send: return "send";
+    case OpKind::AllToAll: return "all_to_all";
+    default: return "collective";
+  }
+}
+
+int64_t stage_weight_bytes(const Plan& plan, size_t si, int rank, const ModelConfig& cfg, const ModelFigures& fig) {
+  const PlanStage& st = plan.stages[si];
+  int64_t b = 0;
+  for (int64_t l = st.layer_begin; l < st.layer_end; ++l) b += layer_weight_bytes(plan, si, rank, cfg, fig.layers[size_t(l)]);
+  const int64_t vocab_local = (cfg.vocab + st.tp - 1) / st.tp;
+  if (st.embeddings) b += vocab_local * cfg.hidden * cfg.dtype_bytes;
+  if (st.lm_head) b += vocab_local * cfg.hidden * cfg.dtype_bytes;
+  return b;
+}
+
+}  // namespace
+
+HostInfo discover_host() {
+  HostInfo h;
+  char name[256] = {0};
+  if (gethostname(name, sizeof(name) - 1) == 0) h.hostname = name;
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
+    cudaGetLastError();
+    return h;
+  }
+  CUDA_CHECK(e);
+  for (int i = 0; i < n; ++i) {
+    cudaDeviceProp p{};
+    CUDA_CHECK(cudaGetDeviceProperties(&p, i));
+    HostGpu g;
+    g.name = p.name;
+    const unsigned char* u = reinterpret_cast<const unsigned char*>(p.uuid.bytes);
+    g.uuid = fmt::format("GPU-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
+                         u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+                         u[15]);
+    g.memory_bytes = int64_t(p.totalGlobalMem);
+    h.gpus.push_back(g);
+  }
+  return h;
+}
+
+nlohmann::json host_context() {
+  nlohmann::json c = nlohmann::json::object();
+  int drv = 0, rt = 0, nccl = 0;
+  cudaDriverGetVersion(&drv);
+  cudaRuntimeGetVersion(&rt);
+  ncclGetVersion(&nccl);
+  c["cuda_driver_api"] = fmt::format("{}.{}", drv / 1000, (drv % 1000) / 10);
+  c["cuda_runtime"] = fmt::format("{}.{}", rt / 1000, (rt % 1000) / 10);
+  c["nccl"] = fmt::format("{}.{}.{}", nccl / 10000, (nccl % 10000) / 100, nccl % 100);
+  c["cublaslt"] = std::to_string(cublasLtGetVersion());
+  HostInfo h = discover_host();
+  c["host"] = h.hostname;
+  std::vector<std::string> names;
+  for (auto& g : h.gpus) names.push_back(g.name);
+  c["gpus"] = names;
+  char date[64];
+  std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  c["date"] = date;
+  return c;
+}
+
+int64_t kv_slots_that_fit(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, int64_t max_ctx,
+                          int64_t max_tokens) {
+  int64_t best = INT64_MAX;
+  for (size_t si = 0; si < plan.stages.size(); ++si) {
+    const PlanStage& st = plan.stages[si];
+    const StageLayout lay = stage_layout(plan, si);
+    const AttnShard a = attn_shard(cfg, fig.layers[size_t(st.layer_begin)], lay.tp);
+    for (size_t r = 0; r < st.gpus.size(); ++r) {
+      gpu::ScopedDevice d(st.gpus[r]);
+      size_t free_b = 0, total_b = 0;
+      CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+      // Scratch: activations of max_tokens at the widest matrix (intermediate or vocab slice) x 4
+      // buffers, plus workspaces; 3 GiB for NCCL, cuBLAS and the CUDA context's growth.
+      const int64_t widest = std::max({cfg.intermediate * 2, cfg.expert_intermediate * 2 * std::max<int64_t>(1, cfg.experts_per_token),
+                                       cfg.hidden * 4, (cfg.vocab + lay.tp - 1) / lay.tp});
+      const int64_t scratch = 4 * max_tokens * widest * 2 + (int64_t(3) << 30);
+      const int64_t avail = int64_t(free_b) - stage_weight_bytes(plan, si, int(r), cfg, fig) - scratch;
+      const int64_t per_slot = (st.layer_end - st.layer_begin) * a.kv_heads * max_ctx * a.qk_dim * 2 * cfg.dtype_bytes;
+      best = std::min(best, per_slot > 0 ? avail / per_slot - 1 : INT64_MAX);
+    }
+  }
+  return std::max<int64_t>(0, best);
+}
+
+std::vector<StepBench> bench_steps(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig,
+                                   const Machine& machine, const std::vector<int64_t>& batches, int64_t context,
+                                   int64_t prefill_tokens, const ExecOptions& opt) {
+  const int64_t max_b = batches.empty() ? 1 : *std::max_element(batches.begin(), batches.end());
+  const int64_t max_ctx = std::max(context, prefill_tokens) + 16;
+  Engine eng(plan, cfg, fig, machine, opt, max_b, max_ctx, std::max<int64_t>(prefill_tokens, 256), 1);
+  std::vector<StepBench> out;
+  auto time_it = [&](const std::vector<SeqRun>& seqs, int reps) {
+    for (int w = 0; w < 3; ++w) {  // warm-up: capture, plans, NCCL
+      eng.launch(seqs, 0);
+      eng.wait(0);
+    }
+    std::vector<double> t;
+    for (int i = 0; i < reps; ++i) {
+      auto t0 = Clock::now();
+      eng.launch(seqs, 0);
+      eng.wait(0);
+      t.push_back(since(t0));
+    }
+    std::sort(t.begin(), t.end());
+    StepBench b;
+    b.reps = reps;
+    b.step_s = t[t.size() / 2];
+    b.min_s = t.front();
+    b.max_s = t.back();
+    return b;
+  };
+  for (int64_t b : batches) {
+    std::vector<SeqRun> seqs;
+    for (int64_t i = 0; i < b; ++i) seqs.push_back(SeqRun{int(i), 1, int(context), false});
+    StepBench r = time_it(seqs, 30);
+    r.what = "decode";
+    r.batch = b;
+    r.context = context;
+    r.tokens = b;
+    r.graph = opt.cuda_graphs && eng.graph_failure().empty();
+    out.push_back(r);
+  }
+  if (prefill_tokens > 0) {
+    std::vector<SeqRun> seqs{SeqRun{0, int(prefill_tokens), int(prefill_tokens), true}};
+    StepBench r = time_it(seqs, 5);
+    r.what = "prefill";
+    r.batch = 1;
+    r.context = prefill_tokens;
+    r.tokens = prefill_tokens;
+    out.push_back(r);
+  }
+  if (!eng.graph_failure().empty())
+    fmt::print(stderr, "peerplan: CUDA graph capture failed, decode ran eagerly: {}\n", eng.graph_failure());
+  return out;
+}
+
+std::string bench_table(const std::vector<StepBench>& rows, const std::string& title) {
+  std::string s = title + "\n";
+  s += fmt::format("  {:<8} {:>6} {:>8} {:>7} {:>11} {:>11} {:>11} {:>12}\n", "step", "batch", "context", "graph",
+                   "median", "min", "max", "tokens/s");
+  for (const StepBench& r : rows)
+    s += fmt::format("  {:<8} {:>6} {:>8} {:>7} {:>8.3f} ms {:>8.3f} ms {:>8.3f} ms {:>12.0f}\n", r.what, r.batch,
+                     r.context, r.graph ? "yes" : "no", r.step_s * 1e3, r.min_s * 1e3, r.max_s * 1e3,
+                     double(r.tokens) / r.step_s);
+  return s;
+}
+
+ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,
+                  const Workload& workload, const ExecOptions& opt) {
+  ServeResult res;
+  const int64_t max_ctx = opt.max_ctx > 0 ? opt.max_ctx : workload.max_context() + 1;
+  const int64_t max_tokens = std::max<int64_t>(workload.max_batched_tokens, 1);
+  int64_t slots = opt.kv_slots > 0 ? opt.kv_slots : workload.max_num_seqs;
+  res.kv_slots = slots;
+  res.max_ctx = max_ctx;
+  const int in_flight = plan.stages.size() > 1 ? std::max(1, plan.micro_batches) : 1;  // as the simulator
+  Engine eng(plan, cfg, fig, machine, opt, slots, max_ctx, max_tokens, in_flight);
+
+  SchedulerConfig sc = SchedulerConfig::from_workload(workload, in_flight);
+  sc.max_num_seqs = std::min<int64_t>(sc.max_num_seqs, slots);
+  Scheduler sched(sc);
+  std::vector<Request> reqs = workload.generate();
+  std::sort(reqs.begin(), reqs.end(), [](const Request& a, const Request& b) { return a.arrival_s < b.arrival_s; });
+  std::unordered_map<int64_t, size_t> index;
+  std::vector<RequestTiming> timing(reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    index[reqs[i].id] = i;
+    timing[i] = RequestTiming{reqs[i].id, reqs[i].arrival_s, -1, -1, reqs[i].prompt_tokens, reqs[i].output_tokens};
+  }
+  std::vector<int> free_slots;
+  for (int64_t s = slots - 1; s >= 0; --s) free_slots.push_back(int(s));
+  std::unordered_map<int64_t, int> slot_of;
+
+  // Warm-up outside the clock: capture the decode graphs of every padded batch the run can use,
+  // as an engine does at start-up (cheap: a graph per size).
+  if (opt.cuda_graphs) {
+    for (int64_t b = 1; b <= sc.max_num_seqs; b = eng.padded_batch(b) + 1) {
+      std::vector<SeqRun> seqs;
+      for (int64_t i = 0; i < b; ++i) seqs.push_back(SeqRun{int(i), 1, 2, false});
+      eng.launch(seqs, 0);
+      eng.wait(0);
+      if (!eng.graph_failure().empty()) break;
+    }
+  }
+  {
+    std::vector<SeqRun> seqs{SeqRun{0, int(std::min<int64_t>(max_tokens, max_ctx - 1)), int(std::min<int64_t>(max_tokens, max_ctx - 1)), true}};
+    eng.launch(seqs, 0);
+    eng.wait(0);
+  }
+
+  struct Flight {
+    Iteration it;
+    int slot;
+  };
+  std::vector<Flight> flying;
+  size_t next_arrival = 0;
+  int64_t iterations = 0;
+  std::vector<BatchShape> decode_shapes, prefill_shapes;
+  const auto t0 = Clock::now();
+  while (sched.finished() < int64_t(reqs.size())) {
+    const double now = since(t0);
+    while (next_arrival < reqs.size() && reqs[next_arrival].arrival_s <= now) sched.add_request(reqs[next_arrival++]);
+    bool launched = false;
+    while (int(flying.size()) < in_flight) {
+      std::optional<Iteration> it = sched.next_iteration();
+      if (!it) break;
+      std::vector<SeqRun> seqs;
+      for (int pass = 0; pass < 2; ++pass)  // prefills first, then decodes (the kernels' token order)
+        for (const SeqWork& w : it->seqs) {
+          if (w.prefill != (pass == 0)) continue;
+          auto sl = slot_of.find(w.request_id);
+          if (sl == slot_of.end()) {
+            if (free_slots.empty()) throw RuntimeError("executor: more running sequences than KV-cache slots");
+            sl = slot_of.emplace(w.request_id, free_slots.back()).first;
+            free_slots.pop_back();
+          }
+          seqs.push_back(SeqRun{sl->second, int(w.new_tokens), int(w.context), w.prefill});
+        }
+      BatchShape sh = Engine::shape_of(seqs);
+      (sh.prefill_seqs ? prefill_shapes : decode_shapes).push_back(sh);
+      eng.launch(seqs, it->slot);
+      flying.push_back(Flight{std::move(*it), it->slot});
+      launched = true;
+      ++iterations;
+    }
+    if (flying.empty()) {
+      if (next_arrival < reqs.size()) {
+        const double wait = reqs[next_arrival].arrival_s - since(t0);
+        if (wait > 0.0005) std::this_thread::sleep_for(std::chrono::duration<double>(wait - 0.0003));
+      }
+      continue;
+    }
+    (void)launched;
+    // Complete the oldest in-flight iteration (they finish in launch order on each pipeline).
+    Flight& f = flying.front();
+    eng.wait(f.slot);
+    const double t_done = since(t0);
+    for (const SchedulerEvent& ev : sched.complete_iteration(f.it)) {
+      RequestTiming& rt = timing[index.at(ev.request_id)];
+      if (ev.kind == SchedulerEvent::Kind::FirstToken) rt.first_token_s = t_done;
+      if (ev.kind == SchedulerEvent::Kind::Finished) {
+        if (rt.first_token_s < 0) rt.first_token_s = t_done;
+        rt.finish_s = t_done;
+        auto sl = slot_of.find(ev.request_id);
+        if (sl != slot_of.end()) {
+          free_slots.push_back(sl->second);
+          slot_of.erase(sl);
+        }
+      }
+    }
+    flying.erase(flying.begin());
+  }
+
+  Slo slo{workload.slo_ttft_s, workload.slo_tpot_s, workload.slo_e2e_p99_s};
+  res.measured = compute_metrics(timing, slo);
+  res.measured.kind = "measured";
+  res.measured.plan = plan.name;
+  res.measured.model = cfg.name;
+  res.measured.machine = machine.name;
+  res.measured.workload = workload.name;
+  res.measured.iterations = iterations;
+
+  // Op classes on two representative iterations of this run (median decode, median prefill),
+  // each op bracketed by CUDA events.
+  auto median_shape = [](std::vector<BatchShape> v, bool prefill) {
+    std::sort(v.begin(), v.end(), [&](const BatchShape& a, const BatchShape& b) {
+      return prefill ? a.prefill_tokens < b.prefill_tokens : a.decode_seqs < b.decode_seqs;
+    });
+    return v[v.size() / 2];
+  };
+  auto time_shape = [&](const BatchShape& sh, const std::string& label) {
+    std::vector<SeqRun> seqs;
+    int slot = 0;
+    if (sh.prefill_seqs) {
+      const int64_t per = sh.prefill_tokens / sh.prefill_seqs;
+      for (int64_t i = 0; i < sh.prefill_seqs; ++i)
+        seqs.push_back(SeqRun{slot++ % int(slots), int(per), int(std::max(per, sh.prefill_context)), true});
+    }
+    for (int64_t i = 0; i < sh.decode_seqs; ++i)
+      seqs.push_back(SeqRun{slot++ % int(slots), 1, int(sh.decode_context), false});
+    OpGraph g;
+    std::vector<double> t = eng.time_ops(seqs, &g);
+    std::map<std::string, double> by;
+    for (const Op& op : g.ops) by[op_class(op)] += t[size_t(op.id)];
+    for (auto& [cls, sec] : by) res.op_classes.push_back(OpClassTime{cls, label, 0, sec});
+    res.class_shapes.push_back(g.shape);
+  };
+  if (!decode_shapes.empty()) {
+    BatchShape sh = median_shape(decode_shapes, false);
+    time_shape(sh, fmt::format("decode b={} ctx={}", sh.decode_seqs, sh.decode_context));
+  }
+  if (!prefill_shapes.empty()) {
+    BatchShape sh = median_shape(prefill_shapes, true);
+    time_shape(sh, fmt::format("prefill {}x{}", sh.prefill_seqs, sh.prefill_tokens));
+  }
+  res.provenance = host_context();
+  res.provenance["cuda_graphs"] = opt.cuda_graphs && eng.graph_failure().empty();
+  res.provenance["graphs_captured"] = eng.graphs_captured();
+  if (!eng.graph_failure().empty()) res.provenance["graph_failure"] = eng.graph_failure();
+  res.provenance["p2p"] = opt.p2p;
+  res.provenance["kv_slots"] = slots;
+  res.provenance["max_ctx"] = max_ctx;
+  res.provenance["weights"] = "synthetic random bf16, the plan's exact shard shapes";
+  res.measured.provenance = res.provenance;
+  return res;
+}
+
+}  // namespace peerplan::exec

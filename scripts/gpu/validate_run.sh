@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs on the 2 x H200 device machine (see .library/device): kernel self-test, step benchmarks,
+# then `peerplan validate` for the issue's configurations. Binary: .gpu-exec/peerplan (carried).
+# usage: scripts/gpu/validate_run.sh [steps|validate|all] [REQUESTS]
+set -u
+what=${1:-all}
+requests=${2:-120}
+B=${PEERPLAN_BIN:-.gpu-exec/peerplan}
+OUT=${OUT:-/tmp/peerplan-out}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0            # never NVLink multicast on a shared host
+export PEERPLAN_HOME=$PWD
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64:/usr/local/cuda/lib
+nvidia-smi --query-gpu=index,name,uuid,driver_version,memory.total --format=csv > "$OUT/gpus.csv" 2>&1
+cat "$OUT/gpus.csv"
+# The prediction needs a profile of THIS host: the shipped one if it matches, else measure now.
+PROFILE=models/hardware/h200x2-nvlink.json
+if [ ! -f "$PROFILE" ] || [ -n "${FRESH_PROFILE:-}" ]; then
+  timeout 240 $B profile --model llama-3.1-8b --model mixtral-8x7b --no-progress --out "$OUT/profile.json" \
+    > "$OUT/profile.log" 2>&1 || echo "profile failed: $(tail -3 "$OUT/profile.log")"
+  [ -f "$OUT/profile.json" ] && PROFILE=$OUT/profile.json
+fi
+echo "profile: $PROFILE"
+run() { echo "+ $*"; "$@"; }
+if [ "$what" = steps ] || [ "$what" = all ]; then
+  run $B validate --self-test 2>&1 | tee "$OUT/selftest.txt"
+  P=docs/validation/plans
+  run $B validate --bench-steps --plan $P/llama8b-1gpu.json --model llama-3.1-8b --machine "$PROFILE" \
+      --allow-other-host --batches 1,8,64 --context 1024 --prefill 2048 2>&1 | tee "$OUT/steps.txt"
+  run $B validate --bench-steps --plan $P/llama8b-tp2.json --model llama-3.1-8b --machine "$PROFILE" \
+      --allow-other-host --batches 1,64 --context 1024 --prefill 2048 2>&1 | tee -a "$OUT/steps.txt"
+  run $B validate --bench-steps --plan $P/llama70b-tp2.json --model llama-3.1-70b --machine "$PROFILE" \
+      --allow-other-host --batches 1,64 --context 1024 --prefill 2048 2>&1 | tee -a "$OUT/steps.txt"
+fi
+if [ "$what" = validate ] || [ "$what" = all ]; then
+  P=docs/validation/plans
+  W=docs/validation/workloads/validate-chat.json
+  v() { name=$1; shift; run $B validate --workload $W --machine "$PROFILE" --allow-other-host --requests "$requests" \
+        --out "$OUT/$name" "$@" 2>&1 | tee "$OUT/$name.txt"; }
+  v single  --plan $P/llama8b-1gpu.json --model llama-3.1-8b
+  v tp2     --plan $P/llama8b-tp2.json  --model llama-3.1-8b
+  v pp2     --plan $P/llama8b-pp2.json  --model llama-3.1-8b
+  v ep2     --plan $P/mixtral-ep2.json  --model mixtral-8x7b
+  v tp2-nop2p --plan $P/llama8b-tp2.json --model llama-3.1-8b --p2p off
+  v pp2-nop2p --plan $P/llama8b-pp2.json --model llama-3.1-8b --p2p off
+fi

@@ -1,13 +1,87 @@
-// Placeholder registration: replaced by the real command (see issues). Refuses to run.
+// `peerplan model`: what the planner derives from a HuggingFace config.json.
+#include <iostream>
+
+#include <fmt/format.h>
+
 #include "planner/cli/commands.hpp"
 #include "planner/core/error.hpp"
+#include "planner/core/files.hpp"
+#include "planner/model/model_config.hpp"
+#include "planner/model/model_figures.hpp"
+#include "planner/model/model_summary.hpp"
 
 namespace peerplan::cli {
 
+namespace {
+
+struct ModelOptions {
+  std::string model;
+  bool json = false;
+  bool list = false;
+  std::string out;
+  std::vector<int64_t> contexts{1024, 8192, 32768};
+};
+
+void list_models() {
+  std::cout << fmt::format("{:<20} {:<24} {:>9} {:>11} {:>11} {:>11}\n", "name", "architecture", "params",
+                           "active/tok", "weights", "KV/token");
+  for (const auto& name : shipped_model_names()) {
+    ModelConfig c = load_model_config(resolve_model_path(name));
+    ModelFigures f = derive_figures(c);
+    std::cout << fmt::format("{:<20} {:<24} {:>9} {:>11} {:>11} {:>11}\n", name, c.architecture,
+                             human_count(double(f.params_total)), human_count(double(f.params_active)),
+                             human_bytes(double(f.weight_bytes)), human_bytes(double(f.kv_bytes_per_token)));
+  }
+  std::cout << "\nShow one with: peerplan model NAME   (or any HuggingFace config.json path)\n";
+}
+
+void run(const ModelOptions& o) {
+  if (o.list) {
+    list_models();
+    return;
+  }
+  if (o.model.empty())
+    throw InputError("", "MODEL", "give a config.json path or a shipped model name (see: peerplan model --list)");
+  for (int64_t c : o.contexts)
+    if (c < 1) throw InputError("", "--context", "context lengths must be >= 1; found " + std::to_string(c));
+  ModelConfig cfg = load_model_config(resolve_model_path(o.model));
+  ModelFigures fig = derive_figures(cfg);
+  nlohmann::json j = figures_to_json(cfg, fig);
+  if (!o.out.empty()) write_file_atomic(o.out, j.dump(2) + "\n");
+  if (o.json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << model_summary_text(cfg, fig, o.contexts);
+    if (!o.out.empty()) std::cout << "\nwrote " << o.out << "\n";
+  }
+}
+
+}  // namespace
+
 void add_model_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("model", "(not built yet)");
-  sub->allow_extras();
-  sub->callback([] { throw RuntimeError("'model' is not implemented in this build yet"); });
+  auto opt = std::make_shared<ModelOptions>();
+  auto* sub = app.add_subcommand(
+      "model",
+      "Show what the planner derives from a model's HuggingFace config.json: parameters, weight bytes,\n"
+      "KV cache per token, FLOPs per token (at context 1 and per context token), per-layer figures and\n"
+      "every weight matrix's shape (what tensor and expert parallelism will split).\n"
+      "\n"
+      "Examples:\n"
+      "  peerplan model llama-3.1-8b                 # a shipped model card (models/llm/<name>/config.json)\n"
+      "  peerplan model ~/hf/Qwen2-7B/config.json     # any config.json (or the directory holding it)\n"
+      "  peerplan model mixtral-8x7b --json           # machine-readable; keys documented in docs/model.md\n"
+      "  peerplan model deepseek-v2-lite --context 4096,65536\n"
+      "  peerplan model --list                        # the shipped models\n"
+      "\n"
+      "Supported architectures: Llama, Mistral, Qwen2, Qwen3, Phi-3, Mixtral, Qwen2-MoE, Qwen3-MoE,\n"
+      "DeepSeek V2/V3 (multi-head latent attention). Counting conventions: docs/model.md.");
+  sub->add_option("MODEL", opt->model, "config.json path, a directory holding one, or a shipped model name");
+  sub->add_flag("--json", opt->json, "print JSON (params_total, weight_bytes, kv_bytes_per_token, flops_per_token, ...)");
+  sub->add_option("--out", opt->out, "also write the JSON to this file (written atomically)");
+  sub->add_option("--context", opt->contexts, "context lengths at which to show FLOPs per token (comma-separated)")
+      ->delimiter(',');
+  sub->add_flag("--list", opt->list, "list the shipped models with their sizes");
+  sub->callback([opt] { run(*opt); });
 }
 
 }  // namespace peerplan::cli

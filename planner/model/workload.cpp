@@ -1,0 +1,188 @@
+// Workload JSON -> Workload (format in docs/model.md). Validation names the file and the field.
+#include "planner/model/workload.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "planner/core/error.hpp"
+#include "planner/core/json_in.hpp"
+#include "planner/model/workload_trace.hpp"
+
+namespace peerplan {
+
+namespace {
+
+const char* kDistHelp =
+    "expected one of: {\"dist\": \"fixed\", \"value\": N}, {\"dist\": \"uniform\", \"min\": A, \"max\": B}, "
+    "{\"dist\": \"lognormal\", \"mean\": M, \"sigma\": S} (or \"mu\" instead of \"mean\"), "
+    "{\"dist\": \"empirical\"} (lengths from the arrival trace, or \"samples\": [...], or \"trace\": FILE)";
+
+// A misspelt key ("slos", "rate") would silently fall back to a default: reject it instead.
+void check_keys(const JsonIn& in, std::initializer_list<const char*> allowed) {
+  for (const auto& [key, value] : in.raw().items()) {
+    bool ok = false;
+    std::string list;
+    for (const char* a : allowed) {
+      ok = ok || key == a;
+      list += (list.empty() ? "" : ", ") + std::string(a);
+    }
+    if (!ok) in.fail(key, "unknown field; expected one of: " + list);
+  }
+}
+
+std::string resolve_relative(const std::string& file, const std::string& origin) {
+  namespace fs = std::filesystem;
+  fs::path p(file);
+  if (p.is_absolute()) return file;
+  return (fs::path(origin).parent_path() / p).lexically_normal().string();
+}
+
+// `column` is the arrival trace's column for this length (empty if no trace or no such column).
+LengthDist parse_length(const JsonIn& in, const std::string& key, const Trace* trace,
+                        const std::vector<int64_t>* column) {
+  LengthDist d;
+  if (!in.has(key)) {
+    // A trace that carries the lengths needs no distribution: replay them.
+    if (column && !column->empty()) {
+      d.kind = LengthDist::Kind::Empirical;
+      d.samples = *column;
+      d.replay = true;
+      return d;
+    }
+    in.fail(key, std::string("required field is missing; ") + kDistHelp);
+  }
+  JsonIn j = in.object(key);
+  check_keys(j, {"dist", "value", "min", "max", "mean", "mu", "sigma", "samples", "trace"});
+  std::string dist = j.str("dist");
+  if (dist == "fixed") {
+    d.kind = LengthDist::Kind::Fixed;
+    d.value = double(j.positive_int("value"));
+    d.min = d.max = d.value;
+  } else if (dist == "uniform") {
+    d.kind = LengthDist::Kind::Uniform;
+    d.min = double(j.positive_int("min"));
+    d.max = double(j.positive_int("max"));
+    if (d.min > d.max)
+      j.fail("min", "must not exceed max (" + std::to_string(int64_t(d.max)) + "); found " + std::to_string(int64_t(d.min)));
+  } else if (dist == "lognormal") {
+    d.kind = LengthDist::Kind::Lognormal;
+    d.sigma = j.positive("sigma");
+    if (j.has("mean") == j.has("mu"))
+      j.fail("mean", "give exactly one of mean (the distribution's mean, in tokens) or mu (mean of the natural log)");
+    // mean = exp(mu + sigma^2 / 2) for a lognormal, so mu follows from the mean users think in.
+    d.mu = j.has("mean") ? std::log(j.positive("mean")) - 0.5 * d.sigma * d.sigma : j.num("mu");
+    d.min = double(j.has("min") ? j.positive_int("min") : 1);
+    // Default cap: mu + 4 sigma (the 99.997th percentile), so max_context() stays finite.
+    d.max = double(j.has("max") ? j.positive_int("max") : int64_t(std::ceil(std::exp(d.mu + 4 * d.sigma))));
+    if (d.min > d.max)
+      j.fail("min", "must not exceed max (" + std::to_string(int64_t(d.max)) + "); found " + std::to_string(int64_t(d.min)));
+  } else if (dist == "empirical") {
+    d.kind = LengthDist::Kind::Empirical;
+    if (j.has("samples")) {
+      JsonIn s = j.array("samples");
+      for (size_t i = 0; i < s.size(); ++i) {
+        int64_t v = s[i].as_integer();
+        if (v < 1) s[i].fail("", "expected a token count >= 1, found " + std::to_string(v));
+        d.samples.push_back(v);
+      }
+      if (d.samples.empty()) j.fail("samples", "expected at least one sample");
+    } else if (j.has("trace")) {
+      // Lengths resampled from another trace's column (arrivals may still be Poisson).
+      Trace t = load_trace(resolve_relative(j.str("trace"), in.file()));
+      const auto& col = key == "prompt_tokens" ? t.prompt_tokens : t.output_tokens;
+      if (col.empty()) j.fail("trace", "trace " + t.file + " has no " + key + " column to sample from");
+      d.samples = col;
+    } else if (trace) {
+      if (!column || column->empty())
+        j.fail("dist", "the arrival trace " + trace->file + " has no " + key + " column; add one, or give \"samples\"");
+      d.samples = *column;
+      d.replay = true;  // request i takes row i's length: the trace replays as recorded
+    } else {
+      j.fail("dist", "empirical lengths need \"samples\": [...], \"trace\": FILE, or an arrival trace with a " + key +
+                         " column");
+    }
+    d.min = double(*std::min_element(d.samples.begin(), d.samples.end()));
+    d.max = double(*std::max_element(d.samples.begin(), d.samples.end()));
+  } else {
+    j.fail("dist", "unknown distribution '" + dist + "'; " + kDistHelp);
+  }
+  return d;
+}
+
+Workload from_json(const json& root, const std::string& origin) {
+  JsonIn in(root, origin);
+  if (!in.is_object()) in.fail("", "expected a JSON object describing a workload (see docs/model.md)");
+  if (in.has("version") && in.integer("version") != 1)
+    in.fail("version", "this peerplan reads workload version 1; found " + std::to_string(in.integer("version")));
+  check_keys(in, {"version", "name", "description", "arrival", "prompt_tokens", "output_tokens", "batching", "slo",
+                  "num_requests", "seed"});
+  Workload w;
+  w.source_file = origin;
+  w.name = in.str_or("name", std::filesystem::path(origin).stem().string());
+
+  JsonIn arr = in.object("arrival");
+  check_keys(arr, {"process", "rate_rps", "file"});
+  std::string process = arr.str("process");
+  Trace trace;
+  bool have_trace = false;
+  if (process == "poisson") {
+    w.arrival = Workload::Arrival::Poisson;
+    w.rate_rps = arr.positive("rate_rps");
+  } else if (process == "trace") {
+    w.arrival = Workload::Arrival::Trace;
+    trace = load_trace(resolve_relative(arr.str("file"), origin));
+    have_trace = true;
+    w.trace_arrivals_s = trace.timestamps_s;
+    w.trace_prompt_tokens = trace.prompt_tokens;
+    w.trace_output_tokens = trace.output_tokens;
+    double span = trace.timestamps_s.back() - trace.timestamps_s.front();
+    w.rate_rps = span > 0 ? double(trace.timestamps_s.size() - 1) / span : 0;  // informative only
+  } else {
+    arr.fail("process", "unknown arrival process '" + process + "'; expected \"poisson\" (with rate_rps) or \"trace\" "
+                        "(with file: a CSV or JSON of timestamp_s)");
+  }
+
+  if (in.has("num_requests")) {
+    w.num_requests = in.positive_int("num_requests");
+    if (have_trace && size_t(w.num_requests) > trace.timestamps_s.size())
+      in.fail("num_requests", "the trace " + trace.file + " has only " + std::to_string(trace.timestamps_s.size()) +
+                                  " requests; ask for at most that many (or leave num_requests out)");
+  } else if (have_trace) {
+    w.num_requests = int64_t(trace.timestamps_s.size());
+  }
+
+  w.prompt = parse_length(in, "prompt_tokens", have_trace ? &trace : nullptr, have_trace ? &trace.prompt_tokens : nullptr);
+  w.output = parse_length(in, "output_tokens", have_trace ? &trace : nullptr, have_trace ? &trace.output_tokens : nullptr);
+
+  if (auto b = in.opt("batching")) {
+    if (!b->is_object()) in.fail("batching", "expected an object: {max_num_seqs, max_batched_tokens, chunked_prefill}");
+    check_keys(*b, {"max_num_seqs", "max_batched_tokens", "chunked_prefill"});
+    w.max_num_seqs = b->has("max_num_seqs") ? b->positive_int("max_num_seqs") : w.max_num_seqs;
+    w.max_batched_tokens = b->has("max_batched_tokens") ? b->positive_int("max_batched_tokens") : w.max_batched_tokens;
+    w.chunked_prefill = b->boolean_or("chunked_prefill", w.chunked_prefill);
+  }
+  if (auto s = in.opt("slo")) {
+    if (!s->is_object()) in.fail("slo", "expected an object: {ttft_ms, tpot_ms, e2e_p99_ms}");
+    check_keys(*s, {"ttft_ms", "tpot_ms", "e2e_p99_ms"});
+    w.slo_ttft_s = s->positive_or("ttft_ms", w.slo_ttft_s * 1e3) / 1e3;
+    w.slo_tpot_s = s->positive_or("tpot_ms", w.slo_tpot_s * 1e3) / 1e3;
+    w.slo_e2e_p99_s = s->positive_or("e2e_p99_ms", w.slo_e2e_p99_s * 1e3) / 1e3;
+  }
+  if (in.has("seed")) w.seed = uint64_t(in.nonnegative_int("seed"));
+  return w;
+}
+
+}  // namespace
+
+Workload load_workload(const std::string& path) {
+  json j = load_json_file(path);
+  return from_json(j, path);
+}
+
+Workload parse_workload(const std::string& json_text, const std::string& origin) {
+  json j = parse_json_text(json_text, origin);
+  return from_json(j, origin);
+}
+
+}  // namespace peerplan

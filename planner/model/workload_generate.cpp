@@ -1,0 +1,126 @@
+// Request generation. Deterministic for a seed on every platform: std::mt19937_64 is fully
+// specified by the standard, but libstdc++/libc++ distributions (exponential, lognormal, ...) are
+// not, and have changed between versions; so the distributions below are our own code.
+#include <algorithm>
+#include <cmath>
+
+#include "planner/model/workload.hpp"
+
+namespace peerplan {
+
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// Uniform in [0, 1) from the top 53 bits: exact doubles, the same on every platform.
+double uniform01(std::mt19937_64& rng) { return double(rng() >> 11) * 0x1.0p-53; }
+
+// Standard normal by Box-Muller; always two draws per call so streams stay aligned.
+double std_normal(std::mt19937_64& rng) {
+  double u1 = 1.0 - uniform01(rng);  // (0, 1]: log is finite
+  double u2 = uniform01(rng);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * kPi * u2);
+}
+
+// Independent streams for arrivals, prompts and outputs: changing one distribution does not
+// reshuffle the others (splitmix64 decorrelates the derived seeds).
+uint64_t stream_seed(uint64_t seed, uint64_t stream) {
+  uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (stream + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
+
+int64_t clamp_len(double v, double lo, double hi) {
+  double r = std::round(std::min(v, 1e15));  // exp() of a far tail must not overflow the integer
+  r = std::max(r, std::max(1.0, lo));
+  if (hi > 0) r = std::min(r, hi);
+  return int64_t(r);
+}
+
+}  // namespace
+
+int64_t LengthDist::sample(std::mt19937_64& rng) const {
+  switch (kind) {
+    case Kind::Fixed:
+      return std::max<int64_t>(1, std::llround(value));
+    case Kind::Uniform: {  // integers in [min, max], each equally likely
+      double span = std::floor(max) - std::ceil(min) + 1;
+      return clamp_len(std::ceil(min) + std::floor(uniform01(rng) * span), min, max);
+    }
+    case Kind::Lognormal:  // rounded, then clamped to [min, max] (the clamp moves the mean; see mean())
+      return clamp_len(std::exp(mu + sigma * std_normal(rng)), min, max);
+    case Kind::Empirical:
+      if (samples.empty()) return 1;
+      return std::max<int64_t>(1, samples[size_t(uniform01(rng) * double(samples.size()))]);
+  }
+  return 1;
+}
+
+double LengthDist::mean() const {
+  switch (kind) {
+    case Kind::Fixed:
+      return std::max(1.0, std::round(value));
+    case Kind::Uniform:
+      return 0.5 * (std::ceil(min) + std::floor(max));
+    case Kind::Lognormal: {
+      // Mean of min(max(X, a), b) for X lognormal(mu, sigma), in closed form (rounding ignored).
+      double a = std::max(1.0, min);
+      double b = max > 0 ? max : INFINITY;
+      double la = (std::log(a) - mu) / sigma;
+      double lb = std::isinf(b) ? INFINITY : (std::log(b) - mu) / sigma;
+      double inner = std::exp(mu + 0.5 * sigma * sigma) * (normal_cdf(lb - sigma) - normal_cdf(la - sigma));
+      double upper = std::isinf(b) ? 0.0 : b * (1.0 - normal_cdf(lb));
+      return a * normal_cdf(la) + inner + upper;
+    }
+    case Kind::Empirical: {
+      if (samples.empty()) return 1;
+      double s = 0;
+      for (int64_t v : samples) s += double(v);
+      return s / double(samples.size());
+    }
+  }
+  return 1;
+}
+
+std::vector<Request> Workload::generate() const {
+  std::mt19937_64 arrivals(stream_seed(seed, 0)), prompts(stream_seed(seed, 1)), outputs(stream_seed(seed, 2));
+  int64_t n = num_requests;
+  if (arrival == Arrival::Trace) n = std::min<int64_t>(n, int64_t(trace_arrivals_s.size()));
+  std::vector<Request> out;
+  out.reserve(size_t(std::max<int64_t>(n, 0)));
+  double t = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    Request r;
+    r.id = i;
+    if (arrival == Arrival::Poisson) {
+      t += -std::log(1.0 - uniform01(arrivals)) / rate_rps;  // exponential gap, mean 1/rate
+      r.arrival_s = t;
+    } else {
+      r.arrival_s = trace_arrivals_s[size_t(i)] - trace_arrivals_s.front();  // traces start at 0
+    }
+    r.prompt_tokens = prompt.replay && size_t(i) < prompt.samples.size() ? prompt.samples[size_t(i)] : prompt.sample(prompts);
+    r.output_tokens = output.replay && size_t(i) < output.samples.size() ? output.samples[size_t(i)] : output.sample(outputs);
+    out.push_back(r);
+  }
+  return out;
+}
+
+int64_t Workload::max_context() const {
+  auto hi = [](const LengthDist& d) -> int64_t {
+    switch (d.kind) {
+      case LengthDist::Kind::Fixed: return std::max<int64_t>(1, std::llround(d.value));
+      case LengthDist::Kind::Uniform: return int64_t(std::floor(d.max));
+      case LengthDist::Kind::Lognormal:
+        return d.max > 0 ? int64_t(d.max) : int64_t(std::ceil(std::exp(d.mu + 4 * d.sigma)));
+      case LengthDist::Kind::Empirical:
+        return d.samples.empty() ? 1 : *std::max_element(d.samples.begin(), d.samples.end());
+    }
+    return 1;
+  };
+  return hi(prompt) + hi(output);
+}
+
+}  // namespace peerplan

@@ -1,0 +1,220 @@
+// Parsing HF config.json for each family, and every class of bad input (file + field named).
+#include <filesystem>
+
+#include "model_test_util.hpp"
+
+namespace peerplan {
+namespace {
+
+using test::expect_input_error;
+using test::read_json;
+using test::shipped_config;
+using test::test_data;
+
+// A valid config with one key replaced (or removed when v is discarded).
+ModelConfig parse_with(const std::string& base, const std::string& key, const nlohmann::json& v,
+                       const std::string& origin = "edited/config.json") {
+  nlohmann::json j = read_json(shipped_config(base));
+  if (v.is_discarded()) j.erase(key); else j[key] = v;
+  return parse_model_config(j.dump(), origin);
+}
+const nlohmann::json kRemove = nlohmann::json(nlohmann::json::value_t::discarded);
+
+TEST(ModelConfig, Llama8bReadsEveryField) {
+  ModelConfig c = load_model_config(shipped_config("llama-3.1-8b"));
+  EXPECT_EQ(c.name, "llama-3.1-8b");  // named by its directory, as users refer to it
+  EXPECT_EQ(c.architecture, "LlamaForCausalLM");
+  EXPECT_EQ(c.hidden, 4096);
+  EXPECT_EQ(c.layers, 32);
+  EXPECT_EQ(c.heads, 32);
+  EXPECT_EQ(c.kv_heads, 8);
+  EXPECT_EQ(c.head_dim, 128);  // hidden / heads, since head_dim is absent
+  EXPECT_EQ(c.intermediate, 14336);
+  EXPECT_EQ(c.vocab, 128256);
+  EXPECT_EQ(c.max_context, 131072);
+  EXPECT_EQ(c.dtype, "bfloat16");
+  EXPECT_EQ(c.dtype_bytes, 2);
+  EXPECT_FALSE(c.tied_embeddings);
+  EXPECT_FALSE(c.is_moe());
+  EXPECT_FALSE(c.mla);
+}
+
+TEST(ModelConfig, ExplicitHeadDimWins) {
+  // Llama 3.2 1B: hidden 2048 / 32 heads = 64 = head_dim; and it ties embeddings.
+  ModelConfig c = load_model_config(test_data("llama-3.2-1b.json"));
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_TRUE(c.tied_embeddings);
+  EXPECT_EQ(c.name, "llama-3.2-1b");
+  // head_dim given explicitly need not equal hidden / heads (Qwen3, Gemma do this).
+  ModelConfig d = parse_with("llama-3.1-8b", "head_dim", 256);
+  EXPECT_EQ(d.head_dim, 256);
+}
+
+TEST(ModelConfig, MistralKeepsSlidingWindowQwen2HasQkvBias) {
+  ModelConfig m = load_model_config(shipped_config("mistral-7b"));
+  EXPECT_EQ(m.sliding_window, 4096);
+  ModelConfig q = load_model_config(test_data("qwen2-7b.json"));
+  EXPECT_TRUE(q.attention_bias);       // Qwen2Attention always has q/k/v bias
+  EXPECT_EQ(q.sliding_window, 0);      // use_sliding_window is false
+  EXPECT_EQ(q.kv_heads, 4);
+  ModelConfig p = load_model_config(test_data("phi-3-mini.json"));
+  EXPECT_EQ(p.architecture, "Phi3ForCausalLM");
+  EXPECT_EQ(p.kv_heads, 32);
+}
+
+TEST(ModelConfig, MixtralExperts) {
+  ModelConfig c = load_model_config(shipped_config("mixtral-8x7b"));
+  EXPECT_EQ(c.experts, 8);
+  EXPECT_EQ(c.experts_per_token, 2);
+  EXPECT_EQ(c.expert_intermediate, 14336);  // Mixtral's intermediate_size is each expert's
+  EXPECT_EQ(c.shared_experts, 0);
+  for (int64_t l = 0; l < c.layers; ++l) EXPECT_TRUE(c.is_moe_layer(l)) << l;
+}
+
+TEST(ModelConfig, QwenMoeSharedExpertAndSparseStep) {
+  ModelConfig c = load_model_config(shipped_config("qwen1.5-moe-a2.7b"));
+  EXPECT_EQ(c.experts, 60);
+  EXPECT_EQ(c.experts_per_token, 4);
+  EXPECT_EQ(c.expert_intermediate, 1408);
+  EXPECT_EQ(c.shared_intermediate, 5632);
+  EXPECT_TRUE(c.shared_expert_gate);
+  EXPECT_TRUE(c.attention_bias);
+  EXPECT_TRUE(c.is_moe_layer(0));
+  // decoder_sparse_step 2: Qwen2MoeDecoderLayer makes layer i sparse when (i + 1) % 2 == 0.
+  ModelConfig s = parse_with("qwen1.5-moe-a2.7b", "decoder_sparse_step", 2);
+  EXPECT_FALSE(s.is_moe_layer(0));
+  EXPECT_TRUE(s.is_moe_layer(1));
+  EXPECT_FALSE(s.is_moe_layer(2));
+  // mlp_only_layers forces dense layers.
+  ModelConfig m = parse_with("qwen1.5-moe-a2.7b", "mlp_only_layers", nlohmann::json::array({0, 5}));
+  EXPECT_FALSE(m.is_moe_layer(0));
+  EXPECT_TRUE(m.is_moe_layer(1));
+  EXPECT_FALSE(m.is_moe_layer(5));
+}
+
+TEST(ModelConfig, DeepSeekV2LiteMlaWithFullRankQ) {
+  ModelConfig c = load_model_config(shipped_config("deepseek-v2-lite"));
+  EXPECT_TRUE(c.mla);
+  EXPECT_EQ(c.q_lora_rank, 0);  // null in the config: a full-rank q_proj
+  EXPECT_EQ(c.kv_lora_rank, 512);
+  EXPECT_EQ(c.qk_rope_head_dim, 64);
+  EXPECT_EQ(c.qk_nope_head_dim, 128);
+  EXPECT_EQ(c.v_head_dim, 128);
+  EXPECT_EQ(c.experts, 64);
+  EXPECT_EQ(c.shared_experts, 2);
+  EXPECT_EQ(c.shared_intermediate, 2 * 1408);  // one MLP of n_shared_experts * moe_intermediate_size
+  EXPECT_EQ(c.first_dense_layers, 1);
+  EXPECT_FALSE(c.is_moe_layer(0));
+  EXPECT_TRUE(c.is_moe_layer(1));
+  EXPECT_TRUE(c.is_moe_layer(26));
+  EXPECT_FALSE(c.router_bias);
+}
+
+TEST(ModelConfig, DeepSeekV3LowRankQAndMoeLayerFreq) {
+  ModelConfig c = load_model_config(test_data("deepseek-v3.json"));
+  EXPECT_EQ(c.q_lora_rank, 1536);
+  EXPECT_EQ(c.first_dense_layers, 3);
+  EXPECT_TRUE(c.router_bias);  // noaux_tc: e_score_correction_bias
+  EXPECT_FALSE(c.is_moe_layer(2));
+  EXPECT_TRUE(c.is_moe_layer(3));
+  // moe_layer_freq 2: DeepSeek makes layer i MoE when i >= first_k and i % 2 == 0.
+  nlohmann::json j = read_json(test_data("deepseek-v3.json"));
+  j["moe_layer_freq"] = 2;
+  ModelConfig f = parse_model_config(j.dump(), "v3.json");
+  EXPECT_FALSE(f.is_moe_layer(3));
+  EXPECT_TRUE(f.is_moe_layer(4));
+}
+
+TEST(ModelConfig, DtypeFromTorchDtypeOrDtype) {
+  EXPECT_EQ(parse_with("llama-3.1-8b", "torch_dtype", "float32").dtype_bytes, 4);
+  EXPECT_EQ(parse_with("llama-3.1-8b", "torch_dtype", "float16").dtype_bytes, 2);
+  nlohmann::json j = read_json(shipped_config("llama-3.1-8b"));
+  j.erase("torch_dtype");
+  j["dtype"] = "float32";  // transformers >= 4.56 spelling
+  EXPECT_EQ(parse_model_config(j.dump(), "x.json").dtype_bytes, 4);
+}
+
+TEST(ModelConfig, ModelTypeAloneIdentifiesTheFamily) {
+  ModelConfig c = parse_with("mixtral-8x7b", "architectures", kRemove);
+  EXPECT_EQ(c.architecture, "MixtralForCausalLM");
+}
+
+// ---- bad input: each message names the file and the field ----
+
+void expect_error(const std::string& base, const std::string& key, const nlohmann::json& v,
+                  const std::string& field, const std::string& text_part) {
+  InputError e = expect_input_error([&] { parse_with(base, key, v, "models/bad/config.json"); });
+  EXPECT_EQ(e.file(), "models/bad/config.json");
+  EXPECT_EQ(e.field(), field);
+  EXPECT_NE(std::string(e.what()).find("models/bad/config.json"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find(text_part), std::string::npos) << e.what();
+}
+
+TEST(ModelConfigErrors, UnknownArchitectureListsSupportedOnes) {
+  expect_error("llama-3.1-8b", "architectures", nlohmann::json::array({"GPT2LMHeadModel"}), "architectures/0",
+               "LlamaForCausalLM");
+  expect_error("llama-3.1-8b", "architectures", nlohmann::json::array(), "architectures", "non-empty");
+}
+
+TEST(ModelConfigErrors, MissingRequiredField) {
+  expect_error("llama-3.1-8b", "hidden_size", kRemove, "hidden_size", "missing");
+  expect_error("llama-3.1-8b", "vocab_size", kRemove, "vocab_size", "missing");
+  expect_error("mixtral-8x7b", "num_local_experts", kRemove, "num_local_experts", "missing");
+  expect_error("qwen1.5-moe-a2.7b", "moe_intermediate_size", kRemove, "moe_intermediate_size", "missing");
+  expect_error("deepseek-v2-lite", "kv_lora_rank", kRemove, "kv_lora_rank", "missing");
+}
+
+TEST(ModelConfigErrors, WrongType) {
+  expect_error("llama-3.1-8b", "hidden_size", "4096", "hidden_size", "number");
+  expect_error("llama-3.1-8b", "num_hidden_layers", 32.5, "num_hidden_layers", "integer");
+  expect_error("llama-3.1-8b", "tie_word_embeddings", "no", "tie_word_embeddings", "true or false");
+  expect_error("llama-3.1-8b", "torch_dtype", "int4", "torch_dtype", "bfloat16, float16 or float32");
+}
+
+TEST(ModelConfigErrors, InconsistentValues) {
+  // 4096 is not divisible by 30 heads and no head_dim says otherwise.
+  expect_error("llama-3.1-8b", "num_attention_heads", 30, "num_attention_heads", "must divide hidden_size");
+  // 32 query heads cannot be grouped over 6 KV heads.
+  expect_error("llama-3.1-8b", "num_key_value_heads", 6, "num_key_value_heads", "must divide num_attention_heads");
+  expect_error("llama-3.1-8b", "num_hidden_layers", 0, "num_hidden_layers", "positive");
+  expect_error("llama-3.1-8b", "intermediate_size", -14336, "intermediate_size", "positive");
+  expect_error("mixtral-8x7b", "num_experts_per_tok", 9, "num_experts_per_tok", "must not exceed num_local_experts");
+  expect_error("deepseek-v2-lite", "num_experts_per_tok", 65, "num_experts_per_tok", "must not exceed n_routed_experts");
+  expect_error("deepseek-v2-lite", "first_k_dense_replace", 28, "first_k_dense_replace", "must not exceed");
+  expect_error("deepseek-v2-lite", "qk_rope_head_dim", 0, "qk_rope_head_dim", "positive");
+  expect_error("qwen1.5-moe-a2.7b", "mlp_only_layers", nlohmann::json::array({3, 24}), "mlp_only_layers/1",
+               "[0, 24)");
+}
+
+TEST(ModelConfigErrors, MalformedAndMissingFiles) {
+  InputError e = expect_input_error([] { load_model_config(test_data("truncated.json")); });
+  EXPECT_EQ(e.file(), test_data("truncated.json"));
+  EXPECT_NE(std::string(e.what()).find("malformed JSON"), std::string::npos) << e.what();
+  InputError m = expect_input_error([] { load_model_config(test_data("no-such-file.json")); });
+  EXPECT_NE(std::string(m.what()).find("cannot open"), std::string::npos) << m.what();
+  InputError a = expect_input_error([] { parse_model_config("[1, 2]", "array.json"); });
+  EXPECT_EQ(a.file(), "array.json");
+}
+
+TEST(ModelPaths, ShippedNamesResolve) {
+  std::string p = resolve_model_path("llama-3.1-8b");
+  EXPECT_TRUE(std::filesystem::exists(p)) << p;
+  EXPECT_EQ(load_model_config(p).name, "llama-3.1-8b");
+  // A directory holding config.json works too.
+  std::string dir = std::string(PEERPLAN_SOURCE_DIR) + "/models/llm/mixtral-8x7b";
+  EXPECT_EQ(load_model_config(resolve_model_path(dir)).architecture, "MixtralForCausalLM");
+  auto names = shipped_model_names();
+  for (const char* n : {"llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "mistral-7b", "qwen1.5-moe-a2.7b",
+                        "deepseek-v2-lite"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+}
+
+TEST(ModelPaths, UnknownNameListsShippedModels) {
+  InputError e = expect_input_error([] { resolve_model_path("llama-9000"); });
+  EXPECT_EQ(e.file(), "llama-9000");
+  EXPECT_NE(std::string(e.what()).find("llama-3.1-8b"), std::string::npos) << e.what();
+}
+
+}  // namespace
+}  // namespace peerplan

@@ -5,8 +5,10 @@
 // Speed (the search simulates every candidate over 1 000s of iterations):
 //  - Memoised on a quantised BatchShape: each non-zero count is rounded to the nearest of
 //    `per_octave` log-spaced points per octave, exact below 2*per_octave (default 16 per octave:
-//    <= 2.2 % relative change on each dimension; iteration times grow at most linearly in each, so
-//    the time error is <= 2.2 % too, and tests/sim checks it against exact pricing).
+//    <= 2.2 % relative change on each dimension; a time grows at most with the product of two
+//    counts (prefill attention: tokens x context), so one iteration is within ~4.4 % of exact
+//    pricing; rounding to the nearest point is unbiased, so over a run the errors mostly cancel.
+//    tests/sim checks both bounds against exact pricing; --shape-points 0 prices exactly).
 //  - Identical layers: a stage's ops are cut into segments by layer; decoder layers run one after
 //    the other, so a segment whose ops (kinds, shapes, GPUs, bytes, local dependencies) match an
 //    earlier one in the same stage reuses its simulated time instead of being simulated again.

@@ -45,10 +45,10 @@ Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFi
   PlanPricer pricer(plan, cfg, fig, cost, opt.pricer);
   Simulation sim;
   sim.scheduler = SchedulerConfig::from_workload(workload, plan.stages.size() > 1 ? std::max(1, plan.micro_batches) : 1);
-  if (opt.memory && opt.memory->max_seqs_that_fit > 0) {
-    sim.scheduler.max_num_seqs = std::min(sim.scheduler.max_num_seqs, opt.memory->max_seqs_that_fit);
-    if (opt.memory_context > 0) sim.scheduler.kv_capacity_tokens = opt.memory->max_seqs_that_fit * opt.memory_context;
-  }
+  // KV capacity in tokens: what the memory check found room for (sequences at its context). The
+  // scheduler reserves each request's real prompt + output, so short requests pack more densely.
+  if (opt.memory && opt.memory->max_seqs_that_fit > 0 && opt.memory_context > 0)
+    sim.scheduler.kv_capacity_tokens = opt.memory->max_seqs_that_fit * opt.memory_context;
   Scheduler sched(sim.scheduler);
   sim.run = run_serving(requests, sched, pricer, topo.gpu_count(), topo.edge_count(), opt.record_limit);
   sim.distinct_shapes = pricer.distinct_shapes();

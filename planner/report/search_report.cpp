@@ -1,0 +1,201 @@
+#include "planner/report/search_report.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "planner/core/error.hpp"
+#include "planner/core/files.hpp"
+
+namespace peerplan {
+
+namespace fs = std::filesystem;
+
+std::string cost_source_summary(const nlohmann::json& prov) {
+  if (!prov.contains("cost_sources") || !prov["cost_sources"].is_object()) return "-";
+  std::string s;
+  for (const char* k : {"measured", "interpolated", "extrapolated", "derived", "nominal"}) {
+    if (!prov["cost_sources"].contains(k)) continue;
+    double f = prov["cost_sources"][k].value("time_fraction", 0.0);
+    if (f < 0.005) continue;
+    s += fmt::format("{}{} {:.0f}%", s.empty() ? "" : ", ", k, 100 * f);
+  }
+  return s.empty() ? "-" : s;
+}
+
+namespace {
+
+std::string ms(double s) { return fmt::format("{:.2f}", s * 1e3); }
+std::string trunc(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n - 1) + "~"; }
+
+}  // namespace
+
+std::string ranked_table(const SearchResult& r, size_t max_rows) {
+  std::ostringstream o;
+  const Workload& w = r.workload;
+  o << fmt::format("Workload {}: {} requests, {} at {:.2f} req/s, SLO TTFT <= {:.0f} ms and TPOT <= {:.0f} ms; "
+                   "objective: {}\n",
+                   w.name, w.num_requests, w.arrival == Workload::Arrival::Poisson ? "Poisson" : "trace", w.rate_rps,
+                   w.slo_ttft_s * 1e3, w.slo_tpot_s * 1e3, to_string(r.objective));
+  const auto& p = r.provenance;
+  o << fmt::format("Machine {} ({}{}{}); costs: see 'priced from'. {} candidates simulated in {:.2f} s.\n\n",
+                   p.value("machine", std::string("?")), p.value("origin", std::string("?")),
+                   p.value("host", std::string()).empty() ? "" : ", host " + p.value("host", std::string()),
+                   p.value("date", std::string()).empty() ? "" : ", " + p.value("date", std::string()), r.ranked.size(),
+                   r.wall_s);
+  if (!r.ranked.empty()) {
+    o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8} {:>6}  {}\n", "#", "plan", "gpus",
+                     "p2p", "TTFT p50", "TPOT p50", "E2E p99", "out tok/s", "SLO%", "goodput", "comm%", "priced from");
+    o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8} {:>6}\n", "", "", "", "", "ms", "ms",
+                     "s", "", "", "req/s", "");
+    for (size_t i = 0; i < r.ranked.size() && i < max_rows; ++i) {
+      const CandidateResult& c = r.ranked[i];
+      const Metrics& m = c.metrics;
+      std::string mark = int(i) == r.recommended ? " *" : "";
+      o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>9} {:>9} {:>9.2f} {:>9.0f} {:>6.1f} {:>8.2f} {:>6.1f}  {}{}\n", i + 1,
+                       trunc(c.plan.name, 34), c.plan.num_gpus(), c.plan.num_gpus() > 1 ? (c.p2p ? "on" : "off") : "-",
+                       ms(m.ttft.p50), ms(m.tpot.p50), m.e2e.p99, m.output_tokens_per_s, 100 * m.slo_attainment,
+                       m.goodput_rps, 100 * c.comm_fraction, cost_source_summary(m.provenance), mark);
+    }
+    if (r.ranked.size() > max_rows) o << fmt::format("     ... {} more (see --json / --csv)\n", r.ranked.size() - max_rows);
+    o << "  * recommended\n";
+  }
+  if (!r.rejected.empty()) {
+    o << fmt::format("\n{} candidate{} did not run:\n", r.rejected.size(), r.rejected.size() == 1 ? "" : "s");
+    for (size_t i = 0; i < r.rejected.size() && i < 8; ++i)
+      o << "  - " << r.rejected[i].plan.name << ": " << trunc(r.rejected[i].why_not, 200) << "\n";
+    if (r.rejected.size() > 8) o << fmt::format("  ... {} more\n", r.rejected.size() - 8);
+  }
+  o << "\n" << r.verdict << "\n";
+  for (const auto& a : r.advice) o << "  - " << a << "\n";
+  return o.str();
+}
+
+nlohmann::json search_to_json(const SearchResult& r) {
+  nlohmann::json j;
+  j["format"] = "peerplan.search";
+  j["version"] = 1;
+  j["objective"] = to_string(r.objective);
+  j["workload"] = {{"name", r.workload.name},
+                   {"rate_rps", r.workload.rate_rps},
+                   {"num_requests", r.workload.num_requests},
+                   {"seed", r.workload.seed}};
+  j["provenance"] = r.provenance;
+  j["wall_s"] = r.wall_s;
+  j["verdict"] = r.verdict;
+  j["advice"] = r.advice;
+  j["recommended"] = r.recommended >= 0 ? nlohmann::json(r.ranked[size_t(r.recommended)].plan.name) : nlohmann::json();
+  j["ranked"] = nlohmann::json::array();
+  for (size_t i = 0; i < r.ranked.size(); ++i) {
+    const CandidateResult& c = r.ranked[i];
+    j["ranked"].push_back({{"rank", i + 1},
+                           {"plan", plan_to_json(c.plan)},
+                           {"strategy_file", c.strategy_file},
+                           {"gpus", c.plan.num_gpus()},
+                           {"p2p", c.p2p},
+                           {"score", c.score},
+                           {"comm_fraction", c.comm_fraction},
+                           {"bottleneck", c.bottleneck},
+                           {"fix", c.fix},
+                           {"kv_max_seqs", c.memory.max_seqs_that_fit},
+                           {"metrics", metrics_to_json(c.metrics, false)}});
+  }
+  j["rejected"] = nlohmann::json::array();
+  for (const auto& c : r.rejected)
+    j["rejected"].push_back({{"plan", c.plan.name}, {"strategy_file", c.strategy_file}, {"why", c.why_not}});
+  return j;
+}
+
+std::string search_to_csv(const SearchResult& r) {
+  auto q = [](const std::string& s) {
+    std::string o = "\"";
+    for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return o + "\"";
+  };
+  std::ostringstream o;
+  o << "rank,plan,strategy,gpus,p2p,fits,ttft_p50_ms,ttft_p99_ms,tpot_p50_ms,tpot_p99_ms,e2e_p50_s,e2e_p99_s,"
+       "output_tokens_per_s,slo_attainment,goodput_rps,comm_fraction,busiest_link,priced_from,why_not\n";
+  for (size_t i = 0; i < r.ranked.size(); ++i) {
+    const CandidateResult& c = r.ranked[i];
+    const Metrics& m = c.metrics;
+    o << fmt::format("{},{},{},{},{},true,{:.4f},{:.4f},{:.4f},{:.4f},{:.5f},{:.5f},{:.2f},{:.4f},{:.4f},{:.4f},{},{},\n", i + 1,
+                     q(c.plan.name), q(c.plan.strategy), c.plan.num_gpus(), c.p2p ? "on" : "off", m.ttft.p50 * 1e3,
+                     m.ttft.p99 * 1e3, m.tpot.p50 * 1e3, m.tpot.p99 * 1e3, m.e2e.p50, m.e2e.p99, m.output_tokens_per_s,
+                     m.slo_attainment, m.goodput_rps, c.comm_fraction, q(m.busiest_link),
+                     q(cost_source_summary(m.provenance)));
+  }
+  for (const auto& c : r.rejected)
+    o << fmt::format(",{},{},{},{},false,,,,,,,,,,,,,{}\n", q(c.plan.name), q(c.plan.strategy), c.plan.num_gpus(),
+                     c.p2p ? "on" : "off", q(c.why_not));
+  return o.str();
+}
+
+std::string write_report_dir(const SearchResult& r, const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(fs::path(dir) / "metrics", ec);
+  if (ec) throw InputError("", "--report", "a directory peerplan can create and write (" + dir + ": " + ec.message() + ")");
+  write_file_atomic((fs::path(dir) / "search.json").string(), search_to_json(r).dump(2) + "\n");
+  const size_t keep = std::min<size_t>(r.ranked.size(), 8);  // CDFs of the top plans
+  nlohmann::json index = nlohmann::json::array();
+  for (size_t i = 0; i < keep; ++i) {
+    std::string f = fmt::format("metrics/{:02d}.json", i + 1);
+    write_file_atomic((fs::path(dir) / f).string(), metrics_to_json(r.ranked[i].metrics, true).dump() + "\n");
+    index.push_back({{"rank", i + 1}, {"plan", r.ranked[i].plan.name}, {"file", f}});
+  }
+  write_file_atomic((fs::path(dir) / "metrics" / "index.json").string(), index.dump(2) + "\n");
+
+  std::ostringstream md;
+  const auto& p = r.provenance;
+  md << "# peerplan plan report\n\n";
+  md << fmt::format("- **Machine**: {} ({}{}{})\n", p.value("machine", std::string("?")), p.value("origin", std::string("?")),
+                    p.value("host", std::string()).empty() ? "" : ", host " + p.value("host", std::string()),
+                    p.value("date", std::string()).empty() ? "" : ", dated " + p.value("date", std::string()));
+  md << fmt::format("- **Workload**: {} — {} requests at {:.2f} req/s (seed {}), objective **{}**\n", r.workload.name,
+                    r.workload.num_requests, r.workload.rate_rps, r.workload.seed, to_string(r.objective));
+  md << fmt::format("- **Search**: {} plans simulated, {} rejected, {:.2f} s wall\n\n", r.ranked.size(), r.rejected.size(),
+                    r.wall_s);
+  md << "## Verdict\n\n" << r.verdict << "\n\n";
+  for (const auto& a : r.advice) md << "- " << a << "\n";
+  md << "\n## Ranking\n\n";
+  md << "| # | plan | GPUs | P2P | TTFT p50 (ms) | TPOT p50 (ms) | E2E p99 (s) | out tok/s | SLO % | goodput (req/s) | comm % | priced from |\n";
+  md << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (size_t i = 0; i < r.ranked.size(); ++i) {
+    const auto& c = r.ranked[i];
+    const auto& m = c.metrics;
+    md << fmt::format("| {}{} | `{}` | {} | {} | {:.1f} | {:.2f} | {:.2f} | {:.0f} | {:.1f} | {:.2f} | {:.1f} | {} |\n", i + 1,
+                      int(i) == r.recommended ? " ★" : "", c.plan.name, c.plan.num_gpus(),
+                      c.plan.num_gpus() > 1 ? (c.p2p ? "on" : "off") : "-", m.ttft.p50 * 1e3, m.tpot.p50 * 1e3, m.e2e.p99,
+                      m.output_tokens_per_s, 100 * m.slo_attainment, m.goodput_rps, 100 * c.comm_fraction,
+                      cost_source_summary(m.provenance));
+  }
+  if (!r.rejected.empty()) {
+    md << "\n## Did not run\n\n";
+    for (const auto& c : r.rejected) md << "- `" << c.plan.name << "`: " << c.why_not << "\n";
+  }
+  md << "\n## Plots\n\n";
+  md << "![Latency CDF per plan](latency_cdf.png)\n\n![Where GPU time goes](time_split.png)\n\n"
+        "![Link utilisation](link_util.png)\n\n";
+  md << "## Where the figures come from\n\n";
+  md << "Every op is priced from the machine file: *measured* (a measured point of that shape), *interpolated* "
+        "(between measured points), *extrapolated* (alpha-beta fit or scaling beyond them), *derived* (a roofline "
+        "or ring estimate from measured peaks) or *nominal* (datasheet figures). The 'priced from' column gives "
+        "each share of simulated time. Assumptions used where nothing was measured:\n\n```json\n"
+     << p.value("assumptions", nlohmann::json::object()).dump(2) << "\n```\n";
+  write_file_atomic((fs::path(dir) / "report.md").string(), md.str());
+
+  // Plots: scripts/plot_report.py (matplotlib). Missing python is not an error: say how to draw them.
+  std::string script;
+  try {
+    script = find_data_file("scripts/plot_report.py");
+  } catch (const std::exception&) {
+    return "plots not drawn: scripts/plot_report.py not found (set PEERPLAN_HOME to the peerplan checkout)";
+  }
+  std::string cmd = "python3 '" + script + "' '" + dir + "' >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0)
+    return "plots not drawn (python3 with matplotlib needed); draw them later with: python3 " + script + " " + dir;
+  return "";
+}
+
+}  // namespace peerplan

@@ -1,0 +1,25 @@
+#pragma once
+// Search results for people and programs: the ranked terminal table, JSON, CSV, and a Markdown
+// report directory with plots drawn by scripts/plot_report.py.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/search/search.hpp"
+
+namespace peerplan {
+
+// The ranked table (ANSI-free, fixed width) followed by the verdict and advice.
+std::string ranked_table(const SearchResult& r, size_t max_rows = 30);
+// "measured 62% · interpolated 30% · nominal 8%" from a metrics provenance (by simulated time).
+std::string cost_source_summary(const nlohmann::json& provenance);
+
+nlohmann::json search_to_json(const SearchResult& r);   // format "peerplan.search", version 1
+std::string search_to_csv(const SearchResult& r);       // one row per simulated candidate, then the rejected
+
+// Writes DIR/report.md, DIR/search.json, DIR/metrics/<rank>.json (per-request timings, for the
+// CDFs) and, when python3 with matplotlib is available, DIR/*.png via scripts/plot_report.py.
+// Returns a note about plotting (empty when the plots were drawn).
+std::string write_report_dir(const SearchResult& r, const std::string& dir);
+
+}  // namespace peerplan

@@ -1,0 +1,124 @@
+#include "planner/report/trace.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "planner/compile/compiler.hpp"
+
+namespace peerplan {
+
+namespace {
+
+constexpr int kPidStages = 1, kPidGpus = 2, kPidLinks = 3;
+
+nlohmann::json meta(const char* what, int pid, int tid, const std::string& name) {
+  nlohmann::json e = {{"ph", "M"}, {"pid", pid}, {"name", what}, {"args", {{"name", name}}}};
+  if (tid >= 0) e["tid"] = tid;
+  return e;
+}
+
+std::string shape_text(const BatchShape& s) {
+  if (s.prefill_tokens > 0 && s.decode_seqs > 0)
+    return fmt::format("prefill {} tok/{} seq + decode {} seq", s.prefill_tokens, s.prefill_seqs, s.decode_seqs);
+  if (s.prefill_tokens > 0) return fmt::format("prefill {} tok/{} seq", s.prefill_tokens, s.prefill_seqs);
+  return fmt::format("decode {} seq @ctx {}", s.decode_seqs, s.decode_context);
+}
+
+}  // namespace
+
+nlohmann::json chrome_trace(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const CostModel& cost,
+                            const ServingRun& run, const PricerOptions& popt, const nlohmann::json& provenance) {
+  const Topology& topo = cost.topology();
+  const int ngpu = topo.gpu_count();
+  std::vector<double> capacity(static_cast<size_t>(topo.edge_count()));
+  for (int e = 0; e < topo.edge_count(); ++e) capacity[size_t(e)] = topo.edge_props(e).capacity_Bps;
+
+  nlohmann::json ev = nlohmann::json::array();
+  ev.push_back(meta("process_name", kPidStages, -1, "pipeline stages (iterations)"));
+  ev.push_back(meta("process_name", kPidGpus, -1, "GPU streams"));
+  ev.push_back(meta("process_name", kPidLinks, -1, "links (point-to-point traffic)"));
+  for (size_t s = 0; s < plan.stages.size(); ++s) ev.push_back(meta("thread_name", kPidStages, int(s), fmt::format("stage {}", s)));
+  for (int g : plan.all_gpus()) {
+    ev.push_back(meta("thread_name", kPidGpus, 2 * g, fmt::format("gpu{} compute", g)));
+    ev.push_back(meta("thread_name", kPidGpus, 2 * g + 1, fmt::format("gpu{} copy engine", g)));
+  }
+  auto X = [&](const std::string& name, const char* cat, int pid, int tid, double t0, double t1, nlohmann::json args) {
+    nlohmann::json e = {{"name", name}, {"cat", cat}, {"ph", "X"}, {"pid", pid}, {"tid", tid},
+                        {"ts", t0 * 1e6},   {"dur", std::max(0.0, t1 - t0) * 1e6}};
+    if (!args.is_null()) e["args"] = std::move(args);
+    ev.push_back(std::move(e));
+  };
+
+  std::map<int, std::vector<std::pair<double, double>>> link_spans;
+  std::map<int, double> link_bytes;
+  std::map<std::array<int64_t, 5>, OpGraph> graphs;  // one compile per shape
+  for (const StageRecord& rec : run.records) {
+    X(fmt::format("iter {} stage {}", rec.iteration, rec.stage), "iteration", kPidStages, rec.stage, rec.start, rec.end,
+      {{"shape", shape_text(rec.shape)}});
+    BatchShape q = quantize_shape(rec.shape, popt.per_octave);
+    std::array<int64_t, 5> key{q.prefill_seqs, q.prefill_tokens, q.prefill_context, q.decode_seqs, q.decode_context};
+    auto it = graphs.find(key);
+    if (it == graphs.end()) it = graphs.emplace(key, compile_iteration(plan, cfg, fig, topo.machine(), q)).first;
+    const OpGraph& g = it->second;
+    const bool graph_launch = q.prefill_tokens == 0;
+    // The stage's ops, layer segment by layer segment, as the pricer runs them.
+    std::vector<int> ops;
+    if (size_t(rec.stage) < g.stage_ops.size()) ops = g.stage_ops[size_t(rec.stage)];
+    double t = rec.start;
+    for (size_t b = 0; b < ops.size();) {
+      size_t e = b + 1;
+      while (e < ops.size() && g.ops[size_t(ops[e])].layer == g.ops[size_t(ops[b])].layer) ++e;
+      std::vector<int> seg(ops.begin() + ptrdiff_t(b), ops.begin() + ptrdiff_t(e));
+      b = e;
+      std::vector<OpCost> costs;
+      std::vector<SimTask> tasks = tasks_for_ops(g, seg, cost, graph_launch, &costs);
+      TaskRun tr = run_tasks(tasks, 2 * ngpu, capacity);
+      for (size_t i = 0; i < seg.size(); ++i) {
+        const Op& op = g.ops[size_t(seg[i])];
+        double a = t + tr.timing[i].start + tasks[i].gap, z = t + tr.timing[i].end;
+        nlohmann::json args = {{"source", to_string(costs[i].source)}, {"kind", to_string(op.kind)}};
+        if (op.bytes) args["bytes"] = op.bytes;
+        if (op.flops) args["gflop"] = op.flops / 1e9;
+        if (op.kind == OpKind::Send) {
+          X(op.name, "send", kPidGpus, 2 * op.gpus[0] + 1, a, z, args);
+          for (int edge : tasks[i].edges) {
+            link_spans[edge].push_back({a, z});
+            link_bytes[edge] += double(op.bytes);
+          }
+        } else {
+          for (int gpu : op.gpus) X(op.name, is_collective(op.kind) ? "collective" : "compute", kPidGpus, 2 * gpu, a, z, args);
+        }
+      }
+      t += tr.makespan;
+    }
+  }
+  // Links: merge the spans of concurrent flows into busy periods (a track must not overlap itself).
+  for (auto& [edge, spans] : link_spans) {
+    ev.push_back(meta("thread_name", kPidLinks, edge, topo.edge_name(edge)));
+    std::sort(spans.begin(), spans.end());
+    double a = spans[0].first, z = spans[0].second;
+    int n = 1;
+    auto flush = [&] { X(fmt::format("{} flow{}", n, n > 1 ? "s" : ""), "link", kPidLinks, edge, a, z, nullptr); };
+    for (size_t i = 1; i < spans.size(); ++i) {
+      if (spans[i].first <= z) {
+        z = std::max(z, spans[i].second);
+        ++n;
+      } else {
+        flush();
+        a = spans[i].first;
+        z = spans[i].second;
+        n = 1;
+      }
+    }
+    flush();
+  }
+  nlohmann::json out;
+  out["traceEvents"] = std::move(ev);
+  out["displayTimeUnit"] = "ms";
+  out["otherData"] = {{"generator", "peerplan simulate"}, {"plan", plan.name}, {"provenance", provenance}};
+  return out;
+}
+
+}  // namespace peerplan

@@ -1,0 +1,346 @@
+#include "planner/search/search.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "planner/core/error.hpp"
+#include "planner/strategy/strategy_runner.hpp"
+
+namespace peerplan {
+
+const char* to_string(Objective o) {
+  switch (o) {
+    case Objective::Goodput: return "goodput";
+    case Objective::P99: return "p99";
+    case Objective::Throughput: return "throughput";
+  }
+  return "?";
+}
+
+std::optional<Objective> objective_from_string(const std::string& s) {
+  if (s == "goodput") return Objective::Goodput;
+  if (s == "p99") return Objective::P99;
+  if (s == "throughput") return Objective::Throughput;
+  return std::nullopt;
+}
+
+double objective_score(const Metrics& m, Objective o) {
+  // Unfinished requests make a plan lose to any plan that finishes them all.
+  double unfinished = double(m.requests - m.completed);
+  switch (o) {
+    case Objective::Goodput: return m.goodput_rps - unfinished;
+    case Objective::P99: return -(m.e2e.p99 + 1e6 * unfinished);
+    case Objective::Throughput: return m.output_tokens_per_s - 1e3 * unfinished;
+  }
+  return 0;
+}
+
+namespace {
+
+bool boundary_peer_usable(const Plan& p, size_t b, const Topology& topo) {
+  const PlanStage& prev = p.stages[b];
+  const PlanStage& next = p.stages[b + 1];
+  for (size_t r = 0; r < next.gpus.size(); ++r) {
+    int src = prev.gpus[r % prev.gpus.size()], dst = next.gpus[r];
+    if (src != dst && !topo.p2p_usable(src, dst)) return false;
+  }
+  return true;
+}
+
+bool any_p2p(const Plan& p, const Topology& topo) {
+  auto g = p.all_gpus();
+  for (int a : g)
+    for (int b : g)
+      if (a != b && topo.p2p_usable(a, b)) return true;
+  return false;
+}
+
+std::string base_name(const std::string& n) {
+  const std::string suffix = " p2p-off";
+  return n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0
+             ? n.substr(0, n.size() - suffix.size())
+             : n;
+}
+
+}  // namespace
+
+std::vector<Plan> p2p_variants(const Plan& p, const Topology& topo, bool compare) {
+  if (p.num_gpus() <= 1) return {p};
+  Plan off = p;
+  off.p2p = false;
+  off.boundary_modes.assign(p.stages.size() - 1, "host_staged");
+  off.name = p.name + " p2p-off";
+  if (!any_p2p(p, topo)) return {off};
+  Plan on = p;
+  on.p2p = true;
+  on.boundary_modes.resize(p.stages.size() - 1);
+  for (size_t b = 0; b + 1 < p.stages.size(); ++b)
+    on.boundary_modes[b] = boundary_peer_usable(p, b, topo) ? "peer" : "host_staged";
+  if (!compare) return {on};
+  return {on, off};
+}
+
+void explain_bottleneck(CandidateResult& c, const Topology& topo) {
+  c.bottleneck.clear();
+  c.fix.clear();
+  if (c.comm_fraction < 0.20 || c.plan.num_gpus() <= 1) return;
+  // The slowest path the plan's traffic takes: a stage boundary or a pair inside a TP/EP group.
+  PathType worst = PathType::Self;
+  std::string where;
+  const Plan& p = c.plan;
+  for (size_t b = 0; b + 1 < p.stages.size(); ++b) {
+    const PlanStage& prev = p.stages[b];
+    const PlanStage& next = p.stages[b + 1];
+    for (size_t r = 0; r < next.gpus.size(); ++r) {
+      int src = prev.gpus[r % prev.gpus.size()], dst = next.gpus[r];
+      PathType t = p.boundary_modes.at(b) == "peer" ? topo.path_type(src, dst) : PathType::SYS;
+      if (int(t) > int(worst) || where.empty()) {
+        worst = t;
+        where = fmt::format("the stage {}->{} boundary (gpu{} -> gpu{}, {}{})", b, b + 1, src, dst,
+                            to_string(topo.path_type(src, dst), topo.nvlinks_between(src, dst)),
+                            p.boundary_modes.at(b) == "peer" ? ", peer copy" : ", host-staged");
+      }
+    }
+  }
+  for (const PlanStage& st : p.stages)
+    for (int a : st.gpus)
+      for (int b : st.gpus)
+        if (a < b) {
+          PathType t = p.p2p ? topo.path_type(a, b) : PathType::SYS;
+          if (int(t) > int(worst) || where.empty()) {
+            worst = t;
+            where = fmt::format("the TP all-reduce between gpu{} and gpu{} ({}{})", a, b,
+                                to_string(topo.path_type(a, b), topo.nvlinks_between(a, b)),
+                                p.p2p ? "" : ", P2P off");
+          }
+        }
+  c.bottleneck = fmt::format("communication is {:.0f}% of GPU busy time; dominated by {}", 100 * c.comm_fraction, where);
+  if (!c.metrics.busiest_link.empty()) c.bottleneck += "; busiest link " + c.metrics.busiest_link;
+  // Remedies, most specific first.
+  auto islands = topo.nvlink_islands();
+  auto switches = topo.switch_groups();
+  auto groups_text = [](const std::vector<std::vector<int>>& g) {
+    std::string s;
+    for (const auto& x : g) {
+      if (x.size() < 2) continue;
+      s += s.empty() ? "{" : ", {";
+      for (size_t i = 0; i < x.size(); ++i) s += (i ? "," : "") + std::to_string(x[i]);
+      s += "}";
+    }
+    return s;
+  };
+  if (!p.p2p && any_p2p(p, topo)) {
+    c.fix = "enable P2P (peer access and NCCL P2P): the same plan with P2P on avoids the host round trip";
+  } else if (int(worst) >= int(PathType::PHB)) {
+    std::string g = groups_text(islands);
+    if (g.empty()) g = groups_text(switches);
+    c.fix = g.empty() ? "use fewer GPUs or fewer stage crossings: every pair here goes through the host"
+                      : "keep TP groups and adjacent stages inside one " +
+                            std::string(islands.size() > 0 && groups_text(islands).size() ? "NVLink island " : "PCIe switch ") +
+                            g + ", and cross the slow link only at a pipeline boundary (fewer, smaller transfers)";
+  } else {
+    c.fix = "fewer crossings: a lower TP degree, or pipeline stages instead of tensor parallelism over this link";
+  }
+}
+
+SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo, const Workload& w,
+                          const SearchOptions& opt) {
+  auto t0 = std::chrono::steady_clock::now();
+  SearchResult res;
+  res.objective = opt.objective;
+  res.workload = w;
+  if (opt.rate_rps) {
+    if (!(*opt.rate_rps > 0)) throw InputError("", "--rate", "a positive request rate in requests/s");
+    res.workload.arrival = Workload::Arrival::Poisson;
+    res.workload.rate_rps = *opt.rate_rps;
+  }
+  if (opt.num_requests > 0) res.workload.num_requests = opt.num_requests;
+  const Workload& wl = res.workload;
+  const std::vector<Request> reqs = wl.generate();
+
+  MemoryOptions mem;
+  mem.max_seqs = wl.max_num_seqs;
+  mem.context = wl.max_context();
+  mem.max_batched_tokens = wl.max_batched_tokens;
+  std::vector<CandidatePlan> cands = run_strategies(opt.strategy_files, cfg, fig, topo, opt.sets, mem);
+
+  std::vector<CandidateResult> jobs;
+  for (const CandidatePlan& cp : cands) {
+    bool fits = cp.memory.max_seqs_that_fit >= 1;
+    for (const Plan& v : fits ? p2p_variants(cp.plan, topo, opt.compare_p2p) : std::vector<Plan>{cp.plan}) {
+      CandidateResult r;
+      r.plan = v;
+      r.strategy_file = cp.strategy_file;
+      r.p2p = v.p2p;
+      r.multi_gpu = v.num_gpus() > 1;
+      r.memory = cp.memory;
+      if (!fits)
+        r.why_not = cp.memory.why.empty() ? "does not fit in GPU memory (not even one sequence of " +
+                                                std::to_string(mem.context) + " tokens)"
+                                          : cp.memory.why;
+      jobs.push_back(std::move(r));
+    }
+  }
+
+  // Simulate in parallel: every job has its own cost model and pricer; the topology is shared read-only.
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
+      CandidateResult& r = jobs[i];
+      if (!r.why_not.empty()) continue;
+      try {
+        SimulateOptions so = opt.sim;
+        so.memory = r.memory;
+        so.memory_context = mem.context;
+        Simulation sim = simulate_plan(r.plan, cfg, fig, topo, wl, reqs, so);
+        r.metrics = std::move(sim.metrics);
+        r.distinct_shapes = sim.distinct_shapes;
+        r.simulated = true;
+      } catch (const std::exception& e) {
+        r.why_not = std::string("simulation failed: ") + e.what();
+      }
+    }
+  };
+  int nthreads = std::max(1, std::min<int>(opt.threads, int(jobs.size())));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < nthreads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+
+  for (CandidateResult& r : jobs) {
+    if (!r.simulated) {
+      res.rejected.push_back(std::move(r));
+      continue;
+    }
+    r.score = objective_score(r.metrics, opt.objective);
+    double busy = 0, comm = 0;
+    for (int g : r.plan.all_gpus()) {
+      const GpuUsage& u = r.metrics.gpus.at(size_t(g));
+      busy += u.compute_s + u.communication_s + u.sync_s;
+      comm += u.communication_s;
+    }
+    r.comm_fraction = busy > 0 ? comm / busy : 0;
+    explain_bottleneck(r, topo);
+    res.ranked.push_back(std::move(r));
+  }
+  std::stable_sort(res.ranked.begin(), res.ranked.end(), [](const CandidateResult& a, const CandidateResult& b) {
+    if (a.score != b.score) return a.score > b.score;
+    if (a.metrics.e2e.p99 != b.metrics.e2e.p99) return a.metrics.e2e.p99 < b.metrics.e2e.p99;
+    if (a.plan.num_gpus() != b.plan.num_gpus()) return a.plan.num_gpus() < b.plan.num_gpus();
+    return a.plan.name < b.plan.name;
+  });
+
+  // Recommendation: walk down to fewer GPUs while the bigger plan does not clearly beat the smaller.
+  if (!res.ranked.empty()) {
+    res.best_overall = 0;
+    int cur = 0;
+    std::string why_smaller;
+    for (;;) {
+      const CandidateResult& big = res.ranked[size_t(cur)];
+      int n = big.plan.num_gpus();
+      int smaller = -1;
+      for (size_t i = 0; i < res.ranked.size(); ++i)
+        if (res.ranked[i].plan.num_gpus() < n) {
+          smaller = int(i);
+          break;
+        }
+      if (smaller < 0) break;
+      const Metrics& a = big.metrics;
+      const Metrics& b = res.ranked[size_t(smaller)].metrics;
+      double g = opt.min_gain;
+      bool unfinished_small = b.completed < b.requests && a.completed == a.requests;
+      bool latency = (a.tpot.p50 > 0 && b.tpot.p50 >= a.tpot.p50 * (1 + g)) || b.e2e.p99 >= a.e2e.p99 * (1 + g) ||
+                     b.ttft.p50 >= a.ttft.p50 * (1 + g);
+      bool capacity = a.goodput_rps >= b.goodput_rps * (1 + g) || a.output_tokens_per_s >= b.output_tokens_per_s * (1 + g);
+      if (latency || capacity || unfinished_small) break;
+      why_smaller = fmt::format(
+          "{} ({} GPUs) would rank first but beats {} ({} GPU{}) by less than {:.0f}% in latency and capacity "
+          "(TPOT p50 {:.2f} vs {:.2f} ms, E2E p99 {:.2f} vs {:.2f} s, goodput {:.2f} vs {:.2f} req/s), so the "
+          "smaller plan is recommended.",
+          big.plan.name, n, res.ranked[size_t(smaller)].plan.name, res.ranked[size_t(smaller)].plan.num_gpus(),
+          res.ranked[size_t(smaller)].plan.num_gpus() > 1 ? "s" : "", 100 * g, a.tpot.p50 * 1e3, b.tpot.p50 * 1e3,
+          a.e2e.p99, b.e2e.p99, a.goodput_rps, b.goodput_rps);
+      cur = smaller;
+    }
+    res.recommended = cur;
+    const CandidateResult& r = res.ranked[size_t(cur)];
+    const Metrics& m = r.metrics;
+    res.verdict = fmt::format(
+        "Recommended: {} on {} GPU{} ({}). At {:.2f} req/s: TTFT p50 {:.1f} ms, TPOT p50 {:.2f} ms, E2E p99 {:.2f} s, "
+        "{:.0f} output tok/s, {:.0f}% of requests within the SLOs (goodput {:.2f} req/s).",
+        r.plan.name, r.plan.num_gpus(), r.plan.num_gpus() > 1 ? "s" : "", r.plan.strategy.empty() ? "strategy ?" : r.plan.strategy,
+        wl.rate_rps, m.ttft.p50 * 1e3, m.tpot.p50 * 1e3, m.e2e.p99, m.output_tokens_per_s, 100 * m.slo_attainment,
+        m.goodput_rps);
+    if (!why_smaller.empty()) res.verdict += " " + why_smaller;
+    if (r.plan.num_gpus() > 1) {
+      for (size_t i = 0; i < res.ranked.size(); ++i)
+        if (res.ranked[i].plan.num_gpus() < r.plan.num_gpus()) {
+          const Metrics& s = res.ranked[i].metrics;
+          res.verdict += fmt::format(" It beats the best plan on fewer GPUs, {} (TPOT p50 {:.2f} ms, E2E p99 {:.2f} s, goodput {:.2f} req/s).",
+                                     res.ranked[i].plan.name, s.tpot.p50 * 1e3, s.e2e.p99, s.goodput_rps);
+          break;
+        }
+      bool any_smaller = false;
+      for (const auto& c : res.ranked) any_smaller |= c.plan.num_gpus() < r.plan.num_gpus();
+      if (!any_smaller) res.verdict += " No plan on fewer GPUs fits in memory.";
+    }
+    if (!r.bottleneck.empty()) {
+      res.advice.push_back("Communication-bound: " + r.bottleneck + ".");
+      res.advice.push_back("Try: " + r.fix + ".");
+    }
+    // P2P on vs off for the recommended plan.
+    for (const auto& c : res.ranked)
+      if (&c != &r && base_name(c.plan.name) == base_name(r.plan.name) && c.p2p != r.p2p) {
+        const CandidateResult& on = r.p2p ? r : c;
+        const CandidateResult& off = r.p2p ? c : r;
+        if (on.metrics.tpot.p50 > 0)
+          res.advice.push_back(fmt::format("P2P: turning it off changes TPOT p50 by {:+.1f}% and TTFT p50 by {:+.1f}% for {}.",
+                                           100 * (off.metrics.tpot.p50 / on.metrics.tpot.p50 - 1),
+                                           100 * (off.metrics.ttft.p50 / std::max(on.metrics.ttft.p50, 1e-12) - 1),
+                                           base_name(r.plan.name)));
+      }
+    if (m.completed < m.requests)
+      res.advice.push_back(fmt::format("{} of {} requests did not finish: the plan cannot hold them in its KV cache.",
+                                       m.requests - m.completed, m.requests));
+    else if (m.slo_attainment < 0.9)
+      res.advice.push_back(fmt::format("Only {:.0f}% of requests meet the SLOs at {:.2f} req/s: the load is above this "
+                                       "plan's capacity; lower the rate (--rate) or add GPUs.",
+                                       100 * m.slo_attainment, wl.rate_rps));
+  } else {
+    int64_t worst_short = -1;
+    std::string why;
+    for (const auto& c : res.rejected) {
+      if (why.empty()) why = c.why_not;
+      for (const GpuMemory& g : c.memory.gpus)
+        if (g.used() - g.capacity > worst_short) worst_short = g.used() - g.capacity;
+    }
+    res.verdict = fmt::format(
+        "Nothing fits: none of the {} candidate plan{} for {} ({:.1f} GB of weights) fits on {} ({} GPU{} of {:.1f} GB). "
+        "{} Options: a machine with more or larger GPUs, a smaller model, or a workload with a shorter context "
+        "(this one needs up to {} tokens per sequence).",
+        jobs.size(), jobs.size() == 1 ? "" : "s", cfg.name, double(fig.weight_bytes) / 1e9, topo.machine().name,
+        topo.gpu_count(), topo.gpu_count() == 1 ? "" : "s",
+        topo.gpu_count() ? double(topo.machine().gpus[0].memory_bytes) / 1e9 : 0.0,
+        why.empty() ? std::string("No strategy proposed a plan.") : "For example: " + why, wl.max_context());
+  }
+  if (!res.ranked.empty()) {
+    res.provenance = res.ranked.front().metrics.provenance;
+    for (const char* k : {"p2p", "boundary_modes", "cost_sources", "scheduler", "distinct_iteration_shapes"})
+      res.provenance.erase(k);
+  } else {
+    CostModel cm(topo, opt.sim.cost);
+    res.provenance = cm.provenance();
+  }
+  res.provenance["requests"] = wl.num_requests;
+  res.provenance["seed"] = wl.seed;
+  res.provenance["candidates"] = jobs.size();
+  res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+}  // namespace peerplan

@@ -1,13 +1,81 @@
-// Placeholder registration: replaced by the real command (see issues). Refuses to run.
+// `peerplan profile`: measure this host's GPUs, links, collectives and kernels into a machine
+// profile (docs/profiler.md). --list works in every build; measuring needs a CUDA build.
+#include <iostream>
+
+#include "planner/core/build_info.hpp"
 #include "planner/cli/commands.hpp"
 #include "planner/core/error.hpp"
+#include "profiler/common/registry.hpp"
+#include "profiler/common/sweep.hpp"
+#include "profiler/profile_api.hpp"
 
 namespace peerplan::cli {
 
 void add_profile_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("profile", "(not built yet)");
-  sub->allow_extras();
-  sub->callback([] { throw RuntimeError("'profile' is not implemented in this build yet"); });
+  auto* sub = app.add_subcommand("profile", "Measure this host: GPU pairs, host paths, NCCL collectives, GEMMs, attention");
+  sub->footer(
+      "\nWhat it does:\n"
+      "  Discovers the GPUs, peer capability (and checks it really works), PCIe tree, NUMA nodes and NVLinks,\n"
+      "  then runs every measurement of `--list` and writes one machine file (machine schema + measurements).\n"
+      "  Copies are timed as nvbandwidth times them; NCCL as nccl-tests does (busBw by its formulas).\n"
+      "  The file is rewritten after each measurement: if the run dies, continue with --resume.\n"
+      "\nExamples:\n"
+      "  peerplan profile --out my-host.json                 # full profile (about a minute on 2 GPUs)\n"
+      "  peerplan profile --quick --out smoke.json           # seconds: fewer sizes and samples\n"
+      "  peerplan profile --only transfer,latency            # just the copy paths\n"
+      "  peerplan profile --skip nccl_nop2p --model mistral-7b\n"
+      "  peerplan profile --resume my-host.json --out my-host.json\n"
+      "  peerplan topo --machine my-host.json                # look at the result\n");
+  auto o = std::make_shared<profiler::ProfileOptions>();
+  auto list = std::make_shared<bool>(false);
+  auto min_s = std::make_shared<std::string>("4K");
+  auto max_s = std::make_shared<std::string>("1G");
+  auto coll_s = std::make_shared<std::string>("2G");
+  auto nop2p_s = std::make_shared<std::string>("256M");
+  auto no_progress = std::make_shared<bool>(false);
+  sub->add_flag("--list", *list, "List the measurements (names, groups) and exit");
+  sub->add_option("--out,-o", o->out, "Profile to write (atomically, after each measurement)")->capture_default_str();
+  sub->add_option("--resume", o->resume, "Continue from this partial profile (same GPUs and options)");
+  sub->add_option("--only", o->only, "Run only these measurements or groups (comma-separated; see --list)");
+  sub->add_option("--skip", o->skip, "Skip these measurements or groups");
+  sub->add_flag("--quick", o->quick, "Smoke run: 5 sizes, 5 samples, small token counts (seconds)");
+  sub->add_option("--min-size", *min_s, "Smallest transfer/collective size (4K, 64MiB, ...)")->capture_default_str();
+  sub->add_option("--max-size", *max_s, "Largest transfer size")->capture_default_str();
+  sub->add_option("--coll-max-size", *coll_s, "Largest NCCL size (P2P allowed)")->capture_default_str();
+  sub->add_option("--nop2p-coll-max-size", *nop2p_s, "Largest NCCL size with P2P disabled (slow path)")->capture_default_str();
+  sub->add_option("--samples", o->samples, "Timed samples kept per point (>= 20 for a full profile)")->capture_default_str();
+  sub->add_option("--warmup", o->warmup, "Untimed warm-up repetitions per point")->capture_default_str();
+  sub->add_option("--model", o->models,
+                  "Model(s) whose GEMM/attention shapes to time: shipped name or config.json (default: "
+                  "llama-3.1-8b, llama-3.1-70b, mixtral-8x7b)");
+  sub->add_option("--max-tokens", o->max_tokens, "GEMM token counts 1..N, powers of two")->capture_default_str();
+  sub->add_flag("--all-groups", o->all_groups, "NCCL on every GPU subset of 2+, not just the full set and pairs");
+  sub->add_option("--name", o->name, "Machine name in the profile (default: the hostname)");
+  sub->add_flag("--no-progress", *no_progress, "No progress bar on stderr");
+  sub->add_option("--internal-nccl-child", o->nccl_child_out)->group("");  // re-exec for NCCL_P2P_DISABLE=1
+
+  sub->callback([o, list, min_s, max_s, coll_s, nop2p_s, no_progress] {
+    if (*list) {
+      std::cout << profiler::format_measurement_list();
+      return;
+    }
+    o->min_bytes = profiler::parse_size(*min_s, "--min-size");
+    o->max_bytes = profiler::parse_size(*max_s, "--max-size");
+    o->coll_max_bytes = profiler::parse_size(*coll_s, "--coll-max-size");
+    o->nop2p_coll_max_bytes = profiler::parse_size(*nop2p_s, "--nop2p-coll-max-size");
+    o->progress = !*no_progress;
+    // Validate everything that needs no GPU first, so mistakes are reported in every build.
+    profiler::plan_sweep(*o);
+    profiler::select_measurements(o->only, o->skip);
+#ifdef PEERPLAN_WITH_CUDA
+    profiler::run_profile(*o);
+#else
+    throw RuntimeError(
+        "profiling needs a build with CUDA and NCCL; this peerplan was built without them (planner only). "
+        "Build on the GPU host with `cmake -S . -B build-gpu -DCMAKE_CUDA_ARCHITECTURES=90` "
+        "(scripts/gpu/build.sh), or use a shipped profile such as models/hardware/h200x2-nvlink.json");
+#endif
+  });
 }
 
 }  // namespace peerplan::cli

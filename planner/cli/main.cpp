@@ -4,7 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "build_info.hpp"
+#include "planner/core/build_info.hpp"
 #include "planner/cli/commands.hpp"
 #include "planner/core/error.hpp"
 

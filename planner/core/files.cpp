@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "build_info.hpp"
+#include "planner/core/build_info.hpp"
 #include "planner/core/error.hpp"
 
 namespace peerplan {

@@ -11,14 +11,18 @@ mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0            # never NVLink multicast on a shared host
 export PEERPLAN_HOME=$PWD
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64:/usr/local/cuda/lib
+# cuBLASLt / NCCL may live only in the Python wheels of the image
+for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/*/lib; do [ -d "$d" ] && LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d; done
+ldd "$B" | grep -i "not found" && echo "missing libraries above"
 nvidia-smi --query-gpu=index,name,uuid,driver_version,memory.total --format=csv > "$OUT/gpus.csv" 2>&1
 cat "$OUT/gpus.csv"
-# The prediction needs a profile of THIS host: the shipped one if it matches, else measure now.
-PROFILE=models/hardware/h200x2-nvlink.json
-if [ ! -f "$PROFILE" ] || [ -n "${FRESH_PROFILE:-}" ]; then
-  timeout 240 $B profile --model llama-3.1-8b --model mixtral-8x7b --no-progress --out "$OUT/profile.json" \
-    > "$OUT/profile.log" 2>&1 || echo "profile failed: $(tail -3 "$OUT/profile.log")"
-  [ -f "$OUT/profile.json" ] && PROFILE=$OUT/profile.json
+# The prediction needs a profile of THIS host: $PROFILE if given, else measure one now (the
+# shipped models/hardware/h200x2-nvlink.json may come from another lease of the machine).
+PROFILE=${PROFILE:-}
+if [ -z "$PROFILE" ]; then
+  timeout 200 $B profile --model llama-3.1-8b --model mixtral-8x7b --no-progress --out "$OUT/profile.json" \
+    > "$OUT/profile.log" 2>&1 || echo "profile failed: $(tail -5 "$OUT/profile.log")"
+  if [ -f "$OUT/profile.json" ]; then PROFILE=$OUT/profile.json; elif [ -f models/hardware/h200x2-nvlink.json ]; then PROFILE=models/hardware/h200x2-nvlink.json; else PROFILE=models/hardware/hgx-h100x8.json; fi
 fi
 echo "profile: $PROFILE"
 run() { echo "+ $*"; "$@"; }

@@ -1,0 +1,56 @@
+#include "profiler/common/gemm_shapes.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace peerplan::profiler {
+
+std::vector<int> tp_degrees(const ModelConfig& c, int max_tp) {
+  std::vector<int> out;
+  for (int tp = 1; tp <= std::max(1, max_tp); ++tp)
+    if (c.heads > 0 && c.heads % tp == 0) out.push_back(tp);
+  return out;
+}
+
+std::vector<WeightShape> weight_shapes(const ModelConfig& c, int max_tp) {
+  std::vector<WeightShape> out;
+  for (int tp : tp_degrees(c, max_tp)) {
+    auto add = [&](const char* name, int64_t n, int64_t k) {
+      if (n > 0 && k > 0) out.push_back({name, tp, n, k});
+    };
+    if (!c.mla) {
+      int64_t q = c.heads * c.head_dim / tp;
+      int64_t kv = std::max<int64_t>(1, c.kv_heads / tp) * c.head_dim;
+      add("qkv", q + 2 * kv, c.hidden);
+    }
+    int64_t o_in = c.heads * (c.mla && c.v_head_dim > 0 ? c.v_head_dim : c.head_dim) / tp;
+    add("o", c.hidden, o_in);
+    int64_t up = c.gated_mlp ? 2 : 1;
+    if (c.intermediate > 0 && (!c.is_moe() || c.first_dense_layers > 0 || c.moe_layer_freq > 1)) {
+      add("gate_up", up * c.intermediate / tp, c.hidden);
+      add("down", c.hidden, c.intermediate / tp);
+    }
+    if (c.is_moe()) {
+      // Experts are usually split by expert parallelism, but TP-split experts are a plan option too.
+      add("expert.gate_up", up * c.expert_intermediate / tp, c.hidden);
+      add("expert.down", c.hidden, c.expert_intermediate / tp);
+      if (c.shared_intermediate > 0) {
+        add("shared.gate_up", up * c.shared_intermediate / tp, c.hidden);
+        add("shared.down", c.hidden, c.shared_intermediate / tp);
+      }
+    }
+    add("lm_head", c.vocab / tp, c.hidden);
+  }
+  return out;
+}
+
+std::vector<GemmProblem> gemm_problems(const std::vector<ModelConfig>& models, int max_tp,
+                                       const std::vector<int64_t>& tokens) {
+  std::set<GemmProblem> s;
+  for (const auto& m : models)
+    for (const auto& w : weight_shapes(m, max_tp))
+      for (int64_t t : tokens) s.insert({t, w.n, w.k});
+  return {s.begin(), s.end()};
+}
+
+}  // namespace peerplan::profiler

@@ -1,0 +1,70 @@
+#include "profiler/gpu/gemm.hpp"
+
+#include <string>
+
+namespace peerplan::gpu {
+
+// Descriptors and the chosen algorithm of one shape. Owned here so their lifetime is the runner's.
+struct GemmRunner::Plan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  ~Plan() {
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+GemmRunner::GemmRunner(int device, size_t ws) : device_(device), handle_(device), workspace_(device, ws) {}
+GemmRunner::~GemmRunner() = default;
+GemmRunner::GemmRunner(GemmRunner&&) noexcept = default;
+GemmRunner& GemmRunner::operator=(GemmRunner&&) noexcept = default;
+
+const GemmRunner::Plan& GemmRunner::plan_for(int64_t M, int64_t n, int64_t k) {
+  auto key = std::make_tuple(M, n, k);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return *it->second;
+  auto p = std::make_unique<Plan>();
+  CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  // A = W: stored k x n column-major (ld k), used transposed -> n x k.
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->a, CUDA_R_16BF, uint64_t(k), uint64_t(n), k));
+  // B = x: k x M column-major (ld k).
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->b, CUDA_R_16BF, uint64_t(k), uint64_t(M), k));
+  // C = y: n x M column-major (ld n).
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->c, CUDA_R_16BF, uint64_t(n), uint64_t(M), n));
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  size_t ws = workspace_.bytes();
+  cublasLtMatmulHeuristicResult_t res{};
+  int found = 0;
+  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulAlgoGetHeuristic(handle_, p->op, p->a, p->b, p->c, p->c, pref, 1, &res, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  CUBLAS_CHECK(st);
+  if (found == 0)
+    throw CublasError("cuBLAS", "cublasLtMatmulAlgoGetHeuristic", "no algorithm", 0, device_,
+                      "cuBLASLt found no bf16 algorithm for y[" + std::to_string(M) + "," + std::to_string(n) +
+                          "] = x[" + std::to_string(M) + "," + std::to_string(k) + "] W^T on device " +
+                          std::to_string(device_));
+  p->algo = res.algo;
+  auto& ref = *p;
+  plans_.emplace(key, std::move(p));
+  return ref;
+}
+
+void GemmRunner::run(const void* x, const void* w, void* y, int64_t M, int64_t n, int64_t k, cudaStream_t stream) {
+  ScopedDevice d(device_);
+  const Plan& p = plan_for(M, n, k);
+  const float alpha = 1.0f, beta = 0.0f;
+  CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, y, p.c, y, p.c, &p.algo,
+                              workspace_.get(), workspace_.bytes(), stream));
+}
+
+}  // namespace peerplan::gpu

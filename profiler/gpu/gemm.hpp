@@ -1,0 +1,46 @@
+#pragma once
+// THE bf16 GEMM of peerplan: the executor runs it and the profiler times it, through this one
+// function, so the cost model's compute figures are of the very call the executor makes
+// (same cuBLASLt algorithm choice, same layouts, same workspace).
+//
+//   y[M, n] = x[M, k] . W^T      x, y row-major; W stored [n, k] row-major (PyTorch Linear layout)
+//   bf16 inputs and output, fp32 accumulation (CUBLAS_COMPUTE_32F), no bias, alpha 1, beta 0.
+//
+// In cuBLAS's column-major terms this is C(n x M) = op(A) B with A = W (k x n, transposed) and
+// B = x (k x M): the "TN" layout, cuBLASLt's best-served case. The algorithm is the heuristic's
+// first choice for (M, n, k) with the given workspace, looked up once per shape and cached.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "profiler/gpu/raii.hpp"
+
+namespace peerplan::gpu {
+
+inline constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;  // cuBLAS's recommendation for Hopper
+
+class GemmRunner {
+ public:
+  explicit GemmRunner(int device, size_t workspace_bytes = kGemmWorkspaceBytes);
+  ~GemmRunner();
+  GemmRunner(GemmRunner&&) noexcept;
+  GemmRunner& operator=(GemmRunner&&) noexcept;
+
+  // Enqueues y = x W^T on `stream` (which must belong to this runner's device). Pointers are bf16
+  // device pointers (__nv_bfloat16*), 16-byte aligned. Throws GpuError (cuBLAS status, shape).
+  void run(const void* x, const void* w, void* y, int64_t M, int64_t n, int64_t k, cudaStream_t stream);
+  int device() const { return device_; }
+
+ private:
+  struct Plan;
+  const Plan& plan_for(int64_t M, int64_t n, int64_t k);
+  int device_ = -1;
+  CublasLtHandle handle_;
+  DeviceBuffer workspace_;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace peerplan::gpu

@@ -1,0 +1,38 @@
+#pragma once
+// The profiler's entry point, as the CLI sees it. No CUDA types here: planner/cli includes this
+// header in every build; run_profile() exists only in builds with CUDA (peerplan_profiler).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace peerplan::profiler {
+
+struct ProfileOptions {
+  std::string out = "profile.json";        // written atomically; also the checkpoint file
+  std::string resume;                      // a checkpoint (partial profile) to continue from
+  std::vector<std::string> only, skip;     // measurement or group names (registry.hpp)
+  bool quick = false;                      // smoke run: few sizes, few samples, small models
+  int64_t min_bytes = 4 << 10;             // transfer sweep, log-spaced (factor 2)
+  int64_t max_bytes = int64_t(1) << 30;
+  int64_t coll_max_bytes = int64_t(2) << 30;   // NCCL sweep up to 2 GiB, as the nccl-tests targets
+  int64_t nop2p_coll_max_bytes = int64_t(256) << 20;  // P2P-off NCCL is ~10x slower: cap its sweep
+  int samples = 20;                        // kept samples per point (>= 20 for a full profile)
+  int warmup = 3;
+  std::vector<std::string> models;         // config.json paths or names under models/llm
+  int64_t max_tokens = 8192;               // GEMM token sweep 1..max_tokens, powers of two
+  bool all_groups = false;                 // NCCL on every subset of >= 2 GPUs, not just full set + pairs
+  bool progress = true;                    // progress bar on stderr
+  std::string name;                        // machine name in the profile (default: hostname)
+  // Internal: the re-executed child that measures NCCL with NCCL_P2P_DISABLE=1 writes its
+  // collectives JSON here (see measure/nccl_nop2p.cpp).
+  std::string nccl_child_out;
+};
+
+// The shipped models timed when --model is not given.
+std::vector<std::string> default_profile_models();
+
+// Runs discovery and the selected measurements, writing `out` after each measurement group.
+// Throws InputError for bad options, RuntimeError (GpuError) for failures. Defined only in CUDA builds.
+void run_profile(const ProfileOptions& opts);
+
+}  // namespace peerplan::profiler

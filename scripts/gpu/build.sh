@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds the CUDA peerplan binary HERE (the build machine has the CUDA toolkit, NCCL headers,
+# Boost, Lua, nlohmann) and stages it for a GPU host that has only the driver, CUDA 13 runtime
+# libraries and NCCL: .gpu/bin/peerplan (cudart, Lua and hwloc linked statically).
+# Usage: scripts/gpu/build.sh [build-dir]      (default build-gpu)
+# Then send .gpu with the device tool's `carry` and run scripts/gpu/run_profile.sh there.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$root/build-gpu}
+cmake -S "$root" -B "$build" -DCMAKE_CUDA_ARCHITECTURES=90 -DPEERPLAN_TESTS=OFF -DPEERPLAN_BENCH=OFF \
+      -DPEERPLAN_HWLOC_STATIC=ON >/dev/null
+cmake --build "$build" -j"${JOBS:-1}" --target peerplan
+mkdir -p "$root/.gpu/bin"
+cp "$build/peerplan" "$root/.gpu/bin/peerplan"
+strip --strip-debug "$root/.gpu/bin/peerplan" || true
+grep -qx '/.gpu/' "$root/.git/info/exclude" 2>/dev/null || echo '/.gpu/' >> "$root/.git/info/exclude"
+echo "staged $(du -h "$root/.gpu/bin/peerplan" | cut -f1) .gpu/bin/peerplan; it needs on the GPU host:"
+ldd "$root/.gpu/bin/peerplan" | awk '{print "  " $1}' | grep -v -E 'linux-vdso|ld-linux'

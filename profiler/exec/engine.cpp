@@ -169,10 +169,12 @@ Engine::Engine(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig
     kn::fill_random(g.hidden.as<bf16>(), tok_cap * H, opt.seed * 43 + id, 1.0f, g.stream);
     kn::fill_random(g.qkv.as<bf16>(), tok_cap * qkv_w, opt.seed * 47 + id, 1.0f, g.stream);
     kn::fill_value(g.normw.as<bf16>(), H, 1.0f, g.stream);
-    const int64_t dbatch = padded_batch(kv_slots);
-    g.attn_ws = gpu::DeviceBuffer(
-        id, std::max<size_t>(256, kn::decode_attention_workspace_bytes(int(dbatch), int(g.heads), int(g.head_dim),
-                                                                       int(max_ctx), int(g.kv_heads), sm_count_)));
+    // Split-K workspace: the chunk length depends on the batch, so size for the worst batch.
+    size_t ws = 256;
+    for (int64_t b = 1; b <= std::max(padded_batch(kv_slots), max_tokens); ++b)
+      ws = std::max(ws, kn::decode_attention_workspace_bytes(int(b), int(g.heads), int(g.head_dim), int(max_ctx),
+                                                             int(g.kv_heads), sm_count_));
+    g.attn_ws = gpu::DeviceBuffer(id, ws);
     // KV cache of this GPU's layers: kv_slots + 1 slots (the last one absorbs padded sequences).
     const PlanStage& st = plan.stages[size_t(g.stage)];
     const size_t kv_bytes = size_t((kv_slots + 1) * g.kv_heads * max_ctx * g.head_dim) * 2;

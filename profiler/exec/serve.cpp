@@ -265,7 +265,11 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
       ++iterations;
     }
     if (flying.empty()) {
-      if (next_arrival < reqs.size()) {
+      if (next_arrival >= reqs.size())
+        throw RuntimeError(fmt::format("executor: the scheduler formed no iteration with {} of {} requests finished "
+                                       "and none left to arrive",
+                                       sched.finished(), reqs.size()));
+      {
         const double wait = reqs[next_arrival].arrival_s - since(t0);
         if (wait > 0.0005) std::this_thread::sleep_for(std::chrono::duration<double>(wait - 0.0003));
       }

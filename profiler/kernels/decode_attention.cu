@@ -24,7 +24,7 @@ struct DecodeParams {
   __nv_bfloat16* out;
   float* ws_o;    // [batch][heads][splits][D]
   float* ws_lse;  // [batch][heads][splits]
-  int heads, kv_heads, max_ctx, chunk, splits;
+  int heads, kv_heads, max_ctx, chunk, splits;  // chunk: the longest chunk (smem); splits: fixed grid
   float scale_log2;  // scale * log2(e): softmax in base 2
 };
 
@@ -50,8 +50,11 @@ __global__ void __launch_bounds__(kThreads) decode_split_kernel(DecodeParams p) 
 
   const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
   const int len = p.seq_lens[b];
-  const int t0 = split * p.chunk;
-  const int t1 = min(t0 + p.chunk, len);
+  // The context is cut into `splits` chunks of this sequence's own length, so the work per block
+  // follows the real context, not the cache's capacity (and the grid stays graph-stable).
+  const int chunk = ((len + p.splits - 1) / p.splits + 31) / 32 * 32;
+  const int t0 = split * chunk;
+  const int t1 = min(t0 + chunk, len);
   const int tid = threadIdx.x;
   const int h0 = kvh * G;
 
@@ -165,7 +168,8 @@ template <int D>
 __global__ void decode_merge_kernel(DecodeParams p) {
   const int h = blockIdx.x, b = blockIdx.y, d = threadIdx.x;
   const int len = p.seq_lens[b];
-  const int active = min(p.splits, (len + p.chunk - 1) / p.chunk);
+  const int chunk = ((len + p.splits - 1) / p.splits + 31) / 32 * 32;
+  const int active = min(p.splits, (len + chunk - 1) / chunk);
   const int64_t base = (int64_t(b) * p.heads + h) * p.splits;
   float m = -INFINITY;
   for (int s = 0; s < active; ++s) m = fmaxf(m, p.ws_lse[base + s]);
@@ -209,19 +213,26 @@ void dispatch_group(const DecodeParams& p, int batch, int group, cudaStream_t st
 
 bool attention_head_dim_supported(int head_dim) { return head_dim == 64 || head_dim == 128; }
 
+namespace {
+// Chunks per sequence: enough that batch x kv_heads x chunks is ~4 blocks per SM, at least
+// max_ctx / 512 (a chunk's scores fit shared memory), at most max_ctx / 64 (shorter chunks cost
+// more in the merge than they save).
+int decode_splits(int batch, int kv_heads, int max_ctx, int sm_count) {
+  const int target = (4 * std::max(sm_count, 1) + batch * kv_heads - 1) / std::max(1, batch * kv_heads);
+  const int lo = (max_ctx + kMaxChunk - 1) / kMaxChunk;
+  const int hi = std::max(1, (max_ctx + 63) / 64);
+  return std::max(lo, std::min(target, hi));
+}
+}  // namespace
+
 int decode_attention_chunk(int batch, int kv_heads, int max_ctx, int sm_count) {
-  // Enough chunks that batch x kv_heads x chunks covers ~4 blocks per SM at full context, but no
-  // chunk shorter than 64 tokens (the merge would cost more than it saves).
-  const int64_t work = int64_t(max_ctx) * batch * kv_heads;
-  int64_t chunk = work / (4LL * std::max(sm_count, 1));
-  chunk = (chunk + 31) / 32 * 32;
-  return int(std::clamp<int64_t>(chunk, 64, kMaxChunk));
+  const int splits = decode_splits(batch, kv_heads, max_ctx, sm_count);
+  return ((max_ctx + splits - 1) / splits + 31) / 32 * 32;  // the longest chunk (at full context)
 }
 
 size_t decode_attention_workspace_bytes(int batch, int heads, int head_dim, int max_ctx, int kv_heads,
                                         int sm_count) {
-  const int chunk = decode_attention_chunk(batch, kv_heads, max_ctx, sm_count);
-  const int64_t splits = (max_ctx + chunk - 1) / chunk;
+  const int64_t splits = decode_splits(batch, kv_heads, max_ctx, sm_count);
   return size_t(int64_t(batch) * heads * splits * (head_dim + 1)) * sizeof(float);
 }
 
@@ -243,8 +254,8 @@ void decode_attention(const DecodeAttention& a, int sm_count, cudaStream_t strea
   p.heads = a.heads;
   p.kv_heads = a.kv_heads;
   p.max_ctx = a.max_ctx;
+  p.splits = decode_splits(a.batch, a.kv_heads, a.max_ctx, sm_count);
   p.chunk = decode_attention_chunk(a.batch, a.kv_heads, a.max_ctx, sm_count);
-  p.splits = (a.max_ctx + p.chunk - 1) / p.chunk;
   const float scale = a.scale > 0 ? a.scale : 1.0f / std::sqrt(float(a.head_dim));
   p.scale_log2 = scale * 1.4426950408889634f;
   const int64_t n = int64_t(a.batch) * a.heads * p.splits;

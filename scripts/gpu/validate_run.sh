@@ -39,12 +39,15 @@ fi
 if [ "$what" = validate ] || [ "$what" = all ]; then
   P=docs/validation/plans
   W=docs/validation/workloads/validate-chat.json
+  R=/tmp/peerplan-runs; mkdir -p $R   # the device tool returns at most 8 files: runs go into one tarball
   v() { name=$1; shift; run $B validate --workload $W --machine "$PROFILE" --allow-other-host --requests "$requests" \
-        --out "$OUT/$name" "$@" 2>&1 | tee "$OUT/$name.txt"; }
+        --out "$R/$name" "$@" 2>&1 | tee "$R/$name.txt"; }
   v single  --plan $P/llama8b-1gpu.json --model llama-3.1-8b
   v tp2     --plan $P/llama8b-tp2.json  --model llama-3.1-8b
   v pp2     --plan $P/llama8b-pp2.json  --model llama-3.1-8b
   v ep2     --plan $P/mixtral-ep2.json  --model mixtral-8x7b
   v tp2-nop2p --plan $P/llama8b-tp2.json --model llama-3.1-8b --p2p off
   v pp2-nop2p --plan $P/llama8b-pp2.json --model llama-3.1-8b --p2p off
+  tar czf "$OUT/runs.tgz" -C $R .
+  scripts/gpu/validate_summary.sh $R/single $R/tp2 $R/pp2 $R/ep2 $R/tp2-nop2p $R/pp2-nop2p | tee "$OUT/summary.md"
 fi

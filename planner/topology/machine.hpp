@@ -18,8 +18,10 @@ inline constexpr int kMachineSchemaVersion = 1;
 enum class NodeKind { Gpu, PcieSwitch, HostBridge, CpuSocket, NvSwitch, Nic };
 enum class LinkKind { NvLink, Pcie, Smp, Network };  // Smp: inter-socket (UPI / xGMI / Infinity Fabric)
 
-const char* to_string(NodeKind k);
-const char* to_string(LinkKind k);
+const char* to_string(NodeKind k);   // JSON names: "gpu", "pcie_switch", "host_bridge", "cpu_socket", "nvswitch", "nic"
+const char* to_string(LinkKind k);   // "nvlink", "pcie", "smp", "network"
+std::optional<NodeKind> node_kind_from_string(const std::string& s);
+std::optional<LinkKind> link_kind_from_string(const std::string& s);
 
 struct GpuSpec {
   int id = 0;                    // dense 0..N-1; also the CUDA ordinal on the profiled host
@@ -76,6 +78,9 @@ struct Machine {
   std::vector<NodeSpec> nodes;   // non-GPU vertices
   std::vector<LinkSpec> links;
   std::vector<std::vector<P2PInfo>> p2p;  // [src][dst], size N x N; diagonal unused
+  // When the JSON gave p2p as a policy ("all", "nvlink_only", "same_switch", "none"), its name; the
+  // matrix above is then resolved from the topology. Empty when the matrix was explicit.
+  std::string p2p_policy;
   nlohmann::json meta = nlohmann::json::object();  // driver, CUDA, NCCL versions, tool version...
   std::optional<Measurements> measurements;
 
@@ -88,11 +93,23 @@ struct Machine {
 // sizes positive, p2p matrix square. Throws InputError naming the file and field.
 Machine load_machine(const std::string& path);
 Machine parse_machine_json(const std::string& text, const std::string& origin);
+// NCCL_TOPO_DUMP_FILE format (docs/schema.md, "NCCL topology XML import"); `origin` names the file.
+Machine parse_nccl_xml(const std::string& text, const std::string& origin);
 nlohmann::json machine_to_json(const Machine& m);
 
+// Structural checks shared by every source (JSON, XML, profiler): throws InputError naming
+// m.source_file and the field. Resolves m.p2p from m.p2p_policy when the matrix is empty.
+void validate_machine(Machine& m);
+
+// "h200x2-nvlink" -> models/hardware/h200x2-nvlink.json (via find_data_file); an existing path is
+// returned unchanged. Unknown names throw InputError listing the shipped machines.
+std::string resolve_machine_path(const std::string& name_or_path);
+
 // Per-direction GB/s of a link after applying the derivation rules (explicit gbps, else
-// nvlinks * gbps_per_link, else PCIe gen x width with 128b/130b encoding and ~0.8 efficiency
-// omitted: nominal raw rate), so every consumer agrees.
+// nvlinks * gbps_per_link, else PCIe GT/s x width x line encoding / 8, before protocol overhead:
+// Gen5 x16 = 63.0), so every consumer agrees. docs/schema.md lists the rules.
 double link_capacity_gbps(const LinkSpec& l);
+// One-way latency of a hop in seconds: latency_us if given, else the nominal default of its kind.
+double link_latency_s(const LinkSpec& l);
 
 }  // namespace peerplan

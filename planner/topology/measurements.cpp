@@ -35,15 +35,19 @@ SampleStats compute_stats(std::vector<double> s) {
 namespace {
 
 // Stats are stored in microseconds in JSON: easier to read next to nvbandwidth/nccl-tests output.
+// Seconds -> microseconds rounded to 1 ps: the s <-> us conversion otherwise drifts in the last
+// bits (49.999999999999986), and a profile must round-trip through JSON unchanged.
+double us(double seconds) { return std::round(seconds * 1e12) / 1e6; }
+
 nlohmann::json stats_json(const SampleStats& s) {
   return {{"n", s.n},
-          {"min_us", s.min * 1e6},
-          {"p10_us", s.p10 * 1e6},
-          {"median_us", s.median * 1e6},
-          {"p90_us", s.p90 * 1e6},
-          {"p99_us", s.p99 * 1e6},
-          {"max_us", s.max * 1e6},
-          {"mean_us", s.mean * 1e6}};
+          {"min_us", us(s.min)},
+          {"p10_us", us(s.p10)},
+          {"median_us", us(s.median)},
+          {"p90_us", us(s.p90)},
+          {"p99_us", us(s.p99)},
+          {"max_us", us(s.max)},
+          {"mean_us", us(s.mean)}};
 }
 
 SampleStats parse_stats(const JsonIn& j) {
@@ -66,7 +70,7 @@ nlohmann::json points_json(const std::vector<CurvePoint>& pts) {
     auto o = stats_json(p.time);
     o["bytes"] = p.bytes;
     // Convenience figure for humans and plots: GB/s at the median.
-    o["gbps_median"] = p.time.median > 0 ? double(p.bytes) / p.time.median / 1e9 : 0.0;
+    o["gbps_median"] = p.time.median > 0 ? double(p.bytes) / (us(p.time.median) * 1e-6) / 1e9 : 0.0;
     a.push_back(o);
   }
   return a;
@@ -230,7 +234,7 @@ nlohmann::json measurements_to_json(const Measurements& m) {
     j["attention"].push_back(o);
   }
   j["hbm_gbps"] = m.hbm_gbps;
-  j["launch_overhead_us"] = m.launch_overhead_s * 1e6;
+  j["launch_overhead_us"] = us(m.launch_overhead_s);
   if (!m.extra.empty()) j["extra"] = m.extra;
   return j;
 }

@@ -2,8 +2,9 @@
 // The Boost.Graph model of a machine: typed vertices (GPU, PCIe switch, host bridge, CPU socket,
 // NVSwitch, NIC) and directed edges with per-direction capacity and latency (each physical link of
 // the schema becomes two directed edges, so the two directions of a link never contend).
-// Host memory of a socket is modelled as an edge cpuN -> cpuN ("memory bus", capacity mem_gbps)
-// that host-staged routes cross once: D2H writes then H2D reads share it.
+// Host memory of a socket is modelled as an edge cpuN -> cpuN ("memory bus", capacity mem_gbps,
+// infinite when unknown) that host-staged routes list twice: the D2H write and the H2D read both
+// consume it, and max_min_rates counts an edge once per appearance in a flow.
 #include <optional>
 #include <string>
 #include <vector>
@@ -78,6 +79,15 @@ class Topology {
   PathType path_type(int a, int b) const;   // as nvidia-smi topo -m would print it
   int nvlinks_between(int a, int b) const;  // direct NVLink count (through an NVSwitch: per GPU links)
   bool p2p_usable(int src, int dst) const;
+  PathType pcie_path_type(int a, int b) const;  // the PCIe-only path type (what host-staged traffic crosses)
+  std::string p2p_why_not(int src, int dst) const;  // "" if usable, else the reason in words
+
+  // The CPU socket a GPU hangs off (its PCIe path reaches it without crossing an SMP link):
+  // the socket's vertex and its NUMA index.
+  Vertex socket_vertex(int gpu) const;
+  int socket_numa(int gpu) const;
+  std::optional<Vertex> find_vertex(const std::string& id) const;
+  const std::string& vertex_id(Vertex v) const { return g_[v].id; }
 
   // Groups of GPUs, each sorted, groups sorted: NVLink islands (connected by NVLink or an
   // NVSwitch), GPUs under one PCIe switch, GPUs on one socket.
@@ -90,10 +100,20 @@ class Topology {
   std::vector<int> symmetry_classes() const;
 
  private:
+  // Shortest path (in hops) over edges of the allowed kinds whose intermediate vertices are of
+  // the allowed kinds; empty if none. Returns dense edge indices.
+  std::vector<int> shortest_path(Vertex s, Vertex t, bool nvlink, bool pcie_smp) const;
+  std::vector<int> nvlink_path(int a, int b) const;
+  std::vector<int> pcie_path(Vertex s, Vertex t) const;
+  Route make_route(std::vector<int> edges, TransferMode mode, PathType type, int nvlinks) const;
+  void check_gpu(int g) const;
+
   Machine machine_;
   TopoGraph g_;
   std::vector<Edge> edges_;
   std::vector<Vertex> gpu_vertices_;
+  std::vector<Vertex> socket_of_;        // per GPU
+  std::vector<int> memory_edge_;         // per vertex: dense index of its memory edge, -1 if none
 };
 
 // Max-min fair rates (progressive filling) for concurrent flows. flow_edges[f] lists the dense edge

@@ -1,0 +1,84 @@
+// Max-min fair sharing of edge capacity among concurrent flows, by progressive filling: raise
+// every unfrozen flow's rate at the same pace until an edge saturates or a flow meets its demand,
+// freeze the flows concerned, repeat. The result is the unique max-min fair allocation.
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "planner/topology/topology.hpp"
+
+namespace peerplan {
+
+std::vector<double> max_min_rates(const std::vector<std::vector<int>>& flow_edges,
+                                  const std::vector<double>& capacity, const std::vector<double>& demand) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const size_t nf = flow_edges.size();
+  if (!demand.empty() && demand.size() != nf)
+    throw std::invalid_argument("max_min_rates: " + std::to_string(demand.size()) + " demands for " +
+                                std::to_string(nf) + " flows");
+  for (double c : capacity)
+    if (!(c >= 0)) throw std::invalid_argument("max_min_rates: capacities must be >= 0");
+
+  // Per flow: each finite-capacity edge with its multiplicity (an edge crossed twice carries 2x).
+  std::vector<std::vector<std::pair<int, int>>> uses(nf);
+  for (size_t f = 0; f < nf; ++f) {
+    std::map<int, int> count;
+    for (int e : flow_edges[f]) {
+      if (e < 0 || size_t(e) >= capacity.size())
+        throw std::out_of_range("max_min_rates: flow " + std::to_string(f) + " names edge " + std::to_string(e) +
+                                " but there are " + std::to_string(capacity.size()) + " edges");
+      if (capacity[size_t(e)] != kInf) ++count[e];
+    }
+    uses[f].assign(count.begin(), count.end());
+  }
+
+  std::vector<double> rate(nf, 0.0), cap(nf, kInf), remaining = capacity;
+  std::vector<char> active(nf, 1);
+  for (size_t f = 0; f < nf; ++f) {
+    if (!demand.empty() && demand[f] > 0) cap[f] = demand[f];
+    if (uses[f].empty()) {  // nothing limits it but its own demand
+      rate[f] = cap[f];
+      active[f] = 0;
+    }
+  }
+
+  std::vector<double> load(capacity.size());
+  for (size_t round = 0; round <= nf + capacity.size(); ++round) {
+    std::fill(load.begin(), load.end(), 0.0);
+    bool any = false;
+    for (size_t f = 0; f < nf; ++f)
+      if (active[f]) {
+        any = true;
+        for (auto [e, k] : uses[f]) load[size_t(e)] += k;
+      }
+    if (!any) break;
+    double delta = kInf;
+    for (size_t e = 0; e < load.size(); ++e)
+      if (load[e] > 0) delta = std::min(delta, std::max(0.0, remaining[e]) / load[e]);
+    for (size_t f = 0; f < nf; ++f)
+      if (active[f]) delta = std::min(delta, cap[f] - rate[f]);
+    for (size_t f = 0; f < nf; ++f)
+      if (active[f]) rate[f] += delta;
+    for (size_t e = 0; e < load.size(); ++e)
+      if (load[e] > 0) remaining[e] -= delta * load[e];
+    // Freeze flows at their demand and flows crossing a now-saturated edge.
+    for (size_t f = 0; f < nf; ++f) {
+      if (!active[f]) continue;
+      if (rate[f] >= cap[f] * (1 - 1e-12)) {
+        rate[f] = cap[f];
+        active[f] = 0;
+        continue;
+      }
+      for (auto [e, k] : uses[f])
+        if (remaining[size_t(e)] <= 1e-9 * capacity[size_t(e)]) {
+          active[f] = 0;
+          break;
+        }
+    }
+  }
+  return rate;
+}
+
+}  // namespace peerplan

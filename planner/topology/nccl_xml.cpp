@@ -1,0 +1,321 @@
+// Import of NCCL's topology XML (NCCL_TOPO_DUMP_FILE / NCCL_TOPO_FILE) into the machine schema.
+// The mapping is documented in docs/schema.md ("NCCL topology XML import").
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include <boost/property_tree/ptree.hpp>
+#include <boost/property_tree/xml_parser.hpp>
+
+#include "planner/core/error.hpp"
+#include "planner/topology/machine.hpp"
+
+namespace peerplan {
+
+namespace {
+
+namespace pt = boost::property_tree;
+
+constexpr double kNominalSmpGbps = 64.0;  // NCCL does not record the inter-socket link; stated assumption
+
+struct Xml {
+  const pt::ptree* node;
+  std::string path;  // "system/cpu[0]/pci[1]"
+};
+
+struct NvlinkRef {
+  int gpu;
+  std::string target;
+  int count;
+  std::string tclass;
+  std::string field;
+};
+
+class Importer {
+ public:
+  explicit Importer(std::string origin) : origin_(std::move(origin)) {}
+
+  Machine run(const std::string& text) {
+    pt::ptree doc;
+    try {
+      std::istringstream in(text);
+      pt::read_xml(in, doc);
+    } catch (const pt::xml_parser_error& e) {
+      throw InputError(origin_, "", "malformed XML at line " + std::to_string(e.line()) + " (" + e.message() +
+                                        "); expected an NCCL topology file (NCCL_TOPO_DUMP_FILE output)");
+    }
+    auto sys = doc.get_child_optional("system");
+    if (!sys)
+      throw InputError(origin_, "system",
+                       "expected an NCCL topology XML whose root element is <system> (NCCL_TOPO_DUMP_FILE output)");
+    m_.source_file = origin_;
+    m_.name = std::filesystem::path(origin_).stem().string();
+    if (m_.name.empty()) m_.name = "nccl-topology";
+    m_.origin = "nominal";
+    m_.description = "Imported from the NCCL topology XML " + origin_ +
+                     ": PCIe and NVLink structure as NCCL saw it; link rates are nominal, GPU names and memory "
+                     "are not in the file, P2P follows NCCL's default level (same_switch). Profile the host for "
+                     "measured figures.";
+    m_.meta = {{"source", "nccl_topo_xml"}, {"system_version", attr_or(Xml{&*sys, "system"}, "version", "")}};
+    m_.p2p_policy = "same_switch";
+
+    std::map<std::string, int> cpu_index;
+    std::vector<int> socket_numas;
+    for (auto& [tag, child] : *sys) {
+      if (tag != "cpu") continue;
+      Xml cpu{&child, "system/cpu[" + std::to_string(cpu_index[tag]++) + "]"};
+      int numa = int_attr(cpu, "numaid");
+      if (numa < 0) fail(cpu, "numaid", "expected a NUMA node >= 0");
+      if (std::find(socket_numas.begin(), socket_numas.end(), numa) != socket_numas.end())
+        fail(cpu, "numaid", "two <cpu> elements with numaid " + std::to_string(numa) + "; expected one per NUMA node");
+      NodeSpec s;
+      s.id = "cpu" + std::to_string(numa);
+      s.kind = NodeKind::CpuSocket;
+      s.numa = numa;
+      s.name = attr_or(cpu, "vendor", "") + " " + attr_or(cpu, "arch", "");
+      m_.nodes.push_back(s);
+      socket_numas.push_back(numa);
+      std::map<std::string, int> idx;
+      for (auto& [ctag, cchild] : child) {
+        if (ctag != "pci") continue;
+        Xml pci{&cchild, cpu.path + "/pci[" + std::to_string(idx[ctag]++) + "]"};
+        root_port(pci, s.id);
+      }
+    }
+    if (socket_numas.empty()) throw InputError(origin_, "system/cpu", "expected at least one <cpu> element");
+    // Sockets are fully connected (UPI / xGMI); NCCL does not record the rate.
+    for (size_t i = 0; i < socket_numas.size(); ++i)
+      for (size_t k = i + 1; k < socket_numas.size(); ++k) {
+        LinkSpec l;
+        l.a = "cpu" + std::to_string(socket_numas[i]);
+        l.b = "cpu" + std::to_string(socket_numas[k]);
+        l.kind = LinkKind::Smp;
+        l.gbps = kNominalSmpGbps;
+        m_.links.push_back(l);
+      }
+    finish_gpus();
+    add_nvlinks();
+    validate_machine(m_);
+    return m_;
+  }
+
+ private:
+  [[noreturn]] void fail(const Xml& x, const std::string& attr, const std::string& expected) const {
+    throw InputError(origin_, x.path + (attr.empty() ? "" : "@" + attr), expected);
+  }
+
+  std::optional<std::string> attr(const Xml& x, const std::string& name) const {
+    auto a = x.node->get_child_optional("<xmlattr>." + name);
+    if (!a) return std::nullopt;
+    return a->get_value<std::string>();
+  }
+  std::string attr_or(const Xml& x, const std::string& name, const std::string& def) const {
+    return attr(x, name).value_or(def);
+  }
+  std::string str_attr(const Xml& x, const std::string& name) const {
+    auto a = attr(x, name);
+    if (!a || a->empty()) fail(x, name, "required attribute is missing");
+    return *a;
+  }
+  int int_attr(const Xml& x, const std::string& name) const {
+    std::string s = str_attr(x, name);
+    try {
+      size_t used = 0;
+      long v = std::stol(s, &used, 0);
+      if (used != s.size()) throw std::invalid_argument(s);
+      return int(v);
+    } catch (const std::exception&) {
+      fail(x, name, "expected an integer, found \"" + s + "\"");
+    }
+  }
+
+  static std::string lower(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    return s;
+  }
+
+  // link_speed "16.0 GT/s PCIe" -> generation 4; link_width "16".
+  std::pair<int, int> pcie_link(const Xml& x) const {
+    std::string sp = str_attr(x, "link_speed");
+    double gts = 0;
+    try {
+      gts = std::stod(sp);
+    } catch (const std::exception&) {
+      fail(x, "link_speed", "expected a PCIe link speed such as \"16.0 GT/s PCIe\", found \"" + sp + "\"");
+    }
+    const std::pair<double, int> gens[] = {{2.5, 1}, {5, 2}, {8, 3}, {16, 4}, {32, 5}, {64, 6}};
+    int gen = 0;
+    for (auto [r, g] : gens)
+      if (std::abs(gts - r) < 0.01) gen = g;
+    if (!gen) fail(x, "link_speed", "unknown PCIe rate \"" + sp + "\"; expected 2.5, 5, 8, 16, 32 or 64 GT/s");
+    int width = int_attr(x, "link_width");
+    if (width < 1 || width > 32) fail(x, "link_width", "expected a lane count 1..32, found " + std::to_string(width));
+    return {gen, width};
+  }
+
+  void pcie(const std::string& a, const std::string& b, std::pair<int, int> gw) {
+    LinkSpec l;
+    l.a = a;
+    l.b = b;
+    l.kind = LinkKind::Pcie;
+    l.pcie_gen = gw.first;
+    l.pcie_width = gw.second;
+    m_.links.push_back(l);
+  }
+
+  // A pci element directly under a cpu hangs off its own root port: a host bridge vertex.
+  void root_port(const Xml& pci, const std::string& cpu) {
+    size_t nodes = m_.nodes.size(), links = m_.links.size();
+    std::string hb = "hb" + std::to_string(hb_count_++);
+    m_.nodes.push_back(NodeSpec{hb, NodeKind::HostBridge, -1, str_attr(pci, "busid"), 0});
+    auto gw = pcie_link(pci);
+    pcie(hb, cpu, gw);
+    if (!device(pci, hb)) {  // nothing NCCL cares about below this port
+      m_.nodes.resize(nodes);
+      m_.links.resize(links);
+      --hb_count_;
+    }
+  }
+
+  // Returns whether anything (GPU, NIC) was added at or below this element.
+  bool device(const Xml& pci, const std::string& parent) {
+    std::string busid = lower(str_attr(pci, "busid"));
+    std::string cls = lower(str_attr(pci, "class"));
+    if (auto g = pci.node->get_child_optional("gpu")) {
+      Xml gx{&*g, pci.path + "/gpu"};
+      GpuSpec s;
+      s.id = int_attr(gx, "dev");
+      if (s.id < 0) fail(gx, "dev", "expected a device index >= 0");
+      int sm = int_attr(gx, "sm");
+      if (sm < 10) fail(gx, "sm", "expected a compute capability such as 90, found " + std::to_string(sm));
+      s.compute_capability = std::to_string(sm / 10) + "." + std::to_string(sm % 10);
+      s.name = "GPU sm_" + std::to_string(sm) + " (from NCCL XML)";
+      s.pci = busid;
+      gpu_xml_.push_back({s, gx, pcie_link(pci), parent});
+      std::map<std::string, int> idx;
+      for (auto& [tag, child] : *g) {
+        if (tag != "nvlink") continue;
+        Xml nx{&child, gx.path + "/nvlink[" + std::to_string(idx[tag]++) + "]"};
+        int count = int_attr(nx, "count");
+        if (count <= 0) fail(nx, "count", "expected a positive NVLink count");
+        nvlinks_.push_back({s.id, lower(str_attr(nx, "target")), count, lower(str_attr(nx, "tclass")), nx.path});
+      }
+      return true;
+    }
+    if (pci.node->get_child_optional("nic")) {
+      std::string id = "nic" + std::to_string(nic_count_++);
+      std::string name = busid;
+      if (auto net = pci.node->get_child_optional("nic.net"))
+        name = Xml{&*net, ""}.node->get_optional<std::string>("<xmlattr>.name").value_or(busid);
+      m_.nodes.push_back(NodeSpec{id, NodeKind::Nic, -1, name, 0});
+      pcie(id, parent, pcie_link(pci));
+      return true;
+    }
+    if (cls.rfind("0x0604", 0) == 0) {  // PCI bridge: a switch
+      size_t nodes = m_.nodes.size(), links = m_.links.size(), gpus = gpu_xml_.size(), nv = nvlinks_.size();
+      std::string id = "sw" + std::to_string(sw_count_++);
+      m_.nodes.push_back(NodeSpec{id, NodeKind::PcieSwitch, -1, busid, 0});
+      pcie(id, parent, pcie_link(pci));
+      bool any = false;
+      std::map<std::string, int> idx;
+      for (auto& [tag, child] : *pci.node) {
+        if (tag != "pci") continue;
+        any |= device(Xml{&child, pci.path + "/pci[" + std::to_string(idx[tag]++) + "]"}, id);
+      }
+      if (!any) {
+        m_.nodes.resize(nodes);
+        m_.links.resize(links);
+        gpu_xml_.resize(gpus);
+        nvlinks_.resize(nv);
+        --sw_count_;
+      }
+      return any;
+    }
+    return false;  // storage, other devices: not part of the GPU topology
+  }
+
+  void finish_gpus() {
+    if (gpu_xml_.empty()) throw InputError(origin_, "system", "no <gpu> element found; expected at least one GPU");
+    std::stable_sort(gpu_xml_.begin(), gpu_xml_.end(), [](const auto& x, const auto& y) { return x.spec.id < y.spec.id; });
+    for (size_t i = 0; i < gpu_xml_.size(); ++i) {
+      auto& g = gpu_xml_[i];
+      if (g.spec.id != int(i))
+        fail(g.xml, "dev", "GPU dev indices must be 0..N-1 without gaps or duplicates; expected " + std::to_string(i) +
+                               ", found " + std::to_string(g.spec.id));
+      m_.gpus.push_back(g.spec);
+      pcie(g.spec.node_id(), g.parent, g.link);
+      by_busid_[g.spec.pci] = g.spec.id;
+    }
+  }
+
+  static double nvlink_rate(const std::string& cc) {
+    int major = std::stoi(cc);
+    if (major <= 6) return 20.0;   // NVLink 1 (P100)
+    if (major <= 9) return 25.0;   // NVLink 2 / 3 / 4 (V100, A100, H100/H200)
+    return 50.0;                   // NVLink 5 (B200)
+  }
+
+  void add_nvlinks() {
+    std::map<std::pair<int, int>, int> pair_count;
+    std::map<int, int> switch_count;
+    for (const auto& n : nvlinks_) {
+      if (n.tclass == "0x068000") {
+        switch_count[n.gpu] += n.count;  // all NVSwitch chips form one fabric vertex, as NCCL does
+      } else if (n.tclass.rfind("0x0302", 0) == 0 || n.tclass.rfind("0x0300", 0) == 0) {
+        auto it = by_busid_.find(n.target);
+        if (it == by_busid_.end())
+          throw InputError(origin_, n.field + "@target", "NVLink target " + n.target + " is not a GPU in this file");
+        if (it->second == n.gpu) throw InputError(origin_, n.field + "@target", "NVLink from a GPU to itself");
+        auto key = std::minmax(n.gpu, it->second);
+        pair_count[key] = std::max(pair_count[key], n.count);  // both ends list the same links
+      } else if (n.tclass.rfind("0x0604", 0) == 0 || n.tclass.rfind("0x0600", 0) == 0) {
+        throw InputError(origin_, n.field + "@tclass",
+                         "NVLink to a CPU (POWER9-style) is not supported by peerplan; remove it to model PCIe only");
+      } else {
+        throw InputError(origin_, n.field + "@tclass",
+                         "unknown NVLink target class \"" + n.tclass + "\"; expected 0x068000 (NVSwitch) or a GPU class");
+      }
+    }
+    if (!switch_count.empty()) m_.nodes.push_back(NodeSpec{"nvswitch", NodeKind::NvSwitch, -1, "NVSwitch fabric", 0});
+    for (auto [gpu, count] : switch_count) {
+      LinkSpec l;
+      l.a = "gpu" + std::to_string(gpu);
+      l.b = "nvswitch";
+      l.kind = LinkKind::NvLink;
+      l.nvlinks = count;
+      l.gbps_per_link = nvlink_rate(m_.gpus[size_t(gpu)].compute_capability);
+      m_.links.push_back(l);
+    }
+    for (auto [pair, count] : pair_count) {
+      LinkSpec l;
+      l.a = "gpu" + std::to_string(pair.first);
+      l.b = "gpu" + std::to_string(pair.second);
+      l.kind = LinkKind::NvLink;
+      l.nvlinks = count;
+      l.gbps_per_link = nvlink_rate(m_.gpus[size_t(pair.first)].compute_capability);
+      m_.links.push_back(l);
+    }
+  }
+
+  struct GpuXml {
+    GpuSpec spec;
+    Xml xml;
+    std::pair<int, int> link;
+    std::string parent;
+  };
+
+  std::string origin_;
+  Machine m_;
+  int hb_count_ = 0, sw_count_ = 0, nic_count_ = 0;
+  std::vector<GpuXml> gpu_xml_;
+  std::vector<NvlinkRef> nvlinks_;
+  std::map<std::string, int> by_busid_;
+};
+
+}  // namespace
+
+Machine parse_nccl_xml(const std::string& text, const std::string& origin) { return Importer(origin).run(text); }
+
+}  // namespace peerplan

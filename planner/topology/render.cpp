@@ -1,0 +1,286 @@
+// Rendering of a Topology for `peerplan topo`: matrix (like nvidia-smi topo -m), JSON, DOT.
+#include "planner/topology/render.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace peerplan {
+
+namespace {
+
+const CurvePoint* largest_point(const TransferCurve* c) {
+  if (!c || c->points.empty()) return nullptr;
+  return &c->points.back();  // ascending by bytes
+}
+
+double gbps_of(const CurvePoint& p) { return p.time.median > 0 ? double(p.bytes) / p.time.median / 1e9 : 0; }
+
+std::string fmt_gbps(const Figure& f) {
+  if (!f.available) return "-";
+  if (std::isinf(f.value)) return "inf";
+  std::string v = f.value >= 100 ? fmt::format("{:.0f}", f.value) : fmt::format("{:.1f}", f.value);
+  return v + (f.measured ? "m" : "n");
+}
+
+std::string fmt_us(const Figure& f) {
+  if (!f.available) return "-";
+  return fmt::format("{:.2f}", f.value * 1e6) + (f.measured ? "m" : "n");
+}
+
+std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); }
+
+std::string group_list(const std::vector<std::vector<int>>& groups) {
+  std::string out;
+  for (const auto& g : groups) {
+    out += out.empty() ? "{" : " {";
+    for (size_t i = 0; i < g.size(); ++i) out += (i ? "," : "") + std::to_string(g[i]);
+    out += "}";
+  }
+  return out;
+}
+
+std::string gib(int64_t bytes) {
+  if (bytes <= 0) return "?";
+  return fmt::format("{:.1f} GiB", double(bytes) / double(1LL << 30));
+}
+
+std::string dot_quote(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
+  }
+  return o + "\"";
+}
+
+}  // namespace
+
+Figure peer_bandwidth(const Topology& t, int src, int dst) {
+  Figure f;
+  Route r = t.route(src, dst, TransferMode::PeerCopyEngine);
+  if (!r.valid) {
+    f.available = false;
+    return f;
+  }
+  if (const auto& m = t.machine().measurements)
+    if (auto p = largest_point(m->find_transfer(src, dst, "p2p_ce"))) {
+      f.value = gbps_of(*p);
+      f.measured = true;
+      return f;
+    }
+  f.value = r.bottleneck_Bps / 1e9;
+  return f;
+}
+
+Figure host_staged_bandwidth(const Topology& t, int src, int dst) {
+  Figure f;
+  if (const auto& m = t.machine().measurements) {
+    const TransferCurve* c = m->find_transfer(src, dst, "host_staged", "numa_local");
+    if (!c) c = m->find_transfer(src, dst, "host_staged");
+    if (auto p = largest_point(c)) {
+      f.value = gbps_of(*p);
+      f.measured = true;
+      return f;
+    }
+  }
+  Route r = t.route(src, dst, TransferMode::HostStaged);
+  f.available = r.valid;
+  f.value = r.bottleneck_Bps / 1e9;
+  return f;
+}
+
+Figure pair_latency(const Topology& t, int src, int dst) {
+  Figure f;
+  if (const auto& m = t.machine().measurements) {
+    for (const char* kind : {"sm_pingpong", "ce_small"})
+      for (const auto& l : m->latencies)
+        if (l.src == src && l.dst == dst && l.kind == kind) {
+          f.value = l.time.median;
+          f.measured = true;
+          return f;
+        }
+  }
+  Route r = t.route(src, dst, TransferMode::PeerCopyEngine);
+  if (!r.valid) r = t.route(src, dst, TransferMode::HostStaged);
+  f.available = r.valid;
+  f.value = r.latency_s;
+  return f;
+}
+
+std::string render_matrix(const Topology& t) {
+  const Machine& m = t.machine();
+  const int n = t.gpu_count();
+  std::ostringstream o;
+  o << "Machine " << m.name << " (" << m.source_file << "): " << n << " GPU" << (n == 1 ? "" : "s") << ", "
+    << (m.measured() ? "measured profile" : "nominal specs") << (m.host.empty() ? "" : ", host " + m.host)
+    << (m.date.empty() ? "" : ", " + m.date) << "\n";
+  for (const char* k : {"driver", "cuda", "nccl"})
+    if (m.meta.contains(k) && m.meta[k].is_string()) o << "  " << k << " " << m.meta[k].get<std::string>() << "\n";
+  o << "\n";
+
+  const size_t w = 7;
+  // Path types, as nvidia-smi topo -m.
+  o << pad("", w);
+  for (int b = 0; b < n; ++b) o << pad("GPU" + std::to_string(b), w);
+  o << pad("Socket", 8) << "NUMA Affinity\n";
+  for (int a = 0; a < n; ++a) {
+    o << pad("GPU" + std::to_string(a), w);
+    for (int b = 0; b < n; ++b) o << pad(to_string(t.path_type(a, b), t.nvlinks_between(a, b)), w);
+    int numa = m.gpus[size_t(a)].numa;
+    o << pad(t.vertex_id(t.socket_vertex(a)), 8) << (numa >= 0 ? std::to_string(numa) : "N/A") << "\n";
+  }
+  o << "\nLegend:\n"
+       "  X    = Self\n"
+       "  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)\n"
+       "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node\n"
+       "  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)\n"
+       "  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)\n"
+       "  PIX  = Connection traversing at most a single PCIe bridge\n"
+       "  NV#  = Connection traversing a bonded set of # NVLinks\n";
+
+  auto pair_table = [&](const std::string& title, auto cell) {
+    o << "\n" << title << "\n";
+    o << pad("src\\dst", w + 1);
+    for (int b = 0; b < n; ++b) o << pad("GPU" + std::to_string(b), w + 1);
+    o << "\n";
+    for (int a = 0; a < n; ++a) {
+      o << pad("GPU" + std::to_string(a), w + 1);
+      for (int b = 0; b < n; ++b) o << pad(a == b ? "X" : cell(a, b), w + 1);
+      o << "\n";
+    }
+  };
+  pair_table("Peer copy bandwidth, GB/s per direction (row = source):",
+             [&](int a, int b) { return fmt_gbps(peer_bandwidth(t, a, b)); });
+  pair_table("Host-staged bandwidth (device -> pinned host -> device), GB/s per direction:",
+             [&](int a, int b) { return fmt_gbps(host_staged_bandwidth(t, a, b)); });
+  pair_table("Latency, one-way, us:", [&](int a, int b) { return fmt_us(pair_latency(t, a, b)); });
+  pair_table("P2P capability (row = source):", [&](int a, int b) {
+    const P2PInfo& p = m.p2p[size_t(a)][size_t(b)];
+    if (p.access && p.functional && !*p.functional) return std::string("BROKEN");
+    return std::string(p.access ? "OK" : "no");
+  });
+  o << "  m = measured (" << (m.measured() ? "this profile: median of the largest transfer" : "none in this file")
+    << "), n = nominal (link specs: route bottleneck, hop latencies), - = not possible on this pair\n"
+    << "  P2P: OK = peer access, no = none (use host-staged), BROKEN = capable but failed the functional check\n";
+
+  std::vector<std::string> notes;
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) {
+      if (a == b) continue;
+      const P2PInfo& p = m.p2p[size_t(a)][size_t(b)];
+      if (!p.note.empty() && notes.size() < 4) notes.push_back(fmt::format("GPU{}->GPU{}: {}", a, b, p.note));
+    }
+  for (const auto& s : notes) o << "  " << s << "\n";
+
+  o << "\nGPUs:\n";
+  o << pad("", w) << pad("name", 32) << pad("memory", 12) << pad("SMs", 5) << pad("cc", 5) << pad("bf16 TF", 9)
+    << "PCI\n";
+  for (const auto& g : m.gpus)
+    o << pad("GPU" + std::to_string(g.id), w) << pad(g.name.empty() ? "?" : g.name, 32) << pad(gib(g.memory_bytes), 12)
+      << pad(g.sm_count ? std::to_string(g.sm_count) : "?", 5)
+      << pad(g.compute_capability.empty() ? "?" : g.compute_capability, 5)
+      << pad(g.peak_bf16_tflops > 0 ? fmt::format("{:.0f}", g.peak_bf16_tflops) : "?", 9)
+      << (g.pci.empty() ? "-" : g.pci) << "\n";
+
+  o << "\nGroups:\n"
+    << "  NVLink islands:   " << group_list(t.nvlink_islands()) << "\n"
+    << "  PCIe switches:    " << group_list(t.switch_groups()) << "\n"
+    << "  sockets:          " << group_list(t.socket_groups()) << "\n";
+  auto cls = t.symmetry_classes();
+  std::vector<std::vector<int>> classes;
+  for (int a = 0; a < n; ++a) {
+    if (size_t(cls[size_t(a)]) >= classes.size()) classes.resize(size_t(cls[size_t(a)]) + 1);
+    classes[size_t(cls[size_t(a)])].push_back(a);
+  }
+  o << "  symmetry classes: " << group_list(classes) << "  (GPUs in one class are interchangeable)\n";
+  return o.str();
+}
+
+nlohmann::json render_json(const Topology& t) {
+  const int n = t.gpu_count();
+  nlohmann::json j;
+  j["machine"] = machine_to_json(t.machine());
+  auto fig = [](const Figure& f, const char* unit_key, double scale) {
+    nlohmann::json o{{"available", f.available}, {"source", f.measured ? "measured" : "nominal"}};
+    if (f.available) o[unit_key] = std::isinf(f.value) ? nlohmann::json(nullptr) : nlohmann::json(f.value * scale);
+    return o;
+  };
+  nlohmann::json pairs = nlohmann::json::array();
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) {
+      if (a == b) continue;
+      Route peer = t.route(a, b, TransferMode::PeerCopyEngine);
+      Route staged = t.route(a, b, TransferMode::HostStaged);
+      nlohmann::json p{{"src", a},
+                       {"dst", b},
+                       {"path_type", to_string(t.path_type(a, b), t.nvlinks_between(a, b))},
+                       {"p2p_usable", t.p2p_usable(a, b)},
+                       {"peer", fig(peer_bandwidth(t, a, b), "gbps", 1)},
+                       {"host_staged", fig(host_staged_bandwidth(t, a, b), "gbps", 1)},
+                       {"latency", fig(pair_latency(t, a, b), "us", 1e6)}};
+      p["peer"]["route"] = peer.valid ? peer.describe : "";
+      if (!peer.valid) p["peer"]["why"] = peer.why_invalid;
+      p["host_staged"]["route"] = staged.describe;
+      pairs.push_back(p);
+    }
+  j["pairs"] = pairs;
+  j["groups"] = {{"nvlink_islands", t.nvlink_islands()},
+                 {"switch_groups", t.switch_groups()},
+                 {"socket_groups", t.socket_groups()}};
+  j["symmetry_classes"] = t.symmetry_classes();
+  return j;
+}
+
+std::string render_dot(const Topology& t) {
+  const Machine& m = t.machine();
+  std::ostringstream o;
+  o << "// peerplan topo --format dot: render with `dot -Tsvg`\n";
+  o << "graph " << dot_quote(m.name) << " {\n"
+    << "  label=" << dot_quote(m.name + (m.measured() ? " (measured profile)" : " (nominal specs)")) << ";\n"
+    << "  node [fontname=\"Helvetica\"]; edge [fontname=\"Helvetica\", fontsize=10];\n";
+  for (const auto& g : m.gpus) {
+    std::string label = "GPU" + std::to_string(g.id) + "\\n" + (g.name.empty() ? "?" : g.name);
+    if (g.memory_bytes > 0) label += "\\n" + gib(g.memory_bytes);
+    o << "  " << dot_quote(g.node_id()) << " [shape=box, style=filled, fillcolor=\"#b7e1a1\", label=\"" << label
+      << "\"];\n";
+  }
+  for (const auto& s : m.nodes) {
+    std::string shape = "ellipse", fill = "#dddddd";
+    std::string label = s.id;
+    switch (s.kind) {
+      case NodeKind::CpuSocket:
+        shape = "box3d"; fill = "#a9c8f0";
+        label += "\\nNUMA " + std::to_string(s.numa);
+        if (s.mem_gbps > 0) label += "\\nmemory " + fmt::format("{:.0f}", s.mem_gbps) + " GB/s";
+        break;
+      case NodeKind::NvSwitch: shape = "hexagon"; fill = "#f5c97a"; break;
+      case NodeKind::HostBridge: shape = "invhouse"; break;
+      case NodeKind::Nic: shape = "cds"; break;
+      default: break;
+    }
+    if (!s.name.empty()) label += "\\n" + s.name;
+    o << "  " << dot_quote(s.id) << " [shape=" << shape << ", style=filled, fillcolor=\"" << fill << "\", label="
+      << dot_quote(label) << "];\n";
+  }
+  for (const auto& l : m.links) {
+    std::string label, style = "solid", color = "black";
+    double cap = link_capacity_gbps(l);
+    switch (l.kind) {
+      case LinkKind::NvLink: label = "NV" + std::to_string(l.nvlinks); color = "#2e7d32"; break;
+      case LinkKind::Pcie:
+        label = l.pcie_gen > 0 ? fmt::format("Gen{} x{}", l.pcie_gen, l.pcie_width) : "PCIe";
+        break;
+      case LinkKind::Smp: label = "SMP"; style = "dashed"; break;
+      case LinkKind::Network: label = "net"; style = "dotted"; break;
+    }
+    label += fmt::format("\\n{:.0f} GB/s", cap);
+    o << "  " << dot_quote(l.a) << " -- " << dot_quote(l.b) << " [label=" << dot_quote(label) << ", color=\"" << color
+      << "\", style=" << style << (l.kind == LinkKind::NvLink ? ", penwidth=2" : "") << "];\n";
+  }
+  o << "}\n";
+  return o.str();
+}
+
+}  // namespace peerplan

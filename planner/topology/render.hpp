@@ -1,0 +1,32 @@
+#pragma once
+// Human and machine views of a Topology: an `nvidia-smi topo -m`-style matrix with bandwidth,
+// P2P and latency tables, a JSON dump (machine + derived routes and groups), Graphviz DOT.
+// Each figure says where it came from: measured (profile) or nominal (link specs).
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/topology/topology.hpp"
+
+namespace peerplan {
+
+struct Figure {
+  double value = 0;        // GB/s for bandwidths, seconds for latencies
+  bool measured = false;   // true: from the profile's measurements; false: nominal (graph)
+  bool available = true;   // false: the mode cannot be used on this pair (e.g. no peer access)
+};
+
+// Peer copy bandwidth src -> dst: median of the largest p2p_ce point if measured, else the
+// nominal bottleneck of the peer route. Unavailable without usable P2P.
+Figure peer_bandwidth(const Topology& t, int src, int dst);
+// Host-staged bandwidth: largest host_staged point (numa_local preferred), else nominal route.
+Figure host_staged_bandwidth(const Topology& t, int src, int dst);
+// One-way latency: measured sm_pingpong, else ce_small, else the nominal route latency (peer
+// route when usable, else host-staged).
+Figure pair_latency(const Topology& t, int src, int dst);
+
+std::string render_matrix(const Topology& t);
+std::string render_dot(const Topology& t);
+nlohmann::json render_json(const Topology& t);
+
+}  // namespace peerplan

@@ -1,0 +1,139 @@
+// NCCL topology XML import (the NCCL_TOPO_DUMP_FILE format), on files written in that format.
+#include <fstream>
+
+#include "planner/core/files.hpp"
+#include "planner/topology/topology.hpp"
+#include "test_helpers.hpp"
+
+namespace peerplan {
+namespace {
+
+std::string pcie_xml() { return read_text_file(test::data("nccl-pcie-2socket-8gpu.xml")); }
+
+void expect_xml_rejected(const std::string& text, const std::string& field, const std::string& words) {
+  try {
+    parse_nccl_xml(text, "bad-topo.xml");
+    ADD_FAILURE() << "expected an InputError for " << field;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "bad-topo.xml");
+    EXPECT_EQ(e.field(), field) << e.what();
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  }
+}
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  auto pos = s.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  return s.replace(pos, from.size(), to);
+}
+
+TEST(NcclXml, TwoSocketPcieHostRecognisedByContent) {
+  Machine m = load_machine(test::data("nccl-pcie-2socket-8gpu.xml"));  // .xml, but detected by the leading '<'
+  ASSERT_EQ(m.gpu_count(), 8);
+  EXPECT_EQ(m.gpus[0].compute_capability, "8.0");
+  EXPECT_EQ(m.gpus[5].pci, "0000:8d:00.0");
+  EXPECT_EQ(m.gpus[5].numa, 1);
+  EXPECT_EQ(m.p2p_policy, "same_switch");
+  Topology t(m);
+  // Socket 0: root port -> top switch -> {sw(0,1), sw(2,3)}. Socket 1: two root ports, one switch each.
+  EXPECT_EQ(t.path_type(0, 1), PathType::PIX);
+  EXPECT_EQ(t.path_type(0, 2), PathType::PXB);
+  EXPECT_EQ(t.path_type(4, 5), PathType::PIX);
+  EXPECT_EQ(t.path_type(4, 6), PathType::NODE);
+  EXPECT_EQ(t.path_type(0, 7), PathType::SYS);
+  EXPECT_TRUE(t.p2p_usable(0, 2));   // PXB: within NCCL's default P2P level
+  EXPECT_FALSE(t.p2p_usable(4, 6));  // NODE: beyond it
+  EXPECT_EQ(t.socket_groups(), (std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  EXPECT_EQ(t.switch_groups(), (std::vector<std::vector<int>>{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
+  Route r = t.route(0, 2, TransferMode::PeerCopyEngine);
+  EXPECT_EQ(r.describe, "gpu0 -> sw1 -> sw0 -> sw2 -> gpu2");
+  EXPECT_NEAR(r.bottleneck_Bps / 1e9, 31.51, 0.01);  // Gen4 x16 ("16.0 GT/s PCIe")
+  // The NIC is kept; the NVMe drives and the switch holding only a drive are not.
+  int nics = 0, switches = 0;
+  for (const auto& n : m.nodes) {
+    nics += n.kind == NodeKind::Nic;
+    switches += n.kind == NodeKind::PcieSwitch;
+  }
+  EXPECT_EQ(nics, 1);
+  EXPECT_EQ(switches, 5);
+}
+
+TEST(NcclXml, NvswitchHostBecomesOneFabricVertexWithNv18) {
+  Machine m = load_machine(test::data("nccl-nvswitch-8gpu.xml"));
+  Topology t(m);
+  ASSERT_EQ(t.gpu_count(), 8);
+  for (int a = 0; a < 8; ++a)
+    for (int b = 0; b < 8; ++b)
+      if (a != b) {
+        EXPECT_EQ(to_string(t.path_type(a, b), t.nvlinks_between(a, b)), "NV18");
+      }
+  EXPECT_DOUBLE_EQ(t.route(3, 6, TransferMode::PeerCopyEngine).bottleneck_Bps, 450e9);  // 18 x 25 (sm_90)
+  EXPECT_EQ(t.symmetry_classes(), std::vector<int>(8, 0));
+  EXPECT_EQ(t.nvlink_islands().size(), 1u);
+}
+
+TEST(NcclXml, DirectNvlinkPairAcrossSockets) {
+  Topology t(load_machine(test::data("nccl-nvlink-pair.xml")));
+  EXPECT_EQ(to_string(t.path_type(0, 1), t.nvlinks_between(0, 1)), "NV18");
+  EXPECT_EQ(t.pcie_path_type(0, 1), PathType::SYS);
+  EXPECT_EQ(t.route(0, 1, TransferMode::PeerCopyEngine).describe, "gpu0 -> gpu1");
+  // Both ends list the same 18 links: one link of 18, not 36.
+  EXPECT_DOUBLE_EQ(t.route(0, 1, TransferMode::PeerCopyEngine).bottleneck_Bps, 450e9);
+}
+
+TEST(NcclXml, ImportedMachineConvertsToJsonWithUnknownMemoryNamed) {
+  Machine m = load_machine(test::data("nccl-pcie-2socket-8gpu.xml"));
+  nlohmann::json j = machine_to_json(m);
+  EXPECT_TRUE(j["gpus"][0]["memory_bytes"].is_null());
+  try {
+    parse_machine_json(j.dump(), "converted.json");
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "gpus/0/memory_bytes");  // the user is told exactly what to fill in
+  }
+  for (auto& g : j["gpus"]) g["memory_bytes"] = int64_t(40) << 30;
+  Machine back = parse_machine_json(j.dump(), "converted.json");
+  EXPECT_EQ(machine_to_json(back), j);
+}
+
+TEST(NcclXmlBadInput, TruncatedAndMalformed) {
+  try {
+    load_machine(test::data("nccl-truncated.xml"));
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("nccl-truncated.xml"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("malformed XML"), std::string::npos) << e.what();
+  }
+  expect_xml_rejected("<system><cpu numaid=\"0\"></system>", "", "malformed XML");
+  expect_xml_rejected("<machine/>", "system", "<system>");
+  expect_xml_rejected("<system version=\"1\"></system>", "system/cpu", "at least one <cpu>");
+}
+
+TEST(NcclXmlBadInput, MissingAndWrongAttributesNameTheElement) {
+  std::string x = pcie_xml();
+  expect_xml_rejected(replace(x, "<cpu numaid=\"1\"", "<cpu numaid=\"one\""), "system/cpu[1]@numaid",
+                      "expected an integer");
+  expect_xml_rejected(replace(x, "<gpu dev=\"5\" sm=\"80\"", "<gpu sm=\"80\""), "system/cpu[1]/pci[0]/pci[1]/gpu@dev",
+                      "missing");
+  expect_xml_rejected(replace(x, "link_speed=\"16.0 GT/s PCIe\" link_width=\"16\">\n        <gpu dev=\"4\"",
+                              "link_speed=\"fast\" link_width=\"16\">\n        <gpu dev=\"4\""),
+                      "system/cpu[1]/pci[0]/pci[0]@link_speed", "\"16.0 GT/s PCIe\"");
+  expect_xml_rejected(replace(x, "link_width=\"16\">\n        <gpu dev=\"4\"", "link_width=\"0\">\n        <gpu dev=\"4\""),
+                      "system/cpu[1]/pci[0]/pci[0]@link_width", "1..32");
+  // Duplicate GPU dev.
+  expect_xml_rejected(replace(x, "<gpu dev=\"5\"", "<gpu dev=\"4\""), "system/cpu[1]/pci[0]/pci[1]/gpu@dev",
+                      "without gaps or duplicates");
+  expect_xml_rejected(replace(x, "<cpu numaid=\"1\"", "<cpu numaid=\"0\""), "system/cpu[1]@numaid", "one per NUMA node");
+}
+
+TEST(NcclXmlBadInput, NvlinkToAMissingGpu) {
+  std::string x = read_text_file(test::data("nccl-nvlink-pair.xml"));
+  expect_xml_rejected(replace(x, "target=\"0000:c1:00.0\"", "target=\"0000:c9:00.0\""),
+                      "system/cpu[0]/pci[0]/gpu/nvlink[0]@target", "not a GPU in this file");
+  expect_xml_rejected(replace(x, "count=\"18\" tclass=\"0x030200\"/>\n      </gpu>\n    </pci>\n  </cpu>\n  <cpu",
+                              "count=\"18\" tclass=\"0x123456\"/>\n      </gpu>\n    </pci>\n  </cpu>\n  <cpu"),
+                      "system/cpu[0]/pci[0]/gpu/nvlink[0]@tclass", "0x068000");
+}
+
+}  // namespace
+}  // namespace peerplan

@@ -82,7 +82,7 @@ int64_t layer_weight_bytes(const Plan& p, size_t stage, int rank, const ModelCon
 void check_shardable(const Plan& p, const ModelConfig& cfg) {
   for (size_t s = 0; s < p.stages.size(); ++s) {
     int tp = stage_layout(p, s).tp;
-    std::string field = fmt::format("/stages/{}/tp", s);
+    std::string field = fmt::format("stages/{}/tp", s);
     if (cfg.heads % tp != 0)
       throw InputError(p.name, field, fmt::format("a TP degree dividing the {} attention heads of {}, got {}",
                                                   cfg.heads, cfg.name, tp));

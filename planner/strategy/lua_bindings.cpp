@@ -59,6 +59,50 @@ int sandbox_print(lua_State* L) {
   return 0;
 }
 
+// string.find/match/gmatch/gsub run their matcher in C, where the count hook never fires: a
+// pattern with many repetition items ('a-a-a-...b') backtracks for minutes on a long subject.
+// Guard: a pattern with q repetition items over an n-byte subject may cost up to n^(q+1) steps;
+// refuse above 1e10 (no limit for q = 0; n <= 1e5 for q = 1; n <= 2154 for q = 2; ...).
+int count_repetitions(const char* p, size_t len) {
+  int q = 0;
+  for (size_t i = 0; i < len; ++i) {
+    if (p[i] == '%') { ++i; continue; }
+    if (p[i] == '*' || p[i] == '+' || p[i] == '-' || p[i] == '?') ++q;
+  }
+  return q;
+}
+
+int guarded_pattern(lua_State* L) {
+  size_t n = 0, plen = 0;
+  luaL_checklstring(L, 1, &n);
+  const char* pat = luaL_checklstring(L, 2, &plen);
+  bool plain = lua_toboolean(L, lua_upvalueindex(2)) && lua_toboolean(L, 4);  // string.find(s, p, init, plain)
+  if (!plain) {
+    int q = count_repetitions(pat, plen);
+    double cost = 1;
+    for (int i = 0; i <= q && cost <= 1e10; ++i) cost *= double(n) + 1;
+    if (cost > 1e10)
+      return luaL_error(L, "pattern limit: %d repetition items over a %d-byte string could backtrack for minutes "
+                           "(the sandbox refuses above (n+1)^(q+1) = 1e10 steps; use plain find or shorter strings)",
+                        q, int(n));
+  }
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+void guard_string_patterns(lua_State* L) {
+  lua_getglobal(L, "string");
+  for (const char* name : {"find", "match", "gmatch", "gsub"}) {
+    lua_getfield(L, -1, name);
+    lua_pushboolean(L, std::strcmp(name, "find") == 0);
+    lua_pushcclosure(L, guarded_pattern, 2);
+    lua_setfield(L, -2, name);
+  }
+  lua_pop(L, 1);
+}
+
 const luaL_Reg kSandboxFunctions[] = {{"load", sandbox_load}, {"print", sandbox_print}, {nullptr, nullptr}};
 
 // ---- machine ---------------------------------------------------------------------------------
@@ -130,6 +174,7 @@ void open_sandbox_bindings(lua_State* L) {
   lua_pushglobaltable(L);
   luaL_setfuncs(L, kSandboxFunctions, 0);
   lua_pop(L, 1);
+  guard_string_patterns(L);
 }
 
 void open_machine_bindings(lua_State* L, int machine_index, const Topology* topo) {

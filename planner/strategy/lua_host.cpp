@@ -1,5 +1,6 @@
 #include "planner/strategy/lua_host.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,7 +26,9 @@ struct LuaHost::Impl {
   // Memory accounting. The cap is enforced softly in the hook (so the error carries a traceback)
   // and hard in the allocator at 1.5x (so a single huge request cannot get through).
   int64_t used = 0;
-  bool armed = false;
+  bool armed = false;       // allocator cap on: only inside protected calls (a refusal outside one would panic)
+  bool hook_armed = false;  // instruction/time checks: on from the first call to the end, so finalizers
+                            // that run between calls or in lua_close are stopped too
   bool refused = false;
   int64_t refused_request = 0;
   // Instruction and time budget of the current call.
@@ -63,23 +66,26 @@ std::string mib(int64_t b) { return fmt::format("{:.0f} MiB", double(b) / (1 << 
 // Raised from the count hook: luaL_error prefixes the running Lua function's file:line.
 void limit_hook(lua_State* L, lua_Debug* ar) {
   auto* h = impl_of(L);
-  if (!h->armed) return;
+  if (!h->hook_armed) return;
   h->executed += kHookInterval;
   if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
     h->last_where = fmt::format("{}:{}", ar->source[0] == '@' ? ar->source + 1 : ar->short_src, ar->currentline);
+  // The limits stay armed after firing: an error inside a __gc finalizer is swallowed by Lua, so
+  // the script must hit the limit again at its next check. luaL_error longjmps: no C++ object may be
+  // alive at these calls, so messages are formatted into plain buffers.
+  char buf[240];
   if (h->executed > h->limits.instructions) {
-    h->armed = false;
-    luaL_error(L, "instruction budget of %I exceeded (stopped after %I instructions; raise it with --lua-instructions "
-                  "if the script is legitimately long)", (lua_Integer)h->limits.instructions, (lua_Integer)h->executed);
+    std::snprintf(buf, sizeof buf, "instruction limit of %lld exceeded (stopped after %lld instructions; raise it "
+                  "with --lua-instructions if the script is legitimately long)",
+                  (long long)h->limits.instructions, (long long)h->executed);
+    luaL_error(L, "%s", buf);
   }
   if (Clock::now() > h->deadline) {
-    h->armed = false;
-    luaL_error(L, "time limit of %f s exceeded (endless loop? raise it with --lua-seconds)", h->limits.seconds);
+    std::snprintf(buf, sizeof buf, "time limit of %g s exceeded (an endless loop? raise it with --lua-seconds)",
+                  h->limits.seconds);
+    luaL_error(L, "%s", buf);
   }
-  if (h->used > h->limits.memory_bytes) {
-    h->armed = false;
-    // luaL_error longjmps: no C++ object may be alive here, so format into a plain buffer.
-    char buf[200];
+  if (h->armed && h->used > h->limits.memory_bytes) {
     std::snprintf(buf, sizeof buf, "memory cap of %.0f MiB exceeded (the script holds %.0f MiB; raise it with "
                   "--lua-memory-mib)", double(h->limits.memory_bytes) / (1 << 20), double(h->used) / (1 << 20));
     luaL_error(L, "%s", buf);
@@ -91,13 +97,10 @@ void limit_hook(lua_State* L, lua_Debug* ar) {
 int traceback_handler(lua_State* L) {
   auto* h = impl_of(L);
   h->armed = false;  // building the message must not trip the limits
-  const char* msg = lua_tostring(L, 1);
-  if (!msg) {
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
-      msg = lua_tostring(L, -1);
-    else
-      msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
-  }
+  // Only strings (and numbers) are shown; an error object's __tostring is not called: it would
+  // run script code here, outside the limits' reach.
+  const char* msg = lua_type(L, 1) == LUA_TSTRING || lua_type(L, 1) == LUA_TNUMBER ? lua_tostring(L, 1) : nullptr;
+  if (!msg) msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
   {
     // C++ strings live only inside this block; the Lua calls below may not return normally.
     std::string text = msg;
@@ -155,7 +158,14 @@ LuaHost::LuaHost(std::string script, const LuaLimits& limits) : impl_(std::make_
 }
 
 LuaHost::~LuaHost() {
-  if (impl_ && impl_->L) lua_close(impl_->L);
+  if (!impl_ || !impl_->L) return;
+  // lua_close runs pending __gc finalizers: give them a short fresh budget so a looping one ends.
+  impl_->armed = false;
+  impl_->hook_armed = true;
+  impl_->executed = 0;
+  auto secs = std::chrono::duration<double>(std::min(impl_->limits.seconds, 1.0));
+  impl_->deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(secs);
+  lua_close(impl_->L);
 }
 
 lua_State* LuaHost::state() const { return impl_->L; }
@@ -175,6 +185,7 @@ void LuaHost::call(int nargs, int nresults, const std::string& what) {
   auto secs = std::chrono::duration<double>(impl_->limits.seconds);
   impl_->deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(secs);
   impl_->armed = true;
+  impl_->hook_armed = true;
   int rc = lua_pcall(L, nargs, nresults, func);
   impl_->armed = false;
   lua_remove(L, func);  // the handler

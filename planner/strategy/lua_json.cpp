@@ -45,8 +45,23 @@ void push_json(lua_State* L, const nlohmann::json& j) {
 
 namespace {
 
-nlohmann::json convert(lua_State* L, int index, const std::string& origin, const std::string& path, int depth) {
+struct Budget {
+  int64_t left;
+  int64_t total;
+};
+
+void spend(Budget& b, int64_t bytes, const std::string& origin, const std::string& path) {
+  b.left -= bytes;
+  if (b.left < 0)
+    throw InputError(origin, path.empty() ? "/" : path,
+                     "a result under the script's memory cap of " + std::to_string(b.total >> 20) +
+                         " MiB once converted (shared subtables are copied per reference; return plain data)");
+}
+
+nlohmann::json convert(lua_State* L, int index, const std::string& origin, const std::string& path, int depth,
+                       Budget& budget) {
   index = lua_absindex(L, index);
+  spend(budget, 32, origin, path);
   if (depth > 32) throw InputError(origin, path.empty() ? "/" : path, "tables nested at most 32 deep (a cycle?)");
   switch (lua_type(L, index)) {
     case LUA_TNIL: return nullptr;
@@ -61,6 +76,7 @@ nlohmann::json convert(lua_State* L, int index, const std::string& origin, const
     case LUA_TSTRING: {
       size_t len = 0;
       const char* s = lua_tolstring(L, index, &len);
+      spend(budget, int64_t(len), origin, path);
       return std::string(s, len);
     }
     case LUA_TTABLE: break;
@@ -80,12 +96,12 @@ nlohmann::json convert(lua_State* L, int index, const std::string& origin, const
     if (lua_type(L, -2) == LUA_TNUMBER && lua_isinteger(L, -2)) {
       lua_Integer k = lua_tointeger(L, -2);
       key = std::to_string(k);
-      items[k] = convert(L, -1, origin, path + "/" + key, depth + 1);
+      items[k] = convert(L, -1, origin, path + "/" + key, depth + 1, budget);
     } else if (lua_type(L, -2) == LUA_TSTRING) {
       size_t len = 0;
       const char* s = lua_tolstring(L, -2, &len);
       key.assign(s, len);
-      fields[key] = convert(L, -1, origin, path + "/" + key, depth + 1);
+      fields[key] = convert(L, -1, origin, path + "/" + key, depth + 1, budget);
       other_keys = true;
     } else {
       lua_pop(L, 2);
@@ -113,8 +129,10 @@ nlohmann::json convert(lua_State* L, int index, const std::string& origin, const
 
 }  // namespace
 
-nlohmann::json lua_to_json(lua_State* L, int index, const std::string& origin, const std::string& path) {
-  return convert(L, index, origin, path, 0);
+nlohmann::json lua_to_json(lua_State* L, int index, const std::string& origin, const std::string& path,
+                           int64_t budget_bytes) {
+  Budget b{budget_bytes, budget_bytes};
+  return convert(L, index, origin, path, 0, b);
 }
 
 }  // namespace peerplan

@@ -1,5 +1,6 @@
 #pragma once
 // Conversions between Lua values and JSON, for handing figures to scripts and reading plans back.
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +16,9 @@ void push_json(lua_State* L, const nlohmann::json& j);
 // Converts the Lua value at `index`: a table whose keys are exactly 1..n is an array (the empty
 // table is an empty array), any other table an object. Functions, userdata, threads, NaN/inf and
 // cycles are refused with InputError(origin, <path>, ...), path like "/stages/1/gpus".
-nlohmann::json lua_to_json(lua_State* L, int index, const std::string& origin, const std::string& path = "");
+// `budget_bytes` bounds the result (32 bytes per value plus string lengths): a DAG of shared
+// subtables is copied per reference, so a few Lua tables can otherwise expand exponentially.
+nlohmann::json lua_to_json(lua_State* L, int index, const std::string& origin, const std::string& path = "",
+                           int64_t budget_bytes = 256LL << 20);
 
 }  // namespace peerplan

@@ -7,7 +7,9 @@
 #include <fmt/ranges.h>
 
 #include "planner/core/error.hpp"
+#include "planner/compile/sharding.hpp"
 #include "planner/core/json_in.hpp"
+#include "planner/model/model_config.hpp"
 
 namespace peerplan {
 
@@ -23,14 +25,14 @@ void validate_plan(const Plan& p, int64_t model_layers, int64_t model_experts, i
     throw InputError(origin, field, expected);
   };
   if (p.version != kPlanSchemaVersion)
-    fail("/version", fmt::format("plan schema version {} (this peerplan reads version {})", p.version, kPlanSchemaVersion));
-  if (p.name.empty()) fail("/name", "a non-empty plan name, e.g. \"tp2[0,1]\"");
-  if (p.stages.empty()) fail("/stages", "at least one stage");
+    fail("version", fmt::format("plan schema version {} (this peerplan reads version {})", p.version, kPlanSchemaVersion));
+  if (p.name.empty()) fail("name", "a non-empty plan name, e.g. \"tp2[0,1]\"");
+  if (p.stages.empty()) fail("stages", "at least one stage");
   std::set<int> seen_any;
   int64_t next_layer = 0;
   for (size_t i = 0; i < p.stages.size(); ++i) {
     const auto& st = p.stages[i];
-    std::string f = fmt::format("/stages/{}", i);
+    std::string f = fmt::format("stages/{}", i);
     if (st.gpus.empty()) fail(f + "/gpus", "a non-empty list of GPU ids");
     if (st.tp != int(st.gpus.size()))
       fail(f + "/tp", fmt::format("tp equal to the number of GPUs in the stage ({}), got {}", st.gpus.size(), st.tp));
@@ -54,43 +56,60 @@ void validate_plan(const Plan& p, int64_t model_layers, int64_t model_experts, i
       fail(f + "/lm_head", i + 1 == p.stages.size() ? "true on the last stage" : "false except on the last stage");
   }
   if (next_layer != model_layers)
-    fail(fmt::format("/stages/{}/layer_end", p.stages.size() - 1),
+    fail(fmt::format("stages/{}/layer_end", p.stages.size() - 1),
          fmt::format("{} (the model has {} layers; every layer must belong to one stage), got {}", model_layers,
                      model_layers, next_layer));
   if (p.boundary_modes.size() != p.stages.size() - 1)
-    fail("/boundary_modes", fmt::format("{} entries (one per stage boundary), got {}", p.stages.size() - 1,
+    fail("boundary_modes", fmt::format("{} entries (one per stage boundary), got {}", p.stages.size() - 1,
                                         p.boundary_modes.size()));
   for (size_t i = 0; i < p.boundary_modes.size(); ++i)
     if (p.boundary_modes[i] != "peer" && p.boundary_modes[i] != "host_staged")
-      fail(fmt::format("/boundary_modes/{}", i), "\"peer\" or \"host_staged\", got \"" + p.boundary_modes[i] + "\"");
-  if (p.micro_batches < 1) fail("/micro_batches", "an integer >= 1");
+      fail(fmt::format("boundary_modes/{}", i), "\"peer\" or \"host_staged\", got \"" + p.boundary_modes[i] + "\"");
+  if (p.micro_batches < 1) fail("micro_batches", "an integer >= 1");
   if (p.ep_attention != "tp" && p.ep_attention != "replicated")
-    fail("/ep_attention", "\"tp\" or \"replicated\", got \"" + p.ep_attention + "\"");
-  if (p.ep < 1) fail("/ep", "an integer >= 1");
+    fail("ep_attention", "\"tp\" or \"replicated\", got \"" + p.ep_attention + "\"");
+  if (p.ep < 1) fail("ep", "an integer >= 1");
   if (p.ep == 1) {
-    if (!p.expert_gpu.empty()) fail("/expert_gpu", "empty when ep is 1 (every GPU of a stage holds all experts)");
+    if (!p.expert_gpu.empty()) fail("expert_gpu", "empty when ep is 1 (every GPU of a stage holds all experts)");
     return;
   }
-  if (model_experts <= 0) fail("/ep", "1: the model has no routed experts");
-  if (p.ep > model_experts) fail("/ep", fmt::format("at most the number of experts ({}), got {}", model_experts, p.ep));
+  if (model_experts <= 0) fail("ep", "1: the model has no routed experts");
+  if (p.ep > model_experts) fail("ep", fmt::format("at most the number of experts ({}), got {}", model_experts, p.ep));
   // EP spans each stage's GPUs (docs in plugins/README.md): expert e sits at the same rank position
   // in every stage; expert_gpu names the GPUs of the first stage.
   for (size_t i = 0; i < p.stages.size(); ++i)
     if (int(p.stages[i].gpus.size()) != p.ep)
-      fail(fmt::format("/stages/{}/gpus", i), fmt::format("{} GPUs (ep = {}: every stage is one EP group)", p.ep, p.ep));
+      fail(fmt::format("stages/{}/gpus", i), fmt::format("{} GPUs (ep = {}: every stage is one EP group)", p.ep, p.ep));
   if (int64_t(p.expert_gpu.size()) != model_experts)
-    fail("/expert_gpu", fmt::format("{} entries (one GPU per routed expert), got {}", model_experts, p.expert_gpu.size()));
+    fail("expert_gpu", fmt::format("{} entries (one GPU per routed expert), got {}", model_experts, p.expert_gpu.size()));
   std::set<int> used;
   const auto& first = p.stages[0].gpus;
   for (size_t e = 0; e < p.expert_gpu.size(); ++e) {
     if (std::find(first.begin(), first.end(), p.expert_gpu[e]) == first.end())
-      fail(fmt::format("/expert_gpu/{}", e),
+      fail(fmt::format("expert_gpu/{}", e),
            fmt::format("a GPU of the first stage {}, got {}", fmt::join(first, ","), p.expert_gpu[e]));
     used.insert(p.expert_gpu[e]);
   }
   if (int(used.size()) != p.ep)
-    fail("/expert_gpu", fmt::format("experts spread over all {} EP GPUs, but only {} hold any", p.ep, used.size()));
+    fail("expert_gpu", fmt::format("experts spread over all {} EP GPUs, but only {} hold any", p.ep, used.size()));
 }
+
+void validate_plan_for_model(const Plan& p, const ModelConfig& cfg, int machine_gpus, const std::string& origin) {
+  validate_plan(p, cfg.layers, cfg.experts, machine_gpus, origin);
+  try {
+    check_shardable(p, cfg);
+  } catch (const InputError& e) {
+    throw InputError(origin, e.field(), e.expected());  // name where the plan came from, not just its name
+  }
+}
+
+namespace {
+// Integer fields are C++ ints: refuse values that would wrap (4294967296 must not become GPU 0).
+int small_int(const JsonIn& node, int64_t v, const std::string& key) {
+  if (v < -1000000 || v > 1000000) node.fail(key, "an integer between -1000000 and 1000000, got " + std::to_string(v));
+  return int(v);
+}
+}  // namespace
 
 Plan parse_plan_json(const nlohmann::json& j, const std::string& origin) {
   JsonIn in(j, origin);
@@ -108,18 +127,18 @@ Plan parse_plan_json(const nlohmann::json& j, const std::string& origin) {
     if (!s.is_object()) s.fail("", "a stage object {gpus, layer_begin, layer_end, tp}");
     PlanStage st;
     auto gpus = s.array("gpus");
-    for (size_t g = 0; g < gpus.size(); ++g) st.gpus.push_back(int(gpus[g].as_integer()));
+    for (size_t g = 0; g < gpus.size(); ++g) st.gpus.push_back(small_int(gpus, gpus[g].as_integer(), std::to_string(g)));
     st.layer_begin = s.nonnegative_int("layer_begin");
     st.layer_end = s.nonnegative_int("layer_end");
-    st.tp = int(s.integer_or("tp", int64_t(st.gpus.size())));
+    st.tp = small_int(s, s.integer_or("tp", int64_t(st.gpus.size())), "tp");
     st.embeddings = s.boolean_or("embeddings", i == 0);
     st.lm_head = s.boolean_or("lm_head", i + 1 == stages.size());
     p.stages.push_back(std::move(st));
   }
-  p.ep = int(in.integer_or("ep", 1));
+  p.ep = small_int(in, in.integer_or("ep", 1), "ep");
   if (auto eg = in.opt("expert_gpu")) {
     if (!eg->is_array()) in.fail("expert_gpu", "an array of GPU ids, one per routed expert");
-    for (size_t e = 0; e < eg->size(); ++e) p.expert_gpu.push_back(int((*eg)[e].as_integer()));
+    for (size_t e = 0; e < eg->size(); ++e) p.expert_gpu.push_back(small_int(*eg, (*eg)[e].as_integer(), std::to_string(e)));
   }
   p.ep_attention = in.str_or("ep_attention", "tp");
   if (auto bm = in.opt("boundary_modes")) {
@@ -129,7 +148,7 @@ Plan parse_plan_json(const nlohmann::json& j, const std::string& origin) {
     p.boundary_modes.assign(p.stages.empty() ? 0 : p.stages.size() - 1, "peer");
   }
   p.p2p = in.boolean_or("p2p", true);
-  p.micro_batches = int(in.integer_or("micro_batches", 1));
+  p.micro_batches = small_int(in, in.integer_or("micro_batches", 1), "micro_batches");
   if (auto notes = in.opt("notes")) {
     if (notes->is_array()) {
       for (size_t n = 0; n < notes->size(); ++n) p.notes.push_back((*notes)[n].as_str());

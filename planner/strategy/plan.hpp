@@ -47,6 +47,12 @@ struct Plan {
 void validate_plan(const Plan& p, int64_t model_layers, int64_t model_experts, int machine_gpus,
                    const std::string& origin);
 
+// validate_plan plus what only the model config can tell: attention heads divisible by each
+// stage's TP degree, KV heads dividing it or replicated (tp a multiple of them). A plan that passes
+// compiles (compile_iteration, check_memory) without InputError.
+struct ModelConfig;
+void validate_plan_for_model(const Plan& p, const ModelConfig& cfg, int machine_gpus, const std::string& origin);
+
 Plan load_plan(const std::string& path);  // the object itself, or {"plans":[...]} with exactly one
 Plan parse_plan_json(const nlohmann::json& j, const std::string& origin);
 nlohmann::json plan_to_json(const Plan& p);

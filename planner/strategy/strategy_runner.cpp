@@ -34,6 +34,14 @@ const char* kShape =
     "the script to return a table {name = \"...\", description = \"...\", params = {key = {type = \"int\", "
     "default = 0, help = \"...\"}}, candidates = function(model, machine, options) return {plan, ...} end}";
 
+// Reads t[key] without metamethods: a returned table's __index would otherwise run script code
+// outside any protected call (no limits, no error handler).
+void raw_field(lua_State* L, int t, const char* key) {
+  t = lua_absindex(L, t);
+  lua_pushstring(L, key);
+  lua_rawget(L, t);
+}
+
 // A loaded strategy: its Lua state with the returned table at stack index 1.
 struct Loaded {
   std::unique_ptr<LuaHost> host;
@@ -66,7 +74,7 @@ Loaded load_strategy(const std::string& file, const LuaLimits& limits) {
   s.host->run_file(file, 1, "loading the strategy");
   if (!lua_istable(L, -1)) throw InputError(file, "", std::string("expected ") + kShape);
   auto str_field = [&](const char* key, bool required) {
-    lua_getfield(L, -1, key);
+    raw_field(L, -1, key);
     std::string v;
     if (lua_type(L, -1) == LUA_TSTRING) v = lua_tostring(L, -1);
     else if (required || !lua_isnil(L, -1))
@@ -77,12 +85,12 @@ Loaded load_strategy(const std::string& file, const LuaLimits& limits) {
   s.info.file = file;
   s.info.name = str_field("name", true);
   s.info.description = str_field("description", false);
-  lua_getfield(L, -1, "candidates");
+  raw_field(L, -1, "candidates");
   if (!lua_isfunction(L, -1)) throw InputError(file, "candidates", std::string("a function; expected ") + kShape);
   lua_pop(L, 1);
-  lua_getfield(L, -1, "params");
+  raw_field(L, -1, "params");
   if (!lua_isnil(L, -1)) {
-    nlohmann::json params = lua_to_json(L, -1, file, "/params");
+    nlohmann::json params = lua_to_json(L, -1, file, "/params", limits.memory_bytes);
     if (!params.is_object() && !(params.is_array() && params.empty()))
       throw InputError(file, "params", "a table keyed by parameter name");
     if (params.is_object()) {
@@ -218,17 +226,26 @@ std::vector<CandidatePlan> run_strategies(const std::vector<std::string>& files_
       auto it = sets.find(p.name);
       options[p.name] = it == sets.end() ? p.default_value : typed_value(p, it->second, s.info.name);
     }
-    lua_getfield(L, -1, "candidates");
+    raw_field(L, -1, "candidates");
     push_json(L, model_json);
     push_json(L, machine_json);
     open_machine_bindings(L, -1, &topo);
     push_json(L, options);
     s.host->call(3, 1, "candidates(model, machine, options)");
     const std::string& file = s.info.file;
-    nlohmann::json plans = lua_to_json(L, -1, file, "/candidates()");
+    if (!lua_istable(L, -1))
+      throw InputError(file, "candidates()", std::string("a list of plan tables (return {} when no plan applies), got a ") +
+                                                 luaL_typename(L, -1));
+    // Plans are converted one by one so errors name the plan's position. The conversion budget
+    // (the script's memory cap) stops shared subtables from multiplying into huge JSON.
+    std::vector<nlohmann::json> plans;
+    lua_Integer count = lua_Integer(lua_rawlen(L, -1));
+    for (lua_Integer i = 1; i <= count; ++i) {
+      lua_rawgeti(L, -1, i);
+      plans.push_back(lua_to_json(L, -1, fmt::format("{}: plan #{}", file, i), "", limits.memory_bytes));
+      lua_pop(L, 1);
+    }
     lua_pop(L, 1);
-    if (!plans.is_array())
-      throw InputError(file, "candidates()", "a list of plan tables (return {} when no plan applies)");
     for (size_t i = 0; i < plans.size(); ++i) {
       nlohmann::json& j = plans[i];
       std::string origin = fmt::format("{}: plan #{}", file, i + 1);
@@ -238,7 +255,7 @@ std::vector<CandidatePlan> run_strategies(const std::vector<std::string>& files_
       }
       CandidatePlan c;
       c.plan = parse_plan_json(j, origin);
-      validate_plan(c.plan, cfg.layers, cfg.experts, topo.gpu_count(), origin);
+      validate_plan_for_model(c.plan, cfg, topo.gpu_count(), origin);
       c.strategy_file = file;
       auto key = structural_key(c.plan);
       if (auto it = seen.find(key); it != seen.end()) {

@@ -26,6 +26,7 @@ TEST(ModelFigures, DenseTotalsMatchPublishedSizes) {
   expect_near_pct(double(figures_of(test_data("qwen2-7b.json")).params_total), 7.62e9, 2, "Qwen2-7B");
   expect_near_pct(double(figures_of(test_data("phi-3-mini.json")).params_total), 3.82e9, 2, "Phi-3-mini");
   expect_near_pct(double(figures_of(test_data("llama-3.2-1b.json")).params_total), 1.24e9, 2, "Llama-3.2-1B (tied)");
+  expect_near_pct(double(figures_of(test_data("qwen3-8b.json")).params_total), 8.19e9, 2, "Qwen3-8B (q/k norm)");
 }
 
 TEST(ModelFigures, Llama8bExactCount) {
@@ -54,6 +55,10 @@ TEST(ModelFigures, MoeTotalsAndActiveMatchPublished) {
   expect_near_pct(double(qwen.params_total), 14.3e9, 2, "Qwen1.5-MoE total");
   // Qwen's "2.7 B activated" counts the embedding table; ours (DeepSeek's convention) does not.
   expect_near_pct(double(qwen.params_active + qwen.embedding_params), 2.7e9, 2, "Qwen1.5-MoE active incl. embedding");
+
+  ModelFigures q3 = figures_of(test_data("qwen3-30b-a3b.json"));
+  expect_near_pct(double(q3.params_total), 30.5e9, 2, "Qwen3-30B-A3B total");
+  expect_near_pct(double(q3.params_active + q3.embedding_params), 3.3e9, 2, "Qwen3-30B-A3B active incl. embedding");
 
   ModelFigures v2 = figures_of(shipped_config("deepseek-v2-lite"));
   expect_near_pct(double(v2.params_total), 15.7e9, 2, "DeepSeek-V2-Lite total");

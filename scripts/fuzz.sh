@@ -7,6 +7,7 @@
 #   scripts/fuzz.sh -n 2000              # a quick pass (what scripts/ci_extra.sh runs)
 #   scripts/fuzz.sh -n 5000000 plan lua  # only these targets
 #   scripts/fuzz.sh --list               # the targets that exist
+#   scripts/fuzz.sh --keep-going         # fork mode: record every finding and keep fuzzing past it
 #
 # A finding (crash, sanitizer report, leak, uncaught exception, broken invariant, >10 s per input,
 # >2 GB RSS) stops that target; its input lands in build-fuzz/artifacts/<target>/. Minimise it with
@@ -21,12 +22,14 @@ RUNS=1000000
 JOBS=${JOBS:-1}
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 LIST=0
+KEEP_GOING=0
 TARGETS=()
 while (($#)); do
   case "$1" in
     -n|--runs) RUNS="$2"; shift 2 ;;
     --list) LIST=1; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --keep-going) KEEP_GOING=1; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) TARGETS+=("$1"); shift ;;
   esac
@@ -88,7 +91,9 @@ for t in "${TARGETS[@]}"; do
   before=$(ls "$art" | wc -l)
   start=$(date +%s)
   rc=0
-  "$bin" -runs="$RUNS" -timeout=10 -rss_limit_mb=2048 -max_len=16384 -print_final_stats=1 \
+  mode=()
+  ((KEEP_GOING)) && mode=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
+  "$bin" -runs="$RUNS" -timeout=10 -rss_limit_mb=2048 -max_len=16384 -print_final_stats=1 "${mode[@]}" \
     -artifact_prefix="$art/" "${dict[@]}" "$corpus" "${seeds[@]}" >"$log" 2>&1 || rc=$?
   secs=$(( $(date +%s) - start ))
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")

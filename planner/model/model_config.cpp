@@ -79,12 +79,14 @@ void read_dtype(const JsonIn& in, ModelConfig& c) {
 }
 
 // Common decoder fields: hidden, layers, heads (with head_dim rules), MLP, vocabulary.
-void read_common(const JsonIn& in, ModelConfig& c) {
+void read_common(const JsonIn& in, ModelConfig& c, bool mla) {
   c.hidden = in.positive_int("hidden_size");
   c.layers = in.positive_int("num_hidden_layers");
   c.heads = in.positive_int("num_attention_heads");
   if (in.has("head_dim")) {
     c.head_dim = in.positive_int("head_dim");
+  } else if (mla) {
+    c.head_dim = 0;  // set from qk_nope_head_dim + qk_rope_head_dim: MLA heads are not hidden / heads
   } else {
     if (c.hidden % c.heads != 0)
       in.fail("num_attention_heads", "must divide hidden_size (" + std::to_string(c.hidden) +
@@ -153,6 +155,39 @@ void read_deepseek(const JsonIn& in, ModelConfig& c, bool v3) {
   c.attention_bias = in.boolean_or("attention_bias", false);
 }
 
+// Sizes far beyond any real model are typos (or hostile input) and would overflow the int64
+// parameter sums: each field has a generous cap, and the whole model must stay under 1e15 params.
+void check_plausible(const JsonIn& in, const ModelConfig& c, const std::string& experts_key) {
+  struct Cap { const char* key; int64_t value; int64_t max; };
+  const Cap caps[] = {
+      {"num_hidden_layers", c.layers, 10000},        {"hidden_size", c.hidden, 1 << 20},
+      {"num_attention_heads", c.heads, 1 << 16},     {"head_dim", c.head_dim, 1 << 16},
+      {"intermediate_size", c.intermediate, 1 << 24}, {"vocab_size", c.vocab, 1 << 24},
+      {"max_position_embeddings", c.max_context, int64_t(1) << 32},
+      {"moe_intermediate_size", c.expert_intermediate, 1 << 24},
+      {"shared_expert_intermediate_size", c.shared_intermediate, 1 << 26},
+      {"n_shared_experts", c.shared_experts, 1024},  {"kv_lora_rank", c.kv_lora_rank, 1 << 16},
+      {"q_lora_rank", c.q_lora_rank, 1 << 16},       {"qk_rope_head_dim", c.qk_rope_head_dim, 1 << 16},
+      {"qk_nope_head_dim", c.qk_nope_head_dim, 1 << 16}, {"v_head_dim", c.v_head_dim, 1 << 16},
+      {"moe_layer_freq", c.moe_layer_freq, 10000},
+  };
+  for (const auto& cap : caps)
+    if (cap.value > cap.max)
+      in.fail(cap.key, "implausibly large: " + std::to_string(cap.value) + " (at most " + std::to_string(cap.max) +
+                           " is accepted); check for a typo");
+  if (c.experts > (1 << 16))
+    in.fail(experts_key, "implausibly large: " + std::to_string(c.experts) + " experts (at most 65536 is accepted)");
+  // A double estimate of the parameter count (routed experts dominate MoE models).
+  double h = double(c.hidden);
+  double attn = c.mla ? h * double(c.heads) * double(c.head_dim + c.v_head_dim) * 2 + h * double(c.kv_lora_rank + c.q_lora_rank)
+                      : h * double(c.heads + c.kv_heads) * double(c.head_dim) * 2;
+  double mlp = 3 * h * (double(c.intermediate) + double(c.experts) * double(c.expert_intermediate) + double(c.shared_intermediate));
+  double total = double(c.layers) * (attn + mlp) + 2 * h * double(c.vocab);
+  if (total > 1e15)
+    in.fail("hidden_size", "the sizes in this config give about " + std::to_string(total) +
+                               " parameters (over 1e15, a thousand times the largest models); check the sizes for a typo");
+}
+
 std::string name_from_path(const std::string& path) {
   namespace fs = std::filesystem;
   fs::path p(path);
@@ -174,7 +209,8 @@ ModelConfig from_json(const json& j, const std::string& origin) {
   c.source_file = origin;
   c.architecture = fam.architecture;
   c.model_type = in.str_or("model_type", fam.model_type);
-  read_common(in, c);
+  const bool mla = fam.family == Family::DeepseekV2 || fam.family == Family::DeepseekV3;
+  read_common(in, c, mla);
 
   switch (fam.family) {
     case Family::Llama:
@@ -227,6 +263,9 @@ ModelConfig from_json(const json& j, const std::string& origin) {
       read_deepseek(in, c, true);
       break;
   }
+  check_plausible(in, c, fam.family == Family::Mixtral ? "num_local_experts"
+                         : mla                          ? "n_routed_experts"
+                                                        : "num_experts");
   if (auto n = in.opt("_name_or_path"); n && n->raw().is_string()) c.name = n->as_str();
   return c;
 }

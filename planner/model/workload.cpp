@@ -31,6 +31,18 @@ void check_keys(const JsonIn& in, std::initializer_list<const char*> allowed) {
   }
 }
 
+// Bounds that keep every figure finite and every sum in range; far beyond real serving.
+constexpr int64_t kMaxTokens = 100'000'000;       // per prompt or output
+constexpr int64_t kMaxRequests = 10'000'000;      // per run
+constexpr double kMinRate = 1e-6, kMaxRate = 1e9;  // requests per second
+
+int64_t tokens(const JsonIn& j, const std::string& key) {
+  int64_t v = j.positive_int(key);
+  if (v > kMaxTokens)
+    j.fail(key, "at most " + std::to_string(kMaxTokens) + " tokens per request is accepted; found " + std::to_string(v));
+  return v;
+}
+
 std::string resolve_relative(const std::string& file, const std::string& origin) {
   namespace fs = std::filesystem;
   fs::path p(file);
@@ -57,24 +69,36 @@ LengthDist parse_length(const JsonIn& in, const std::string& key, const Trace* t
   std::string dist = j.str("dist");
   if (dist == "fixed") {
     d.kind = LengthDist::Kind::Fixed;
-    d.value = double(j.positive_int("value"));
+    d.value = double(tokens(j, "value"));
     d.min = d.max = d.value;
   } else if (dist == "uniform") {
     d.kind = LengthDist::Kind::Uniform;
-    d.min = double(j.positive_int("min"));
-    d.max = double(j.positive_int("max"));
+    d.min = double(tokens(j, "min"));
+    d.max = double(tokens(j, "max"));
     if (d.min > d.max)
       j.fail("min", "must not exceed max (" + std::to_string(int64_t(d.max)) + "); found " + std::to_string(int64_t(d.min)));
   } else if (dist == "lognormal") {
     d.kind = LengthDist::Kind::Lognormal;
     d.sigma = j.positive("sigma");
+    if (d.sigma > 10) j.fail("sigma", "expected a log-space spread in (0, 10] (real length spreads are ~0.3-1.5); found " + std::to_string(d.sigma));
     if (j.has("mean") == j.has("mu"))
       j.fail("mean", "give exactly one of mean (the distribution's mean, in tokens) or mu (mean of the natural log)");
     // mean = exp(mu + sigma^2 / 2) for a lognormal, so mu follows from the mean users think in.
-    d.mu = j.has("mean") ? std::log(j.positive("mean")) - 0.5 * d.sigma * d.sigma : j.num("mu");
-    d.min = double(j.has("min") ? j.positive_int("min") : 1);
+    if (j.has("mean")) {
+      double mean = j.positive("mean");
+      if (mean < 1 || mean > double(kMaxTokens))
+        j.fail("mean", "expected a mean length in [1, " + std::to_string(kMaxTokens) + "] tokens; found " + std::to_string(mean));
+      d.mu = std::log(mean) - 0.5 * d.sigma * d.sigma;
+    } else {
+      d.mu = j.num("mu");
+      if (d.mu < -50 || d.mu > std::log(double(kMaxTokens)))
+        j.fail("mu", "expected the mean of ln(tokens) in [-50, " + std::to_string(std::log(double(kMaxTokens))) +
+                         "]; found " + std::to_string(d.mu));
+    }
+    d.min = double(j.has("min") ? tokens(j, "min") : 1);
     // Default cap: mu + 4 sigma (the 99.997th percentile), so max_context() stays finite.
-    d.max = double(j.has("max") ? j.positive_int("max") : int64_t(std::ceil(std::exp(d.mu + 4 * d.sigma))));
+    d.max = j.has("max") ? double(tokens(j, "max"))
+                         : std::min(double(kMaxTokens), std::max(1.0, std::ceil(std::exp(d.mu + 4 * d.sigma))));
     if (d.min > d.max)
       j.fail("min", "must not exceed max (" + std::to_string(int64_t(d.max)) + "); found " + std::to_string(int64_t(d.min)));
   } else if (dist == "empirical") {
@@ -83,7 +107,8 @@ LengthDist parse_length(const JsonIn& in, const std::string& key, const Trace* t
       JsonIn s = j.array("samples");
       for (size_t i = 0; i < s.size(); ++i) {
         int64_t v = s[i].as_integer();
-        if (v < 1) s[i].fail("", "expected a token count >= 1, found " + std::to_string(v));
+        if (v < 1 || v > kMaxTokens)
+          s[i].fail("", "expected a token count in [1, " + std::to_string(kMaxTokens) + "], found " + std::to_string(v));
         d.samples.push_back(v);
       }
       if (d.samples.empty()) j.fail("samples", "expected at least one sample");
@@ -129,6 +154,8 @@ Workload from_json(const json& root, const std::string& origin) {
   if (process == "poisson") {
     w.arrival = Workload::Arrival::Poisson;
     w.rate_rps = arr.positive("rate_rps");
+    if (w.rate_rps < kMinRate || w.rate_rps > kMaxRate)
+      arr.fail("rate_rps", "expected requests per second in [1e-6, 1e9]; found " + std::to_string(w.rate_rps));
   } else if (process == "trace") {
     w.arrival = Workload::Arrival::Trace;
     trace = load_trace(resolve_relative(arr.str("file"), origin));
@@ -145,6 +172,9 @@ Workload from_json(const json& root, const std::string& origin) {
 
   if (in.has("num_requests")) {
     w.num_requests = in.positive_int("num_requests");
+    if (w.num_requests > kMaxRequests)
+      in.fail("num_requests", "at most " + std::to_string(kMaxRequests) + " requests per run is accepted; found " +
+                                  std::to_string(w.num_requests));
     if (have_trace && size_t(w.num_requests) > trace.timestamps_s.size())
       in.fail("num_requests", "the trace " + trace.file + " has only " + std::to_string(trace.timestamps_s.size()) +
                                   " requests; ask for at most that many (or leave num_requests out)");
@@ -165,9 +195,14 @@ Workload from_json(const json& root, const std::string& origin) {
   if (auto s = in.opt("slo")) {
     if (!s->is_object()) in.fail("slo", "expected an object: {ttft_ms, tpot_ms, e2e_p99_ms}");
     check_keys(*s, {"ttft_ms", "tpot_ms", "e2e_p99_ms"});
-    w.slo_ttft_s = s->positive_or("ttft_ms", w.slo_ttft_s * 1e3) / 1e3;
-    w.slo_tpot_s = s->positive_or("tpot_ms", w.slo_tpot_s * 1e3) / 1e3;
-    w.slo_e2e_p99_s = s->positive_or("e2e_p99_ms", w.slo_e2e_p99_s * 1e3) / 1e3;
+    auto ms = [&](const char* key, double def_s) {
+      double v = s->positive_or(key, def_s * 1e3);
+      if (v < 1e-3 || v > 1e9) s->fail(key, "expected milliseconds in [0.001, 1e9]; found " + std::to_string(v));
+      return v / 1e3;
+    };
+    w.slo_ttft_s = ms("ttft_ms", w.slo_ttft_s);
+    w.slo_tpot_s = ms("tpot_ms", w.slo_tpot_s);
+    w.slo_e2e_p99_s = ms("e2e_p99_ms", w.slo_e2e_p99_s);
   }
   if (in.has("seed")) w.seed = uint64_t(in.nonnegative_int("seed"));
   return w;

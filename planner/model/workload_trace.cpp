@@ -91,8 +91,8 @@ Trace parse_csv(const std::string& text, const std::string& origin) {
     };
     auto length = [&](int col, const char* name) {
       double v = number(col, name);
-      if (v < 1 || v != std::floor(v) || v > 1e12)
-        throw InputError(origin, where + ", column " + name, "expected a whole number of tokens >= 1, found '" +
+      if (v < 1 || v != std::floor(v) || v > 1e8)
+        throw InputError(origin, where + ", column " + name, "expected a whole number of tokens in [1, 1e8], found '" +
                                                                  cells[size_t(col)] + "'");
       return int64_t(v);
     };
@@ -119,8 +119,12 @@ Trace parse_json_trace(const std::string& text, const std::string& origin) {
     if (!r.is_object()) r.fail("", "expected an object with timestamp_s (and optionally prompt_tokens, output_tokens)");
     double ts = r.nonnegative("timestamp_s");
     std::optional<int64_t> p, o;
-    if (r.has("prompt_tokens")) p = r.positive_int("prompt_tokens");
-    if (r.has("output_tokens")) o = r.positive_int("output_tokens");
+    for (const char* key : {"prompt_tokens", "output_tokens"}) {
+      if (!r.has(key)) continue;
+      int64_t v = r.positive_int(key);
+      if (v > 100'000'000) r.fail(key, "at most 100000000 tokens per request is accepted; found " + std::to_string(v));
+      (std::string(key) == "prompt_tokens" ? p : o) = v;
+    }
     std::string where = r.pointer().substr(1);
     append_row(t, ts, p, o, where, r.field("timestamp_s"));
   }

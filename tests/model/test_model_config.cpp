@@ -187,6 +187,29 @@ TEST(ModelConfigErrors, InconsistentValues) {
                "[0, 24)");
 }
 
+TEST(ModelConfigErrors, ImplausibleSizesAreRejectedBeforeTheyOverflow) {
+  expect_error("llama-3.1-8b", "hidden_size", int64_t(1) << 40, "hidden_size", "implausibly large");
+  expect_error("llama-3.1-8b", "num_hidden_layers", 1000000000, "num_hidden_layers", "implausibly large");
+  expect_error("mixtral-8x7b", "num_local_experts", 1 << 20, "num_local_experts", "implausibly large");
+  // Each size within its cap, together over 1e15 parameters.
+  nlohmann::json j = read_json(shipped_config("llama-3.1-8b"));
+  j["hidden_size"] = 1 << 20;
+  j["intermediate_size"] = 1 << 24;
+  j["num_attention_heads"] = 1 << 12;
+  j["num_key_value_heads"] = 1 << 12;
+  InputError e = expect_input_error([&] { parse_model_config(j.dump(), "huge.json"); });
+  EXPECT_NE(std::string(e.what()).find("over 1e15"), std::string::npos) << e.what();
+}
+
+TEST(ModelConfig, MlaHeadsNeedNotDivideHidden) {
+  // MLA head sizes come from qk_nope/qk_rope/v_head_dim, not hidden / heads.
+  nlohmann::json j = read_json(shipped_config("deepseek-v2-lite"));
+  j["num_attention_heads"] = 24;
+  j["num_key_value_heads"] = 24;
+  ModelConfig c = parse_model_config(j.dump(), "mla.json");
+  EXPECT_EQ(c.head_dim, 192);
+}
+
 TEST(ModelConfigErrors, MalformedAndMissingFiles) {
   InputError e = expect_input_error([] { load_model_config(test_data("truncated.json")); });
   EXPECT_EQ(e.file(), test_data("truncated.json"));

@@ -226,6 +226,23 @@ void expect_error(const nlohmann::json& j, const std::string& field, const std::
 TEST(WorkloadErrors, RateMustBePositive) {
   expect_error(poisson(0), "arrival/rate_rps", "positive");
   expect_error(poisson(-2), "arrival/rate_rps", "positive");
+  expect_error(poisson(1e-9), "arrival/rate_rps", "[1e-6, 1e9]");  // gaps would overflow to infinity
+}
+
+TEST(WorkloadErrors, ImplausibleValuesAreRejected) {
+  nlohmann::json j = poisson(1);
+  j["prompt_tokens"] = {{"dist", "fixed"}, {"value", int64_t(1) << 40}};
+  expect_error(j, "prompt_tokens/value", "at most 100000000 tokens");
+  j["prompt_tokens"] = {{"dist", "lognormal"}, {"mean", 600}, {"sigma", 25}};
+  expect_error(j, "prompt_tokens/sigma", "(0, 10]");
+  j["prompt_tokens"] = {{"dist", "lognormal"}, {"mu", 700}, {"sigma", 1}};
+  expect_error(j, "prompt_tokens/mu", "mean of ln(tokens)");
+  j["prompt_tokens"] = {{"dist", "fixed"}, {"value", 10}};
+  j["num_requests"] = 1e12;
+  expect_error(j, "num_requests", "at most 10000000 requests");
+  j.erase("num_requests");
+  j["slo"] = {{"ttft_ms", 1e-320}};
+  expect_error(j, "slo/ttft_ms", "milliseconds");
 }
 
 TEST(WorkloadErrors, MinAboveMax) {

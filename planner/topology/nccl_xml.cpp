@@ -20,6 +20,29 @@ namespace pt = boost::property_tree;
 
 constexpr double kNominalSmpGbps = 64.0;  // NCCL does not record the inter-socket link; stated assumption
 
+constexpr int kMaxPciDepth = 32;  // real PCIe trees are a few levels deep; bounds recursion on hostile files
+
+// NVIDIA PCI device ids -> product, memory and SM count as nvidia-smi / cudaGetDeviceProperties
+// report them. The XML records the device id but not the name or memory; an id not listed here
+// leaves both unknown (the JSON conversion then asks for memory_bytes by name).
+struct KnownGpu {
+  const char* device;
+  const char* name;
+  int64_t memory_mib;
+  int sm_count;
+};
+constexpr KnownGpu kKnownGpus[] = {
+    {"0x2330", "NVIDIA H100 80GB HBM3", 81559, 132},
+    {"0x2331", "NVIDIA H100 PCIe", 81559, 114},
+    {"0x2335", "NVIDIA H200", 143771, 132},
+    {"0x20b0", "NVIDIA A100-SXM4-40GB", 40960, 108},
+    {"0x20b2", "NVIDIA A100-SXM4-80GB", 81920, 108},
+    {"0x20b5", "NVIDIA A100 80GB PCIe", 81920, 108},
+    {"0x20f1", "NVIDIA A100-PCIE-40GB", 40960, 108},
+    {"0x26b9", "NVIDIA L40S", 46068, 142},
+    {"0x2684", "NVIDIA GeForce RTX 4090", 24564, 128},
+};
+
 struct Xml {
   const pt::ptree* node;
   std::string path;  // "system/cpu[0]/pci[1]"
@@ -55,9 +78,9 @@ class Importer {
     if (m_.name.empty()) m_.name = "nccl-topology";
     m_.origin = "nominal";
     m_.description = "Imported from the NCCL topology XML " + origin_ +
-                     ": PCIe and NVLink structure as NCCL saw it; link rates are nominal, GPU names and memory "
-                     "are not in the file, P2P follows NCCL's default level (same_switch). Profile the host for "
-                     "measured figures.";
+                     ": PCIe and NVLink structure as NCCL saw it; link rates are nominal; GPU names and memory "
+                     "come from the PCI device id where peerplan knows it (unknown otherwise); P2P follows NCCL's "
+                     "default level (same_switch). Profile the host for measured figures.";
     m_.meta = {{"source", "nccl_topo_xml"}, {"system_version", attr_or(Xml{&*sys, "system"}, "version", "")}};
     m_.p2p_policy = "same_switch";
 
@@ -180,7 +203,9 @@ class Importer {
   }
 
   // Returns whether anything (GPU, NIC) was added at or below this element.
-  bool device(const Xml& pci, const std::string& parent) {
+  bool device(const Xml& pci, const std::string& parent, int depth = 1) {
+    if (depth > kMaxPciDepth)
+      fail(pci, "", "PCI elements nested deeper than " + std::to_string(kMaxPciDepth) + " levels; expected a PCIe tree");
     std::string busid = lower(str_attr(pci, "busid"));
     std::string cls = lower(str_attr(pci, "class"));
     if (auto g = pci.node->get_child_optional("gpu")) {
@@ -193,6 +218,15 @@ class Importer {
       s.compute_capability = std::to_string(sm / 10) + "." + std::to_string(sm % 10);
       s.name = "GPU sm_" + std::to_string(sm) + " (from NCCL XML)";
       s.pci = busid;
+      if (lower(attr_or(pci, "vendor", "")) == "0x10de") {
+        std::string dev = lower(attr_or(pci, "device", ""));
+        for (const auto& k : kKnownGpus)
+          if (dev == k.device) {
+            s.name = k.name;
+            s.memory_bytes = k.memory_mib << 20;
+            s.sm_count = k.sm_count;
+          }
+      }
       gpu_xml_.push_back({s, gx, pcie_link(pci), parent});
       std::map<std::string, int> idx;
       for (auto& [tag, child] : *g) {
@@ -222,7 +256,7 @@ class Importer {
       std::map<std::string, int> idx;
       for (auto& [tag, child] : *pci.node) {
         if (tag != "pci") continue;
-        any |= device(Xml{&child, pci.path + "/pci[" + std::to_string(idx[tag]++) + "]"}, id);
+        any |= device(Xml{&child, pci.path + "/pci[" + std::to_string(idx[tag]++) + "]"}, id, depth + 1);
       }
       if (!any) {
         m_.nodes.resize(nodes);

@@ -1,6 +1,7 @@
 // Rendering of a Topology for `peerplan topo`: matrix (like nvidia-smi topo -m), JSON, DOT.
 #include "planner/topology/render.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -165,14 +166,22 @@ std::string render_matrix(const Topology& t) {
     << "), n = nominal (link specs: route bottleneck, hop latencies), - = not possible on this pair\n"
     << "  P2P: OK = peer access, no = none (use host-staged), BROKEN = capable but failed the functional check\n";
 
-  std::vector<std::string> notes;
+  // P2P notes, one line per distinct reason with the pairs it covers.
+  std::vector<std::pair<std::string, std::vector<std::string>>> notes;
   for (int a = 0; a < n; ++a)
     for (int b = 0; b < n; ++b) {
-      if (a == b) continue;
       const P2PInfo& p = m.p2p[size_t(a)][size_t(b)];
-      if (!p.note.empty() && notes.size() < 4) notes.push_back(fmt::format("GPU{}->GPU{}: {}", a, b, p.note));
+      if (a == b || p.note.empty()) continue;
+      auto it = std::find_if(notes.begin(), notes.end(), [&](const auto& x) { return x.first == p.note; });
+      if (it == notes.end()) it = notes.insert(notes.end(), {p.note, {}});
+      it->second.push_back(fmt::format("{}->{}", a, b));
     }
-  for (const auto& s : notes) o << "  " << s << "\n";
+  for (const auto& [note, pairs] : notes) {
+    std::string which = pairs.size() <= 4 ? "" : fmt::format(" ({} pairs)", pairs.size());
+    std::string list;
+    for (size_t i = 0; i < pairs.size() && i < 4; ++i) list += (i ? ", " : "") + pairs[i];
+    o << "  GPU " << list << (pairs.size() > 4 ? ", ..." : "") << which << ": " << note << "\n";
+  }
 
   o << "\nGPUs:\n";
   o << pad("", w) << pad("name", 32) << pad("memory", 12) << pad("SMs", 5) << pad("cc", 5) << pad("bf16 TF", 9)

@@ -81,8 +81,24 @@ TEST(NcclXml, DirectNvlinkPairAcrossSockets) {
   EXPECT_DOUBLE_EQ(t.route(0, 1, TransferMode::PeerCopyEngine).bottleneck_Bps, 450e9);
 }
 
-TEST(NcclXml, ImportedMachineConvertsToJsonWithUnknownMemoryNamed) {
-  Machine m = load_machine(test::data("nccl-pcie-2socket-8gpu.xml"));
+TEST(NcclXml, KnownPciDeviceIdsGiveNameMemoryAndSms) {
+  Machine m = load_machine(test::data("nccl-pcie-2socket-8gpu.xml"));  // device 0x20b5
+  EXPECT_EQ(m.gpus[0].name, "NVIDIA A100 80GB PCIe");
+  EXPECT_EQ(m.gpus[0].memory_bytes, int64_t(81920) << 20);
+  EXPECT_EQ(m.gpus[0].sm_count, 108);
+  Machine h = load_machine(test::data("nccl-nvswitch-8gpu.xml"));  // device 0x2330
+  EXPECT_EQ(h.gpus[7].name, "NVIDIA H100 80GB HBM3");
+  // A profile-less XML machine round-trips through JSON when the GPUs are known.
+  nlohmann::json j = machine_to_json(h);
+  EXPECT_EQ(machine_to_json(parse_machine_json(j.dump(), "h.json")), j);
+}
+
+TEST(NcclXml, UnknownDeviceIdLeavesMemoryUnknownAndJsonAsksForIt) {
+  std::string x = pcie_xml();
+  for (size_t p = x.find("0x20b5"); p != std::string::npos; p = x.find("0x20b5", p)) x.replace(p, 6, "0x9999");
+  Machine m = parse_nccl_xml(x, "unknown-gpus.xml");
+  EXPECT_EQ(m.gpus[0].memory_bytes, 0);
+  EXPECT_EQ(m.gpus[0].name, "GPU sm_80 (from NCCL XML)");
   nlohmann::json j = machine_to_json(m);
   EXPECT_TRUE(j["gpus"][0]["memory_bytes"].is_null());
   try {
@@ -107,6 +123,17 @@ TEST(NcclXmlBadInput, TruncatedAndMalformed) {
   expect_xml_rejected("<system><cpu numaid=\"0\"></system>", "", "malformed XML");
   expect_xml_rejected("<machine/>", "system", "<system>");
   expect_xml_rejected("<system version=\"1\"></system>", "system/cpu", "at least one <cpu>");
+  // 100 nested bridges: refused by depth, not by the stack.
+  std::string deep = "<system><cpu numaid=\"0\">";
+  for (int i = 0; i < 100; ++i) deep += "<pci busid=\"0000:00:00.0\" class=\"0x060400\" link_speed=\"8 GT/s\" link_width=\"16\">";
+  for (int i = 0; i < 100; ++i) deep += "</pci>";
+  deep += "</cpu></system>";
+  try {
+    parse_nccl_xml(deep, "deep.xml");
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 32"), std::string::npos) << e.what();
+  }
 }
 
 TEST(NcclXmlBadInput, MissingAndWrongAttributesNameTheElement) {

@@ -43,6 +43,19 @@ int64_t tokens(const JsonIn& j, const std::string& key) {
   return v;
 }
 
+std::string resolve_relative(const std::string& file, const std::string& origin);
+
+// Loads a trace named by a workload; an error names both files (the workload's field and the
+// trace's own line/column).
+Trace load_trace_for(const JsonIn& in, const std::string& key) {
+  std::string path = resolve_relative(in.str(key), in.file());
+  try {
+    return load_trace(path);
+  } catch (const InputError& e) {
+    in.fail(key, std::string("the trace it names is not usable: ") + e.what());
+  }
+}
+
 std::string resolve_relative(const std::string& file, const std::string& origin) {
   namespace fs = std::filesystem;
   fs::path p(file);
@@ -114,7 +127,7 @@ LengthDist parse_length(const JsonIn& in, const std::string& key, const Trace* t
       if (d.samples.empty()) j.fail("samples", "expected at least one sample");
     } else if (j.has("trace")) {
       // Lengths resampled from another trace's column (arrivals may still be Poisson).
-      Trace t = load_trace(resolve_relative(j.str("trace"), in.file()));
+      Trace t = load_trace_for(j, "trace");
       const auto& col = key == "prompt_tokens" ? t.prompt_tokens : t.output_tokens;
       if (col.empty()) j.fail("trace", "trace " + t.file + " has no " + key + " column to sample from");
       d.samples = col;
@@ -158,7 +171,7 @@ Workload from_json(const json& root, const std::string& origin) {
       arr.fail("rate_rps", "expected requests per second in [1e-6, 1e9]; found " + std::to_string(w.rate_rps));
   } else if (process == "trace") {
     w.arrival = Workload::Arrival::Trace;
-    trace = load_trace(resolve_relative(arr.str("file"), origin));
+    trace = load_trace_for(arr, "file");
     have_trace = true;
     w.trace_arrivals_s = trace.timestamps_s;
     w.trace_prompt_tokens = trace.prompt_tokens;

@@ -305,10 +305,16 @@ TEST(WorkloadErrors, BadTraces) {
   expect_trace_error("trace-decreasing.csv", "line 4, column timestamp_s", "must not decrease");
   expect_trace_error("trace-bad-number.csv", "line 3, column prompt_tokens", "'lots'");
   expect_trace_error("trace-missing-column.json", "1", "same length columns");
-  // Through a workload: the trace's own file is named, not the workload's.
+  // Through a workload: the workload's field and the trace's own file, line and column are named.
   nlohmann::json j = {{"arrival", {{"process", "trace"}, {"file", "trace-decreasing.csv"}}}};
   InputError e = expect_input_error([&] { parse(j); });
-  EXPECT_EQ(e.file(), test_data("trace-decreasing.csv"));
+  EXPECT_EQ(e.file(), test_data("workload-under-test.json"));
+  EXPECT_EQ(e.field(), "arrival/file");
+  EXPECT_NE(std::string(e.what()).find(test_data("trace-decreasing.csv")), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("line 4"), std::string::npos) << e.what();
+  j["arrival"]["file"] = "no-such-trace.csv";
+  InputError m2 = expect_input_error([&] { parse(j); });
+  EXPECT_NE(std::string(m2.what()).find("no-such-trace.csv"), std::string::npos) << m2.what();
   InputError n = expect_input_error([] { parse_trace("time,prompt\n1,2\n", "t.csv"); });
   EXPECT_NE(std::string(n.what()).find("timestamp_s"), std::string::npos) << n.what();
   InputError m = expect_input_error([] { parse_trace("[]", "t.json"); });

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include <malloc.h>
+
 #include "planner/compile/compiler.hpp"
 #include "planner/core/error.hpp"
 
@@ -22,12 +24,17 @@ int64_t quantize_count(int64_t v, int per_octave) {
 }
 
 BatchShape quantize_shape(const BatchShape& s, int q) {
+  // Dimensions that decide most of the time (GEMM rows: prefill tokens, decode sequences) keep
+  // the full grid; those that only shape attention get a coarser one. Mixed (chunked-prefill)
+  // iterations are few but nearly all distinct, so their minor dimensions are coarser still.
+  auto coarse = [q](int div) { return q <= 0 ? 0 : std::max(2, q / div); };
+  const bool mixed = s.prefill_tokens > 0 && s.decode_seqs > 0;
   BatchShape o;
-  o.prefill_seqs = quantize_count(s.prefill_seqs, q);
+  o.prefill_seqs = quantize_count(s.prefill_seqs, coarse(4));
   o.prefill_tokens = quantize_count(s.prefill_tokens, q);
-  o.prefill_context = quantize_count(s.prefill_context, q);
-  o.decode_seqs = quantize_count(s.decode_seqs, q);
-  o.decode_context = quantize_count(s.decode_context, q);
+  o.prefill_context = quantize_count(s.prefill_context, coarse(2));
+  o.decode_seqs = quantize_count(s.decode_seqs, mixed ? coarse(2) : q);
+  o.decode_context = quantize_count(s.decode_context, mixed ? coarse(4) : q);
   // Keep the shape consistent: at least one token per prefilling sequence, context >= chunk.
   if (o.prefill_seqs > 0) {
     o.prefill_tokens = std::max(o.prefill_tokens, o.prefill_seqs);
@@ -77,7 +84,54 @@ std::vector<SimTask> tasks_for_ops(const OpGraph& g, const std::vector<int>& ops
 
 PlanPricer::PlanPricer(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const CostModel& cost,
                        PricerOptions opt)
-    : plan_(plan), cfg_(cfg), fig_(fig), cost_(cost), opt_(opt) {}
+    : plan_(plan), cfg_(cfg), fig_(fig), cost_(cost), opt_(opt) {
+  // Every priced shape compiles an op graph (~10^3 small allocations) and frees it; without this
+  // glibc hands the heap top back to the kernel after each one and page-faults it in again,
+  // which was a third of the search's time.
+  static const bool tuned = [] {
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_TOP_PAD, 64 << 20);
+    return true;
+  }();
+  (void)tuned;
+  rplan_ = plan;
+  rcfg_ = cfg;
+  rfig_ = fig;
+  if (!opt_.reuse_layers) return;
+  // One representative per layer kind and stage, in order; the stage ranges remapped onto them.
+  rfig_.layers.clear();
+  layer_weight_.clear();
+  auto same_kind = [](const LayerFigures& a, const LayerFigures& b) {
+    if (a.moe != b.moe || a.params != b.params || a.active_params != b.active_params ||
+        a.kv_bytes_per_token != b.kv_bytes_per_token || a.flops_per_token != b.flops_per_token ||
+        a.attn_flops_per_context_token != b.attn_flops_per_context_token || a.matrices.size() != b.matrices.size())
+      return false;
+    for (size_t i = 0; i < a.matrices.size(); ++i) {
+      const MatrixShape &x = a.matrices[i], &y = b.matrices[i];
+      if (x.name != y.name || x.k != y.k || x.n != y.n || x.count != y.count || x.per_token_active != y.per_token_active)
+        return false;
+    }
+    return true;
+  };
+  for (size_t si = 0; si < plan.stages.size(); ++si) {
+    const PlanStage& st = plan.stages[si];
+    const size_t first = rfig_.layers.size();
+    for (int64_t l = st.layer_begin; l < st.layer_end; ++l) {
+      const LayerFigures& lf = fig.layers.at(size_t(l));
+      size_t k = first;
+      while (k < rfig_.layers.size() && !same_kind(rfig_.layers[k], lf)) ++k;
+      if (k == rfig_.layers.size()) {
+        rfig_.layers.push_back(lf);
+        rfig_.layers.back().index = int64_t(k);
+        layer_weight_.push_back(0);
+      }
+      layer_weight_[k] += 1;
+    }
+    rplan_.stages[si].layer_begin = int64_t(first);
+    rplan_.stages[si].layer_end = int64_t(rfig_.layers.size());
+  }
+  rcfg_.layers = int64_t(rfig_.layers.size());
+}
 
 const IterationCost& PlanPricer::price(const BatchShape& shape) {
   BatchShape q = quantize_shape(shape, opt_.per_octave);
@@ -127,7 +181,8 @@ struct SegmentResult {
 
 IterationCost PlanPricer::price_exact(const BatchShape& shape) const {
   const Topology& topo = cost_.topology();
-  OpGraph g = compile_iteration(plan_, cfg_, fig_, topo.machine(), shape);
+  OpGraph g = opt_.reuse_layers ? compile_iteration(rplan_, rcfg_, rfig_, topo.machine(), shape)
+                                 : compile_iteration(plan_, cfg_, fig_, topo.machine(), shape);
   const bool graph_launch = shape.prefill_tokens == 0;  // decode iterations run as CUDA graphs
   const int ngpu = topo.gpu_count();
   const int nedge = topo.edge_count();
@@ -155,6 +210,8 @@ IterationCost PlanPricer::price_exact(const BatchShape& shape) const {
       while (e < ops.size() && g.ops[size_t(ops[e])].layer == g.ops[size_t(ops[b])].layer) ++e;
       std::vector<int> seg(ops.begin() + ptrdiff_t(b), ops.begin() + ptrdiff_t(e));
       b = e;
+      const int layer = g.ops[size_t(seg.front())].layer;
+      const double w = (opt_.reuse_layers && layer >= 0) ? layer_weight_.at(size_t(layer)) : 1.0;
       uint64_t sig = opt_.reuse_layers ? segment_signature(g, seg) : 0;
       const SegmentResult* res = nullptr;
       if (opt_.reuse_layers)
@@ -179,19 +236,19 @@ IterationCost PlanPricer::price_exact(const BatchShape& shape) const {
         }
         res = &seen.emplace(opt_.reuse_layers ? sig : uint64_t(b), std::move(sr)).first->second;
       }
-      r.stage_s[s] += res->makespan;
+      r.stage_s[s] += w * res->makespan;
       for (int gpu = 0; gpu < ngpu; ++gpu) {
-        r.gpu[size_t(gpu)].compute += res->gpu[size_t(gpu)].compute;
-        r.gpu[size_t(gpu)].communication += res->gpu[size_t(gpu)].communication;
-        r.gpu[size_t(gpu)].sync += res->gpu[size_t(gpu)].sync;
+        r.gpu[size_t(gpu)].compute += w * res->gpu[size_t(gpu)].compute;
+        r.gpu[size_t(gpu)].communication += w * res->gpu[size_t(gpu)].communication;
+        r.gpu[size_t(gpu)].sync += w * res->gpu[size_t(gpu)].sync;
       }
       for (int x = 0; x < nedge; ++x) {
-        r.edge_bytes[size_t(x)] += res->edge_bytes[size_t(x)];
-        r.edge_busy_s[size_t(x)] += res->edge_busy[size_t(x)];
+        r.edge_bytes[size_t(x)] += w * res->edge_bytes[size_t(x)];
+        r.edge_busy_s[size_t(x)] += w * res->edge_busy[size_t(x)];
       }
       for (int k = 0; k < kCostSourceCount; ++k) {
-        r.ops_by_source[size_t(k)] += res->n[size_t(k)];
-        r.seconds_by_source[size_t(k)] += res->s[size_t(k)];
+        r.ops_by_source[size_t(k)] += int64_t(w) * res->n[size_t(k)];
+        r.seconds_by_source[size_t(k)] += w * res->s[size_t(k)];
       }
     }
   }

@@ -5,14 +5,18 @@
 // Speed (the search simulates every candidate over 1 000s of iterations):
 //  - Memoised on a quantised BatchShape: each non-zero count is rounded to the nearest of
 //    `per_octave` log-spaced points per octave, exact below 2*per_octave (default 16 per octave:
-//    <= 2.2 % relative change on each dimension; a time grows at most with the product of two
+//    <= 2.2 % relative change on the GEMM-deciding dimensions, prefill tokens and decode
+//    sequences; dimensions that only shape attention use a quarter to a half of that grid, see
+//    quantize_shape). A time grows at most with the product of two
 //    counts (prefill attention: tokens x context), so one iteration is within ~4.4 % of exact
 //    pricing; rounding to the nearest point is unbiased, so over a run the errors mostly cancel.
 //    tests/sim checks both bounds against exact pricing; --shape-points 0 prices exactly).
-//  - Identical layers: a stage's ops are cut into segments by layer; decoder layers run one after
-//    the other, so a segment whose ops (kinds, shapes, GPUs, bytes, local dependencies) match an
-//    earlier one in the same stage reuses its simulated time instead of being simulated again.
-//    (Consequence: no overlap ACROSS layer boundaries is modelled; inside a layer it is.)
+//  - Identical layers: decoder layers run one after the other, so each stage needs only one
+//    layer of each kind (same figures and matrices: e.g. dense and MoE layers of DeepSeek). The
+//    pricer compiles a reduced model holding one representative per kind and stage, simulates
+//    it segment by segment (a segment = one layer's ops, or the ops outside layers), and counts
+//    each layer segment as many times as the stage has layers of that kind. (Consequence: no
+//    overlap ACROSS layer boundaries is modelled; inside a layer it is.)
 // A stage's time assumes its inputs are ready at 0: the serving simulation chains stages.
 #include <array>
 #include <cstdint>
@@ -77,6 +81,11 @@ class PlanPricer : public IterationPricer {
   const ModelFigures& fig_;
   const CostModel& cost_;
   PricerOptions opt_;
+  // The reduced model (reuse_layers): one layer per kind and stage, and how many each stands for.
+  Plan rplan_;
+  ModelConfig rcfg_;
+  ModelFigures rfig_;
+  std::vector<double> layer_weight_;  // by reduced layer index
   struct KeyHash {
     size_t operator()(const std::array<int64_t, 5>& k) const {
       uint64_t h = 1469598103934665603ull;

@@ -114,10 +114,10 @@ TEST(NcclXml, UnknownDeviceIdLeavesMemoryUnknownAndJsonAsksForIt) {
 
 TEST(NcclXmlBadInput, TruncatedAndMalformed) {
   try {
-    load_machine(test::data("nccl-truncated.xml"));
+    load_machine(test::data("nccl-truncated.xml.broken"));
     ADD_FAILURE();
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("nccl-truncated.xml"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("nccl-truncated.xml.broken"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("malformed XML"), std::string::npos) << e.what();
   }
   expect_xml_rejected("<system><cpu numaid=\"0\"></system>", "", "malformed XML");

@@ -1,6 +1,7 @@
 // Rendering (matrix, JSON, DOT) and the `peerplan topo` command on every shipped machine.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -129,9 +130,15 @@ TEST(Render, DotRendersWithGraphviz) {
 // ---- the command ----
 
 TEST(TopoCommand, EveryShippedMachineInEveryFormat) {
-  for (const char* name : {"hgx-h100x8", "pcie-gen5x8-2socket", "pcie-gen4x4-nop2p"})
+  // Every file in models/hardware (hypothetical machines and measured profiles alike).
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(PEERPLAN_SOURCE_DIR) + "/models/hardware"))
+    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+  for (const char* required : {"hgx-h100x8", "pcie-gen5x8-2socket", "pcie-gen4x4-nop2p"})
+    EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << required;
+  for (const auto& name : names)
     for (const char* fmt : {"matrix", "json", "dot"}) {
-      SCOPED_TRACE(std::string(name) + " " + fmt);
+      SCOPED_TRACE(name + " " + fmt);
       CmdResult r = run(std::string(PEERPLAN_BINARY) + " topo --machine " + name + " --format " + fmt);
       EXPECT_EQ(r.code, 0) << r.out;
       EXPECT_FALSE(r.out.empty());
@@ -160,7 +167,7 @@ TEST(TopoCommand, BadInputExitsTwoNamingFileAndField) {
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(contains(r.out, bad + ": field 'links/2/a'")) << r.out;
   std::filesystem::remove(bad);
-  CmdResult t = run(std::string(PEERPLAN_BINARY) + " topo --machine " + test::data("nccl-truncated.xml"));
+  CmdResult t = run(std::string(PEERPLAN_BINARY) + " topo --machine " + test::data("nccl-truncated.xml.broken"));
   EXPECT_EQ(t.code, 2);
   EXPECT_TRUE(contains(t.out, "malformed XML")) << t.out;
   CmdResult u = run(std::string(PEERPLAN_BINARY) + " topo --machine no-such-machine");

@@ -22,7 +22,7 @@ const std::vector<MeasurementInfo>& measurement_table() {
       {"nop2p_runtime", "transfer", Scope::Pair, "cudaMemcpyPeerAsync with peer access NOT enabled (the runtime stages it)", 2.0},
       {"host_staged", "transfer", Scope::Pair, "D2H + H2D via pinned host memory, chunked, two streams; NUMA-local and remote", 3.0},
       {"latency_ce", "latency", Scope::Pair, "copy-engine latency of a 4-byte peer copy", 0.3},
-      {"latency_sm", "latency", Scope::Pair, "SM ping-pong through peer memory, one-way latency", 0.3},
+      {"latency_sm", "latency", Scope::Pair, "SM latency: dependent loads through peer memory (nvbandwidth), and a ping-pong (one-way)", 0.3},
       {"nccl", "collective", Scope::Group, "NCCL all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast", 6.0},
       {"nccl_nop2p", "collective", Scope::Group, "the same collectives with NCCL_P2P_DISABLE=1 (child process)", 10.0},
       {"gemm", "compute", Scope::Once, "bf16 cuBLASLt GEMMs of the models' shapes (TP 1..N, tokens 1..8192)", 10.0},

@@ -13,6 +13,12 @@ cmake --build "$build" -j"${JOBS:-1}" --target peerplan
 mkdir -p "$root/.gpu/bin"
 cp "$build/peerplan" "$root/.gpu/bin/peerplan"
 strip --strip-debug "$root/.gpu/bin/peerplan" || true
+# Fallbacks for libraries a bare GPU host may lack (used only if ldd there reports them missing).
+mkdir -p "$root/.gpu/lib"
+for l in libudev.so.1; do
+  src=$(ldd "$root/.gpu/bin/peerplan" | awk -v l="$l" '$1 == l {print $3}')
+  [ -n "$src" ] && cp -L "$src" "$root/.gpu/lib/"
+done
 grep -qx '/.gpu/' "$root/.git/info/exclude" 2>/dev/null || echo '/.gpu/' >> "$root/.git/info/exclude"
 echo "staged $(du -h "$root/.gpu/bin/peerplan" | cut -f1) .gpu/bin/peerplan; it needs on the GPU host:"
 ldd "$root/.gpu/bin/peerplan" | awk '{print "  " $1}' | grep -v -E 'linux-vdso|ld-linux'

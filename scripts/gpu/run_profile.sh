@@ -10,6 +10,10 @@ mkdir -p "$out"
 export PEERPLAN_HOME=$PWD          # shipped models/ are found from the repo root
 export NCCL_NVLS_ENABLE=0          # never NVLink multicast (peerplan sets it too)
 bin=$PWD/.gpu/bin/peerplan
+limit=${PROFILE_TIMEOUT:-240}      # per profile run: something always comes back
+# cuBLAS lives with the toolkit; libraries build.sh staged (.gpu/lib) fill any other gap.
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+if ldd "$bin" | grep -q 'not found'; then export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$PWD/.gpu/lib; fi
 log=$out/run.txt
 {
   date -u; uname -r; nproc
@@ -18,14 +22,14 @@ log=$out/run.txt
   ldd "$bin" | grep -E 'not found|nccl|cublas|hwloc|udev|cuda'
 } > "$log" 2>&1
 t0=$(date +%s.%N)
-"$bin" profile --out "$out/profile-2gpu.json" --name h200x2-nvlink "$@" > "$out/s2.txt" 2> "$out/l2.txt"
+timeout "$limit" "$bin" profile --out "$out/profile-2gpu.json" --name h200x2-nvlink "$@" > "$out/s2.txt" 2> "$out/l2.txt"
 rc2=$?
 t1=$(date +%s.%N)
-CUDA_VISIBLE_DEVICES=0 "$bin" profile --out "$out/profile-1gpu.json" --name h200x1 --skip gemm,attention "$@" \
+CUDA_VISIBLE_DEVICES=0 timeout "$limit" "$bin" profile --out "$out/profile-1gpu.json" --name h200x1 --skip gemm,attention "$@" \
   > "$out/s1.txt" 2> "$out/l1.txt"
 rc1=$?
 {
-  echo "=== 2 GPUs: exit $rc2, wall $(echo "$t1 - $t0" | bc) s"; cat "$out/s2.txt"; echo "--- log"; tail -40 "$out/l2.txt"
+  echo "=== 2 GPUs: exit $rc2, wall $(awk "BEGIN{print $t1 - $t0}") s"; cat "$out/s2.txt"; echo "--- log"; tail -40 "$out/l2.txt"
   echo "=== 1 GPU (CUDA_VISIBLE_DEVICES=0): exit $rc1"; cat "$out/s1.txt"; echo "--- log"; tail -20 "$out/l1.txt"
 } >> "$log"
 rm -f "$out"/s[12].txt "$out"/l[12].txt

@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by the model tests: shipped/test config paths and "config with one key changed".
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -15,7 +16,18 @@ namespace peerplan::test {
 inline std::string shipped_config(const std::string& name) {
   return std::string(PEERPLAN_SOURCE_DIR) + "/models/llm/" + name + "/config.json";
 }
+inline const char* kTruncatedConfig = "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"hidden_size\": 4096,\n  \"num_hidden_la";
+
 inline std::string test_data(const std::string& rel) { return std::string(PEERPLAN_TEST_DATA) + "/model/" + rel; }
+
+// Writes `content` to a fresh file in the temp directory and returns its path. Used for inputs
+// that are deliberately not valid model configs: tests/data/model/*.json must all be valid configs
+// (the fuzz replay test accepts every one of them).
+inline std::string temp_file(const std::string& name, const std::string& content) {
+  std::string path = (std::filesystem::temp_directory_path() / ("peerplan-model-test-" + name)).string();
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
+  return path;
+}
 
 inline nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);

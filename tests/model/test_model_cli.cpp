@@ -73,7 +73,7 @@ TEST(ModelCli, BadInputExitsTwoNamingFileAndField) {
   CliRun u = run("model no-such-model");
   EXPECT_EQ(u.code, 2) << u.out;
   EXPECT_NE(u.out.find("llama-3.1-8b"), std::string::npos) << u.out;  // lists what is shipped
-  CliRun t = run("model " + test::test_data("truncated.json"));
+  CliRun t = run("model " + test::temp_file("truncated.json", test::kTruncatedConfig));
   EXPECT_EQ(t.code, 2) << t.out;
   EXPECT_NE(t.out.find("malformed JSON"), std::string::npos) << t.out;
   CliRun c = run("model llama-3.1-8b --context 0");

@@ -211,8 +211,10 @@ TEST(ModelConfig, MlaHeadsNeedNotDivideHidden) {
 }
 
 TEST(ModelConfigErrors, MalformedAndMissingFiles) {
-  InputError e = expect_input_error([] { load_model_config(test_data("truncated.json")); });
-  EXPECT_EQ(e.file(), test_data("truncated.json"));
+  std::string truncated = test::temp_file("truncated.json", test::kTruncatedConfig);
+  InputError e = expect_input_error([&] { load_model_config(truncated); });
+  EXPECT_EQ(e.file(), truncated);
+  EXPECT_NE(std::string(e.what()).find("line 4"), std::string::npos) << e.what();
   EXPECT_NE(std::string(e.what()).find("malformed JSON"), std::string::npos) << e.what();
   InputError m = expect_input_error([] { load_model_config(test_data("no-such-file.json")); });
   EXPECT_NE(std::string(m.what()).find("cannot open"), std::string::npos) << m.what();

@@ -193,10 +193,10 @@ TEST(Workload, TraceArrivalsWithSyntheticLengths) {
 TEST(Workload, EmpiricalResamplesFromATraceOrSamples) {
   nlohmann::json j = poisson(1);
   j["num_requests"] = 2000;
-  j["prompt_tokens"] = {{"dist", "empirical"}, {"trace", "trace.json"}};
+  j["prompt_tokens"] = {{"dist", "empirical"}, {"trace", "trace.csv"}};  // prompts 512, 1024, 300, 2000, 50
   j["output_tokens"] = {{"dist", "empirical"}, {"samples", {1, 3}}};
   Workload w = parse(j);
-  EXPECT_DOUBLE_EQ(w.prompt.mean(), 20);
+  EXPECT_DOUBLE_EQ(w.prompt.mean(), (512 + 1024 + 300 + 2000 + 50) / 5.0);
   auto r = w.generate();
   std::set<int64_t> seen;
   double om = 0;
@@ -204,14 +204,20 @@ TEST(Workload, EmpiricalResamplesFromATraceOrSamples) {
     seen.insert(q.prompt_tokens);
     om += double(q.output_tokens);
   }
-  EXPECT_EQ(seen, (std::set<int64_t>{10, 20, 30}));
+  EXPECT_EQ(seen, (std::set<int64_t>{512, 1024, 300, 2000, 50}));
   EXPECT_NEAR(om / 2000, 2.0, 0.1);
 }
 
 TEST(WorkloadTrace, JsonTraceReads) {
-  Trace t = load_trace(test_data("trace.json"));
+  const char* text = R"({"requests": [
+    {"timestamp_s": 0.0, "prompt_tokens": 10, "output_tokens": 5},
+    {"timestamp_s": 0.1, "prompt_tokens": 20, "output_tokens": 6},
+    {"timestamp_s": 0.3, "prompt_tokens": 30, "output_tokens": 7}]})";
+  Trace t = parse_trace(text, "t.json");
   EXPECT_EQ(t.timestamps_s.size(), 3u);
   EXPECT_EQ(t.output_tokens[2], 7);
+  // A bare array works too.
+  EXPECT_EQ(parse_trace(R"([{"timestamp_s": 1}, {"timestamp_s": 2}])", "a.json").timestamps_s.size(), 2u);
 }
 
 // ---- bad input ----
@@ -304,7 +310,12 @@ TEST(WorkloadErrors, BadTraces) {
   expect_trace_error("trace-empty.csv", "", "no requests");
   expect_trace_error("trace-decreasing.csv", "line 4, column timestamp_s", "must not decrease");
   expect_trace_error("trace-bad-number.csv", "line 3, column prompt_tokens", "'lots'");
-  expect_trace_error("trace-missing-column.json", "1", "same length columns");
+  InputError c = expect_input_error(
+      [] { parse_trace(R"([{"timestamp_s": 0.0, "prompt_tokens": 10}, {"timestamp_s": 0.1}])", "t.json"); });
+  EXPECT_EQ(c.field(), "1");
+  EXPECT_NE(std::string(c.what()).find("same length columns"), std::string::npos) << c.what();
+  InputError d = expect_input_error([] { parse_trace(R"([{"timestamp_s": 1.0}, {"timestamp_s": 0.5}])", "t.json"); });
+  EXPECT_EQ(d.field(), "1/timestamp_s");
   // Through a workload: the workload's field and the trace's own file, line and column are named.
   nlohmann::json j = {{"arrival", {{"process", "trace"}, {"file", "trace-decreasing.csv"}}}};
   InputError e = expect_input_error([&] { parse(j); });

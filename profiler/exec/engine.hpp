@@ -80,6 +80,7 @@ class Engine {
   std::map<int, std::unique_ptr<GpuState>> state_;
   std::map<std::vector<int>, std::unique_ptr<gpu::NcclComms>> comms_;
   std::map<std::pair<int, int64_t>, std::unique_ptr<StageGraph>> graphs_;
+  std::map<int64_t, OpGraph> decode_graphs_;  // op graph per padded decode batch
   int graphs_captured_ = 0;
   std::string graph_failure_;
   // Current iteration (for the op interpreter).

@@ -2,6 +2,7 @@
 // run, outputs poisoned with NaN first (an unwritten element fails), error as ||out-ref||/||ref||
 // with the bf16 tolerance of METHOD.md (bf16 outputs: 1e-2).
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 #include <cuda_bf16.h>
@@ -106,6 +107,7 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
   int sms = 132;
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
 
+  std::fprintf(stderr, "self-test: %s\n", "decode attention");
   // ---- decode attention: GQA groups 4 and 8, split-K and single-chunk lengths ----
   for (int group : {4, 8}) {
     const int D = 128, kvh = 2, heads = kvh * group, slots = 4, max_ctx = 1500, batch = 3;
@@ -138,6 +140,7 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
     out.push_back(compare("decode_attention", fmt::format("b=3 heads={} kv={} D=128 lens=1,333,1500", heads, kvh), dout, ref));
   }
 
+  std::fprintf(stderr, "self-test: %s\n", "prefill attention");
   // ---- prefill attention: a full prompt and a chunk continuing a cached context ----
   {
     const int D = 128, kvh = 2, heads = 8, group = 4, max_ctx = 400;
@@ -174,6 +177,7 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
     out.push_back(compare("prefill_attention", "2 seqs q=150,37 ctx=150,300 heads=8 kv=2 D=128", dout, ref));
   }
 
+  std::fprintf(stderr, "self-test: %s\n", "RMSNorm");
   // ---- RMSNorm and fused add + RMSNorm ----
   {
     const int T = 7, Hd = 4096;
@@ -201,6 +205,7 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
     out.push_back(compare("add_rmsnorm", "7 x 4096", dout2, ref2));
   }
 
+  std::fprintf(stderr, "self-test: %s\n", "SiLU");
   // ---- SiLU * mul, residual add, embedding gather ----
   {
     const int T = 5, I = 1432;
@@ -236,6 +241,7 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
     out.push_back(compare("embedding_gather", "5 ids x 256", de, re));
   }
 
+  std::fprintf(stderr, "self-test: %s\n", "rotary");
   // ---- rotary + KV-cache write: check the rotated q and the cached k and v ----
   {
     const int T = 3, heads = 4, kvh = 2, D = 128, max_ctx = 64, slots = 2;

@@ -5,6 +5,7 @@
 // caught exception the message is copied into a fixed buffer and raised with luaL_error after the
 // C++ scope has ended.
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <exception>
 
@@ -103,6 +104,41 @@ void guard_string_patterns(lua_State* L) {
   lua_pop(L, 1);
 }
 
+// string.rep(s, n [, sep]) refused up front when the result alone would pass the memory cap (Lua
+// itself would say "resulting string too large" or fail the allocation without naming the cap).
+int guarded_rep(lua_State* L) {
+  size_t len = 0, seplen = 0;
+  luaL_checklstring(L, 1, &len);
+  lua_Integer n = luaL_checkinteger(L, 2);
+  luaL_optlstring(L, 3, "", &seplen);
+  double total = n > 0 ? double(n) * double(len) + double(n - 1) * double(seplen) : 0;
+  double cap = double(lua_tointeger(L, lua_upvalueindex(2)));
+  if (total > cap)
+    return luaL_error(L, "memory cap of %d MiB exceeded: string.rep would build %d MiB", int(cap / (1 << 20)),
+                      int(std::min(total / (1 << 20), 2e9)));
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, 1);
+  return 1;
+}
+
+// setmetatable refuses a metatable with __gc: Lua runs finalizers with debug hooks off (and in
+// lua_close), so a looping finalizer could never be stopped by the limits. (A __gc added to a
+// metatable later does not mark the object: Lua checks only when the metatable is set.)
+int guarded_setmetatable(lua_State* L) {
+  if (lua_type(L, 2) == LUA_TTABLE) {
+    lua_pushliteral(L, "__gc");
+    if (lua_rawget(L, 2) != LUA_TNIL)
+      return luaL_error(L, "the sandbox does not run __gc finalizers (they would run outside the time and "
+                           "instruction limits); remove __gc from the metatable");
+    lua_pop(L, 1);
+  }
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, 1);
+  return 1;
+}
+
 const luaL_Reg kSandboxFunctions[] = {{"load", sandbox_load}, {"print", sandbox_print}, {nullptr, nullptr}};
 
 // ---- machine ---------------------------------------------------------------------------------
@@ -170,11 +206,20 @@ const luaL_Reg kMachineFunctions[] = {
 
 }  // namespace
 
-void open_sandbox_bindings(lua_State* L) {
+void open_sandbox_bindings(lua_State* L, int64_t memory_cap) {
   lua_pushglobaltable(L);
   luaL_setfuncs(L, kSandboxFunctions, 0);
   lua_pop(L, 1);
   guard_string_patterns(L);
+  lua_getglobal(L, "setmetatable");
+  lua_pushcclosure(L, guarded_setmetatable, 1);
+  lua_setglobal(L, "setmetatable");
+  lua_getglobal(L, "string");
+  lua_getfield(L, -1, "rep");
+  lua_pushinteger(L, memory_cap);
+  lua_pushcclosure(L, guarded_rep, 2);
+  lua_setfield(L, -2, "rep");
+  lua_pop(L, 1);
 }
 
 void open_machine_bindings(lua_State* L, int machine_index, const Topology* topo) {

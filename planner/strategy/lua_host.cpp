@@ -147,7 +147,7 @@ LuaHost::LuaHost(std::string script, const LuaLimits& limits) : impl_(std::make_
   lua_pushnil(L);
   lua_setfield(L, -2, "dump");  // bytecode out is useless without bytecode in; remove both
   lua_pop(L, 1);
-  open_sandbox_bindings(L);
+  open_sandbox_bindings(L, limits.memory_bytes);
   // Reproducible math.random across runs (Lua 5.4 seeds it randomly).
   lua_getglobal(L, "math");
   lua_getfield(L, -1, "randomseed");

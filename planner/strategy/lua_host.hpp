@@ -42,7 +42,8 @@ class LuaHost {
   std::unique_ptr<Impl> impl_;
 };
 
-// Installs the sandbox's replacement globals (load, print) from lua_bindings.cpp.
-void open_sandbox_bindings(lua_State* L);
+// Installs the sandbox's replacement globals (load, print) and the guarded string functions
+// (find/match/gmatch/gsub pattern limit, rep against the memory cap) from lua_bindings.cpp.
+void open_sandbox_bindings(lua_State* L, int64_t memory_cap);
 
 }  // namespace peerplan

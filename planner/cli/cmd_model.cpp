@@ -19,8 +19,16 @@ struct ModelOptions {
   bool json = false;
   bool list = false;
   std::string out;
-  std::vector<int64_t> contexts{1024, 8192, 32768};
+  std::vector<int64_t> contexts;  // empty: 1k, 8k, 32k and the model's own limit, up to that limit
 };
+
+std::vector<int64_t> default_contexts(const ModelConfig& c) {
+  std::vector<int64_t> v;
+  for (int64_t x : {1024, 8192, 32768})
+    if (c.max_context == 0 || x < c.max_context) v.push_back(x);
+  if (c.max_context > 0) v.push_back(c.max_context);
+  return v;
+}
 
 void list_models() {
   std::cout << fmt::format("{:<20} {:<24} {:>9} {:>11} {:>11} {:>11}\n", "name", "architecture", "params",
@@ -51,7 +59,7 @@ void run(const ModelOptions& o) {
   if (o.json) {
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << model_summary_text(cfg, fig, o.contexts);
+    std::cout << model_summary_text(cfg, fig, o.contexts.empty() ? default_contexts(cfg) : o.contexts);
     if (!o.out.empty()) std::cout << "\nwrote " << o.out << "\n";
   }
 }
@@ -78,7 +86,7 @@ void add_model_command(CLI::App& app) {
   sub->add_option("MODEL", opt->model, "config.json path, a directory holding one, or a shipped model name");
   sub->add_flag("--json", opt->json, "print JSON (params_total, weight_bytes, kv_bytes_per_token, flops_per_token, ...)");
   sub->add_option("--out", opt->out, "also write the JSON to this file (written atomically)");
-  sub->add_option("--context", opt->contexts, "context lengths at which to show FLOPs per token (comma-separated)")
+  sub->add_option("--context", opt->contexts, "context lengths at which to show FLOPs per token, comma-separated\n(default: 1k, 8k, 32k and the model's max_position_embeddings, up to that)")
       ->delimiter(',');
   sub->add_flag("--list", opt->list, "list the shipped models with their sizes");
   sub->callback([opt] { run(*opt); });

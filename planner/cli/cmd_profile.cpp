@@ -72,8 +72,9 @@ void add_profile_command(CLI::App& app) {
 #else
     throw RuntimeError(
         "profiling needs a build with CUDA and NCCL; this peerplan was built without them (planner only). "
-        "Build on the GPU host with `cmake -S . -B build-gpu -DCMAKE_CUDA_ARCHITECTURES=90` "
-        "(scripts/gpu/build.sh), or use a shipped profile such as models/hardware/h200x2-nvlink.json");
+        "Build one where the CUDA toolkit and NCCL are installed (`scripts/gpu/build.sh`, or "
+        "`cmake -S . -B build-gpu -DCMAKE_CUDA_ARCHITECTURES=90`) and run it on the GPU host; or plan "
+        "with a shipped profile such as models/hardware/h200x2-nvlink.json");
 #endif
   });
 }

@@ -27,7 +27,7 @@ TEST(Checkpoint, ResumeSkipsCompletedMeasurementsKeepingOrder) {
 }
 
 TEST(Checkpoint, ProfileRoundTripsThroughLoadMachine) {
-  Machine m = testing::two_gpu_profile();
+  Machine m = proftest::two_gpu_profile();
   CheckpointState st;
   st.completed = {"p2p_ce", "nccl"};
   st.options = {{"samples", 20}};
@@ -53,9 +53,9 @@ TEST(Checkpoint, ProfileRoundTripsThroughLoadMachine) {
 }
 
 TEST(Checkpoint, ResumeRefusesOtherGpus) {
-  Machine cp = testing::two_gpu_profile();
+  Machine cp = proftest::two_gpu_profile();
   cp.source_file = "old.json";
-  Machine now = testing::two_gpu_profile();
+  Machine now = proftest::two_gpu_profile();
   EXPECT_NO_THROW(check_resume_compatible(cp, now, nlohmann::json::object()));
   now.gpus[1].uuid = "GPU-other";
   try {
@@ -65,17 +65,17 @@ TEST(Checkpoint, ResumeRefusesOtherGpus) {
     EXPECT_EQ(e.file(), "old.json");
     EXPECT_EQ(e.field(), "/gpus/1");
   }
-  Machine one = testing::two_gpu_profile();
+  Machine one = proftest::two_gpu_profile();
   one.gpus.pop_back();
   EXPECT_THROW(check_resume_compatible(cp, one, nlohmann::json::object()), InputError);
 }
 
 TEST(Checkpoint, ResumeRefusesADifferentSweep) {
-  Machine cp = testing::two_gpu_profile();
+  Machine cp = proftest::two_gpu_profile();
   CheckpointState st;
   st.options = {{"samples", 20}, {"quick", false}};
   write_checkpoint_state(cp, st);
-  Machine now = testing::two_gpu_profile();
+  Machine now = proftest::two_gpu_profile();
   EXPECT_NO_THROW(check_resume_compatible(cp, now, st.options));
   nlohmann::json other = {{"samples", 5}, {"quick", true}};
   EXPECT_THROW(check_resume_compatible(cp, now, other), InputError);
@@ -86,7 +86,7 @@ TEST(Checkpoint, SaveIsAtomicAndLeavesNoTemporaryFile) {
   std::filesystem::create_directories(dir);
   std::string path = dir + "/p.json";
   write_file_atomic(path, "old");
-  save_profile(testing::two_gpu_profile(), path);
+  save_profile(proftest::two_gpu_profile(), path);
   int files = 0;
   for (auto& e : std::filesystem::directory_iterator(dir)) { (void)e; ++files; }
   EXPECT_EQ(files, 1) << "only the profile itself: the temporary was renamed over it";

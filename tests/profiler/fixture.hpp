@@ -2,7 +2,7 @@
 // A small measured 2-GPU machine built in code, shared by the profiler tests.
 #include "planner/topology/machine.hpp"
 
-namespace peerplan::testing {
+namespace peerplan::proftest {
 
 inline CurvePoint point(int64_t bytes, double seconds) {
   CurvePoint p;
@@ -80,4 +80,4 @@ inline Machine two_gpu_profile() {
   return m;
 }
 
-}  // namespace peerplan::testing
+}  // namespace peerplan::proftest

@@ -8,7 +8,7 @@ using namespace peerplan;
 using namespace peerplan::profiler;
 
 TEST(Summary, ShowsMeasuredFiguresInReadableUnits) {
-  auto s = summary_table(testing::two_gpu_profile());
+  auto s = summary_table(proftest::two_gpu_profile());
   EXPECT_NE(s.find("p2p_ce"), std::string::npos) << s;
   EXPECT_NE(s.find("390.0"), std::string::npos) << "1 GiB in 1 GiB/390e9 s is 390.0 GB/s:\n" << s;
   EXPECT_NE(s.find("342.0"), std::string::npos) << "all_reduce busBw at 2 GiB on 2 GPUs (factor 1):\n" << s;
@@ -19,13 +19,13 @@ TEST(Summary, ShowsMeasuredFiguresInReadableUnits) {
 }
 
 TEST(Summary, BrokenPairIsShouted) {
-  auto m = testing::two_gpu_profile();
+  auto m = proftest::two_gpu_profile();
   m.p2p[0][1].functional = false;
   EXPECT_NE(summary_table(m).find("CAPABLE-BROKEN"), std::string::npos);
 }
 
 TEST(Summary, CurvePeakUsesLargestSizeAndBest) {
-  std::vector<CurvePoint> pts = {testing::point(1000, 1e-6), testing::point(2000, 1e-6), testing::point(4000, 4e-6)};
+  std::vector<CurvePoint> pts = {proftest::point(1000, 1e-6), proftest::point(2000, 1e-6), proftest::point(4000, 4e-6)};
   auto p = curve_peak(pts);
   EXPECT_EQ(p.bytes, 4000);
   EXPECT_NEAR(p.gbps_at_max, 1.0, 1e-9);

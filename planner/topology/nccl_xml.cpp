@@ -81,7 +81,9 @@ class Importer {
                      ": PCIe and NVLink structure as NCCL saw it; link rates are nominal; GPU names and memory "
                      "come from the PCI device id where peerplan knows it (unknown otherwise); P2P follows NCCL's "
                      "default level (same_switch). Profile the host for measured figures.";
-    m_.meta = {{"source", "nccl_topo_xml"}, {"system_version", attr_or(Xml{&*sys, "system"}, "version", "")}};
+    m_.meta = {{"source", "nccl_topo_xml"},
+               {"system_version", attr_or(Xml{&*sys, "system"}, "version", "")},
+               {"assumptions", nlohmann::json::array()}};
     m_.p2p_policy = "same_switch";
 
     std::map<std::string, int> cpu_index;
@@ -90,7 +92,14 @@ class Importer {
       if (tag != "cpu") continue;
       Xml cpu{&child, "system/cpu[" + std::to_string(cpu_index[tag]++) + "]"};
       int numa = int_attr(cpu, "numaid");
-      if (numa < 0) fail(cpu, "numaid", "expected a NUMA node >= 0");
+      if (numa < -1) fail(cpu, "numaid", "expected a NUMA node >= 0 (or -1: unknown)");
+      if (numa == -1) {
+        // NCCL writes -1 when the kernel exposes no NUMA node (virtual machines): number the socket
+        // by its position and say so.
+        numa = int(socket_numas.size());
+        assume(cpu.path + " has numaid -1 (no NUMA information): taken as socket " +
+                                         std::to_string(numa));
+      }
       if (std::find(socket_numas.begin(), socket_numas.end(), numa) != socket_numas.end())
         fail(cpu, "numaid", "two <cpu> elements with numaid " + std::to_string(numa) + "; expected one per NUMA node");
       NodeSpec s;
@@ -120,6 +129,7 @@ class Importer {
       }
     finish_gpus();
     add_nvlinks();
+    if (m_.meta["assumptions"].empty()) m_.meta.erase("assumptions");
     validate_machine(m_);
     return m_;
   }
@@ -127,6 +137,12 @@ class Importer {
  private:
   [[noreturn]] void fail(const Xml& x, const std::string& attr, const std::string& expected) const {
     throw InputError(origin_, x.path + (attr.empty() ? "" : "@" + attr), expected);
+  }
+
+  // Records a stated assumption once (a pci element's link is read for its parent link and its own).
+  void assume(const std::string& what) {
+    auto& a = m_.meta["assumptions"];
+    if (std::find(a.begin(), a.end(), what) == a.end()) a.push_back(what);
   }
 
   std::optional<std::string> attr(const Xml& x, const std::string& name) const {
@@ -160,8 +176,13 @@ class Importer {
   }
 
   // link_speed "16.0 GT/s PCIe" -> generation 4; link_width "16".
-  std::pair<int, int> pcie_link(const Xml& x) const {
-    std::string sp = str_attr(x, "link_speed");
+  std::pair<int, int> pcie_link(const Xml& x) {
+    std::string sp = attr_or(x, "link_speed", "");
+    if (sp.empty()) {
+      // NCCL's own fallback when /sys does not say (kvDictPciGen default): Gen3.
+      assume(x.path + ": no link_speed; taken as 8 GT/s (Gen3), as NCCL does");
+      sp = "8.0 GT/s PCIe";
+    }
     double gts = 0;
     try {
       gts = std::stod(sp);
@@ -174,6 +195,11 @@ class Importer {
       if (std::abs(gts - r) < 0.01) gen = g;
     if (!gen) fail(x, "link_speed", "unknown PCIe rate \"" + sp + "\"; expected 2.5, 5, 8, 16, 32 or 64 GT/s");
     int width = int_attr(x, "link_width");
+    if (width == 0) {
+      // NCCL writes 0 when /sys has no width (virtual machines) and then uses x16 itself.
+      assume(x.path + ": link_width 0 (unknown); taken as x16, as NCCL does");
+      width = 16;
+    }
     if (width < 1 || width > 32) fail(x, "link_width", "expected a lane count 1..32, found " + std::to_string(width));
     return {gen, width};
   }

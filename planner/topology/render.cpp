@@ -119,6 +119,9 @@ std::string render_matrix(const Topology& t) {
     << (m.date.empty() ? "" : ", " + m.date) << "\n";
   for (const char* k : {"driver", "cuda", "nccl"})
     if (m.meta.contains(k) && m.meta[k].is_string()) o << "  " << k << " " << m.meta[k].get<std::string>() << "\n";
+  if (m.meta.contains("assumptions") && m.meta["assumptions"].is_array())
+    for (const auto& a : m.meta["assumptions"])
+      if (a.is_string()) o << "  assumption: " << a.get<std::string>() << "\n";
   o << "\n";
 
   const size_t w = 7;

@@ -112,6 +112,29 @@ TEST(NcclXml, UnknownDeviceIdLeavesMemoryUnknownAndJsonAsksForIt) {
   EXPECT_EQ(machine_to_json(back), j);
 }
 
+TEST(NcclXml, RealDumpFromA2xH200VirtualMachine) {
+  // Written by NCCL 2.28.3 (NCCL_TOPO_DUMP_FILE, ncclCommInitAll on both GPUs) on the project's
+  // 2 x H200 host, driver 580.159.04, 2026-11-30. A VM: numaid="-1", link_width="0", a virtio NIC
+  // directly under the cpu, and NVLinks to an NVSwitch fabric (target fffffff:ff:ff.0).
+  // nvidia-smi topo -m on that host prints NV18 between the two GPUs.
+  Machine m = load_machine(test::data("h200x2-vm-nccl-2.28.3.xml"));
+  ASSERT_EQ(m.gpu_count(), 2);
+  EXPECT_EQ(m.gpus[1].name, "NVIDIA H200");
+  EXPECT_EQ(m.gpus[1].memory_bytes, int64_t(143771) << 20);  // nvidia-smi: 143771 MiB
+  EXPECT_EQ(m.gpus[0].numa, 0);
+  ASSERT_TRUE(m.meta["assumptions"].is_array());
+  EXPECT_EQ(m.meta["assumptions"].size(), 3u);  // numaid -1, and width 0 on each GPU
+  Topology t(m);
+  EXPECT_EQ(to_string(t.path_type(0, 1), t.nvlinks_between(0, 1)), "NV18");
+  Route r = t.route(0, 1, TransferMode::PeerCopyEngine);
+  EXPECT_EQ(r.describe, "gpu0 -> nvswitch -> gpu1");
+  EXPECT_DOUBLE_EQ(r.bottleneck_Bps, 450e9);
+  EXPECT_TRUE(t.p2p_usable(0, 1));
+  // Each GPU on its own root port of one socket; width 0 taken as x16 at 32 GT/s.
+  EXPECT_EQ(t.pcie_path_type(0, 1), PathType::NODE);
+  EXPECT_NEAR(t.route(0, 1, TransferMode::HostStaged).bottleneck_Bps / 1e9, 63.015, 0.01);
+}
+
 TEST(NcclXmlBadInput, TruncatedAndMalformed) {
   try {
     load_machine(test::data("nccl-truncated.xml.broken"));
@@ -145,7 +168,7 @@ TEST(NcclXmlBadInput, MissingAndWrongAttributesNameTheElement) {
   expect_xml_rejected(replace(x, "link_speed=\"16.0 GT/s PCIe\" link_width=\"16\">\n        <gpu dev=\"4\"",
                               "link_speed=\"fast\" link_width=\"16\">\n        <gpu dev=\"4\""),
                       "system/cpu[1]/pci[0]/pci[0]@link_speed", "\"16.0 GT/s PCIe\"");
-  expect_xml_rejected(replace(x, "link_width=\"16\">\n        <gpu dev=\"4\"", "link_width=\"0\">\n        <gpu dev=\"4\""),
+  expect_xml_rejected(replace(x, "link_width=\"16\">\n        <gpu dev=\"4\"", "link_width=\"48\">\n        <gpu dev=\"4\""),
                       "system/cpu[1]/pci[0]/pci[0]@link_width", "1..32");
   // Duplicate GPU dev.
   expect_xml_rejected(replace(x, "<gpu dev=\"5\"", "<gpu dev=\"4\""), "system/cpu[1]/pci[0]/pci[1]/gpu@dev",

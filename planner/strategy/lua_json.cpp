@@ -45,6 +45,9 @@ void push_json(lua_State* L, const nlohmann::json& j) {
 
 namespace {
 
+// Field names in errors follow JsonIn: "stages/1/gpus", no leading slash.
+std::string field_of(const std::string& path) { return path.empty() ? "" : (path[0] == '/' ? path.substr(1) : path); }
+
 struct Budget {
   int64_t left;
   int64_t total;
@@ -53,7 +56,7 @@ struct Budget {
 void spend(Budget& b, int64_t bytes, const std::string& origin, const std::string& path) {
   b.left -= bytes;
   if (b.left < 0)
-    throw InputError(origin, path.empty() ? "/" : path,
+    throw InputError(origin, field_of(path),
                      "a result under the script's memory cap of " + std::to_string(b.total >> 20) +
                          " MiB once converted (shared subtables are copied per reference; return plain data)");
 }
@@ -62,14 +65,14 @@ nlohmann::json convert(lua_State* L, int index, const std::string& origin, const
                        Budget& budget) {
   index = lua_absindex(L, index);
   spend(budget, 32, origin, path);
-  if (depth > 32) throw InputError(origin, path.empty() ? "/" : path, "tables nested at most 32 deep (a cycle?)");
+  if (depth > 32) throw InputError(origin, field_of(path), "tables nested at most 32 deep (a cycle?)");
   switch (lua_type(L, index)) {
     case LUA_TNIL: return nullptr;
     case LUA_TBOOLEAN: return bool(lua_toboolean(L, index));
     case LUA_TNUMBER: {
       if (lua_isinteger(L, index)) return int64_t(lua_tointeger(L, index));
       double d = lua_tonumber(L, index);
-      if (!std::isfinite(d)) throw InputError(origin, path, "a finite number, got " + std::to_string(d));
+      if (!std::isfinite(d)) throw InputError(origin, field_of(path), "a finite number, got " + std::to_string(d));
       if (d == std::floor(d) && std::fabs(d) < 9.0e15) return int64_t(d);  // 2.0 from arithmetic is an integer
       return d;
     }
@@ -81,7 +84,7 @@ nlohmann::json convert(lua_State* L, int index, const std::string& origin, const
     }
     case LUA_TTABLE: break;
     default:
-      throw InputError(origin, path.empty() ? "/" : path,
+      throw InputError(origin, field_of(path),
                        std::string("a number, string, boolean or table, got a ") + luaL_typename(L, index));
   }
   luaL_checkstack(L, 4, "lua_to_json");
@@ -105,7 +108,7 @@ nlohmann::json convert(lua_State* L, int index, const std::string& origin, const
       other_keys = true;
     } else {
       lua_pop(L, 2);
-      throw InputError(origin, path.empty() ? "/" : path, "table keys that are strings or integers");
+      throw InputError(origin, field_of(path), "table keys that are strings or integers");
     }
     lua_pop(L, 1);
   }

@@ -1,5 +1,7 @@
 #pragma once
 // Helpers shared by the model tests: shipped/test config paths and "config with one key changed".
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -24,7 +26,9 @@ inline std::string test_data(const std::string& rel) { return std::string(PEERPL
 // that are deliberately not valid model configs: tests/data/model/*.json must all be valid configs
 // (the fuzz replay test accepts every one of them).
 inline std::string temp_file(const std::string& name, const std::string& content) {
-  std::string path = (std::filesystem::temp_directory_path() / ("peerplan-model-test-" + name)).string();
+  // The pid keeps parallel test processes (ctest -j) from sharing, and half-reading, one file.
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("peerplan-model-test-" + std::to_string(::getpid()) + "-" + name)).string();
   std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
   return path;
 }

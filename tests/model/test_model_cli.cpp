@@ -50,7 +50,7 @@ TEST(ModelCli, TextSummaryCollapsesLayersAndShowsExperts) {
 }
 
 TEST(ModelCli, OutWritesTheJsonFile) {
-  std::string path = (std::filesystem::temp_directory_path() / "peerplan-model-cli-test.json").string();
+  std::string path = test::temp_file("cli-out.json", "");
   std::filesystem::remove(path);
   CliRun r = run("model mixtral-8x7b --out " + path);
   ASSERT_EQ(r.code, 0) << r.out;
@@ -60,7 +60,7 @@ TEST(ModelCli, OutWritesTheJsonFile) {
 }
 
 TEST(ModelCli, BadInputExitsTwoNamingFileAndField) {
-  std::string path = (std::filesystem::temp_directory_path() / "peerplan-bad-config.json").string();
+  std::string path = test::temp_file("bad-config.json", "");
   nlohmann::json j = test::read_json(test::shipped_config("llama-3.1-8b"));
   j["num_attention_heads"] = 30;
   std::ofstream(path) << j.dump();

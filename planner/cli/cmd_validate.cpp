@@ -51,7 +51,7 @@ struct ValidateOptions {
                                  what));
 }
 
-std::string class_of(const Op& op) {
+[[maybe_unused]] std::string class_of(const Op& op) {  // used by the CUDA build only
   switch (op.kind) {
     case OpKind::Gemm: return "gemm";
     case OpKind::Attention: return "attention";

@@ -18,13 +18,6 @@ const CurvePoint* largest_point(const TransferCurve* c) {
 
 double gbps_of(const CurvePoint& p) { return p.time.median > 0 ? double(p.bytes) / p.time.median / 1e9 : 0; }
 
-std::string fmt_gbps(const Figure& f) {
-  if (!f.available) return "-";
-  if (std::isinf(f.value)) return "inf";
-  std::string v = f.value >= 100 ? fmt::format("{:.0f}", f.value) : fmt::format("{:.1f}", f.value);
-  return v + (f.measured ? "m" : "n");
-}
-
 std::string fmt_us(const Figure& f) {
   if (!f.available) return "-";
   return fmt::format("{:.2f}", f.value * 1e6) + (f.measured ? "m" : "n");
@@ -57,6 +50,13 @@ std::string dot_quote(const std::string& s) {
 }
 
 }  // namespace
+
+std::string fmt_gbps(const Figure& f) {
+  if (!f.available) return "-";
+  if (std::isinf(f.value)) return "inf";
+  std::string v = f.value >= 100 ? fmt::format("{:.0f}", f.value) : fmt::format("{:.1f}", f.value);
+  return v + (f.measured ? "m" : "n");
+}
 
 Figure peer_bandwidth(const Topology& t, int src, int dst) {
   Figure f;

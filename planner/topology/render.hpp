@@ -25,6 +25,9 @@ Figure host_staged_bandwidth(const Topology& t, int src, int dst);
 // route when usable, else host-staged).
 Figure pair_latency(const Topology& t, int src, int dst);
 
+// "396m", "63.0n", "-": a bandwidth cell as the matrix prints it.
+std::string fmt_gbps(const Figure& f);
+
 std::string render_matrix(const Topology& t);
 std::string render_dot(const Topology& t);
 nlohmann::json render_json(const Topology& t);

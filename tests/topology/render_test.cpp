@@ -87,6 +87,24 @@ TEST(Render, ProfileShowsMeasuredFiguresMarkedMeasured) {
   EXPECT_TRUE(contains(s, "measured profile, host testbox")) << s;
 }
 
+TEST(Render, ShippedH200ProfileShowsMeasuredFigures) {
+  // issue 3: `peerplan topo --machine PROFILE` shows the measured figures, marked as measured.
+  Topology t(load_machine(resolve_machine_path("h200x2-nvlink")));
+  ASSERT_TRUE(t.machine().measured());
+  for (auto [a, b] : {std::pair{0, 1}, std::pair{1, 0}}) {
+    Figure peer = peer_bandwidth(t, a, b);
+    EXPECT_TRUE(peer.measured);
+    EXPECT_GT(peer.value, 0);
+    EXPECT_LT(peer.value, 450.0 * 1.001) << "cannot beat NV18's nominal 450 GB/s per direction";
+    EXPECT_TRUE(host_staged_bandwidth(t, a, b).measured);
+    EXPECT_TRUE(pair_latency(t, a, b).measured);
+  }
+  std::string s = render_matrix(t);
+  EXPECT_TRUE(contains(s, "measured profile")) << s;
+  EXPECT_TRUE(contains(s, fmt_gbps(peer_bandwidth(t, 0, 1)))) << s;
+  EXPECT_TRUE(contains(s, "m = measured (this profile")) << s;
+}
+
 TEST(Render, NoPeerAccessShowsDashAndReason) {
   Topology t(load_machine(test::shipped("pcie-gen4x4-nop2p")));
   EXPECT_FALSE(peer_bandwidth(t, 0, 1).available);

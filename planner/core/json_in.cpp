@@ -37,6 +37,12 @@ json parse_with_depth(const std::string& text, const std::string& origin, int ma
     std::string detail = pos == std::string::npos ? what : what.substr(pos);
     throw InputError(origin, "", "malformed JSON at line " + std::to_string(line) + ", column " +
                                      std::to_string(col) + " (" + detail + ")");
+  } catch (const json::exception& e) {
+    // e.g. out_of_range.406: a number literal like 1e999 that overflows a double.
+    std::string what = e.what();
+    auto pos = what.find("] ");
+    throw InputError(origin, "", "invalid JSON value (" + (pos == std::string::npos ? what : what.substr(pos + 2)) +
+                                     "); numbers must be finite and within double range");
   }
 }
 

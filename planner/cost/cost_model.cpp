@@ -109,7 +109,7 @@ OpCost CostModel::price_send(const Op& op) const {
   return c;
 }
 
-OpCost CostModel::price(const Op& op, bool graph_launch) const {
+const OpCost& CostModel::price(const Op& op, bool graph_launch) const {
   std::array<int64_t, 14> key{};
   key[0] = int64_t(op.kind);
   key[1] = op.m;
@@ -139,8 +139,7 @@ OpCost CostModel::price(const Op& op, bool graph_launch) const {
   } else {
     c = price_send(op);
   }
-  cache_.emplace(key, c);
-  return c;
+  return cache_.emplace(key, std::move(c)).first->second;
 }
 
 nlohmann::json CostModel::provenance() const {

@@ -37,7 +37,8 @@ class CostModel {
   // `graph_launch`: the iteration runs as a CUDA graph (decode), so kernels pay the graph node
   // gap rather than an eager launch. Throws RuntimeError for a send with no usable route, and
   // InputError when a nominal figure the op needs is missing from the machine file.
-  OpCost price(const Op& op, bool graph_launch) const;
+  // The reference stays valid for the CostModel's lifetime (prices are memoised).
+  const OpCost& price(const Op& op, bool graph_launch) const;
 
   double launch_s(bool graph_launch) const;
   double iteration_overhead_s() const { return opt_.iteration_overhead_s; }
@@ -56,8 +57,13 @@ class CostModel {
   CostOptions opt_;
   struct KeyHash {
     size_t operator()(const std::array<int64_t, 14>& k) const {
-      uint64_t h = 1469598103934665603ull;
-      for (int64_t v : k) h = (h ^ uint64_t(v)) * 1099511628211ull;
+      uint64_t h = 0x9E3779B97F4A7C15ull;
+      for (int64_t v : k) {  // splitmix64 per word: every input bit reaches every output bit
+        uint64_t z = (h ^ uint64_t(v)) + 0x9E3779B97F4A7C15ull;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        h = z ^ (z >> 31);
+      }
       return size_t(h);
     }
   };

@@ -72,13 +72,13 @@ nlohmann::json chrome_trace(const Plan& plan, const ModelConfig& cfg, const Mode
       while (e < ops.size() && g.ops[size_t(ops[e])].layer == g.ops[size_t(ops[b])].layer) ++e;
       std::vector<int> seg(ops.begin() + ptrdiff_t(b), ops.begin() + ptrdiff_t(e));
       b = e;
-      std::vector<OpCost> costs;
+      std::vector<const OpCost*> costs;
       std::vector<SimTask> tasks = tasks_for_ops(g, seg, cost, graph_launch, &costs);
       TaskRun tr = run_tasks(tasks, 2 * ngpu, capacity);
       for (size_t i = 0; i < seg.size(); ++i) {
         const Op& op = g.ops[size_t(seg[i])];
         double a = t + tr.timing[i].start + tasks[i].gap, z = t + tr.timing[i].end;
-        nlohmann::json args = {{"source", to_string(costs[i].source)}, {"kind", to_string(op.kind)}};
+        nlohmann::json args = {{"source", to_string(costs[i]->source)}, {"kind", to_string(op.kind)}};
         if (op.bytes) args["bytes"] = op.bytes;
         if (op.flops) args["gflop"] = op.flops / 1e9;
         if (op.kind == OpKind::Send) {

@@ -30,11 +30,11 @@ BatchShape quantize_shape(const BatchShape& s, int q) {
   auto coarse = [q](int div) { return q <= 0 ? 0 : std::max(2, q / div); };
   const bool mixed = s.prefill_tokens > 0 && s.decode_seqs > 0;
   BatchShape o;
-  o.prefill_seqs = quantize_count(s.prefill_seqs, coarse(4));
-  o.prefill_tokens = quantize_count(s.prefill_tokens, q);
-  o.prefill_context = quantize_count(s.prefill_context, coarse(2));
-  o.decode_seqs = quantize_count(s.decode_seqs, mixed ? coarse(2) : q);
-  o.decode_context = quantize_count(s.decode_context, mixed ? coarse(4) : q);
+  o.prefill_seqs = quantize_count(s.prefill_seqs, coarse(mixed ? 8 : 4));
+  o.prefill_tokens = quantize_count(s.prefill_tokens, mixed ? coarse(2) : q);
+  o.prefill_context = quantize_count(s.prefill_context, coarse(mixed ? 4 : 2));
+  o.decode_seqs = quantize_count(s.decode_seqs, mixed ? coarse(4) : q);
+  o.decode_context = quantize_count(s.decode_context, coarse(mixed ? 8 : 2));
   // Keep the shape consistent: at least one token per prefilling sequence, context >= chunk.
   if (o.prefill_seqs > 0) {
     o.prefill_tokens = std::max(o.prefill_tokens, o.prefill_seqs);
@@ -44,14 +44,14 @@ BatchShape quantize_shape(const BatchShape& s, int q) {
 }
 
 std::vector<SimTask> tasks_for_ops(const OpGraph& g, const std::vector<int>& ops, const CostModel& cost,
-                                   bool graph_launch, std::vector<OpCost>* costs) {
+                                   bool graph_launch, std::vector<const OpCost*>* costs) {
   std::vector<int> local(g.ops.size(), -1);
   for (size_t i = 0; i < ops.size(); ++i) local[size_t(ops[i])] = int(i);
   std::vector<SimTask> tasks(ops.size());
-  if (costs) costs->assign(ops.size(), OpCost{});
+  if (costs) costs->assign(ops.size(), nullptr);
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = g.ops[size_t(ops[i])];
-    OpCost c = cost.price(op, graph_launch);
+    const OpCost& c = cost.price(op, graph_launch);
     SimTask& t = tasks[i];
     for (int d : op.deps)
       if (d >= 0 && size_t(d) < local.size() && local[size_t(d)] >= 0) t.deps.push_back(local[size_t(d)]);
@@ -77,7 +77,7 @@ std::vector<SimTask> tasks_for_ops(const OpGraph& g, const std::vector<int>& ops
       t.category = TaskCategory::Communication;
       t.gpus = op.gpus;
     }
-    if (costs) (*costs)[i] = std::move(c);
+    if (costs) (*costs)[i] = &c;
   }
   return tasks;
 }
@@ -217,7 +217,7 @@ IterationCost PlanPricer::price_exact(const BatchShape& shape) const {
       if (opt_.reuse_layers)
         if (auto it = seen.find(sig); it != seen.end()) res = &it->second;
       if (!res) {
-        std::vector<OpCost> costs;
+        std::vector<const OpCost*> costs;
         std::vector<SimTask> tasks = tasks_for_ops(g, seg, cost_, graph_launch, &costs);
         TaskRun run = run_tasks(tasks, 2 * ngpu, capacity);
         SegmentResult sr;
@@ -226,7 +226,7 @@ IterationCost PlanPricer::price_exact(const BatchShape& shape) const {
         sr.edge_bytes = run.edge_bytes;
         sr.edge_busy = run.edge_busy;
         for (size_t i = 0; i < tasks.size(); ++i) {
-          const OpCost& c = costs[i];
+          const OpCost& c = *costs[i];
           for (auto [edge, bytes] : c.edge_bytes) {  // collectives: bytes and time on the ring's links
             sr.edge_bytes[size_t(edge)] += bytes;
             sr.edge_busy[size_t(edge)] += tasks[i].duration;

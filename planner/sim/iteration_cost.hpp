@@ -7,9 +7,9 @@
 //    `per_octave` log-spaced points per octave, exact below 2*per_octave (default 16 per octave:
 //    <= 2.2 % relative change on the GEMM-deciding dimensions, prefill tokens and decode
 //    sequences; dimensions that only shape attention use a quarter to a half of that grid, see
-//    quantize_shape). A time grows at most with the product of two
-//    counts (prefill attention: tokens x context), so one iteration is within ~4.4 % of exact
-//    pricing; rounding to the nearest point is unbiased, so over a run the errors mostly cancel.
+//    quantize_shape). Prefill attention grows with tokens x context, so one iteration is within
+//    ~5 % of exact pricing (mixed chunked-prefill iterations, a few % of all, use a coarser grid
+//    still); rounding to the nearest point is unbiased, so over a run the errors mostly cancel.
 //    tests/sim checks both bounds against exact pricing; --shape-points 0 prices exactly).
 //  - Identical layers: decoder layers run one after the other, so each stage needs only one
 //    layer of each kind (same figures and matrices: e.g. dense and MoE layers of DeepSeek). The
@@ -61,9 +61,9 @@ struct PricerOptions {
 // Builds the task list of an op graph (or of a slice of its ops): compute ops on their GPU's
 // compute stream (2*gpu), collectives on every group member's compute stream, sends as flows on
 // the source's copy engine (2*gpu+1). Dependencies outside `ops` are treated as already met.
-// Returns, per task, the op id it came from in `op_of_task`.
+// `costs` (optional) receives each task's price (owned by `cost`).
 std::vector<SimTask> tasks_for_ops(const OpGraph& g, const std::vector<int>& ops, const CostModel& cost,
-                                   bool graph_launch, std::vector<OpCost>* costs = nullptr);
+                                   bool graph_launch, std::vector<const OpCost*>* costs = nullptr);
 
 class PlanPricer : public IterationPricer {
  public:
@@ -88,8 +88,13 @@ class PlanPricer : public IterationPricer {
   std::vector<double> layer_weight_;  // by reduced layer index
   struct KeyHash {
     size_t operator()(const std::array<int64_t, 5>& k) const {
-      uint64_t h = 1469598103934665603ull;
-      for (int64_t v : k) h = (h ^ uint64_t(v)) * 1099511628211ull;
+      uint64_t h = 0x9E3779B97F4A7C15ull;
+      for (int64_t v : k) {  // splitmix64 per word
+        uint64_t z = (h ^ uint64_t(v)) + 0x9E3779B97F4A7C15ull;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        h = z ^ (z >> 31);
+      }
       return size_t(h);
     }
   };

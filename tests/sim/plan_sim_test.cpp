@@ -121,10 +121,10 @@ TEST(PlanSim, PipelineBoundaryTrafficShowsOnTheNvlinkFabric) {
 }
 
 TEST(PlanSim, QuantisedPricingStaysWithinItsDocumentedError) {
-  // The memo rounds each count to 16 points per octave (<= 2.2 % each); a time grows at most with
-  // the product of two counts (prefill attention: tokens x context), so one iteration is within
-  // ~4.4 % of exact pricing, and rounding to the NEAREST point is unbiased: over many shapes the
-  // errors cancel (mean |error| well under 1.5 %).
+  // The memo rounds GEMM-deciding counts to 16 points per octave (<= 2.2 %) and attention-only
+  // ones to 8 (<= 4.4 %); prefill attention grows with tokens x context, so one iteration is
+  // within ~5 % of exact pricing, and rounding to the NEAREST point is unbiased: over many shapes
+  // the errors cancel (mean |error| well under 1.5 %).
   Fixture f;
   Plan plan = f.single();
   CostModel cost(f.topo);
@@ -145,6 +145,6 @@ TEST(PlanSim, QuantisedPricingStaysWithinItsDocumentedError) {
     worst = std::max(worst, std::abs(q / exact - 1));
     sum += std::abs(q / exact - 1);
   }
-  EXPECT_LT(worst, 0.045) << "worst relative error " << worst;
+  EXPECT_LT(worst, 0.05) << "worst relative error " << worst;
   EXPECT_LT(sum / 60, 0.015) << "mean relative error " << sum / 60;
 }

@@ -1,13 +1,123 @@
-// Placeholder registration: replaced by the real command (see issues). Refuses to run.
+// `peerplan plan`: the main question. Runs every strategy, simulates every candidate that fits
+// (with P2P on and off), ranks them, and says whether splitting the model pays at all.
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
 #include "planner/cli/commands.hpp"
 #include "planner/core/error.hpp"
+#include "planner/core/files.hpp"
+#include "planner/model/model_config.hpp"
+#include "planner/model/model_figures.hpp"
+#include "planner/model/workload.hpp"
+#include "planner/report/search_report.hpp"
+#include "planner/report/trace.hpp"
+#include "planner/search/search.hpp"
+#include "planner/strategy/strategy_runner.hpp"
 
 namespace peerplan::cli {
 
+namespace {
+
+struct PlanCmd {
+  std::string model, machine, workload = "chat", objective = "goodput";
+  double rate = 0;
+  int64_t requests = 0;
+  std::vector<std::string> strategies, sets;
+  std::string json_out, csv_out, report_dir, trace_out, best_out;
+  bool json_stdout = false, no_p2p_compare = false;
+  int threads = 2;
+  int per_octave = 16;
+};
+
+void run_plan(const PlanCmd& o) {
+  auto obj = objective_from_string(o.objective);
+  if (!obj) throw InputError("", "--objective", "one of: goodput (default), p99, throughput");
+  if (o.threads < 1) throw InputError("", "--threads", "at least 1");
+  ModelConfig cfg = load_model_config(resolve_model_path(o.model));
+  ModelFigures fig = derive_figures(cfg);
+  Machine machine = load_machine(resolve_machine_path(o.machine));
+  Topology topo(machine);
+  Workload w = load_workload(resolve_workload_path(o.workload));
+
+  SearchOptions so;
+  so.objective = *obj;
+  if (o.rate != 0) so.rate_rps = o.rate;
+  so.num_requests = o.requests;
+  for (const auto& s : o.strategies) so.strategy_files.push_back(resolve_strategy(s));
+  so.sets = parse_set_options(o.sets);
+  so.compare_p2p = !o.no_p2p_compare;
+  so.threads = o.threads;
+  so.sim.pricer.per_octave = o.per_octave;
+  SearchResult r = search_plans(cfg, fig, topo, w, so);
+
+  if (o.json_stdout) std::cout << search_to_json(r).dump(2) << "\n";
+  else std::cout << fmt::format("{} on {}\n", cfg.name, machine.name) << ranked_table(r);
+  if (!o.json_out.empty()) write_file_atomic(o.json_out, search_to_json(r).dump(2) + "\n");
+  if (!o.csv_out.empty()) write_file_atomic(o.csv_out, search_to_csv(r));
+  if (!o.report_dir.empty()) {
+    std::string note = write_report_dir(r, o.report_dir);
+    std::cerr << "report: " << o.report_dir << "/report.md" << (note.empty() ? "" : " (" + note + ")") << "\n";
+  }
+  if (r.recommended >= 0 && !o.best_out.empty())
+    write_file_atomic(o.best_out, plan_to_json(r.ranked[size_t(r.recommended)].plan).dump(2) + "\n");
+  if (r.recommended >= 0 && !o.trace_out.empty()) {
+    // Re-simulate the recommended plan with its stage executions recorded.
+    const CandidateResult& best = r.ranked[size_t(r.recommended)];
+    SimulateOptions sim = so.sim;
+    sim.memory = best.memory;
+    sim.memory_context = r.workload.max_context();
+    sim.record_limit = 400;
+    auto reqs = r.workload.generate();
+    Simulation s = simulate_plan(best.plan, cfg, fig, topo, r.workload, reqs, sim);
+    CostModel cost(topo, sim.cost);
+    write_file_atomic(o.trace_out, chrome_trace(best.plan, cfg, fig, cost, s.run, sim.pricer, s.metrics.provenance).dump() + "\n");
+    std::cerr << "trace: " << o.trace_out << " (open in https://ui.perfetto.dev)\n";
+  }
+}
+
+}  // namespace
+
 void add_plan_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("plan", "(not built yet)");
-  sub->allow_extras();
-  sub->callback([] { throw RuntimeError("'plan' is not implemented in this build yet"); });
+  auto o = std::make_shared<PlanCmd>();
+  auto* sub = app.add_subcommand(
+      "plan",
+      "Find the best way to split a model over this machine's GPUs, and whether splitting pays at all");
+  sub->footer(
+      "\nEvery strategy (plugins/*.lua) proposes plans; each plan that fits in memory is simulated under the\n"
+      "workload with P2P on and off, then ranked. A plan on more GPUs is recommended only if it beats the best\n"
+      "plan on fewer GPUs by 5% in latency (TPOT p50, TTFT p50, E2E p99) or capacity (goodput, tokens/s).\n"
+      "Costs come from the machine file: measured curves when it is a profile (peerplan profile), nominal\n"
+      "specs otherwise; the 'priced from' column says which.\n\n"
+      "Examples:\n"
+      "  peerplan plan --model llama-3.1-8b --machine hgx-h100x8 --workload chat\n"
+      "  peerplan plan --model llama-3.1-70b --machine my-host.json --objective p99 --rate 2 --report out/\n"
+      "  peerplan plan --model mixtral-8x7b --machine pcie-gen5x8-2socket --json > plans.json\n");
+  sub->add_option("--model,-m", o->model, "Model: a shipped name (models/llm/<name>) or a config.json path")->required();
+  sub->add_option("--machine", o->machine, "Machine: a shipped name (models/hardware/<name>) or a profile/machine JSON")
+      ->required();
+  sub->add_option("--workload,-w", o->workload, "Workload: shipped name (models/workloads) or a JSON file")
+      ->capture_default_str();
+  sub->add_option("--objective", o->objective, "Rank by: goodput (requests/s within SLO), p99 (lowest E2E p99), "
+                                               "throughput (output tokens/s)")
+      ->capture_default_str();
+  sub->add_option("--rate", o->rate, "Arrival rate in requests/s (Poisson), overriding the workload's");
+  sub->add_option("--requests", o->requests, "Number of requests to simulate (default: the workload's)");
+  sub->add_option("--strategy,-s", o->strategies, "Only these strategies (name or .lua path; repeatable)");
+  sub->add_option("--set", o->sets, "Strategy parameter key=value (repeatable)");
+  sub->add_option("--json-out", o->json_out, "Write the full result as JSON to this file");
+  sub->add_flag("--json", o->json_stdout, "Print JSON instead of the table");
+  sub->add_option("--csv", o->csv_out, "Write one CSV row per candidate to this file");
+  sub->add_option("--report", o->report_dir, "Write a Markdown report with plots into this directory");
+  sub->add_option("--trace", o->trace_out, "Write a Chrome/Perfetto trace of the recommended plan to this file");
+  sub->add_option("--best-out", o->best_out, "Write the recommended plan's JSON (for simulate/validate)");
+  sub->add_flag("--no-p2p-compare", o->no_p2p_compare, "Do not simulate the P2P-off variant of each plan");
+  sub->add_option("--threads", o->threads, "Candidates simulated in parallel")->capture_default_str();
+  sub->add_option("--shape-points", o->per_octave,
+                  "Iteration shapes are priced on a grid of this many points per octave (0: exact, slow)")
+      ->capture_default_str();
+  sub->callback([o] { run_plan(*o); });
 }
 
 }  // namespace peerplan::cli

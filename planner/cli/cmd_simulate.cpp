@@ -1,13 +1,127 @@
-// Placeholder registration: replaced by the real command (see issues). Refuses to run.
+// `peerplan simulate`: one given plan under a workload -> the metrics JSON (the same format the
+// executor writes, so `peerplan validate` can compare them), a summary and optionally a trace.
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
 #include "planner/cli/commands.hpp"
 #include "planner/core/error.hpp"
+#include "planner/core/files.hpp"
+#include "planner/model/model_config.hpp"
+#include "planner/model/model_figures.hpp"
+#include "planner/model/workload.hpp"
+#include "planner/report/search_report.hpp"
+#include "planner/report/trace.hpp"
+#include "planner/sim/simulate.hpp"
 
 namespace peerplan::cli {
 
+namespace {
+
+struct SimCmd {
+  std::string plan, model, machine, workload = "chat", out, trace;
+  double rate = 0;
+  int64_t requests = 0;
+  int per_octave = 16;
+  int trace_records = 400;
+  bool json = false;
+};
+
+void run_simulate(const SimCmd& o) {
+  ModelConfig cfg = load_model_config(resolve_model_path(o.model));
+  ModelFigures fig = derive_figures(cfg);
+  Machine machine = load_machine(resolve_machine_path(o.machine));
+  Topology topo(machine);
+  Workload w = load_workload(resolve_workload_path(o.workload));
+  if (o.rate < 0) throw InputError("", "--rate", "a positive request rate in requests/s");
+  if (o.rate > 0) {
+    w.arrival = Workload::Arrival::Poisson;
+    w.rate_rps = o.rate;
+  }
+  if (o.requests < 0) throw InputError("", "--requests", "a positive number of requests");
+  if (o.requests > 0) w.num_requests = o.requests;
+  Plan plan = load_plan(o.plan);
+  validate_plan(plan, cfg.layers, cfg.experts, machine.gpu_count(), o.plan);
+
+  MemoryOptions mem;
+  mem.max_seqs = w.max_num_seqs;
+  mem.context = w.max_context();
+  mem.max_batched_tokens = w.max_batched_tokens;
+  MemoryReport mr = check_memory(plan, cfg, fig, machine, mem);
+  if (mr.max_seqs_that_fit < 1)
+    throw InputError(o.plan, "stages", "a plan that fits in GPU memory: " + (mr.why.empty() ? std::string("it does not") : mr.why));
+
+  SimulateOptions so;
+  so.pricer.per_octave = o.per_octave;
+  so.memory = mr;
+  so.memory_context = mem.context;
+  so.record_limit = o.trace.empty() ? 0 : size_t(std::max(0, o.trace_records));
+  auto reqs = w.generate();
+  Simulation s = simulate_plan(plan, cfg, fig, topo, w, reqs, so);
+  const Metrics& m = s.metrics;
+  nlohmann::json mj = metrics_to_json(m, true);
+  if (!o.out.empty()) write_file_atomic(o.out, mj.dump(1) + "\n");
+  if (!o.trace.empty()) {
+    CostModel cost(topo, so.cost);
+    write_file_atomic(o.trace, chrome_trace(plan, cfg, fig, cost, s.run, so.pricer, m.provenance).dump() + "\n");
+  }
+  if (o.json) {
+    std::cout << mj.dump(2) << "\n";
+    return;
+  }
+  std::cout << fmt::format("{} on {} ({}), workload {}: {} requests at {:.2f} req/s\n", plan.name, machine.name,
+                           machine.origin, w.name, m.requests, w.rate_rps);
+  std::cout << fmt::format("  {:<10} {:>10} {:>10} {:>10} {:>10}\n", "", "p50", "p90", "p99", "mean");
+  auto row = [](const char* n, const LatencyStats& x, double scale, const char* unit) {
+    return fmt::format("  {:<10} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f}  {}\n", n, x.p50 * scale, x.p90 * scale,
+                       x.p99 * scale, x.mean * scale, unit);
+  };
+  std::cout << row("TTFT", m.ttft, 1e3, "ms") << row("TPOT", m.tpot, 1e3, "ms") << row("E2E", m.e2e, 1, "s");
+  std::cout << fmt::format("  {:.0f} output tok/s, {} of {} requests finished, {:.1f}% within SLO (goodput {:.2f} req/s), "
+                           "{} iterations ({} shapes priced)\n",
+                           m.output_tokens_per_s, m.completed, m.requests, 100 * m.slo_attainment, m.goodput_rps,
+                           m.iterations, s.distinct_shapes);
+  std::cout << "  GPU time split (compute / communication / sync / idle):\n";
+  for (int g : plan.all_gpus()) {
+    const GpuUsage& u = m.gpus.at(size_t(g));
+    double t = u.compute_s + u.communication_s + u.sync_s + u.idle_s;
+    if (t <= 0) continue;
+    std::cout << fmt::format("    gpu{}: {:5.1f}% / {:5.1f}% / {:5.1f}% / {:5.1f}%\n", g, 100 * u.compute_s / t,
+                             100 * u.communication_s / t, 100 * u.sync_s / t, 100 * u.idle_s / t);
+  }
+  if (!m.busiest_link.empty())
+    std::cout << fmt::format("  busiest link: {} ({:.1f}% utilised)\n", m.busiest_link, 100 * m.links.front().utilisation);
+  std::cout << "  priced from: " << cost_source_summary(m.provenance) << "\n";
+  if (!o.out.empty()) std::cout << "  metrics JSON: " << o.out << "\n";
+  if (!o.trace.empty()) std::cout << "  trace: " << o.trace << " (open in https://ui.perfetto.dev)\n";
+}
+
+}  // namespace
+
 void add_simulate_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("simulate", "(not built yet)");
-  sub->allow_extras();
-  sub->callback([] { throw RuntimeError("'simulate' is not implemented in this build yet"); });
+  auto o = std::make_shared<SimCmd>();
+  auto* sub = app.add_subcommand("simulate", "Simulate serving one plan and write its metrics JSON");
+  sub->footer(
+      "\nThe plan is a plan JSON (peerplan plans --json, peerplan plan --best-out). Requests arrive as the workload\n"
+      "says; a vLLM-like continuous-batching scheduler forms iterations; each iteration's op graph is priced on\n"
+      "the machine (measured curves when it is a profile, nominal specs otherwise) and run on an event engine\n"
+      "where transfers share links max-min fairly. The metrics JSON is what `peerplan validate` compares.\n\n"
+      "Example:\n"
+      "  peerplan simulate --plan best.plan.json --model llama-3.1-8b --machine hgx-h100x8 --workload chat \\\n"
+      "      --out predicted.json --trace trace.json\n");
+  sub->add_option("--plan,-p", o->plan, "Plan JSON file")->required();
+  sub->add_option("--model,-m", o->model, "Model: a shipped name or a config.json path")->required();
+  sub->add_option("--machine", o->machine, "Machine: a shipped name or a profile/machine JSON")->required();
+  sub->add_option("--workload,-w", o->workload, "Workload: shipped name or JSON file")->capture_default_str();
+  sub->add_option("--rate", o->rate, "Arrival rate in requests/s (Poisson), overriding the workload's");
+  sub->add_option("--requests", o->requests, "Number of requests (default: the workload's)");
+  sub->add_option("--out,-o", o->out, "Write the metrics JSON here");
+  sub->add_flag("--json", o->json, "Print the metrics JSON instead of the summary");
+  sub->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of the first iterations here");
+  sub->add_option("--trace-iterations", o->trace_records, "Stage executions kept in the trace")->capture_default_str();
+  sub->add_option("--shape-points", o->per_octave, "Shape grid points per octave (0: exact pricing)")->capture_default_str();
+  sub->callback([o] { run_simulate(*o); });
 }
 
 }  // namespace peerplan::cli

@@ -29,7 +29,7 @@ inline const std::vector<Target>& targets() {
       {"workload", fuzz_workload, {{"models/workloads", ".json"}}},
       {"machine", fuzz_machine, {{"models/hardware", ".json"}}},
       {"nccl_xml", fuzz_nccl_xml, {{"models/hardware", ".xml"}, {"tests/data", ".xml"}}},
-      {"plan", fuzz_plan, {{"tests/golden", ".plan.json"}, {"tests/data", ".plan.json"}}},
+      {"plan", fuzz_plan, {{"tests/golden", ".plan.json"}, {"tests/data", ".plan.json"}, {"tests/fuzz/seeds/plan", ".plan.json"}}},
       {"lua", fuzz_lua, {{"plugins", ".lua", false}}},
   };
   return table;

@@ -61,8 +61,10 @@ TEST(CliStrategyHostile, EndlessLoopHitsTheLimitAndNamesTheLine) {
 }
 
 TEST(CliStrategyHostile, MemoryBombHitsTheCap) {
-  expect_script_rejected(strategy("    local t = {}\n    for i = 1, 1e9 do t[i] = ('x'):rep(1000) .. i end"), {"memory cap"});
-  expect_script_rejected(strategy("    return ('x'):rep(1e12)"), {"memory"});
+  // 1 MB per entry: the 64 MiB cap is reached long before the 2 s limit.
+  expect_script_rejected(strategy("    local t = {}\n    for i = 1, 1e9 do t[i] = ('x'):rep(1000000) .. i end"), {"memory cap"});
+  // One 128 MiB request, above the allocator's hard cap (1.5 x the cap): refused outright.
+  expect_script_rejected(strategy("    return ('x'):rep(2^27)"), {"memory cap"});
 }
 
 TEST(CliStrategyHostile, InfiniteRecursionIsAStackOverflowError) {

@@ -79,10 +79,12 @@ TEST(CliWorkloadHostile, LognormalWithoutACapAndAHugeSigmaIsRefused_FINDING) {
   expect_workload_rejected(w.dump(1), {"prompt_tokens/sigma"});
 }
 
-TEST(CliWorkloadHostile, TraceFileThatDoesNotExistIsNamed) {
+TEST(CliWorkloadHostile, MissingTraceIsReportedAgainstTheWorkloadField_FINDING) {
+  // Today: "<dir>/no-such-trace.csv: cannot open file", which names neither the workload that
+  // refers to it nor the field (arrival/file). Found 2026-11-30 (model owner, workload.cpp).
   nlohmann::json w = chat();
   w["arrival"] = {{"process", "trace"}, {"file", "no-such-trace.csv"}};
-  expect_workload_rejected(w.dump(1), {"no-such-trace.csv"});
+  expect_workload_rejected(w.dump(1), {"no-such-trace.csv", "arrival/file"});
 }
 
 }  // namespace

@@ -70,13 +70,20 @@ TEST(CliWorkloadHostile, UnknownDistributionAndProcessListTheValidOnes) {
 }
 
 TEST(CliWorkloadHostile, LognormalWithoutACapAndAHugeSigmaIsRefused_FINDING) {
-  // No "max": the loader derives the cap as exp(mu + 4 sigma); with sigma = 1000 that is +inf and
-  // int64_t(+inf) is undefined behaviour (UBSan aborts here). Without the sanitizer the result is
-  // "field 'prompt_tokens/min': must not exceed max (0)", which points at a field the user never
-  // wrote. Found 2026-11-30 (model owner, planner/model/workload.cpp): refuse naming sigma.
+  // No "max": the loader derives the cap as exp(mu + 4 sigma); with mu = 5, sigma = 1000 that is
+  // +inf and int64_t(+inf) is undefined behaviour (UBSan: workload.cpp:77). Without the sanitizer
+  // the message is "field 'prompt_tokens/min': must not exceed max (-9223372036854775808)", about
+  // fields the user never wrote. Found 2026-11-30 (model owner, planner/model/workload.cpp).
   nlohmann::json w = chat();
-  w["prompt_tokens"] = {{"dist", "lognormal"}, {"mean", 800}, {"sigma", 1000}};
+  w["prompt_tokens"] = {{"dist", "lognormal"}, {"mu", 5}, {"sigma", 1000}};
   expect_workload_rejected(w.dump(1), {"prompt_tokens/sigma"});
+}
+
+TEST(CliWorkloadHostile, RatesAndSlosThatUnderflowAreRefused_FINDING) {
+  // 1e-320 requests/s passes "> 0" but makes every inter-arrival time infinite; an SLO of 1e-322 ms
+  // becomes 0 s after the ms -> s division. Both must be refused naming the field (model owner).
+  expect_workload_rejected(with_value(chat(), "/arrival/rate_rps", 1e-320), {"arrival/rate_rps"});
+  expect_workload_rejected(with_value(chat(), "/slo/ttft_ms", 1e-322), {"slo/ttft_ms"});
 }
 
 TEST(CliWorkloadHostile, MissingTraceIsReportedAgainstTheWorkloadField_FINDING) {

@@ -1,0 +1,78 @@
+#include "planner/report/trace.hpp"
+
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "planner/model/model_config.hpp"
+#include "planner/model/model_figures.hpp"
+#include "planner/sim/simulate.hpp"
+#include "planner/topology/machine.hpp"
+
+using namespace peerplan;
+
+TEST(Trace, ParsesAndEventsNestWithoutOverlapOnAnyTrack) {
+  // A TP2 x PP2 plan with micro-batches on the PCIe machine: compute, collectives, sends and
+  // link traffic all appear. Every track must be a proper nesting: two events on one track are
+  // either disjoint or one contains the other.
+  ModelConfig cfg = load_model_config(resolve_model_path("llama-3.1-8b"));
+  ModelFigures fig = derive_figures(cfg);
+  Machine m = load_machine(resolve_machine_path("pcie-gen5x8-2socket"));
+  Topology topo(m);
+  Plan p;
+  p.name = "tp2pp2";
+  PlanStage a, b;
+  a.gpus = {0, 1};
+  a.tp = 2;
+  a.layer_begin = 0;
+  a.layer_end = 16;
+  a.embeddings = true;
+  b.gpus = {2, 3};
+  b.tp = 2;
+  b.layer_begin = 16;
+  b.layer_end = 32;
+  b.lm_head = true;
+  p.stages = {a, b};
+  p.boundary_modes = {"host_staged"};
+  p.micro_batches = 2;
+  Workload w;
+  w.name = "t";
+  w.max_num_seqs = 16;
+  std::vector<Request> reqs;
+  for (int i = 0; i < 12; ++i) reqs.push_back({i, 0.002 * i, 200, 6});
+  SimulateOptions so;
+  so.record_limit = 40;
+  Simulation s = simulate_plan(p, cfg, fig, topo, w, reqs, so);
+  CostModel cost(topo);
+  std::string text = chrome_trace(p, cfg, fig, cost, s.run, so.pricer, s.metrics.provenance).dump();
+
+  nlohmann::json j = nlohmann::json::parse(text);  // valid JSON
+  ASSERT_TRUE(j["traceEvents"].is_array());
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> tracks;
+  int ops = 0, links = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    ASSERT_GE(e["dur"].get<double>(), 0.0);
+    double t0 = e["ts"], t1 = t0 + e["dur"].get<double>();
+    tracks[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back({t0, t1});
+    if (e["cat"] == "compute" || e["cat"] == "collective") {
+      ++ops;
+      EXPECT_TRUE(e["args"].contains("source")) << "every op says where its cost came from";
+    }
+    links += e["cat"] == "link";
+  }
+  EXPECT_GT(ops, 100);
+  EXPECT_GT(links, 0) << "host-staged boundary traffic shows on link tracks";
+  const double eps = 1e-6;  // microseconds: rounding of the us conversion
+  for (auto& [key, ev] : tracks) {
+    std::sort(ev.begin(), ev.end(), [](auto& x, auto& y) { return x.first != y.first ? x.first < y.first : x.second > y.second; });
+    std::vector<double> open;  // ends of enclosing events
+    for (auto& [t0, t1] : ev) {
+      while (!open.empty() && open.back() <= t0 + eps) open.pop_back();
+      if (!open.empty()) EXPECT_LE(t1, open.back() + eps) << "track " << key.first << "/" << key.second << ": [" << t0 << ", " << t1 << "] overlaps";
+      open.push_back(t1);
+    }
+  }
+  // Stage spans must cover their iteration's ops: every GPU op lies inside some stage span.
+  EXPECT_EQ(j["otherData"]["plan"], "tp2pp2");
+}

@@ -1,0 +1,164 @@
+#include "planner/search/search.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "planner/model/model_config.hpp"
+#include "planner/model/model_figures.hpp"
+#include "planner/topology/machine.hpp"
+
+using namespace peerplan;
+namespace fs = std::filesystem;
+
+namespace {
+
+Workload small_chat(int64_t n) {
+  Workload w = load_workload(resolve_workload_path("chat"));
+  w.num_requests = n;
+  return w;
+}
+
+std::vector<std::string> shipped(const std::string& dir, bool dirs) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(fs::path(PEERPLAN_SOURCE_DIR) / dir))
+    if (dirs ? e.is_directory() : e.path().extension() == ".json") out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST(Search, PlanWorksOnEveryShippedModelAndMachine) {
+  // Every model card x every machine file: either a recommendation, or the clear "nothing fits".
+  auto models = shipped("models/llm", true);
+  auto machines = shipped("models/hardware", false);
+  ASSERT_FALSE(models.empty());
+  ASSERT_FALSE(machines.empty());
+  SearchOptions so;
+  so.num_requests = 40;
+  for (const auto& md : models) {
+    ModelConfig cfg = load_model_config(md + "/config.json");
+    ModelFigures fig = derive_figures(cfg);
+    for (const auto& mf : machines) {
+      SCOPED_TRACE(md + " on " + mf);
+      Machine m = load_machine(mf);
+      Topology topo(m);
+      SearchResult r = search_plans(cfg, fig, topo, small_chat(40), so);
+      if (r.ranked.empty()) {
+        EXPECT_EQ(r.recommended, -1);
+        EXPECT_EQ(r.verdict.rfind("Nothing fits", 0), 0u) << r.verdict;
+      } else {
+        ASSERT_GE(r.recommended, 0);
+        EXPECT_EQ(r.verdict.rfind("Recommended: ", 0), 0u) << r.verdict;
+        for (const auto& c : r.ranked) EXPECT_EQ(c.metrics.completed + (c.metrics.requests - c.metrics.completed), 40);
+      }
+    }
+  }
+}
+
+TEST(Search, NothingFitsSaysSoAndWhy) {
+  // Llama-3.1-70B (~141 GB of weights) on a machine of 2 x 16 GB GPUs.
+  std::string text = R"({"schema": "peerplan.machine", "version": 1, "name": "tiny", "origin": "nominal",
+    "gpus": [{"id": 0, "name": "T", "memory_bytes": 17179869184, "peak_bf16_tflops": 100, "hbm_gbps": 900},
+             {"id": 1, "name": "T", "memory_bytes": 17179869184, "peak_bf16_tflops": 100, "hbm_gbps": 900}],
+    "nodes": [{"id": "cpu0", "kind": "cpu_socket", "numa": 0}, {"id": "sw0", "kind": "pcie_switch"}],
+    "links": [{"a": "gpu0", "b": "sw0", "kind": "pcie", "gbps": 25}, {"a": "gpu1", "b": "sw0", "kind": "pcie", "gbps": 25},
+              {"a": "sw0", "b": "cpu0", "kind": "pcie", "gbps": 25}],
+    "p2p": "all"})";
+  Machine m = parse_machine_json(text, "tiny.json");
+  Topology topo(m);
+  ModelConfig cfg = load_model_config(resolve_model_path("llama-3.1-70b"));
+  SearchOptions so;
+  so.num_requests = 10;
+  SearchResult r = search_plans(cfg, derive_figures(cfg), topo, small_chat(10), so);
+  EXPECT_TRUE(r.ranked.empty());
+  EXPECT_EQ(r.recommended, -1);
+  EXPECT_NE(r.verdict.find("Nothing fits"), std::string::npos);
+  EXPECT_NE(r.verdict.find("GB of weights"), std::string::npos) << "says how big the model is";
+  EXPECT_FALSE(r.rejected.empty());
+}
+
+TEST(Search, EachMultiGpuPlanIsComparedWithP2POnAndOff) {
+  Machine m = load_machine(resolve_machine_path("hgx-h100x8"));
+  Topology topo(m);
+  Plan p;
+  p.name = "pp2[0|1]";
+  PlanStage a, b;
+  a.gpus = {0};
+  a.layer_begin = 0;
+  a.layer_end = 16;
+  b.gpus = {1};
+  b.layer_begin = 16;
+  b.layer_end = 32;
+  p.stages = {a, b};
+  p.boundary_modes = {"host_staged"};
+  auto v = p2p_variants(p, topo, true);
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_TRUE(v[0].p2p);
+  EXPECT_EQ(v[0].boundary_modes[0], "peer") << "NVLink peers: the P2P-on variant copies peer to peer";
+  EXPECT_FALSE(v[1].p2p);
+  EXPECT_EQ(v[1].boundary_modes[0], "host_staged");
+  Plan single;
+  single.stages = {a};
+  single.stages[0].layer_end = 32;
+  EXPECT_EQ(p2p_variants(single, topo, true).size(), 1u) << "one GPU: nothing to compare";
+}
+
+TEST(Search, ABiggerPlanMustBeatTheBestSmallerOne) {
+  // Llama-3.1-8B at a light load on 8 H100s: splitting cuts latency, so a multi-GPU plan wins;
+  // with an absurd required gain (10x) the single-GPU plan must be recommended instead.
+  ModelConfig cfg = load_model_config(resolve_model_path("llama-3.1-8b"));
+  ModelFigures fig = derive_figures(cfg);
+  Machine m = load_machine(resolve_machine_path("hgx-h100x8"));
+  Topology topo(m);
+  SearchOptions so;
+  so.num_requests = 60;
+  so.min_gain = 9.0;
+  SearchResult r = search_plans(cfg, fig, topo, small_chat(60), so);
+  ASSERT_GE(r.recommended, 0);
+  EXPECT_EQ(r.ranked[size_t(r.recommended)].plan.num_gpus(), 1) << r.verdict;
+  EXPECT_NE(r.verdict.find("smaller plan is recommended"), std::string::npos) << r.verdict;
+}
+
+TEST(Search, ObjectivesOrderAsDocumented) {
+  Metrics fast, slow;
+  fast.requests = fast.completed = slow.requests = slow.completed = 10;
+  fast.e2e.p99 = 1.0;
+  slow.e2e.p99 = 2.0;
+  fast.goodput_rps = 3;
+  slow.goodput_rps = 2;
+  fast.output_tokens_per_s = 100;
+  slow.output_tokens_per_s = 50;
+  for (Objective o : {Objective::Goodput, Objective::P99, Objective::Throughput})
+    EXPECT_GT(objective_score(fast, o), objective_score(slow, o)) << to_string(o);
+  slow.completed = 9;
+  slow.goodput_rps = 5;
+  fast.goodput_rps = 4.5;
+  EXPECT_GT(objective_score(fast, Objective::Goodput), objective_score(slow, Objective::Goodput))
+      << "a plan that leaves requests unfinished loses";
+  EXPECT_FALSE(objective_from_string("fastest"));
+}
+
+TEST(Search, CliPlanAndSimulateRunAndRejectBadInput) {
+  std::string bin = PEERPLAN_BINARY;
+  fs::path tmp = fs::temp_directory_path() / "peerplan_search_test";
+  fs::create_directories(tmp);
+  std::string best = (tmp / "best.json").string();
+  std::string cmd = bin + " plan --model llama-3.1-8b --machine pcie-gen5x8-2socket --requests 30 --best-out " + best +
+                    " --csv " + (tmp / "p.csv").string() + " > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  ASSERT_TRUE(fs::exists(best));
+  std::string out = (tmp / "m.json").string(), trace = (tmp / "t.json").string();
+  cmd = bin + " simulate --plan " + best + " --model llama-3.1-8b --machine pcie-gen5x8-2socket --requests 30 --out " +
+        out + " --trace " + trace + " > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  EXPECT_TRUE(fs::exists(out));
+  EXPECT_TRUE(fs::exists(trace));
+  cmd = bin + " plan --model llama-3.1-8b --machine hgx-h100x8 --objective fastest > /dev/null 2>&1";
+  EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 2) << "an unknown objective is bad usage";
+  cmd = bin + " simulate --plan " + (tmp / "missing.json").string() +
+        " --model llama-3.1-8b --machine hgx-h100x8 > /dev/null 2>&1";
+  EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 2) << "a missing plan file is bad input";
+}

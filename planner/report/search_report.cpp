@@ -192,8 +192,16 @@ std::string write_report_dir(const SearchResult& r, const std::string& dir) {
   } catch (const std::exception&) {
     return "plots not drawn: scripts/plot_report.py not found (set PEERPLAN_HOME to the peerplan checkout)";
   }
-  std::string cmd = "python3 '" + script + "' '" + dir + "' >/dev/null 2>&1";
-  if (std::system(cmd.c_str()) != 0)
+  // The first python3 on PATH may be a virtualenv without matplotlib; the system one often has it.
+  bool drawn = false;
+  for (const char* py : {"python3", "/usr/bin/python3"}) {
+    std::string cmd = std::string(py) + " '" + script + "' '" + dir + "' >/dev/null 2>&1";
+    if (std::system(cmd.c_str()) == 0) {
+      drawn = true;
+      break;
+    }
+  }
+  if (!drawn)
     return "plots not drawn (python3 with matplotlib needed); draw them later with: python3 " + script + " " + dir;
   return "";
 }

@@ -19,6 +19,23 @@ double CostModel::launch_s(bool graph_launch) const {
   return opt_.eager_launch_s;
 }
 
+double CostModel::min_kernel_s(int gpu) const {
+  if (!(opt_.min_kernel_s > 0)) return 0;  // floor switched off (closed-form tests)
+  const Machine& m = topo_.machine();
+  if (m.measurements) {
+    // profiler/ records the GPU-side spacing of back-to-back empty kernels per GPU here.
+    const nlohmann::json& x = m.measurements->extra;
+    const std::string key = "gpu" + std::to_string(gpu);
+    if (x.contains("launch") && x["launch"].is_object() && x["launch"].contains(key) &&
+        x["launch"][key].is_object() && x["launch"][key].contains("gpu_gap_us") &&
+        x["launch"][key]["gpu_gap_us"].is_number()) {
+      double us = x["launch"][key]["gpu_gap_us"].get<double>();
+      if (us > 0 && us < 1e3) return us * 1e-6;
+    }
+  }
+  return opt_.min_kernel_s;
+}
+
 double CostModel::peak_flops(int gpu) const {
   const GpuSpec& g = topo_.machine().gpus.at(size_t(gpu));
   if (!(g.peak_bf16_tflops > 0))
@@ -132,6 +149,7 @@ const OpCost& CostModel::price(const Op& op, bool graph_launch) const {
   OpCost c;
   if (is_compute(op.kind)) {
     c = price_compute(op);
+    c.seconds = std::max(c.seconds, min_kernel_s(op.gpus.empty() ? 0 : op.gpus[0]));
     c.launch_s = launch_s(graph_launch);
   } else if (is_collective(op.kind)) {
     c = price_collective_op(op);
@@ -172,6 +190,7 @@ nlohmann::json CostModel::provenance() const {
                       {"nccl_step_latency_us", opt_.nccl_step_latency_s * 1e6},
                       {"graph_launch_us", opt_.graph_launch_s * 1e6},
                       {"eager_launch_us", opt_.eager_launch_s * 1e6},
+                      {"min_kernel_us", opt_.min_kernel_s * 1e6},
                       {"iteration_overhead_us", opt_.iteration_overhead_s * 1e6}};
   return j;
 }

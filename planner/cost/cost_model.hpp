@@ -41,6 +41,9 @@ class CostModel {
   const OpCost& price(const Op& op, bool graph_launch) const;
 
   double launch_s(bool graph_launch) const;
+  // Shortest time any compute kernel takes on `gpu`: the measured empty-kernel GPU time, else
+  // CostOptions::min_kernel_s. Applied as max(priced time, floor) to every compute op.
+  double min_kernel_s(int gpu) const;
   double iteration_overhead_s() const { return opt_.iteration_overhead_s; }
 
   // What the prices rest on: machine origin, host, date, which tables exist, every assumption.

@@ -25,6 +25,12 @@ struct CostOptions {
   // as CUDA graphs (~1-2 us per node), prefill launches eagerly (~4-5 us per kernel).
   double graph_launch_s = 1.5e-6;
   double eager_launch_s = 4.5e-6;
+  // Minimum on-GPU time of any compute kernel when the machine file has no measured empty-kernel
+  // GPU time (measurements.extra.launch.gpuN.gpu_gap_us): even a kernel moving a few KiB pays
+  // block dispatch, a DRAM round trip and the tail (~1.3 us measured on H200). Without it,
+  // elementwise ops priced as bytes / HBM bandwidth come out ~40 ns (validation: 0.006 ms predicted
+  // vs >= 0.4 ms per 8B decode step). 0 disables the floor (closed-form tests).
+  double min_kernel_s = 1.5e-6;
   // Per iteration: scheduler, sampling and the host sync that ends the step (vLLM: ~0.1-0.3 ms;
   // a lean C++ driver less). Counted as synchronisation time.
   double iteration_overhead_s = 60e-6;

@@ -91,10 +91,13 @@ __global__ void __launch_bounds__(kThreads) decode_split_kernel(DecodeParams p) 
       for (int j = 0; j < 8; ++j) acc += qreg[g][j] * k[j];
       dot[g] = acc;
     }
+    // Only the LPT lanes of this token row take part: the other lanes of the warp may have left
+    // the loop already (their row count differs), and a full-warp mask would wait for them forever.
+    const unsigned row_mask = (LPT == 32 ? 0xffffffffu : ((1u << LPT) - 1u)) << ((tid % 32) / LPT * LPT);
 #pragma unroll
     for (int off = LPT / 2; off > 0; off /= 2)
 #pragma unroll
-      for (int g = 0; g < G; ++g) dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], off);
+      for (int g = 0; g < G; ++g) dot[g] += __shfl_xor_sync(row_mask, dot[g], off);
     if (sub == 0)
 #pragma unroll
       for (int g = 0; g < G; ++g) s_s[g * p.chunk + (t - t0)] = dot[g] * p.scale_log2;

@@ -47,8 +47,9 @@ TEST(CliModelHostile, NanAsAStringNamesTheField) {
   expect_model_rejected(with_value(llama(), "/num_attention_heads", "NaN"), {"num_attention_heads"});
 }
 
-TEST(CliModelHostile, OverflowingNumberIsBadInputNotAnInternalError_FINDING) {
-  // json_in lets nlohmann's out_of_range.406 escape: today this prints "internal error" and exits 1.
+TEST(CliModelHostile, OverflowingNumberIsBadInputNotAnInternalError) {
+  // Found 2026-11-30 by fuzz_json_in: nlohmann's out_of_range.406 escaped json_in as an internal
+  // error (exit 1). Fixed in ea85f22.
   expect_model_rejected(with_raw(llama(), "/hidden_size", "1e999"), {});
 }
 

@@ -43,6 +43,8 @@ void write_file_atomic(const std::string& path, const std::string& content) {
 }
 
 std::string read_text_file(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw InputError(path, "", "is a directory; expected a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
   std::ostringstream ss;

@@ -1,6 +1,7 @@
 #include "planner/core/json_in.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -58,6 +59,9 @@ std::string type_name(const json& j) {
 }  // namespace
 
 json load_json_file(const std::string& path, int max_depth) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(path, "", "is a directory; expected a JSON file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
   std::ostringstream ss;

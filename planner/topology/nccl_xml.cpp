@@ -148,7 +148,15 @@ class Importer {
   std::optional<std::string> attr(const Xml& x, const std::string& name) const {
     auto a = x.node->get_child_optional("<xmlattr>." + name);
     if (!a) return std::nullopt;
-    return a->get_value<std::string>();
+    std::string v = a->get_value<std::string>();
+    // Attributes end up in the machine JSON; nlohmann refuses to write invalid UTF-8, so refuse it here,
+    // where the message can still name the file and the attribute.
+    try {
+      (void)nlohmann::json(v).dump();
+    } catch (const nlohmann::json::exception&) {
+      fail(x, name, "attribute value is not valid UTF-8");
+    }
+    return v;
   }
   std::string attr_or(const Xml& x, const std::string& name, const std::string& def) const {
     return attr(x, name).value_or(def);

@@ -6,27 +6,21 @@
 
 #include "planner/core/error.hpp"
 #include "planner/core/json_in.hpp"
+#include "planner/topology/measurements.hpp"
 
 namespace peerplan {
 
 LatencyStats latency_stats(std::vector<double> s) {
+  // One percentile definition for the whole project (numpy's linear interpolation): the profiler's.
   LatencyStats r;
   r.n = int64_t(s.size());
   if (s.empty()) return r;
-  std::sort(s.begin(), s.end());
-  auto pct = [&](double p) {
-    double pos = p * double(s.size() - 1);
-    size_t lo = size_t(std::floor(pos));
-    size_t hi = std::min(lo + 1, s.size() - 1);
-    return s[lo] + (s[hi] - s[lo]) * (pos - double(lo));
-  };
-  double sum = 0;
-  for (double v : s) sum += v;
-  r.mean = sum / double(s.size());
-  r.p50 = pct(0.50);
-  r.p90 = pct(0.90);
-  r.p99 = pct(0.99);
-  r.max = s.back();
+  SampleStats st = compute_stats(std::move(s));
+  r.mean = st.mean;
+  r.p50 = st.median;
+  r.p90 = st.p90;
+  r.p99 = st.p99;
+  r.max = st.max;
   return r;
 }
 

@@ -51,18 +51,6 @@ struct ValidateOptions {
                                  what));
 }
 
-[[maybe_unused]] std::string class_of(const Op& op) {  // used by the CUDA build only
-  switch (op.kind) {
-    case OpKind::Gemm: return "gemm";
-    case OpKind::Attention: return "attention";
-    case OpKind::Elementwise: return "elementwise";
-    case OpKind::Embedding: return "embedding";
-    case OpKind::Send: return "send";
-    case OpKind::AllToAll: return "all_to_all";
-    default: return "collective";
-  }
-}
-
 void write_outputs(const std::string& dir, const Comparison& c, const Metrics& pred, const Metrics& meas) {
   std::filesystem::create_directories(dir);
   nlohmann::json doc = comparison_to_json(c);
@@ -197,7 +185,7 @@ void run_validate(ValidateOptions o) {
     std::string label;
     for (const auto& c : res.op_classes)
       if (c.iteration.rfind(sh.prefill_seqs ? "prefill" : "decode", 0) == 0) label = c.iteration;
-    for (const Op& op : g.ops) pred_cls[{label, class_of(op)}] += cost.price(op, graph).seconds;
+    for (const Op& op : g.ops) pred_cls[{label, op_class(op.kind)}] += cost.price(op, graph).seconds;
   }
   for (auto& c : res.op_classes) c.predicted_s = pred_cls[{c.iteration, c.op_class}];
 

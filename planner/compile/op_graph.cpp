@@ -18,4 +18,14 @@ const char* to_string(OpKind k) {
   return "?";
 }
 
+const char* op_class(OpKind k) {
+  switch (k) {
+    case OpKind::AllReduce:
+    case OpKind::AllGather:
+    case OpKind::ReduceScatter:
+    case OpKind::Broadcast: return "collective";
+    default: return to_string(k);  // the other kinds are their own class
+  }
+}
+
 }  // namespace peerplan

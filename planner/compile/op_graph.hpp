@@ -19,6 +19,10 @@ enum class OpKind {
   Send,          // point-to-point activation transfer gpus[0] -> gpus[1] in `mode`
 };
 const char* to_string(OpKind k);
+// The class an op's time is reported under when predicted and measured times are compared
+// ("gemm", "attention", "elementwise", "embedding", "send", "all_to_all", "collective"). One
+// definition, so the simulator's and the executor's per-class tables always line up.
+const char* op_class(OpKind k);
 inline bool is_collective(OpKind k) {
   return k == OpKind::AllReduce || k == OpKind::AllGather || k == OpKind::ReduceScatter ||
          k == OpKind::AllToAll || k == OpKind::Broadcast;

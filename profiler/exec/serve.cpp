@@ -27,18 +27,6 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-std::string op_class(const Op& op) {
-  switch (op.kind) {
-    case OpKind::Gemm: return "gemm";
-    case OpKind::Attention: return "attention";
-    case OpKind::Elementwise: return "elementwise";
-    case OpKind::Embedding: return "embedding";
-    case OpKind::Send: return "send";
-    case OpKind::AllToAll: return "all_to_all";
-    default: return "collective";
-  }
-}
-
 int64_t stage_weight_bytes(const Plan& plan, size_t si, int rank, const ModelConfig& cfg, const ModelFigures& fig) {
   const PlanStage& st = plan.stages[si];
   int64_t b = 0;
@@ -326,7 +314,7 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
     OpGraph g;
     std::vector<double> t = eng.time_ops(seqs, &g);
     std::map<std::string, double> by;
-    for (const Op& op : g.ops) by[op_class(op)] += t[size_t(op.id)];
+    for (const Op& op : g.ops) by[op_class(op.kind)] += t[size_t(op.id)];
     for (auto& [cls, sec] : by) res.op_classes.push_back(OpClassTime{cls, label, 0, sec});
     res.class_shapes.push_back(g.shape);
   };

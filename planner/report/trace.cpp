@@ -95,7 +95,10 @@ nlohmann::json chrome_trace(const Plan& plan, const ModelConfig& cfg, const Mode
     }
   }
   // Links: merge the spans of concurrent flows into busy periods (a track must not overlap itself).
-  for (auto& [edge, spans] : link_spans) {
+  for (auto& entry : link_spans) {
+    // Plain variables, not a structured binding: the lambda below captures edge, which clang 14 refuses.
+    const int edge = entry.first;
+    auto& spans = entry.second;
     ev.push_back(meta("thread_name", kPidLinks, edge, topo.edge_name(edge)));
     std::sort(spans.begin(), spans.end());
     double a = spans[0].first, z = spans[0].second;

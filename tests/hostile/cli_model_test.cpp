@@ -1,5 +1,5 @@
 // `peerplan model FILE --out OUT` on hostile HuggingFace configs. Each case: exit 2, the message
-// names the file and the field, the previous --out file is untouched. *_FINDING tests fail today.
+// names the file and the field, the previous --out file is untouched.
 #include <gtest/gtest.h>
 
 #include "tests/hostile/cli_expect.hpp"
@@ -62,11 +62,11 @@ TEST(CliModelHostile, ZeroAndNegativeSizesNameTheField) {
   expect_model_rejected(with_value(llama(), "/intermediate_size", -1), {"intermediate_size"});
 }
 
-TEST(CliModelHostile, ImplausiblyLargeSizesAreRefusedNotOverflowed_FINDING) {
-  // Found 2026-11-30 (model owner, planner/model/): 2^40 layers makes `peerplan model` allocate
-  // ~150 MB/s until killed (hence the short deadline: this test must not eat the CI box); a
-  // 10^15-wide hidden state or a 2^62 vocabulary overflows int64 parameter counts (UB; printed as
-  // negative or zero embedding_params) and exits 0. The loader must refuse them as bad input.
+TEST(CliModelHostile, ImplausiblyLargeSizesAreRefusedNotOverflowed) {
+  // Found 2026-11-30, fixed in 1a65ba0 (plausibility caps): 2^40 layers made `peerplan model`
+  // allocate ~150 MB/s until killed (hence the short deadline: this test must not eat the CI box);
+  // a 10^15-wide hidden state or a 2^62 vocabulary overflowed int64 parameter counts (UB; printed
+  // as negative or zero embedding_params) and exited 0.
   expect_model_rejected(with_value(llama(), "/num_hidden_layers", int64_t(1) << 40), {"num_hidden_layers"},
                         std::chrono::seconds(5));
   expect_model_rejected(with_value(llama(), "/hidden_size", int64_t(1000000000000000)), {"hidden_size"});

@@ -1,7 +1,7 @@
 // `peerplan plans --strategy FILE` with hostile strategy scripts: the sandbox's promises (see
 // docs/robustness.md, "Threat model of strategy scripts") checked from outside the process. Each
 // hostile script must end in exit 2 with the script named, within the limits given, leaving the
-// previous --out file untouched. A *_FINDING test fails today and names the broken promise.
+// previous --out file untouched. (A test named *_FINDING would be an open hole; none is open.)
 #include <gtest/gtest.h>
 
 #include "tests/hostile/cli_expect.hpp"
@@ -118,12 +118,12 @@ TEST(CliStrategyHostile, ErrorObjectWhoseTostringLoops) {
                          std::chrono::seconds(30));
 }
 
-TEST(CliStrategyHostile, FinalizerThatLoopsForever_FINDING) {
-  // Still open (strategy owner, planner/strategy/lua_host.cpp): hangs in ~LuaHost -> lua_close ->
-  // luaC_freeallobjects -> GCTM. Keeping the hook armed cannot help: Lua 5.4's GCTM sets
-  // L->allowhook = 0 while ANY finalizer runs, so no count hook fires inside __gc, ever. A fix:
-  // the sandbox's setmetatable refuses a metatable with a __gc field (Lua only marks an object for
-  // finalization if __gc is present when setmetatable is called, so that check is sufficient).
+TEST(CliStrategyHostile, FinalizerThatLoopsForever) {
+  // Found 2026-11-30: hung in ~LuaHost -> lua_close -> luaC_freeallobjects -> GCTM. Keeping the
+  // hook armed cannot help: Lua 5.4's GCTM sets L->allowhook = 0 while ANY finalizer runs, so no
+  // count hook fires inside __gc, ever. Fixed in b167459: the sandbox's setmetatable refuses a
+  // metatable with a __gc field (Lua only marks an object for finalization if __gc is present
+  // when setmetatable is called, so that check is sufficient).
   expect_script_rejected(strategy("    setmetatable({}, {__gc = function() while true do end end})\n    error('stop')"), {},
                          std::chrono::seconds(30));
 }

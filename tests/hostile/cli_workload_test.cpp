@@ -69,26 +69,25 @@ TEST(CliWorkloadHostile, UnknownDistributionAndProcessListTheValidOnes) {
   expect_workload_rejected(with_value(chat(), "/arrival/process", "bursty"), {"arrival/process", "poisson"});
 }
 
-TEST(CliWorkloadHostile, LognormalWithoutACapAndAHugeSigmaIsRefused_FINDING) {
+TEST(CliWorkloadHostile, LognormalWithoutACapAndAHugeSigmaIsRefused) {
   // No "max": the loader derives the cap as exp(mu + 4 sigma); with mu = 5, sigma = 1000 that is
-  // +inf and int64_t(+inf) is undefined behaviour (UBSan: workload.cpp:77). Without the sanitizer
-  // the message is "field 'prompt_tokens/min': must not exceed max (-9223372036854775808)", about
-  // fields the user never wrote. Found 2026-11-30 (model owner, planner/model/workload.cpp).
+  // +inf and int64_t(+inf) was undefined behaviour (UBSan: workload.cpp:77); without the sanitizer
+  // the message was about fields the user never wrote. Found 2026-11-30, fixed in 1a65ba0.
   nlohmann::json w = chat();
   w["prompt_tokens"] = {{"dist", "lognormal"}, {"mu", 5}, {"sigma", 1000}};
   expect_workload_rejected(w.dump(1), {"prompt_tokens/sigma"});
 }
 
-TEST(CliWorkloadHostile, RatesAndSlosThatUnderflowAreRefused_FINDING) {
+TEST(CliWorkloadHostile, RatesAndSlosThatUnderflowAreRefused) {
   // 1e-320 requests/s passes "> 0" but makes every inter-arrival time infinite; an SLO of 1e-322 ms
-  // becomes 0 s after the ms -> s division. Both must be refused naming the field (model owner).
+  // becomes 0 s after the ms -> s division. Both must be refused naming the field (fixed in 1a65ba0).
   expect_workload_rejected(with_value(chat(), "/arrival/rate_rps", 1e-320), {"arrival/rate_rps"});
   expect_workload_rejected(with_value(chat(), "/slo/ttft_ms", 1e-322), {"slo/ttft_ms"});
 }
 
-TEST(CliWorkloadHostile, MissingTraceIsReportedAgainstTheWorkloadField_FINDING) {
-  // Today: "<dir>/no-such-trace.csv: cannot open file", which names neither the workload that
-  // refers to it nor the field (arrival/file). Found 2026-11-30 (model owner, workload.cpp).
+TEST(CliWorkloadHostile, MissingTraceIsReportedAgainstTheWorkloadField) {
+  // Was: "<dir>/no-such-trace.csv: cannot open file", which named neither the workload that
+  // refers to it nor the field (arrival/file). Found 2026-11-30, fixed in 7ed85e7.
   nlohmann::json w = chat();
   w["arrival"] = {{"process", "trace"}, {"file", "no-such-trace.csv"}};
   expect_workload_rejected(w.dump(1), {"no-such-trace.csv", "arrival/file"});

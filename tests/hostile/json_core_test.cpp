@@ -1,6 +1,6 @@
 // Hostile inputs for the core JSON reader (planner/core/json_in) that every loader uses: each must
 // end in an InputError that names the file (and the field, where there is one) and says what was
-// expected. Tests named *_FINDING fail today: the reader lets the input through as another error.
+// expected.
 #include <cmath>
 #include <string>
 
@@ -58,8 +58,9 @@ TEST(JsonCoreHostile, MissingFileSaysSo) {
   EXPECT_NE(std::string(e.what()).find("cannot open"), std::string::npos) << e.what();
 }
 
-TEST(JsonCoreHostile, DirectoryInsteadOfFileIsNotCalledEmpty_FINDING) {
-  // `--model models/llm/x` instead of `.../config.json` is an easy slip; "file is empty" misleads.
+TEST(JsonCoreHostile, DirectoryInsteadOfFileIsNotCalledEmpty) {
+  // `--model models/llm/x` instead of `.../config.json` is an easy slip; "file is empty" misled
+  // (found 2026-11-30, fixed in 0075ba9).
   ScratchDir d;
   auto e = load_error(d.path().string());
   EXPECT_EQ(std::string(e.what()).find("empty"), std::string::npos)

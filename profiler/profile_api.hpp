@@ -23,6 +23,10 @@ struct ProfileOptions {
   bool all_groups = false;                 // NCCL on every subset of >= 2 GPUs, not just full set + pairs
   bool progress = true;                    // progress bar on stderr
   std::string name;                        // machine name in the profile (default: hostname)
+  // MPI mode (`mpirun -np N peerplan profile --mpi`): one rank per GPU, rank 0 writes the profile.
+  bool mpi = false;
+  bool mpi_split_hosts = false;            // treat every rank as its own host (tests the network path on one host)
+  bool mpi_all_pairs = false;              // measure every cross-host pair, not one per pair of hosts
   // Internal: the re-executed child that measures NCCL with NCCL_P2P_DISABLE=1 writes its
   // collectives JSON here (see measure/nccl_nop2p.cpp).
   std::string nccl_child_out;
@@ -34,5 +38,8 @@ std::vector<std::string> default_profile_models();
 // Runs discovery and the selected measurements, writing `out` after each measurement group.
 // Throws InputError for bad options, RuntimeError (GpuError) for failures. Defined only in CUDA builds.
 void run_profile(const ProfileOptions& opts);
+
+// The same under MPI: defined only in builds with CUDA and MPI (profiler/mpi/profile_mpi.cpp).
+void run_profile_mpi(const ProfileOptions& opts);
 
 }  // namespace peerplan::profiler

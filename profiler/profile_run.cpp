@@ -34,14 +34,6 @@ std::string self_exe() {
   return buf;
 }
 
-// What must match for a checkpoint to be resumed: anything that changes the curves' points.
-nlohmann::json options_fingerprint(const ProfileOptions& o) {
-  return {{"quick", o.quick}, {"min_bytes", o.min_bytes}, {"max_bytes", o.max_bytes}, {"coll_max_bytes", o.coll_max_bytes},
-          {"nop2p_coll_max_bytes", o.nop2p_coll_max_bytes}, {"samples", o.samples}, {"warmup", o.warmup},
-          {"models", o.models.empty() ? default_profile_models() : o.models}, {"max_tokens", o.max_tokens},
-          {"all_groups", o.all_groups}};
-}
-
 // The P2P-off NCCL child: no discovery output, just the sweep, written to opts.nccl_child_out.
 void run_nccl_child(const ProfileOptions& opts, const SweepPlan& plan) {
   Machine m;
@@ -75,7 +67,7 @@ void run_profile(const ProfileOptions& opts) {
   check_p2p_functional(machine);
   Measurements ms;
   CheckpointState state;
-  state.options = options_fingerprint(opts);
+  state.options = sweep_fingerprint(opts);
   if (!opts.resume.empty()) {
     Machine prev = load_machine(opts.resume);
     check_resume_compatible(prev, machine, state.options);

@@ -5,6 +5,7 @@
 #include "planner/core/build_info.hpp"
 #include "planner/cli/commands.hpp"
 #include "planner/core/error.hpp"
+#include "profiler/common/rank_layout.hpp"
 #include "profiler/common/registry.hpp"
 #include "profiler/common/sweep.hpp"
 #include "profiler/profile_api.hpp"
@@ -25,6 +26,8 @@ void add_profile_command(CLI::App& app) {
       "  peerplan profile --only transfer,latency            # just the copy paths\n"
       "  peerplan profile --skip nccl_nop2p --model mistral-7b\n"
       "  peerplan profile --resume my-host.json --out my-host.json\n"
+      "  mpirun -np 8 peerplan profile --mpi --out host.json  # one process per GPU, as serving engines run\n"
+      "  mpirun -np 16 --map-by ppr:8:node -H a,b peerplan profile --mpi --out ab.json   # two hosts\n"
       "  peerplan topo --machine my-host.json                # look at the result\n");
   auto o = std::make_shared<profiler::ProfileOptions>();
   auto list = std::make_shared<bool>(false);
@@ -52,6 +55,14 @@ void add_profile_command(CLI::App& app) {
   sub->add_flag("--all-groups", o->all_groups, "NCCL on every GPU subset of 2+, not just the full set and pairs");
   sub->add_option("--name", o->name, "Machine name in the profile (default: the hostname)");
   sub->add_flag("--no-progress", *no_progress, "No progress bar on stderr");
+  sub->add_flag("--mpi", o->mpi,
+                "Run under mpirun, one rank per GPU (rank i on its host's GPU <local rank>): peer copies through CUDA "
+                "IPC, host staging through shared memory, NCCL per rank, cross-host pairs by NCCL send/recv; rank 0 "
+                "writes one profile with a subtree per host (docs/profiler.md, \"MPI\")");
+  sub->add_flag("--mpi-split-hosts", o->mpi_split_hosts,
+                "With --mpi: treat every rank as its own host, to measure the cross-host (network) path between GPUs of one machine");
+  sub->add_flag("--all-pairs", o->mpi_all_pairs,
+                "With --mpi: measure every cross-host GPU pair, not one representative pair per pair of hosts");
   sub->add_option("--internal-nccl-child", o->nccl_child_out)->group("");  // re-exec for NCCL_P2P_DISABLE=1
 
   sub->callback([o, list, min_s, max_s, coll_s, nop2p_s, no_progress] {
@@ -67,7 +78,20 @@ void add_profile_command(CLI::App& app) {
     // Validate everything that needs no GPU first, so mistakes are reported in every build.
     profiler::plan_sweep(*o);
     profiler::select_measurements(o->only, o->skip);
+    if ((o->mpi_split_hosts || o->mpi_all_pairs) && !o->mpi)
+      throw InputError("", o->mpi_split_hosts ? "--mpi-split-hosts" : "--all-pairs", "only with --mpi (under mpirun)");
+#ifdef PEERPLAN_WITH_MPI
+    profiler::check_mpi_launch(o->mpi, true, profiler::launcher_size_from_env());
+#else
+    profiler::check_mpi_launch(o->mpi, false, profiler::launcher_size_from_env());
+#endif
 #ifdef PEERPLAN_WITH_CUDA
+    if (o->mpi) {
+#ifdef PEERPLAN_WITH_MPI
+      profiler::run_profile_mpi(*o);
+#endif
+      return;
+    }
     profiler::run_profile(*o);
 #else
     throw RuntimeError(

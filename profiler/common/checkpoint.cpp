@@ -1,5 +1,7 @@
 #include "profiler/common/checkpoint.hpp"
 
+#include "profiler/common/profile_models.hpp"
+
 #include <algorithm>
 
 #include "planner/core/error.hpp"
@@ -55,5 +57,12 @@ std::vector<const MeasurementInfo*> remaining_after_resume(const std::vector<con
 }
 
 void save_profile(const Machine& m, const std::string& path) { write_file_atomic(path, machine_to_json(m).dump(1) + "\n"); }
+
+nlohmann::json sweep_fingerprint(const ProfileOptions& o) {
+  return {{"quick", o.quick}, {"min_bytes", o.min_bytes}, {"max_bytes", o.max_bytes}, {"coll_max_bytes", o.coll_max_bytes},
+          {"nop2p_coll_max_bytes", o.nop2p_coll_max_bytes}, {"samples", o.samples}, {"warmup", o.warmup},
+          {"models", o.models.empty() ? default_profile_models() : o.models}, {"max_tokens", o.max_tokens},
+          {"all_groups", o.all_groups}};
+}
 
 }  // namespace peerplan::profiler

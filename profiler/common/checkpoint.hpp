@@ -11,6 +11,7 @@
 
 #include "planner/topology/machine.hpp"
 #include "profiler/common/registry.hpp"
+#include "profiler/profile_api.hpp"
 
 namespace peerplan::profiler {
 
@@ -30,6 +31,9 @@ void check_resume_compatible(const Machine& checkpoint, const Machine& now, cons
 // The selected measurements minus those already completed, order kept.
 std::vector<const MeasurementInfo*> remaining_after_resume(const std::vector<const MeasurementInfo*>& selected,
                                                           const std::vector<std::string>& completed);
+
+// What must match for a checkpoint to be resumed: every option that changes the curves' points.
+nlohmann::json sweep_fingerprint(const ProfileOptions& o);
 
 // machine_to_json + write_file_atomic (pretty-printed, 1 space indent, so diffs of profiles read well).
 void save_profile(const Machine& m, const std::string& path);

@@ -21,6 +21,14 @@ hwloc_topology_t host_topology() {
 
 }  // namespace
 
+void bind_host_memory(void* p, size_t bytes, int numa_node) {
+  hwloc_topology_t topo = host_topology();
+  hwloc_obj_t node = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, unsigned(numa_node));
+  if (!node) throw RuntimeError("host memory: NUMA node " + std::to_string(numa_node) + " does not exist on this host");
+  if (hwloc_set_area_membind(topo, p, bytes, node->nodeset, HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_BYNODESET) != 0)
+    throw RuntimeError("host memory: hwloc_set_area_membind to NUMA node " + std::to_string(numa_node) + " failed");
+}
+
 PinnedHostBuffer::PinnedHostBuffer(size_t bytes, int numa_node) : bytes_(bytes), numa_(numa_node) {
   if (numa_node < 0) {
     CUDA_CHECK(cudaHostAlloc(&ptr_, bytes, cudaHostAllocPortable));

@@ -90,6 +90,10 @@ class PinnedHostBuffer {
   bool registered_ = false;  // true: hwloc-allocated + cudaHostRegister; false: cudaHostAlloc
 };
 
+// Binds [p, p + bytes) (not yet touched) to NUMA node `numa_node` (hwloc, strict), so memory mapped
+// some other way (a shared-memory segment) is placed like PinnedHostBuffer places its own.
+void bind_host_memory(void* p, size_t bytes, int numa_node);  // raii.cpp
+
 class Stream {
  public:
   Stream() = default;

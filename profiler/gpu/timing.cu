@@ -144,7 +144,7 @@ void BlockingGate::release() {
 bool BlockingGate::timed_out() const { return *status_ != 0; }
 
 double time_region(BlockingGate* gate, const Stream& timing, const std::vector<const Stream*>& others,
-                   const std::function<void()>& enqueue) {
+                   const std::function<void()>& enqueue, const std::function<void()>& before_release) {
   Event start(timing.device()), end(timing.device());
   std::vector<Event> joins;
   if (gate) gate->block(timing, timing.device());
@@ -166,6 +166,14 @@ double time_region(BlockingGate* gate, const Stream& timing, const std::vector<c
     CUDA_CHECK(cudaStreamWaitEvent(timing, joins.back(), 0));
   }
   end.record(timing);
+  if (before_release) {
+    try {
+      before_release();
+    } catch (...) {
+      if (gate) gate->release();
+      throw;
+    }
+  }
   if (gate) gate->release();
   end.synchronize();
   if (gate && gate->timed_out())

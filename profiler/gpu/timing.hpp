@@ -36,8 +36,10 @@ class BlockingGate {
 // timing stream; others wait for the start event and the timing stream waits for them at the end.
 // Returns seconds between the events. gate == nullptr: no blocking (for paths the driver may
 // stage synchronously, which would deadlock behind a spinning stream).
+// before_release runs after everything is enqueued and before the gate opens: an MPI barrier there
+// lines up the start of work that other processes time on their own GPUs.
 double time_region(BlockingGate* gate, const Stream& timing, const std::vector<const Stream*>& others,
-                   const std::function<void()>& enqueue);
+                   const std::function<void()>& enqueue, const std::function<void()>& before_release = {});
 
 // Kernels used by the measurements (timing.cu).
 // Copies `bytes` (a multiple of 16, 16-byte aligned) from src to dst with SM loads/stores; src or

@@ -35,9 +35,9 @@ void measure_attention(Context& ctx) {
   std::vector<int> contexts = quick ? std::vector<int>{512, 4096} : std::vector<int>{256, 1024, 4096, 16384};
   std::vector<int> prefill_lens = quick ? std::vector<int>{512} : std::vector<int>{128, 512, 2048, 8192};
   const int64_t max_tokens = int64_t(1) << 19;  // batch x context cap: bounds the KV cache to a few GiB
-  const int g = 0;
+  const int g = ctx.measured_gpus().front();  // GPU 0, or an MPI rank's own GPU
   gpu::ScopedDevice dev(g);
-  int sms = ctx.machine.gpus[0].sm_count;
+  int sms = ctx.machine.gpus[size_t(g)].sm_count;
   gpu::Stream s(g);
   gpu::BlockingGate gate;
   size_t step = 0;

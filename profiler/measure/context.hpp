@@ -20,8 +20,12 @@ struct Context {
   Measurements& ms;
   Progress& progress;
   std::string self_exe;  // for the P2P-off NCCL child
+  // Per-GPU measurements run on these CUDA ordinals; empty = every GPU of the machine. An MPI rank
+  // sets its own GPU (profiler/mpi).
+  std::vector<int> own_gpus = {};
 
   int gpus() const { return machine.gpu_count(); }
+  std::vector<int> measured_gpus() const;
   // Ordered pairs whose peer access is usable (capable and verified).
   std::vector<std::pair<int, int>> usable_pairs() const;
   std::vector<std::pair<int, int>> all_pairs() const;

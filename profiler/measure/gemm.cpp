@@ -28,7 +28,7 @@ void measure_gemm(Context& ctx) {
     max_nk = std::max(max_nk, p.n * p.k);
     max_mn = std::max(max_mn, p.m * p.n);
   }
-  const int g = 0;
+  const int g = ctx.measured_gpus().front();  // GPU 0, or an MPI rank's own GPU
   gpu::ScopedDevice dev(g);
   gpu::DeviceBuffer x(g, size_t(max_mk) * 2), w(g, size_t(max_nk) * 2), y(g, size_t(max_mn) * 2);
   gpu::Stream s(g);

@@ -17,7 +17,10 @@ size_t host_errors(const uint32_t* p, size_t words, uint32_t seed) {
 void measure_h2d_d2h(Context& ctx) {
   int64_t maxb = ctx.plan.transfer_sizes.back();
   gpu::BlockingGate gate;
-  for (int g = 0; g < ctx.gpus(); ++g) {
+  auto gpus = ctx.measured_gpus();
+  const double ng = double(gpus.size());
+  for (size_t gi = 0; gi < gpus.size(); ++gi) {
+    const int g = gpus[gi];
     int numa = ctx.machine.gpus[size_t(g)].numa;
     gpu::PinnedHostBuffer host(size_t(maxb), numa);
     gpu::DeviceBuffer dev(g, size_t(maxb));
@@ -36,7 +39,7 @@ void measure_h2d_d2h(Context& ctx) {
       spec.enqueue = [&](int64_t b) { CUDA_CHECK(cudaMemcpyAsync(dev.get(), host.get(), size_t(b), cudaMemcpyHostToDevice, s)); };
       spec.verify = [&](int64_t b) { return gpu::count_pattern_errors(dev.get(), g, size_t(b) / 4, seed_h); };
       TransferCurve c{-1, g, "h2d", variant, {}};
-      c.points = sweep_transfer(ctx, gate, spec, (2.0 * g) / (2 * ctx.gpus()), (2.0 * g + 1) / (2 * ctx.gpus()));
+      c.points = sweep_transfer(ctx, gate, spec, (2.0 * gi) / (2 * ng), (2.0 * gi + 1) / (2 * ng));
       ctx.ms.transfers.push_back(std::move(c));
     }
     // device -> host
@@ -55,7 +58,7 @@ void measure_h2d_d2h(Context& ctx) {
       spec.enqueue = [&](int64_t b) { CUDA_CHECK(cudaMemcpyAsync(host.get(), dev.get(), size_t(b), cudaMemcpyDeviceToHost, s)); };
       spec.verify = [&](int64_t b) { return host_errors(host.as<uint32_t>(), size_t(b) / 4, seed_d); };
       TransferCurve c{g, -1, "d2h", variant, {}};
-      c.points = sweep_transfer(ctx, gate, spec, (2.0 * g + 1) / (2 * ctx.gpus()), (2.0 * g + 2) / (2 * ctx.gpus()));
+      c.points = sweep_transfer(ctx, gate, spec, (2.0 * gi + 1) / (2 * ng), (2.0 * gi + 2) / (2 * ng));
       ctx.ms.transfers.push_back(std::move(c));
     }
   }

@@ -8,7 +8,9 @@ void measure_hbm(Context& ctx) {
   int64_t maxb = ctx.plan.transfer_sizes.back();
   gpu::BlockingGate gate;
   ctx.ms.hbm_gbps.assign(size_t(ctx.gpus()), 0.0);
-  for (int g = 0; g < ctx.gpus(); ++g) {
+  auto gpus = ctx.measured_gpus();
+  for (size_t gi = 0; gi < gpus.size(); ++gi) {
+    const int g = gpus[gi];
     PatternPair buf(g, g, size_t(maxb), 0x55000000u + uint32_t(g));
     gpu::Stream s(g);
     SweepSpec spec;
@@ -19,7 +21,7 @@ void measure_hbm(Context& ctx) {
     spec.enqueue = [&](int64_t b) { CUDA_CHECK(cudaMemcpyAsync(buf.dst.get(), buf.src.get(), size_t(b), cudaMemcpyDeviceToDevice, s)); };
     spec.verify = [&](int64_t b) { return buf.errors(b); };
     TransferCurve c{g, g, "d2d", "", {}};
-    c.points = sweep_transfer(ctx, gate, spec, double(g) / ctx.gpus(), double(g + 1) / ctx.gpus());
+    c.points = sweep_transfer(ctx, gate, spec, double(gi) / double(gpus.size()), double(gi + 1) / double(gpus.size()));
     const auto& last = c.points.back();
     ctx.ms.hbm_gbps[size_t(g)] = 2.0 * double(last.bytes) / last.time.median / 1e9;
     ctx.ms.transfers.push_back(std::move(c));

@@ -42,65 +42,71 @@ struct Rank {
 void enqueue(CollOp op, const gpu::NcclComms& comms, std::vector<Rank>& ranks, const CollCounts& c) {
   int n = comms.size();
   NCCL_CHECK(ncclGroupStart());
-  for (int r = 0; r < n; ++r) {
-    auto* s = ranks[size_t(r)].send.as<float>();
-    auto* d = ranks[size_t(r)].recv.as<float>();
-    cudaStream_t st = ranks[size_t(r)].stream;
-    switch (op) {
-      case CollOp::AllReduce: NCCL_CHECK(ncclAllReduce(s, d, size_t(c.send_count), ncclFloat, ncclSum, comms[r], st)); break;
-      case CollOp::AllGather: NCCL_CHECK(ncclAllGather(s, d, size_t(c.send_count), ncclFloat, comms[r], st)); break;
-      case CollOp::ReduceScatter:
-        NCCL_CHECK(ncclReduceScatter(s, d, size_t(c.recv_count), ncclFloat, ncclSum, comms[r], st));
-        break;
-      case CollOp::AllToAll: {
-        size_t chunk = size_t(c.send_count / n);
-        for (int p = 0; p < n; ++p) {
-          NCCL_CHECK(ncclSend(s + size_t(p) * chunk, chunk, ncclFloat, p, comms[r], st));
-          NCCL_CHECK(ncclRecv(d + size_t(p) * chunk, chunk, ncclFloat, p, comms[r], st));
-        }
-        break;
-      }
-      case CollOp::SendRecv:  // ring shift, as nccl-tests' sendrecv_perf
-        NCCL_CHECK(ncclSend(s, size_t(c.send_count), ncclFloat, (r + 1) % n, comms[r], st));
-        NCCL_CHECK(ncclRecv(d, size_t(c.recv_count), ncclFloat, (r - 1 + n) % n, comms[r], st));
-        break;
-      case CollOp::Broadcast: NCCL_CHECK(ncclBroadcast(s, d, size_t(c.send_count), ncclFloat, 0, comms[r], st)); break;
-    }
-  }
+  for (int r = 0; r < n; ++r)
+    enqueue_collective_rank(op, comms[r], r, n, ranks[size_t(r)].send.as<float>(), ranks[size_t(r)].recv.as<float>(), c,
+                            ranks[size_t(r)].stream);
   NCCL_CHECK(ncclGroupEnd());
 }
 
-// Mismatching floats in every rank's result, given send buffers filled with rank + 1.
 size_t verify(CollOp op, int n, std::vector<Rank>& ranks, const std::vector<int>& devs, const CollCounts& c) {
   size_t bad = 0;
-  float sum = float(n * (n + 1) / 2);
-  for (int r = 0; r < n; ++r) {
-    gpu::ScopedDevice d(devs[size_t(r)]);
-    CUDA_CHECK(cudaStreamSynchronize(ranks[size_t(r)].stream));
-    gpu::DeviceBuffer err(devs[size_t(r)], sizeof(unsigned long long));
-    CUDA_CHECK(cudaMemset(err.get(), 0, sizeof(unsigned long long)));
-    const float* out = ranks[size_t(r)].recv.as<float>();
-    auto check = [&](size_t off, size_t count, float v) { gpu::launch_count_ne_float(out + off, count, v, err.as<unsigned long long>(), nullptr); };
-    switch (op) {
-      case CollOp::AllReduce: check(0, size_t(c.recv_count), sum); break;
-      case CollOp::ReduceScatter: check(0, size_t(c.recv_count), sum); break;
-      case CollOp::Broadcast: check(0, size_t(c.recv_count), 1.0f); break;
-      case CollOp::SendRecv: check(0, size_t(c.recv_count), float((r - 1 + n) % n + 1)); break;
-      case CollOp::AllGather:
-      case CollOp::AllToAll: {
-        size_t chunk = size_t(c.recv_count / n);
-        for (int p = 0; p < n; ++p) check(size_t(p) * chunk, chunk, float(p + 1));
-        break;
-      }
-    }
-    unsigned long long h = 0;
-    CUDA_CHECK(cudaMemcpy(&h, err.get(), sizeof h, cudaMemcpyDeviceToHost));
-    bad += size_t(h);
-  }
+  for (int r = 0; r < n; ++r)
+    bad += verify_collective_rank(op, r, n, devs[size_t(r)], ranks[size_t(r)].recv.as<float>(), c, ranks[size_t(r)].stream);
   return bad;
 }
 
 }  // namespace
+
+void enqueue_collective_rank(CollOp op, ncclComm_t comm, int r, int n, const float* s, float* d, const CollCounts& c,
+                             cudaStream_t st) {
+  switch (op) {
+    case CollOp::AllReduce: NCCL_CHECK(ncclAllReduce(s, d, size_t(c.send_count), ncclFloat, ncclSum, comm, st)); break;
+    case CollOp::AllGather: NCCL_CHECK(ncclAllGather(s, d, size_t(c.send_count), ncclFloat, comm, st)); break;
+    case CollOp::ReduceScatter: NCCL_CHECK(ncclReduceScatter(s, d, size_t(c.recv_count), ncclFloat, ncclSum, comm, st)); break;
+    case CollOp::AllToAll: {
+      size_t chunk = size_t(c.send_count / n);
+      NCCL_CHECK(ncclGroupStart());
+      for (int p = 0; p < n; ++p) {
+        NCCL_CHECK(ncclSend(s + size_t(p) * chunk, chunk, ncclFloat, p, comm, st));
+        NCCL_CHECK(ncclRecv(d + size_t(p) * chunk, chunk, ncclFloat, p, comm, st));
+      }
+      NCCL_CHECK(ncclGroupEnd());
+      break;
+    }
+    case CollOp::SendRecv:  // ring shift, as nccl-tests' sendrecv_perf
+      NCCL_CHECK(ncclGroupStart());
+      NCCL_CHECK(ncclSend(s, size_t(c.send_count), ncclFloat, (r + 1) % n, comm, st));
+      NCCL_CHECK(ncclRecv(d, size_t(c.recv_count), ncclFloat, (r - 1 + n) % n, comm, st));
+      NCCL_CHECK(ncclGroupEnd());
+      break;
+    case CollOp::Broadcast: NCCL_CHECK(ncclBroadcast(s, d, size_t(c.send_count), ncclFloat, 0, comm, st)); break;
+  }
+}
+
+size_t verify_collective_rank(CollOp op, int r, int n, int device, const float* out, const CollCounts& c,
+                              cudaStream_t stream) {
+  float sum = float(n * (n + 1) / 2);
+  gpu::ScopedDevice d(device);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  gpu::DeviceBuffer err(device, sizeof(unsigned long long));
+  CUDA_CHECK(cudaMemset(err.get(), 0, sizeof(unsigned long long)));
+  auto check = [&](size_t off, size_t count, float v) { gpu::launch_count_ne_float(out + off, count, v, err.as<unsigned long long>(), nullptr); };
+  switch (op) {
+    case CollOp::AllReduce: check(0, size_t(c.recv_count), sum); break;
+    case CollOp::ReduceScatter: check(0, size_t(c.recv_count), sum); break;
+    case CollOp::Broadcast: check(0, size_t(c.recv_count), 1.0f); break;
+    case CollOp::SendRecv: check(0, size_t(c.recv_count), float((r - 1 + n) % n + 1)); break;
+    case CollOp::AllGather:
+    case CollOp::AllToAll: {
+      size_t chunk = size_t(c.recv_count / n);
+      for (int p = 0; p < n; ++p) check(size_t(p) * chunk, chunk, float(p + 1));
+      break;
+    }
+  }
+  unsigned long long h = 0;
+  CUDA_CHECK(cudaMemcpy(&h, err.get(), sizeof h, cudaMemcpyDeviceToHost));
+  return size_t(h);
+}
 
 void run_nccl_sweep(Context& ctx, const std::vector<int64_t>& sizes, bool p2p) {
   auto groups = nccl_groups(ctx.gpus(), ctx.opts.all_groups);

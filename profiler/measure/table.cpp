@@ -39,6 +39,13 @@ std::vector<std::pair<int, int>> Context::usable_pairs() const {
   return v;
 }
 
+std::vector<int> Context::measured_gpus() const {
+  if (!own_gpus.empty()) return own_gpus;
+  std::vector<int> v;
+  for (int i = 0; i < gpus(); ++i) v.push_back(i);
+  return v;
+}
+
 std::vector<std::pair<int, int>> Context::all_pairs() const {
   std::vector<std::pair<int, int>> v;
   for (int i = 0; i < gpus(); ++i)

@@ -1,0 +1,95 @@
+// Same-host peer copies between processes, as serving engines with one process per GPU do them:
+// the destination exports its buffer with cudaIpcGetMemHandle, the source maps it
+// (cudaIpcOpenMemHandle, peer access enabled lazily) and copies into it by copy engine. Timed on
+// the source exactly as the single-process p2p_ce (spin-kernel gate, events, reps per region).
+#include <cuda_runtime.h>
+
+#include "profiler/measure/curve.hpp"
+#include "profiler/mpi/comm.hpp"
+#include "profiler/mpi/mpi_context.hpp"
+
+namespace peerplan::profiler {
+
+namespace {
+
+constexpr int kTagIpc = 101;
+
+// A peer buffer mapped into this process; unmapped on scope exit.
+class IpcMapping {
+ public:
+  IpcMapping(const cudaIpcMemHandle_t& h, int device) : device_(device) {
+    gpu::ScopedDevice d(device);
+    CUDA_CHECK(cudaIpcOpenMemHandle(&ptr_, h, cudaIpcMemLazyEnablePeerAccess));
+  }
+  ~IpcMapping() {
+    gpu::ScopedDevice d(device_);
+    cudaIpcCloseMemHandle(ptr_);
+  }
+  IpcMapping(const IpcMapping&) = delete;
+  IpcMapping& operator=(const IpcMapping&) = delete;
+  void* get() const { return ptr_; }
+
+ private:
+  void* ptr_ = nullptr;
+  int device_ = 0;
+};
+
+}  // namespace
+
+void mpi_measure_p2p_ce(MpiContext& m) {
+  Context& ctx = m.ctx;
+  PairPlan plan = plan_pairs(m.layout, false);
+  std::vector<std::pair<int, int>> pairs;
+  for (auto p : plan.intra)
+    if (m.global.p2p[size_t(p.first)][size_t(p.second)].usable()) pairs.push_back(p);
+  if (pairs.empty()) {
+    if (m.me == 0) ctx.not_applicable("p2p_ce", "no same-host pair with usable peer access");
+    return;
+  }
+  int64_t maxb = ctx.plan.transfer_sizes.back();
+  gpu::BlockingGate gate;
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    auto [src, dst] = pairs[k];
+    const uint32_t seed = 0x11000000u + uint32_t(src * 16 + dst);  // as single-process p2p_ce
+    if (m.me == dst) {
+      gpu::DeviceBuffer buf(m.device, size_t(maxb));
+      CUDA_CHECK(cudaMemset(buf.get(), 0, size_t(maxb)));
+      CUDA_CHECK(cudaDeviceSynchronize());
+      cudaIpcMemHandle_t h;
+      CUDA_CHECK(cudaIpcGetMemHandle(&h, buf.get()));
+      mpi::send_bytes(&h, sizeof h, src, kTagIpc);
+      mpi::barrier();  // the source is done with the buffer
+      continue;
+    }
+    if (m.me == src) {
+      cudaIpcMemHandle_t h;
+      mpi::recv_bytes(&h, sizeof h, dst, kTagIpc);
+      {
+        IpcMapping peer(h, m.device);
+        gpu::DeviceBuffer sbuf(m.device, size_t(maxb));
+        gpu::launch_fill_pattern(sbuf.as<uint32_t>(), size_t(maxb) / 4, seed, nullptr);
+        CUDA_CHECK(cudaDeviceSynchronize());
+        gpu::Stream s(m.device);
+        SweepSpec spec;
+        spec.label = "gpu" + std::to_string(src) + "->gpu" + std::to_string(dst) + " (IPC)";
+        spec.sizes = ctx.plan.transfer_sizes;
+        spec.expected_gbps = 400;
+        spec.timing = &s;
+        spec.enqueue = [&](int64_t b) {
+          CUDA_CHECK(cudaMemcpyAsync(peer.get(), sbuf.get(), size_t(b), cudaMemcpyDeviceToDevice, s));
+        };
+        // Read back through the mapping: the bytes must have arrived in the other process's buffer.
+        spec.verify = [&](int64_t b) { return gpu::count_pattern_errors(peer.get(), m.device, size_t(b) / 4, seed); };
+        TransferCurve c{src, dst, "p2p_ce", "", {}};
+        c.points = sweep_transfer(ctx, gate, spec, double(k) / double(pairs.size()), double(k + 1) / double(pairs.size()));
+        ctx.ms.transfers.push_back(std::move(c));
+        CUDA_CHECK(cudaDeviceSynchronize());
+      }
+      mpi::barrier();
+      continue;
+    }
+    mpi::barrier();
+  }
+}
+
+}  // namespace peerplan::profiler

@@ -1,0 +1,113 @@
+#include <gtest/gtest.h>
+
+#include "planner/core/error.hpp"
+#include "planner/core/files.hpp"
+#include "planner/topology/topology.hpp"
+#include "profiler/common/profile_merge.hpp"
+
+using namespace peerplan;
+using namespace peerplan::profiler;
+
+namespace {
+
+// The shipped 2 x H200 profile stands in for one host's discovery (local ids 0, 1).
+Machine host(const std::string& name) {
+  Machine m = load_machine(find_data_file("models/hardware/h200x2-nvlink.json"));
+  m.host = name;
+  m.name = name;
+  m.measurements.reset();
+  return m;
+}
+
+RankInfo ri(int rank, const std::string& h, int dev) { return RankInfo{rank, h, dev, 2, dev, 2, ""}; }
+
+Measurements h2d_of(int gpu, double seconds) {
+  Measurements ms;
+  TransferCurve c{-1, gpu, "h2d", "", {}};
+  c.points.push_back({int64_t(1) << 30, compute_stats({seconds, seconds * 1.01})});
+  ms.transfers.push_back(c);
+  ms.hbm_gbps.assign(size_t(gpu) + 1, 0.0);
+  ms.hbm_gbps[size_t(gpu)] = 4000 + gpu;
+  ms.extra["launch"]["gpu" + std::to_string(gpu)] = {{"gpu_gap_us", 1.3}};
+  return ms;
+}
+
+}  // namespace
+
+TEST(RemapGpuIds, RenamesEveryKindOfFigure) {
+  Measurements ms = h2d_of(1, 0.02);
+  ms.gemms.push_back(GemmTime{1, 1, 2, 3, "bf16", {}});
+  remap_gpu_ids(ms, {{1, 5}});
+  EXPECT_EQ(ms.transfers[0].src, -1) << "the host end stays the host";
+  EXPECT_EQ(ms.transfers[0].dst, 5);
+  EXPECT_EQ(ms.gemms[0].gpu, 5);
+  ASSERT_EQ(ms.hbm_gbps.size(), 6u);
+  EXPECT_EQ(ms.hbm_gbps[5], 4001);
+  EXPECT_TRUE(ms.extra["launch"].contains("gpu5"));
+  EXPECT_FALSE(ms.extra["launch"].contains("gpu1"));
+  Measurements other = h2d_of(0, 0.02);
+  EXPECT_THROW(remap_gpu_ids(other, {{1, 5}}), RuntimeError) << "a rank reporting a GPU it does not own";
+}
+
+TEST(MergeMpiProfile, OneHostReadsLikeASingleProcessProfile) {
+  Machine h = host("hostA");
+  MergeInput in;
+  in.layout = make_rank_layout({ri(0, "hostA", 0), ri(1, "hostA", 1)});
+  in.host_machines = {h};
+  in.rank_results = {h2d_of(0, 0.02), h2d_of(1, 0.021)};
+  Machine m = merge_mpi_profile(in);
+  ASSERT_EQ(m.gpu_count(), 2);
+  EXPECT_EQ(m.gpus[1].uuid, h.gpus[1].uuid);
+  EXPECT_EQ(m.nodes.size(), h.nodes.size()) << "no prefixes, no NIC added for one host";
+  EXPECT_EQ(m.links.size(), h.links.size());
+  EXPECT_TRUE(m.p2p[0][1].usable()) << "same-host peer capability comes from discovery";
+  ASSERT_TRUE(m.measured());
+  EXPECT_EQ(m.measurements->transfers.size(), 2u);
+  EXPECT_EQ(m.measurements->hbm_gbps, (std::vector<double>{4000, 4001}));
+  EXPECT_EQ(m.meta["mpi"]["ranks"].size(), 2u);
+  EXPECT_EQ(m.meta["mpi"]["hosts"][0]["host"], "hostA");
+  // Round trip through the schema: the merged profile is an ordinary machine file.
+  Machine back = parse_machine_json(machine_to_json(m).dump(), "merged.json");
+  EXPECT_EQ(back.gpu_count(), 2);
+}
+
+TEST(MergeMpiProfile, TwoHostsGetSubtreesAndANetworkLinkPricedByMeasurement) {
+  MergeInput in;
+  in.layout = make_rank_layout({ri(0, "hostA", 0), ri(1, "hostA", 1), ri(2, "hostB", 0), ri(3, "hostB", 1)});
+  in.host_machines = {host("hostA"), host("hostB")};
+  for (int r = 0; r < 4; ++r) in.rank_results.push_back(h2d_of(r, 0.02));
+  // Rank 0 measured hostA -> hostB over the network: 1 GiB in 40 ms = 26.8 GB/s.
+  TransferCurve net{0, 2, "net_nccl", "", {}};
+  net.points.push_back({int64_t(1) << 30, compute_stats({0.04, 0.04})});
+  in.rank_results[0].transfers.push_back(net);
+  Machine m = merge_mpi_profile(in);
+  ASSERT_EQ(m.gpu_count(), 4);
+  const Machine h = host("hostB");
+  EXPECT_EQ(m.gpus[2].uuid, h.gpus[0].uuid) << "rank 2 is hostB's GPU 0";
+  EXPECT_FALSE(m.p2p[0][2].usable()) << "no peer access across hosts";
+  EXPECT_TRUE(m.p2p[2][3].usable());
+  int nics = 0, net_links = 0;
+  double net_gbps = 0;
+  for (const auto& n : m.nodes) {
+    nics += n.kind == NodeKind::Nic;
+    EXPECT_TRUE(n.id.rfind("h0.", 0) == 0 || n.id.rfind("h1.", 0) == 0) << n.id << " lacks its host prefix";
+  }
+  for (const auto& l : m.links)
+    if (l.kind == LinkKind::Network) { ++net_links; net_gbps = l.gbps; }
+  EXPECT_EQ(nics, 2) << "one (synthetic) NIC per host";
+  EXPECT_EQ(net_links, 1);
+  EXPECT_NEAR(net_gbps, double(int64_t(1) << 30) / 0.04 / 1e9, 0.01);
+  Topology topo(m);  // builds and routes within each host
+  EXPECT_EQ(topo.machine().gpu_count(), 4);
+}
+
+TEST(MergeMpiProfile, RefusesInputsThatDisagree) {
+  MergeInput in;
+  in.layout = make_rank_layout({ri(0, "hostA", 0), ri(1, "hostA", 1)});
+  in.host_machines = {host("hostA")};
+  in.rank_results = {h2d_of(0, 0.02)};
+  EXPECT_THROW(merge_mpi_profile(in), RuntimeError) << "results of 1 rank for 2";
+  in.rank_results.push_back(h2d_of(1, 0.02));
+  in.host_machines[0].gpus.pop_back();
+  EXPECT_THROW(merge_mpi_profile(in), RuntimeError) << "rank 1's GPU missing from its host's discovery";
+}

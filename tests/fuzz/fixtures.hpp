@@ -1,6 +1,7 @@
 #pragma once
 // Shipped files the plan and Lua targets run against, loaded once per process: a dense and an MoE
-// model, and an 8-GPU machine, so a fuzzed plan or script meets real shapes and a real topology.
+// model, an 8-GPU machine and a measured 2-GPU profile, so a fuzzed plan or script meets real
+// shapes and a real topology.
 #include <memory>
 #include <string>
 
@@ -40,6 +41,14 @@ inline const ModelFixture& moe_model() {
 inline const Topology& eight_gpus() {
   static const std::unique_ptr<Topology> t =
       std::make_unique<Topology>(load_machine(find_data_file("models/hardware/hgx-h100x8.json")));
+  return *t;
+}
+
+// The shipped 2xH200 NVLink profile: measured transfer curves (so machine.transfer_time prices from
+// measurements, not only nominal figures) and a small machine table (the Lua target pushes it per input).
+inline const Topology& two_gpus_measured() {
+  static const std::unique_ptr<Topology> t =
+      std::make_unique<Topology>(load_machine(find_data_file("models/hardware/h200x2-nvlink.json")));
   return *t;
 }
 

@@ -53,7 +53,7 @@ inline bool fuzz_lua(const std::string& data) {
       FUZZ_CHECK(!c.plan.stages.empty(), "a validated plan with no stages");
       for (int g : c.plan.all_gpus()) FUZZ_CHECK(g >= 0 && g < topo.gpu_count(), "a plan GPU outside the machine");
     }
-  });
+  }, /*qualified=*/true);
 }
 
 }  // namespace peerplan::fuzz

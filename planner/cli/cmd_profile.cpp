@@ -5,6 +5,7 @@
 #include "planner/core/build_info.hpp"
 #include "planner/cli/commands.hpp"
 #include "planner/core/error.hpp"
+#include "profiler/common/profile_compare.hpp"
 #include "profiler/common/rank_layout.hpp"
 #include "profiler/common/registry.hpp"
 #include "profiler/common/sweep.hpp"
@@ -28,7 +29,8 @@ void add_profile_command(CLI::App& app) {
       "  peerplan profile --resume my-host.json --out my-host.json\n"
       "  mpirun -np 8 peerplan profile --mpi --out host.json  # one process per GPU, as serving engines run\n"
       "  mpirun -np 16 --map-by ppr:8:node -H a,b peerplan profile --mpi --out ab.json   # two hosts\n"
-      "  peerplan topo --machine my-host.json                # look at the result\n");
+      "  peerplan topo --machine my-host.json                # look at the result\n"
+      "  peerplan profile --compare single.json mpi.json     # do two profiles of a host agree?\n");
   auto o = std::make_shared<profiler::ProfileOptions>();
   auto list = std::make_shared<bool>(false);
   auto min_s = std::make_shared<std::string>("4K");
@@ -36,7 +38,12 @@ void add_profile_command(CLI::App& app) {
   auto coll_s = std::make_shared<std::string>("2G");
   auto nop2p_s = std::make_shared<std::string>("256M");
   auto no_progress = std::make_shared<bool>(false);
+  auto compare = std::make_shared<std::vector<std::string>>();
   sub->add_flag("--list", *list, "List the measurements (names, groups) and exit");
+  sub->add_option("--compare", *compare,
+                  "Compare two profiles (A B): every common figure, B against A, largest difference first; e.g. a "
+                  "single-process and an MPI profile of one host")
+      ->expected(2);
   sub->add_option("--out,-o", o->out, "Profile to write (atomically, after each measurement)")->capture_default_str();
   sub->add_option("--resume", o->resume, "Continue from this partial profile (same GPUs and options)");
   sub->add_option("--only", o->only, "Run only these measurements or groups (comma-separated; see --list)");
@@ -65,9 +72,15 @@ void add_profile_command(CLI::App& app) {
                 "With --mpi: measure every cross-host GPU pair, not one representative pair per pair of hosts");
   sub->add_option("--internal-nccl-child", o->nccl_child_out)->group("");  // re-exec for NCCL_P2P_DISABLE=1
 
-  sub->callback([o, list, min_s, max_s, coll_s, nop2p_s, no_progress] {
+  sub->callback([o, list, min_s, max_s, coll_s, nop2p_s, no_progress, compare] {
     if (*list) {
       std::cout << profiler::format_measurement_list();
+      return;
+    }
+    if (!compare->empty()) {
+      const auto& f = *compare;
+      auto c = profiler::compare_profiles(load_machine(f[0]), load_machine(f[1]));
+      std::cout << profiler::format_comparison(c, f[0], f[1]);
       return;
     }
     o->min_bytes = profiler::parse_size(*min_s, "--min-size");

@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
 
 PKGS=(build-essential cmake pkg-config libboost-graph-dev nlohmann-json3-dev liblua5.4-dev libhwloc-dev
-      libcli11-dev libfmt-dev graphviz libgtest-dev libgmock-dev libbenchmark-dev python3 python3-matplotlib)
+      libcli11-dev libfmt-dev graphviz libgtest-dev libgmock-dev libbenchmark-dev python3 python3-matplotlib
+      libopenmpi-dev openmpi-bin)   # MPI: the `--mpi` path is built and its CPU side tested under mpirun
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

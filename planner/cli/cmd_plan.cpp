@@ -1,11 +1,13 @@
 // `peerplan plan`: the main question. Runs every strategy, simulates every candidate that fits
 // (with P2P on and off), ranks them, and says whether splitting the model pays at all.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "planner/cli/commands.hpp"
+#include "planner/cli/validate_plan.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
 #include "planner/model/model_config.hpp"
@@ -27,14 +29,50 @@ struct PlanCmd {
   std::vector<std::string> strategies, sets;
   std::string json_out, csv_out, report_dir, trace_out, best_out;
   bool json_stdout = false, no_p2p_compare = false;
+  int validate = 0;               // execute the top K ranked plans on this host's GPUs
+  std::string validate_out;       // reports of those runs: DIR/<rank>/
+  bool allow_other_host = false;
   int threads = 2;
   int per_octave = 16;
 };
+
+// Executes the top K ranked plans the way `peerplan validate` does (same function) and prints a
+// comparison for each, then one summary line per plan.
+void validate_top(const SearchResult& r, const PlanCmd& o) {
+  const size_t k = std::min(size_t(o.validate), r.ranked.size());
+  if (k == 0) throw RuntimeError("--validate: no plan fits this machine, so there is nothing to execute");
+  std::vector<std::pair<std::string, Comparison>> done;
+  for (size_t i = 0; i < k; ++i) {
+    const CandidateResult& cand = r.ranked[i];
+    HostValidationOptions ho;
+    ho.allow_other_host = o.allow_other_host;
+    if (!o.validate_out.empty()) ho.out = fmt::format("{}/{}", o.validate_out, i + 1);
+    std::cout << fmt::format("\n== validate #{} of {}: {}\n", i + 1, k, cand.plan.name);
+    done.emplace_back(cand.plan.name, validate_on_host(cand.plan, fmt::format("ranked plan #{}", i + 1), o.model,
+                                                       o.machine, r.workload, ho));
+    if (!ho.out.empty()) write_file_atomic(ho.out + "/plan.json", plan_to_json(cand.plan).dump(2) + "\n");
+  }
+  std::cout << "\nvalidated plans (predicted vs measured, this host)\n";
+  std::cout << fmt::format("  {:>4}  {:<32} {:>16} {:>16} {:>16}  {}\n", "rank", "plan", "TTFT p50 err", "TPOT p50 err",
+                           "E2E p99 err", "targets");
+  for (size_t i = 0; i < done.size(); ++i) {
+    const Comparison& c = done[i].second;
+    auto err = [&](const char* m) -> std::string {
+      for (const MetricComparison& row : c.rows)
+        if (row.metric == m) return fmt::format("{:+.1f}%", 100 * row.rel_error());
+      return "n/a";
+    };
+    std::cout << fmt::format("  {:>4}  {:<32} {:>16} {:>16} {:>16}  {}\n", i + 1, done[i].first, err("ttft_p50"),
+                             err("tpot_p50"), err("e2e_p99"), c.targets_met ? "met" : "missed");
+  }
+}
 
 void run_plan(const PlanCmd& o) {
   auto obj = objective_from_string(o.objective);
   if (!obj) throw InputError("", "--objective", "one of: goodput (default), p99, throughput");
   if (o.threads < 1) throw InputError("", "--threads", "at least 1");
+  if (o.validate < 0) throw InputError("", "--validate", "a number of top-ranked plans to execute (0: none)");
+  if (o.validate > 0) require_executor("--validate");  // before minutes of search
   ModelConfig cfg = load_model_config(resolve_model_path(o.model));
   ModelFigures fig = derive_figures(cfg);
   Machine machine = load_machine(resolve_machine_path(o.machine));
@@ -62,6 +100,7 @@ void run_plan(const PlanCmd& o) {
   }
   if (r.recommended >= 0 && !o.best_out.empty())
     write_file_atomic(o.best_out, plan_to_json(r.ranked[size_t(r.recommended)].plan).dump(2) + "\n");
+  if (o.validate > 0) validate_top(r, o);
   if (r.recommended >= 0 && !o.trace_out.empty()) {
     // Re-simulate the recommended plan with its stage executions recorded.
     const CandidateResult& best = r.ranked[size_t(r.recommended)];
@@ -114,6 +153,12 @@ void add_plan_command(CLI::App& app) {
   sub->add_option("--best-out", o->best_out, "Write the recommended plan's JSON (for simulate/validate)");
   sub->add_flag("--no-p2p-compare", o->no_p2p_compare, "Do not simulate the P2P-off variant of each plan");
   sub->add_option("--threads", o->threads, "Candidates simulated in parallel")->capture_default_str();
+  sub->add_option("--validate", o->validate,
+                  "Execute the top K ranked plans on this host's GPUs and compare each with its prediction, as "
+                  "`peerplan validate` does (needs a CUDA build and a profile of this host as --machine)");
+  sub->add_option("--validate-out", o->validate_out, "--validate: write each run's reports to DIR/<rank>/");
+  sub->add_flag("--allow-other-host", o->allow_other_host,
+                "--validate: run even if the profile was measured on another host");
   sub->add_option("--shape-points", o->per_octave,
                   "Iteration shapes are priced on a grid of this many points per octave (0: exact, slow)")
       ->capture_default_str();

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "planner/cli/commands.hpp"
+#include "planner/cli/validate_plan.hpp"
 #include "planner/compile/compiler.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
@@ -37,7 +38,7 @@ namespace {
 struct ValidateOptions {
   std::string plan, model, workload, machine, out, p2p = "on";
   std::vector<std::string> compare;
-  bool self_test = false, bench_steps = false, no_graphs = false, allow_other_host = false;
+  bool self_test = false, bench_steps = false, no_graphs = false, allow_other_host = false, cold_start = false;
   int64_t requests = 0;
   double rate = 0;
   std::vector<int64_t> batches{1, 8, 64};
@@ -45,10 +46,11 @@ struct ValidateOptions {
   int device = 0;
 };
 
-[[noreturn]] void no_cuda(const char* what) {
-  throw RuntimeError(fmt::format("{} needs the CUDA executor, and this peerplan was built without CUDA. Build on a "
-                                 "GPU host: cmake -S . -B build-gpu -DCMAKE_CUDA_ARCHITECTURES=90",
-                                 what));
+[[noreturn]] void no_cuda(const std::string& what) {
+  throw InputError("", what,
+                   "a peerplan built with the CUDA executor; this one was built without CUDA (planner only). Build "
+                   "on a host with the CUDA toolkit and NCCL (scripts/gpu/build.sh, or cmake -S . -B build-gpu "
+                   "-DCMAKE_CUDA_ARCHITECTURES=90) and run it on the GPU host");
 }
 
 void write_outputs(const std::string& dir, const Comparison& c, const Metrics& pred, const Metrics& meas) {
@@ -72,6 +74,46 @@ void run_compare_files(const ValidateOptions& o) {
   Comparison c = compare_metrics(pred, meas, {});
   std::cout << comparison_table(c);
   if (!o.out.empty()) write_outputs(o.out, c, pred, meas);
+}
+
+void run_bench_steps(const ValidateOptions& o, const Plan& plan_in) {
+#ifndef PEERPLAN_WITH_CUDA
+  (void)o, (void)plan_in;
+  no_cuda("--bench-steps");
+#else
+  Plan plan = plan_in;
+  ModelConfig cfg = load_model_config(resolve_model_path(o.model));
+  ModelFigures fig = derive_figures(cfg);
+  const std::string machine_file = resolve_machine_path(o.machine);
+  Machine machine = load_machine(machine_file);
+  validate_plan(plan, cfg.layers, cfg.experts, machine.gpu_count(), o.plan);
+  exec::ExecOptions eo;
+  eo.p2p = plan.p2p;
+  eo.cuda_graphs = !o.no_graphs;
+  HostInfo host = exec::discover_host();
+  MemoryOptions mo;
+  mo.max_seqs = *std::max_element(o.batches.begin(), o.batches.end());
+  mo.context = std::max(o.context, o.prefill) + 16;
+  mo.max_batched_tokens = std::max<int64_t>(o.prefill, 256);
+  MemoryReport mem = check_memory(plan, cfg, fig, machine, mo);
+  PreflightOptions po{o.allow_other_host};
+  for (auto& w : preflight(plan, o.plan, machine, machine_file, host, mem.fits, mem.why, po))
+    std::cerr << "peerplan: warning: " << w << "\n";
+  auto rows = exec::bench_steps(plan, cfg, fig, machine, o.batches, o.context, o.prefill, eo);
+  std::cout << exec::bench_table(rows, fmt::format("step times: plan {} model {} (p2p {}, CUDA graphs {})", plan.name,
+                                                   cfg.name, o.p2p, eo.cuda_graphs ? "on" : "off"));
+  if (!o.out.empty()) {
+    nlohmann::json j = nlohmann::json::array();
+    for (auto& r : rows)
+      j.push_back({{"step", r.what}, {"batch", r.batch}, {"context", r.context}, {"graph", r.graph},
+                   {"median_us", r.step_s * 1e6}, {"min_us", r.min_s * 1e6}, {"max_us", r.max_s * 1e6}});
+    std::filesystem::create_directories(o.out);
+    write_file_atomic(o.out + "/steps.json",
+                      nlohmann::json{{"plan", plan.name}, {"model", cfg.name}, {"context", exec::host_context()},
+                                     {"steps", j}}
+                              .dump(2) + "\n");
+  }
+#endif
 }
 
 void run_validate(ValidateOptions o) {
@@ -100,53 +142,135 @@ void run_validate(ValidateOptions o) {
   if (o.plan.empty() || o.model.empty() || o.machine.empty())
     throw InputError("", "--plan/--model/--machine", "all three (and --workload unless --bench-steps)");
   Plan plan = load_plan(o.plan);
-  ModelConfig cfg = load_model_config(resolve_model_path(o.model));
-  ModelFigures fig = derive_figures(cfg);
-  const std::string machine_file = resolve_machine_path(o.machine);
-  Machine machine = load_machine(machine_file);
-  validate_plan(plan, cfg.layers, cfg.experts, machine.gpu_count(), o.plan);
   if (o.p2p == "off") {
     // The same plan without P2P: NCCL_P2P_DISABLE for collectives, host-staged boundaries.
     plan.p2p = false;
     for (auto& m : plan.boundary_modes) m = "host_staged";
     plan.name += " p2p-off";
   }
-#ifndef PEERPLAN_WITH_CUDA
-  no_cuda("validate");
-#else
-  exec::ExecOptions eo;
-  eo.p2p = o.p2p == "on";
-  eo.cuda_graphs = !o.no_graphs;
-  HostInfo host = exec::discover_host();
-  if (o.bench_steps) {
-    MemoryOptions mo;
-    mo.max_seqs = *std::max_element(o.batches.begin(), o.batches.end());
-    mo.context = std::max(o.context, o.prefill) + 16;
-    mo.max_batched_tokens = std::max<int64_t>(o.prefill, 256);
-    MemoryReport mem = check_memory(plan, cfg, fig, machine, mo);
-    PreflightOptions po{o.allow_other_host};
-    for (auto& w : preflight(plan, o.plan, machine, machine_file, host, mem.fits, mem.why, po))
-      std::cerr << "peerplan: warning: " << w << "\n";
-    auto rows = exec::bench_steps(plan, cfg, fig, machine, o.batches, o.context, o.prefill, eo);
-    std::cout << exec::bench_table(rows, fmt::format("step times: plan {} model {} (p2p {}, CUDA graphs {})", plan.name,
-                                                     cfg.name, o.p2p, eo.cuda_graphs ? "on" : "off"));
-    if (!o.out.empty()) {
-      nlohmann::json j = nlohmann::json::array();
-      for (auto& r : rows)
-        j.push_back({{"step", r.what}, {"batch", r.batch}, {"context", r.context}, {"graph", r.graph},
-                     {"median_us", r.step_s * 1e6}, {"min_us", r.min_s * 1e6}, {"max_us", r.max_s * 1e6}});
-      std::filesystem::create_directories(o.out);
-      write_file_atomic(o.out + "/steps.json",
-                        nlohmann::json{{"plan", plan.name}, {"model", cfg.name}, {"context", exec::host_context()},
-                                       {"steps", j}}
-                                .dump(2) + "\n");
-    }
-    return;
-  }
+  if (o.bench_steps) return run_bench_steps(o, plan);
   if (o.workload.empty()) throw InputError("", "--workload", "a workload name or file (e.g. chat)");
   Workload w = load_workload(resolve_workload_path(o.workload));
   if (o.requests > 0) w.num_requests = o.requests;
   if (o.rate > 0) w.rate_rps = o.rate;
+  HostValidationOptions ho;
+  ho.cuda_graphs = !o.no_graphs;
+  ho.warm_gemm_plans = !o.cold_start;
+  ho.allow_other_host = o.allow_other_host;
+  ho.out = o.out;
+  validate_on_host(plan, o.plan, o.model, o.machine, w, ho);
+}
+
+}  // namespace
+
+bool have_executor() {
+#ifdef PEERPLAN_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+void require_executor(const std::string& option) {
+  if (!have_executor()) no_cuda(option);
+}
+
+#ifdef PEERPLAN_WITH_CUDA
+namespace {
+
+// Per-iteration records (measured on CUDA events, on the run's clock) with the simulator's price
+// of the same shape, and each request's queue wait: where TTFT goes, iteration by iteration.
+nlohmann::json iteration_report(const exec::ServeResult& res, PlanPricer& pricer, std::string* table) {
+  nlohmann::json its = nlohmann::json::array();
+  struct Sum {
+    int64_t n = 0;
+    double gpu = 0, pred = 0, enqueue = 0, lag = 0, wake = 0;
+  };
+  std::map<std::string, Sum> by;
+  double prev_done = 0;
+  for (const exec::IterationRecord& r : res.iterations) {
+    const IterationCost& c = pricer.price(r.shape);
+    double pred = 0;
+    for (double x : c.stage_s) pred += x;
+    its.push_back({{"index", r.index},
+                   {"prefill_seqs", r.shape.prefill_seqs},
+                   {"prefill_tokens", r.shape.prefill_tokens},
+                   {"prefill_context", r.shape.prefill_context},
+                   {"decode_seqs", r.shape.decode_seqs},
+                   {"decode_context", r.shape.decode_context},
+                   {"graph", r.graph},
+                   {"new_tokens_count", r.new_tokens_count},
+                   {"host_begin_us", r.host_begin_s * 1e6},
+                   {"host_enqueued_us", r.host_enqueued_s * 1e6},
+                   {"gpu_start_us", r.gpu_start_s * 1e6},
+                   {"gpu_end_us", r.gpu_end_s * 1e6},
+                   {"host_done_us", r.host_done_s * 1e6},
+                   {"predicted_us", pred * 1e6},
+                   {"compile_us", r.compile_s * 1e6},
+                   {"slowest_enqueues", r.slowest_enqueues}});
+    const std::string kind = r.shape.prefill_seqs == 0 ? (r.graph ? "decode (graph)" : "decode (eager)")
+                             : r.new_tokens_count    ? "prefill/mixed, new size"
+                                                     : "prefill/mixed, size seen";
+    Sum& s = by[kind];
+    ++s.n;
+    s.gpu += r.gpu_end_s - r.gpu_start_s;
+    s.pred += pred;
+    s.enqueue += r.host_enqueued_s - r.host_begin_s;
+    s.lag += std::max(0.0, r.host_begin_s - prev_done);
+    s.wake += r.host_done_s - r.gpu_end_s;
+    prev_done = r.host_done_s;
+  }
+  std::string t = "\n  iterations: GPU span (CUDA events) vs the simulator's price of the same shape; host times per iteration\n";
+  t += fmt::format("  {:<26} {:>5} {:>10} {:>10} {:>8} {:>11} {:>11} {:>11}\n", "kind", "n", "GPU mean", "predicted",
+                   "GPU/pred", "enqueue", "sched gap", "wake-up");
+  for (auto& [k, s] : by)
+    t += fmt::format("  {:<26} {:>5} {:>7.3f} ms {:>7.3f} ms {:>8.3f} {:>8.3f} ms {:>8.3f} ms {:>8.3f} ms\n", k, s.n,
+                     s.gpu / double(s.n) * 1e3, s.pred / double(s.n) * 1e3, s.pred > 0 ? s.gpu / s.pred : 0.0,
+                     s.enqueue / double(s.n) * 1e3, s.lag / double(s.n) * 1e3, s.wake / double(s.n) * 1e3);
+  // TTFT = queue wait (arrival -> its first iteration formed) + the rest (its prefill iterations).
+  nlohmann::json reqs = nlohmann::json::array();
+  std::vector<double> wait, rest;
+  std::map<int64_t, const RequestTiming*> timing;
+  for (const RequestTiming& rt : res.measured.per_request) timing[rt.id] = &rt;
+  for (const auto& [id, sched] : res.first_scheduled) {
+    auto f = timing.find(id);
+    if (f == timing.end() || sched < 0 || f->second->first_token_s < 0) continue;
+    const RequestTiming& rt = *f->second;
+    reqs.push_back({{"id", id}, {"arrival_us", rt.arrival_s * 1e6}, {"scheduled_us", sched * 1e6},
+                    {"first_token_us", rt.first_token_s * 1e6}, {"prompt_tokens", rt.prompt_tokens}});
+    wait.push_back(sched - rt.arrival_s);
+    rest.push_back(rt.first_token_s - sched);
+  }
+  if (!wait.empty()) {
+    LatencyStats ws = latency_stats(wait), rs = latency_stats(rest);
+    t += fmt::format("  measured TTFT = queue wait (mean {:.2f} ms, p50 {:.2f} ms) + first iteration formed -> first "
+                     "token (mean {:.2f} ms, p50 {:.2f} ms)\n",
+                     ws.mean * 1e3, ws.p50 * 1e3, rs.mean * 1e3, rs.p50 * 1e3);
+  }
+  if (table) *table = t;
+  return {{"format", "peerplan.iterations"}, {"version", 1}, {"iterations", its}, {"requests", reqs}};
+}
+
+}  // namespace
+#endif
+
+Comparison validate_on_host(const Plan& plan_in, const std::string& plan_origin, const std::string& model,
+                            const std::string& machine_name, Workload w, const HostValidationOptions& o) {
+#ifndef PEERPLAN_WITH_CUDA
+  (void)plan_in, (void)plan_origin, (void)model, (void)machine_name, (void)w, (void)o;
+  no_cuda("validate");
+#else
+  Plan plan = plan_in;
+  ModelConfig cfg = load_model_config(resolve_model_path(model));
+  ModelFigures fig = derive_figures(cfg);
+  const std::string machine_file = resolve_machine_path(machine_name);
+  Machine machine = load_machine(machine_file);
+  validate_plan(plan, cfg.layers, cfg.experts, machine.gpu_count(), plan_origin);
+  exec::ExecOptions eo;
+  eo.p2p = plan.p2p;
+  eo.cuda_graphs = o.cuda_graphs;
+  eo.warm_gemm_plans = o.warm_gemm_plans;
+  HostInfo host = exec::discover_host();
 
   // Refusals first: wrong host, too many GPUs, memory.
   MemoryOptions mo;
@@ -155,12 +279,12 @@ void run_validate(ValidateOptions o) {
   mo.max_batched_tokens = w.max_batched_tokens;
   MemoryReport mem = check_memory(plan, cfg, fig, machine, mo);
   PreflightOptions po{o.allow_other_host};
-  for (auto& warn : preflight(plan, o.plan, machine, machine_file, host, mem.fits, mem.why, po))
+  for (auto& warn : preflight(plan, plan_origin, machine, machine_file, host, mem.fits, mem.why, po))
     std::cerr << "peerplan: warning: " << warn << "\n";
   // The executor's KV cache decides how many sequences run at once; the simulator is told the same.
   const int64_t fit = exec::kv_slots_that_fit(plan, cfg, fig, w.max_context() + 1, w.max_batched_tokens);
   if (fit < 1)
-    throw InputError(o.plan, "stages",
+    throw InputError(plan_origin, "stages",
                      fmt::format("a plan whose weights leave room for one sequence of {} tokens on every GPU",
                                  w.max_context()));
   w.max_num_seqs = std::min(w.max_num_seqs, fit);
@@ -176,7 +300,7 @@ void run_validate(ValidateOptions o) {
   exec::ServeResult res = exec::serve(plan, cfg, fig, machine, w, eo);
 
   // Predicted op-class times on the iterations the executor timed.
-  CostModel cost(topo);
+  CostModel cost(topo, so.cost);
   std::map<std::pair<std::string, std::string>, double> pred_cls;
   for (size_t i = 0; i < res.class_shapes.size(); ++i) {
     const BatchShape& sh = res.class_shapes[i];
@@ -195,15 +319,20 @@ void run_validate(ValidateOptions o) {
   c.context["requests"] = w.num_requests;
   c.context["rate_rps"] = w.rate_rps;
   c.context["max_num_seqs"] = w.max_num_seqs;
-  std::cout << comparison_table(c);
+  PlanPricer pricer(plan, cfg, fig, cost, so.pricer);
+  std::string iter_table;
+  nlohmann::json iters = iteration_report(res, pricer, &iter_table);
+  std::cout << comparison_table(c) << iter_table;
   if (!o.out.empty()) {
     write_outputs(o.out, c, sim.metrics, res.measured);
-    std::cout << fmt::format("  written: {}/validation.json, validation.md, predicted/measured.metrics.json\n", o.out);
+    write_file_atomic(o.out + "/iterations.json", iters.dump(1) + "\n");
+    std::cout << fmt::format("  written: {}/validation.json, validation.md, predicted/measured.metrics.json, "
+                             "iterations.json\n",
+                             o.out);
   }
+  return c;
 #endif
 }
-
-}  // namespace
 
 void add_validate_command(CLI::App& app) {
   auto o = std::make_shared<ValidateOptions>();
@@ -235,6 +364,8 @@ void add_validate_command(CLI::App& app) {
   sub->add_option("--rate", o->rate, "Override the workload's arrival rate (requests/s)")->check(CLI::PositiveNumber);
   sub->add_flag("--allow-other-host", o->allow_other_host, "Run even if the profile was measured on another host");
   sub->add_flag("--no-graphs", o->no_graphs, "Launch decode iterations eagerly instead of as CUDA graphs");
+  sub->add_flag("--cold-start", o->cold_start,
+                "Skip the start-up look-up of every GEMM shape's cuBLASLt algorithm (measures its effect)");
   sub->add_flag("--self-test", o->self_test, "Check every executor kernel against a CPU reference; exit 1 on mismatch");
   sub->add_option("--device", o->device, "GPU for --self-test")->check(CLI::NonNegativeNumber);
   sub->add_flag("--bench-steps", o->bench_steps, "Print decode/prefill step times of the plan (no workload)");

@@ -6,7 +6,10 @@
 #include "profiler/exec/engine.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -44,7 +47,8 @@ struct GpuState {
   std::vector<gpu::PinnedHostBuffer> meta_host;  // one per in-flight slot
   std::vector<gpu::DeviceBuffer> recv;           // stage-boundary receive buffer per slot
   gpu::PinnedHostBuffer staging;                 // host-staged sends out of this GPU
-  std::vector<gpu::Event> done;                  // per slot
+  std::vector<gpu::Event> start, done;           // per slot (timing events: per-iteration records)
+  gpu::Event epoch;                              // GPU time 0 of the per-iteration records
   std::vector<gpu::Event> pool;                  // sync events (fork/join, sends, chunks)
   size_t pool_next = 0;
   // This iteration on this GPU.
@@ -201,9 +205,11 @@ Engine::Engine(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig
     for (int s = 0; s < in_flight_; ++s) {
       g.meta_host.emplace_back(size_t(off) * 4);
       g.recv.emplace_back(id, size_t(tok_cap * H) * 2);
-      g.done.emplace_back(id, cudaEventDisableTiming);
+      g.start.emplace_back(id);
+      g.done.emplace_back(id);
     }
     g.staging = gpu::PinnedHostBuffer(size_t(tok_cap * H) * 2);
+    g.epoch = gpu::Event(id);
     for (int i = 0; i < 256; ++i) g.pool.emplace_back(id, cudaEventDisableTiming);
   }
   for (auto& [id, gp] : state_) gp->stream.synchronize();
@@ -241,6 +247,44 @@ BatchShape Engine::shape_of(const std::vector<SeqRun>& seqs) {
   if (s.prefill_seqs) s.prefill_context = (pf_ctx + s.prefill_seqs - 1) / s.prefill_seqs;
   if (s.decode_seqs) s.decode_context = std::max<int64_t>(1, (dc_ctx + s.decode_seqs - 1) / s.decode_seqs);
   return s;
+}
+
+int64_t Engine::warm_gemm_plans(int64_t max_tokens, int64_t max_seqs) {
+  // The GEMM dimensions depend on the total token count (and, for the LM head, on the number of
+  // sequences), so one-sequence prefills of every length and decodes of every batch cover them.
+  // Then one GEMM per distinct kernel configuration, at its smallest M: cuBLASLt's first call of a
+  // kernel costs ~2.5 ms of host time (measured: 2.4-3.5 ms for 8B shapes on H200), which
+  // otherwise lands inside the first serving iterations that need it (as TTFT).
+  std::set<std::tuple<int, int64_t, int64_t, int64_t>> seen;
+  std::map<std::tuple<int, int64_t, int64_t, uint64_t>, int64_t> kernels;  // (gpu, n, k, algo) -> smallest M
+  auto add = [&](const BatchShape& sh) {
+    for (const Op& op : compile(sh).ops) {
+      if (op.kind != OpKind::Gemm || !seen.emplace(op.gpus[0], op.m, op.n, op.k).second) continue;
+      const uint64_t algo = gpu(op.gpus[0]).gemm->prepare(op.m, op.n, op.k);
+      auto [it, fresh] = kernels.emplace(std::make_tuple(op.gpus[0], op.n, op.k, algo), op.m);
+      if (!fresh) it->second = std::min(it->second, op.m);
+    }
+  };
+  for (int64_t t = 1; t <= max_tokens; ++t) add(BatchShape{1, t, t, 0, 0});
+  for (int64_t b = 1; b <= padded_batch(max_seqs); ++b) add(BatchShape{0, 0, 0, b, 2});
+  for (const auto& [key, m] : kernels) {
+    const auto& [id, n, k, algo] = key;
+    GpuState& g = gpu(id);
+    if (m * k > g.cap_x || m * n > g.cap_y) continue;  // cannot happen: X/Y hold the largest iteration
+    // The weights: borrowed from Z when n x k fits there, else allocated for the call (start-up only).
+    gpu::DeviceBuffer w;
+    const bf16* wp = nullptr;
+    if (n * k <= g.cap_z) wp = g.Z.as<bf16>();
+    else {
+      w = gpu::DeviceBuffer(id, size_t(n * k) * 2);
+      wp = w.as<bf16>();
+    }
+    g.gemm->run(g.X.as<bf16>(), wp, g.Y.as<bf16>(), m, n, k, g.stream);
+    if (w.get()) g.stream.synchronize();
+  }
+  for (auto& [id, gp] : state_) gp->stream.synchronize();
+  warm_kernels_ = int64_t(kernels.size());
+  return int64_t(seen.size());
 }
 
 OpGraph Engine::compile(const BatchShape& shape) const { return compile_iteration(plan_, cfg_, fig_, machine_, shape); }
@@ -491,8 +535,21 @@ void Engine::run_stage_eager(const OpGraph& g, int stage, int slot) {
   for (int id : g.stage_ops[size_t(stage)]) {
     const Op& op = g.ops[size_t(id)];
     if (op.kind == OpKind::Send) continue;
+    const auto t0 = std::chrono::steady_clock::now();
     run_op(op, slot, nullptr);
+    enqueue_s_.emplace_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), &op);
   }
+}
+
+std::string Engine::top_enqueues(int n) const {
+  std::vector<std::pair<double, const Op*>> v = enqueue_s_;
+  const size_t k = std::min(v.size(), size_t(std::max(n, 0)));
+  std::partial_sort(v.begin(), v.begin() + long(k), v.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  std::string s;
+  for (size_t i = 0; i < k; ++i)
+    s += fmt::format("{}{} {}x{}x{}: {:.0f} us", i ? "; " : "", v[i].second->name, v[i].second->m, v[i].second->n,
+                     v[i].second->k, v[i].first * 1e6);
+  return s;
 }
 
 void Engine::run_sends(const OpGraph& g, int stage, int slot) {
@@ -572,6 +629,13 @@ bool Engine::run_stage_graph(const OpGraph& g, int stage, int64_t padded, int sl
 }
 
 void Engine::launch(const std::vector<SeqRun>& seqs_in, int slot) {
+  for (auto& [id, gp] : state_) {
+    gpu::ScopedDevice d(id);
+    gp->start[size_t(slot)].record(gp->stream);
+  }
+  enqueue_s_.clear();
+  last_compile_s_ = 0;
+  last_slowest_.clear();
   std::vector<SeqRun> seqs = seqs_in;
   bool decode_only = !seqs.empty() && std::none_of(seqs.begin(), seqs.end(), [](const SeqRun& s) { return s.prefill; });
   int64_t padded = int64_t(seqs.size());
@@ -591,7 +655,9 @@ void Engine::launch(const std::vector<SeqRun>& seqs_in, int slot) {
     if (it == decode_graphs_.end()) it = decode_graphs_.emplace(padded, compile(shape_of(seqs))).first;
     gp = &it->second;
   } else {
+    const auto tc = std::chrono::steady_clock::now();
     fresh = compile(shape_of(seqs));
+    last_compile_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - tc).count();
     gp = &fresh;
   }
   const OpGraph& g = *gp;
@@ -605,6 +671,8 @@ void Engine::launch(const std::vector<SeqRun>& seqs_in, int slot) {
     gpu::ScopedDevice d(id);
     gp->done[size_t(slot)].record(gp->stream);
   }
+  last_slowest_ = use_graph ? std::string() : top_enqueues(3);  // while the ops it points to live
+  enqueue_s_.clear();
 }
 
 bool Engine::done(int slot) {
@@ -618,6 +686,24 @@ bool Engine::done(int slot) {
 
 void Engine::wait(int slot) {
   for (auto& [id, gp] : state_) gp->done[size_t(slot)].synchronize();
+}
+
+void Engine::mark_epoch() {
+  for (auto& [id, gp] : state_) {
+    gpu::ScopedDevice d(id);
+    gp->stream.synchronize();
+    gp->epoch.record(gp->stream);
+  }
+  for (auto& [id, gp] : state_) gp->epoch.synchronize();
+}
+
+std::pair<double, double> Engine::gpu_span(int slot) {
+  double s = 1e300, e = -1e300;
+  for (auto& [id, gp] : state_) {
+    s = std::min(s, gp->start[size_t(slot)].seconds_since(gp->epoch));
+    e = std::max(e, gp->done[size_t(slot)].seconds_since(gp->epoch));
+  }
+  return {s, e};
 }
 
 std::vector<double> Engine::time_ops(const std::vector<SeqRun>& seqs, OpGraph* graph_out) {

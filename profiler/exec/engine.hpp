@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <map>
+#include <utility>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,9 +46,27 @@ class Engine {
   bool done(int slot);
   void wait(int slot);
 
+  // Per-iteration GPU timeline on the host's clock: mark_epoch() records an event on every GPU and
+  // waits for it (GPU time 0 = the host time of the call, to within a few microseconds); after
+  // wait(slot), gpu_span(slot) gives when that slot's last iteration started on its first GPU and
+  // finished on its last, in seconds since the epoch.
+  void mark_epoch();
+  std::pair<double, double> gpu_span(int slot);
+  // The last eager launch's three ops whose enqueue took longest on the host ("name MxNxK: us").
+  const std::string& slowest_enqueues() const { return last_slowest_; }
+  double last_compile_s() const { return last_compile_s_; }  // the last launch's op-graph compile (0: cached)
+
   // Runs the iteration eagerly with events around every op; returns per-op seconds (index = op id)
   // of the graph it compiled (also returned).
   std::vector<double> time_ops(const std::vector<SeqRun>& seqs, OpGraph* graph_out);
+
+  // Start-up warm-up, as a serving engine's: the cuBLASLt algorithm of every GEMM shape an
+  // iteration of up to `max_tokens` tokens and `max_seqs` sequences can have is looked up, and
+  // every distinct kernel among them run once, so neither the heuristic query (~0.2 ms per new
+  // shape) nor a kernel's first call (~2.5 ms) lands on a serving iteration's critical path.
+  // Returns the number of distinct shapes; warm_kernels() the kernels run.
+  int64_t warm_gemm_plans(int64_t max_tokens, int64_t max_seqs);
+  int64_t warm_kernels() const { return warm_kernels_; }
 
   OpGraph compile(const BatchShape& shape) const;
   static BatchShape shape_of(const std::vector<SeqRun>& seqs);
@@ -86,6 +105,11 @@ class Engine {
   // Current iteration (for the op interpreter).
   int64_t n_prefill_tokens_ = 0, n_decode_ = 0, n_prefill_seqs_ = 0, max_q_len_ = 0;
   std::vector<std::vector<cudaEvent_t>> boundary_events_;  // [stage][slot*gpus + i]
+  std::vector<std::pair<double, const Op*>> enqueue_s_;      // last eager launch: host seconds per op
+  double last_compile_s_ = 0;
+  int64_t warm_kernels_ = 0;
+  std::string last_slowest_;
+  std::string top_enqueues(int n) const;
 };
 
 }  // namespace peerplan::exec

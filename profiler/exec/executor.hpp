@@ -27,6 +27,7 @@ struct ExecOptions {
   int64_t kv_slots = 0;       // sequences the KV cache holds (0: the workload's max_num_seqs)
   int64_t max_ctx = 0;        // tokens per sequence slot (0: the workload's max context)
   uint64_t seed = 1;          // synthetic weights
+  bool warm_gemm_plans = true; // look up every GEMM shape's cuBLASLt algorithm at start-up
   bool verbose = false;
 };
 
@@ -51,8 +52,26 @@ std::vector<StepBench> bench_steps(const Plan& plan, const ModelConfig& cfg, con
                                    int64_t prefill_tokens, const ExecOptions& opt);
 std::string bench_table(const std::vector<StepBench>& rows, const std::string& title);
 
+// One executed iteration. Times are seconds on the run's clock (the requests' arrival clock); the
+// GPU times come from CUDA events aligned to it (Engine::mark_epoch).
+struct IterationRecord {
+  int64_t index = 0;
+  BatchShape shape;
+  bool graph = false;             // decode-only: a CUDA graph replay
+  bool new_tokens_count = false;  // first iteration with this many tokens (GEMM shapes first seen)
+  double host_begin_s = 0;        // the scheduler formed it
+  double host_enqueued_s = 0;     // every kernel of it enqueued (launch returned)
+  double gpu_start_s = 0;         // its first GPU reached it
+  double gpu_end_s = 0;           // its last GPU finished it
+  double host_done_s = 0;         // the host saw it finish and told the scheduler
+  double compile_s = 0;           // host time compiling its op graph (0: cached)
+  std::string slowest_enqueues;   // eager: the three ops whose enqueue took longest on the host
+};
+
 struct ServeResult {
   Metrics measured;
+  std::vector<IterationRecord> iterations;                 // every iteration, in launch order
+  std::vector<std::pair<int64_t, double>> first_scheduled; // request id, host time its first iteration formed
   std::vector<OpClassTime> op_classes;   // measured_s filled; predicted_s filled by the caller
   std::vector<BatchShape> class_shapes;  // the iteration shapes the op classes were timed on
   int64_t kv_slots = 0, max_ctx = 0;     // what the KV cache held (the scheduler was told so)

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <set>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include <cublasLt.h>
@@ -45,7 +47,7 @@ HostInfo discover_host() {
   if (gethostname(name, sizeof(name) - 1) == 0) h.hostname = name;
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
-  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
+  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorStubLibrary) {  // no usable GPU
     cudaGetLastError();
     return h;
   }
@@ -216,6 +218,13 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
     eng.launch(seqs, 0);
     eng.wait(0);
   }
+  if (opt.warm_gemm_plans) {
+    const auto tw = Clock::now();
+    const int64_t n = eng.warm_gemm_plans(max_tokens, sc.max_num_seqs);
+    res.provenance["gemm_shapes_warmed"] = n;
+    res.provenance["gemm_kernels_warmed"] = eng.warm_kernels();
+    res.provenance["gemm_warm_up_s"] = since(tw);
+  }
 
   struct Flight {
     Iteration it;
@@ -225,6 +234,10 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
   size_t next_arrival = 0;
   int64_t iterations = 0;
   std::vector<BatchShape> decode_shapes, prefill_shapes;
+  std::vector<IterationRecord> rec_of_slot(static_cast<size_t>(in_flight));
+  std::set<int64_t> token_counts_seen;
+  std::unordered_map<int64_t, double> first_scheduled;
+  eng.mark_epoch();
   const auto t0 = Clock::now();
   while (sched.finished() < int64_t(reqs.size())) {
     const double now = since(t0);
@@ -233,6 +246,8 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
     while (int(flying.size()) < in_flight) {
       std::optional<Iteration> it = sched.next_iteration();
       if (!it) break;
+      IterationRecord rec;
+      rec.host_begin_s = since(t0);
       std::vector<SeqRun> seqs;
       for (int pass = 0; pass < 2; ++pass)  // prefills first, then decodes (the kernels' token order)
         for (const SeqWork& w : it->seqs) {
@@ -244,10 +259,20 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
             free_slots.pop_back();
           }
           seqs.push_back(SeqRun{sl->second, int(w.new_tokens), int(w.context), w.prefill});
+          first_scheduled.emplace(w.request_id, rec.host_begin_s);
         }
       BatchShape sh = Engine::shape_of(seqs);
       (sh.prefill_seqs ? prefill_shapes : decode_shapes).push_back(sh);
+      rec.index = it->index;
+      rec.shape = it->shape;
+      rec.graph = opt.cuda_graphs && eng.graph_failure().empty() && sh.prefill_seqs == 0;
+      const int64_t m = rec.graph ? eng.padded_batch(sh.tokens()) : sh.tokens();
+      rec.new_tokens_count = token_counts_seen.insert(m).second;
       eng.launch(seqs, it->slot);
+      rec.host_enqueued_s = since(t0);
+      rec.slowest_enqueues = eng.slowest_enqueues();
+      rec.compile_s = eng.last_compile_s();
+      rec_of_slot[size_t(it->slot)] = rec;
       flying.push_back(Flight{std::move(*it), it->slot});
       launched = true;
       ++iterations;
@@ -268,6 +293,12 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
     Flight& f = flying.front();
     eng.wait(f.slot);
     const double t_done = since(t0);
+    {
+      IterationRecord& rec = rec_of_slot[size_t(f.slot)];
+      std::tie(rec.gpu_start_s, rec.gpu_end_s) = eng.gpu_span(f.slot);
+      rec.host_done_s = t_done;
+      res.iterations.push_back(rec);
+    }
     for (const SchedulerEvent& ev : sched.complete_iteration(f.it)) {
       RequestTiming& rt = timing[index.at(ev.request_id)];
       if (ev.kind == SchedulerEvent::Kind::FirstToken) rt.first_token_s = t_done;
@@ -284,6 +315,10 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
     flying.erase(flying.begin());
   }
 
+  for (const Request& r : reqs) {
+    auto f = first_scheduled.find(r.id);
+    res.first_scheduled.emplace_back(r.id, f == first_scheduled.end() ? -1.0 : f->second);
+  }
   Slo slo{workload.slo_ttft_s, workload.slo_tpot_s, workload.slo_e2e_p99_s};
   res.measured = compute_metrics(timing, slo);
   res.measured.kind = "measured";
@@ -326,7 +361,7 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
     BatchShape sh = median_shape(prefill_shapes, true);
     time_shape(sh, fmt::format("prefill {}x{}", sh.prefill_seqs, sh.prefill_tokens));
   }
-  res.provenance = host_context();
+  res.provenance.update(host_context());
   res.provenance["cuda_graphs"] = opt.cuda_graphs && eng.graph_failure().empty();
   res.provenance["graphs_captured"] = eng.graphs_captured();
   if (!eng.graph_failure().empty()) res.provenance["graph_failure"] = eng.graph_failure();

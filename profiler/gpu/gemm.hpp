@@ -32,6 +32,11 @@ class GemmRunner {
   // Enqueues y = x W^T on `stream` (which must belong to this runner's device). Pointers are bf16
   // device pointers (__nv_bfloat16*), 16-byte aligned. Throws GpuError (cuBLAS status, shape).
   void run(const void* x, const void* w, void* y, int64_t M, int64_t n, int64_t k, cudaStream_t stream);
+  // Looks up and caches the algorithm of a shape without running it (an engine's start-up warm-up:
+  // the heuristic query then never lands on the critical path of a serving iteration). Returns a
+  // fingerprint of the chosen algorithm's configuration: shapes of one (n, k) with equal
+  // fingerprints run the same kernel, so running one of them loads it for all.
+  uint64_t prepare(int64_t M, int64_t n, int64_t k);
   int device() const { return device_; }
 
  private:

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs on the 2 x H200 device machine (see .library/device): kernel self-test, step benchmarks,
 # then `peerplan validate` for the issue's configurations. Binary: .gpu-exec/peerplan (carried).
-# usage: scripts/gpu/validate_run.sh [steps|validate|all] [REQUESTS]
+# usage: scripts/gpu/validate_run.sh [steps|validate|all] [REQUESTS] [RATE]   (RATE: req/s, default the workload's)
 set -u
 what=${1:-all}
 requests=${2:-120}
+rate=${3:-}
 B=${PEERPLAN_BIN:-.gpu-exec/peerplan}
 OUT=${OUT:-/tmp/peerplan-out}
 mkdir -p "$OUT"
@@ -41,7 +42,7 @@ if [ "$what" = validate ] || [ "$what" = all ]; then
   W=docs/validation/workloads/validate-chat.json
   R=/tmp/peerplan-runs; mkdir -p $R   # the device tool returns at most 8 files: runs go into one tarball
   v() { name=$1; shift; run $B validate --workload $W --machine "$PROFILE" --allow-other-host --requests "$requests" \
-        --out "$R/$name" "$@" 2>&1 | tee "$R/$name.txt"; }
+        ${rate:+--rate $rate} --out "$R/$name" "$@" 2>&1 | tee "$R/$name.txt"; }
   v single  --plan $P/llama8b-1gpu.json --model llama-3.1-8b
   v tp2     --plan $P/llama8b-tp2.json  --model llama-3.1-8b
   v pp2     --plan $P/llama8b-pp2.json  --model llama-3.1-8b

@@ -1,0 +1,32 @@
+#pragma once
+// Predict, execute and compare one plan on this host's GPUs: the body of `peerplan validate`,
+// shared with `peerplan plan --validate K` (defined in cmd_validate.cpp).
+#include <string>
+
+#include "planner/model/workload.hpp"
+#include "planner/strategy/plan.hpp"
+#include "planner/validate/compare.hpp"
+
+namespace peerplan::cli {
+
+struct HostValidationOptions {
+  bool cuda_graphs = true;       // decode iterations as CUDA graphs
+  bool warm_gemm_plans = true;   // every GEMM shape's cuBLASLt algorithm looked up at start-up
+  bool allow_other_host = false; // run even if the profile was measured on another host
+  std::string out;               // directory for the reports ("": print only)
+};
+
+// True when this peerplan was built with the CUDA executor.
+bool have_executor();
+
+// Throws InputError (exit 2) naming `option` when this peerplan has no CUDA executor.
+void require_executor(const std::string& option);
+
+// Predicts `plan` under `w` with the simulator, serves the same requests on this host's GPUs,
+// prints the comparison and writes it under o.out. A plan with p2p == false runs as
+// `--p2p off` does (no peer access, NCCL_P2P_DISABLE=1, host-staged stage boundaries).
+// The workload's max_num_seqs is lowered to what the executor's KV cache holds (both sides).
+Comparison validate_on_host(const Plan& plan, const std::string& plan_origin, const std::string& model,
+                            const std::string& machine, Workload w, const HostValidationOptions& o);
+
+}  // namespace peerplan::cli

@@ -125,10 +125,10 @@ ProfileComparison compare_profiles(const Machine& a, const Machine& b) {
 std::string format_comparison(const ProfileComparison& c, const std::string& na, const std::string& nb, size_t max_rows) {
   std::string s = fmt::format("A: {}\nB: {}\n", na, nb);
   for (const auto& n : c.notes) s += "note: " + n + "\n";
-  s += fmt::format("\n  {:<11} {:<52} {:>12} {:>12} {:>8}\n", "kind", "figure", "A", "B", "B vs A");
+  s += fmt::format("\n  {:<11} {:<52} {:>14} {:>14} {:>8}\n", "kind", "figure", "A", "B", "B vs A");
   for (size_t i = 0; i < c.rows.size() && i < max_rows; ++i) {
     const auto& r = c.rows[i];
-    s += fmt::format("  {:<11} {:<52} {:>9.2f} {:<2} {:>9.2f} {:<2} {:>+7.1f}%\n", r.kind, r.what, r.a, r.unit == "ratio" ? "" : r.unit,
+    s += fmt::format("  {:<11} {:<52} {:>9.2f} {:<4} {:>9.2f} {:<4} {:>+7.1f}%\n", r.kind, r.what, r.a, r.unit == "ratio" ? "" : r.unit,
                      r.b, r.unit == "ratio" ? "" : r.unit, 100 * r.diff());
   }
   if (c.rows.size() > max_rows) s += fmt::format("  ... {} more rows (smaller differences)\n", c.rows.size() - max_rows);

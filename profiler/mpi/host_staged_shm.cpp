@@ -76,6 +76,35 @@ class SharedPinned {
   bool registered_ = false;
 };
 
+// The driver's stream memory operations, looked up through the runtime: linking libcuda directly
+// would make every peerplan binary need a GPU driver to start, even for planning on a laptop.
+struct StreamMemOps {
+  using WaitFn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+  using WriteFn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+  WaitFn wait = nullptr;
+  WriteFn write = nullptr;
+  StreamMemOps() {
+    wait = reinterpret_cast<WaitFn>(lookup("cuStreamWaitValue32"));
+    write = reinterpret_cast<WriteFn>(lookup("cuStreamWriteValue32"));
+  }
+  static void* lookup(const char* name) {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    CUDA_CHECK(cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q));
+    if (q != cudaDriverEntryPointSuccess || !fn)
+      throw RuntimeError(std::string("the CUDA driver does not provide ") + name + " (needed for host-staged copies between processes)");
+    return fn;
+  }
+};
+
+// CU_CHECK would pull cuGetErrorName from libcuda; this names the call and the CUresult code.
+void check_cu(CUresult r, const char* call) {
+  if (r != CUDA_SUCCESS)
+    throw RuntimeError(std::string("CUDA driver call failed: ") + call + ": CUresult " + std::to_string(int(r)) +
+                       " (see cuda.h; e.g. 1 = invalid value, 801 = not supported)");
+}
+#define STREAM_OP_CHECK(call) check_cu((call), #call)
+
 struct Flags {
   CUdeviceptr full[2], free[2];
 };
@@ -130,6 +159,7 @@ void mpi_measure_host_staged(MpiContext& m) {
     CUDA_CHECK(cudaDeviceSynchronize());
     gpu::Stream st[2] = {gpu::Stream(m.device), gpu::Stream(m.device)};
     Sequencer sq;
+    const StreamMemOps ops;
     auto chunks = [&](int64_t bytes, auto&& each) {
       for (int64_t off = 0, i = 0; off < bytes; off += kChunk, ++i) each(int(i % 2), off, size_t(std::min(kChunk, bytes - off)));
     };
@@ -146,15 +176,15 @@ void mpi_measure_host_staged(MpiContext& m) {
         if (bytes != cur_bytes) { cur_bytes = bytes; calls = 0; reps = reps_for(bytes, spec.expected_gbps, spec.region_target_s, spec.max_reps); }
         chunks(bytes, [&](int slot, int64_t off, size_t n) {
           uint32_t seq = ++sq.seq;
-          if (sq.last[slot]) CU_CHECK(cuStreamWaitValue32(st[slot], f.free[slot], sq.last[slot], CU_STREAM_WAIT_VALUE_GEQ));
+          if (sq.last[slot]) STREAM_OP_CHECK(ops.wait(st[slot], f.free[slot], sq.last[slot], CU_STREAM_WAIT_VALUE_GEQ));
           CUDA_CHECK(cudaMemcpyAsync(shm->data() + slot * kChunk, buf.as<char>() + off, n, cudaMemcpyDeviceToHost, st[slot]));
-          CU_CHECK(cuStreamWriteValue32(st[slot], f.full[slot], seq, CU_STREAM_WRITE_VALUE_DEFAULT));
+          STREAM_OP_CHECK(ops.write(st[slot], f.full[slot], seq, CU_STREAM_WRITE_VALUE_DEFAULT));
           sq.last[slot] = seq;
         });
         // Region end: the timing stream waits until the destination has drained both slots.
         if (++calls % reps == 0)
           for (int s = 0; s < 2; ++s)
-            if (sq.last[s]) CU_CHECK(cuStreamWaitValue32(st[0], f.free[s], sq.last[s], CU_STREAM_WAIT_VALUE_GEQ));
+            if (sq.last[s]) STREAM_OP_CHECK(ops.wait(st[0], f.free[s], sq.last[s], CU_STREAM_WAIT_VALUE_GEQ));
       };
       spec.verify = [&](int64_t) {
         unsigned long long bad = 0;
@@ -172,9 +202,9 @@ void mpi_measure_host_staged(MpiContext& m) {
           for (int r = 0; r < reps; ++r)
             chunks(bytes, [&](int slot, int64_t off, size_t n) {
               uint32_t seq = ++sq.seq;
-              CU_CHECK(cuStreamWaitValue32(st[slot], f.full[slot], seq, CU_STREAM_WAIT_VALUE_GEQ));
+              STREAM_OP_CHECK(ops.wait(st[slot], f.full[slot], seq, CU_STREAM_WAIT_VALUE_GEQ));
               CUDA_CHECK(cudaMemcpyAsync(buf.as<char>() + off, shm->data() + slot * kChunk, n, cudaMemcpyHostToDevice, st[slot]));
-              CU_CHECK(cuStreamWriteValue32(st[slot], f.free[slot], seq, CU_STREAM_WRITE_VALUE_DEFAULT));
+              STREAM_OP_CHECK(ops.write(st[slot], f.free[slot], seq, CU_STREAM_WRITE_VALUE_DEFAULT));
               sq.last[slot] = seq;
             });
         st[0].synchronize();

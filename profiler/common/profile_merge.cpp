@@ -164,6 +164,13 @@ Machine merge_mpi_profile(const MergeInput& in) {
       }
       const auto& hm = in.host_machines[size_t(L.host_of[size_t(i)])];
       size_t di = size_t(L.ranks[size_t(i)].device), dj = size_t(L.ranks[size_t(j)].device);
+      if (di == dj && L.shared_gpus) {
+        auto& p = out.p2p[size_t(i)][size_t(j)];
+        p.access = true;
+        p.functional = true;
+        p.note = "same GPU (PEERPLAN_MPI_SHARE_GPU smoke test)";
+        continue;
+      }
       if (di < hm.p2p.size() && dj < hm.p2p[di].size()) out.p2p[size_t(i)][size_t(j)] = hm.p2p[di][dj];
     }
 

@@ -35,9 +35,10 @@ std::vector<int> RankLayout::ranks_on(int host) const {
   return v;
 }
 
-RankLayout make_rank_layout(std::vector<RankInfo> ranks, bool split_hosts) {
+RankLayout make_rank_layout(std::vector<RankInfo> ranks, bool split_hosts, bool share_gpus) {
   if (ranks.empty()) throw RuntimeError("MPI layout: no ranks");
   RankLayout L;
+  L.shared_gpus = share_gpus;
   L.ranks.resize(ranks.size());
   std::vector<bool> seen(ranks.size(), false);
   for (auto& r : ranks) {
@@ -63,6 +64,7 @@ RankLayout make_rank_layout(std::vector<RankInfo> ranks, bool split_hosts) {
                          std::to_string(r.device) + " but its host has " + std::to_string(r.device_count) +
                          ": start at most one rank per GPU per host (e.g. mpirun -np <GPUs> on one host, or "
                          "--map-by ppr:<GPUs per host>:node)");
+    if (share_gpus) continue;
     if (!devices.insert({r.host, r.device}).second)
       throw RuntimeError("MPI layout: two ranks on " + r.host + " use GPU " + std::to_string(r.device) +
                          ": peerplan needs one rank per GPU");

@@ -29,6 +29,7 @@ struct RankLayout {
   std::vector<RankInfo> ranks;        // index = rank = global GPU id
   std::vector<std::string> hosts;     // distinct hosts, in order of their first rank
   std::vector<int> host_of;           // rank -> index into hosts
+  bool shared_gpus = false;           // smoke-test mode: ranks may share a GPU (see make_rank_layout)
 
   int size() const { return int(ranks.size()); }
   bool same_host(int a, int b) const { return host_of[size_t(a)] == host_of[size_t(b)]; }
@@ -40,7 +41,9 @@ struct RankLayout {
 // missing or duplicated, a rank's device does not exist, or two ranks share one GPU (the usual
 // mistake: more ranks per host than GPUs, or a launcher binding every rank to GPU 0).
 // split_hosts: treat every rank as its own host (exercises the cross-host path on one machine).
-RankLayout make_rank_layout(std::vector<RankInfo> ranks, bool split_hosts = false);
+// share_gpus (PEERPLAN_MPI_SHARE_GPU=1, for testing the cross-process paths on a one-GPU machine):
+// ranks may share a GPU; the caller gives rank i GPU local_rank % device_count.
+RankLayout make_rank_layout(std::vector<RankInfo> ranks, bool split_hosts = false, bool share_gpus = false);
 
 // Which ordered pairs an MPI profile measures. Same-host pairs are all measured (peer copies
 // through CUDA IPC, host-staged copies through shared memory). Cross-host pairs go over the

@@ -74,12 +74,17 @@ void run(const ProfileOptions& opts, const mpi::Session& session) {
   // Who is where.
   int count = 0;
   CUDA_CHECK(cudaGetDeviceCount(&count));
-  RankInfo mine{me, mpi::processor_name(), mpi::local_rank(), mpi::local_size(), mpi::local_rank(), count, ""};
+  // Smoke-test mode for one-GPU machines: ranks share the GPU, so the cross-process paths (IPC,
+  // shared-memory staging, gathering, merging) run for real; its figures describe no real pair.
+  const char* share_env = std::getenv("PEERPLAN_MPI_SHARE_GPU");
+  const bool share = share_env && std::string(share_env) == "1";
+  int lrank = mpi::local_rank();
+  RankInfo mine{me, mpi::processor_name(), lrank, mpi::local_size(), share && count > 0 ? lrank % count : lrank, count, ""};
   if (mine.device < count) mine.uuid = uuid_of(mine.device);
   std::vector<RankInfo> infos;
   auto all = mpi::allgather_strings(rank_info_to_json(mine).dump());
   for (int r = 0; r < n; ++r) infos.push_back(rank_info_from_json(all[size_t(r)], "rank " + std::to_string(r) + "'s description"));
-  const RankLayout layout = make_rank_layout(infos, opts.mpi_split_hosts);  // same on every rank: all fail alike
+  const RankLayout layout = make_rank_layout(infos, opts.mpi_split_hosts, share);  // same on every rank: all fail alike
   const int device = mine.device;
   CUDA_CHECK(cudaSetDevice(device));
 
@@ -96,7 +101,8 @@ void run(const ProfileOptions& opts, const mpi::Session& session) {
   auto discs = mpi::gather_strings(disc, 0);
   nlohmann::json how = {{"launcher", "mpirun -np " + std::to_string(n)},
                         {"split_hosts", opts.mpi_split_hosts},
-                        {"all_pairs", opts.mpi_all_pairs}};
+                        {"all_pairs", opts.mpi_all_pairs},
+                        {"shared_gpus", share}};
   MergeInput base;
   base.layout = layout;
   base.name = opts.name;
@@ -172,6 +178,8 @@ void run(const ProfileOptions& opts, const mpi::Session& session) {
       mpi_measure_network(mc);
     } else if (name == "host_staged") {
       mpi_measure_host_staged(mc);
+    } else if (name == "nccl" && share) {
+      if (me == 0) ctx.not_applicable(name, "PEERPLAN_MPI_SHARE_GPU: NCCL refuses two ranks on one GPU");
     } else if (name == "nccl") {
       mpi_measure_nccl(mc);
     } else if (me == 0) {

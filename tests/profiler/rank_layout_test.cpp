@@ -116,3 +116,11 @@ TEST(MpiLaunchCheck, FlagAndBuildAndLauncherMustAgree) {
     EXPECT_NE(std::string(e.what()).find("4 ranks"), std::string::npos) << e.what();
   }
 }
+
+TEST(RankLayout, SmokeTestModeLetsRanksShareAGpu) {
+  // PEERPLAN_MPI_SHARE_GPU=1 on a one-GPU machine: two ranks on GPU 0 are accepted and marked.
+  auto L = make_rank_layout({ri(0, "a", 0, 0, 1), ri(1, "a", 1, 0, 1)}, false, true);
+  EXPECT_TRUE(L.shared_gpus);
+  EXPECT_EQ(plan_pairs(L, false).intra.size(), 2u);
+  EXPECT_THROW(make_rank_layout({ri(0, "a", 0, 0, 1), ri(1, "a", 1, 0, 1)}), RuntimeError) << "refused without it";
+}

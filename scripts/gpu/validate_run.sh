@@ -11,7 +11,7 @@ OUT=${OUT:-/tmp/peerplan-out}
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0            # never NVLink multicast on a shared host
 export PEERPLAN_HOME=$PWD
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64:/usr/local/cuda/lib
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64:/usr/local/cuda/lib:$PWD/$(dirname "$B")/../lib
 # cuBLASLt / NCCL may live only in the Python wheels of the image
 for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/*/lib; do [ -d "$d" ] && LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d; done
 ldd "$B" | grep -i "not found" && echo "missing libraries above"
@@ -41,7 +41,7 @@ if [ "$what" = validate ] || [ "$what" = all ]; then
   P=docs/validation/plans
   W=docs/validation/workloads/validate-chat.json
   R=/tmp/peerplan-runs; mkdir -p $R   # the device tool returns at most 8 files: runs go into one tarball
-  v() { name=$1; shift; run $B validate --workload $W --machine "$PROFILE" --allow-other-host --requests "$requests" \
+  v() { name=$1; shift; run timeout ${VALIDATE_TIMEOUT:-120} $B validate --workload $W --machine "$PROFILE" --allow-other-host --requests "$requests" \
         ${rate:+--rate $rate} --out "$R/$name" "$@" 2>&1 | tee "$R/$name.txt"; }
   v single  --plan $P/llama8b-1gpu.json --model llama-3.1-8b
   v tp2     --plan $P/llama8b-tp2.json  --model llama-3.1-8b

@@ -111,7 +111,7 @@ Machine merge_mpi_profile(const MergeInput& in) {
   auto shift = [&](size_t h, int numa) { return numa < 0 ? numa : numa + numa_offset[h]; };
 
   // GPUs in rank order; local ordinal -> global id per host.
-  std::vector<std::map<int, int>> global_of(hosts);
+  std::vector<std::map<int, std::vector<int>>> global_of(hosts);  // several only when ranks share a GPU
   for (int r = 0; r < n; ++r) {
     size_t h = size_t(L.host_of[size_t(r)]);
     const auto& hm = in.host_machines[h];
@@ -124,7 +124,7 @@ Machine merge_mpi_profile(const MergeInput& in) {
     g.id = r;
     g.numa = shift(h, g.numa);
     out.gpus.push_back(g);
-    global_of[h][dev] = r;
+    global_of[h][dev].push_back(r);
   }
 
   // Vertices and links of each host; links to GPUs no rank uses are dropped with their GPU.
@@ -138,18 +138,22 @@ Machine merge_mpi_profile(const MergeInput& in) {
       if (node.kind == NodeKind::Nic && host_nic[h].empty()) host_nic[h] = s.id;
       out.nodes.push_back(s);
     }
-    auto rename = [&](const std::string& v) -> std::string {
+    auto rename = [&](const std::string& v) -> std::vector<std::string> {
       int g = gpu_of_vertex(v);
-      if (g < 0) return prefix(h, v);
-      auto it = global_of[h].find(g);
-      return it == global_of[h].end() ? "" : gpu_vertex(it->second);
+      if (g < 0) return {prefix(h, v)};
+      std::vector<std::string> out;
+      if (auto it = global_of[h].find(g); it != global_of[h].end())
+        for (int r : it->second) out.push_back(gpu_vertex(r));
+      return out;  // empty: no rank uses this GPU
     };
-    for (const auto& l : hm.links) {
-      LinkSpec s = l;
-      s.a = rename(l.a);
-      s.b = rename(l.b);
-      if (!s.a.empty() && !s.b.empty()) out.links.push_back(s);
-    }
+    for (const auto& l : hm.links)
+      for (const auto& a : rename(l.a))
+        for (const auto& b : rename(l.b)) {
+          LinkSpec s = l;
+          s.a = a;
+          s.b = b;
+          out.links.push_back(s);
+        }
   }
 
   // Peer capability: from each host's discovery within a host; none across hosts.

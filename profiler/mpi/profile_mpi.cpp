@@ -175,7 +175,7 @@ void run(const ProfileOptions& opts, const mpi::Session& session) {
       }
     } else if (name == "p2p_ce") {
       mpi_measure_p2p_ce(mc);
-      mpi_measure_network(mc);
+      if (!share) mpi_measure_network(mc);  // NCCL refuses two ranks on one GPU
     } else if (name == "host_staged") {
       mpi_measure_host_staged(mc);
     } else if (name == "nccl" && share) {

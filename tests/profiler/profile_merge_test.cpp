@@ -111,3 +111,19 @@ TEST(MergeMpiProfile, RefusesInputsThatDisagree) {
   in.host_machines[0].gpus.pop_back();
   EXPECT_THROW(merge_mpi_profile(in), RuntimeError) << "rank 1's GPU missing from its host's discovery";
 }
+
+TEST(MergeMpiProfile, SharedGpuSmokeModeGivesEveryRankItsGpusLinks) {
+  // PEERPLAN_MPI_SHARE_GPU: two ranks on GPU 0; each rank's vertex must keep GPU 0's links, or the
+  // merged machine fails validation (a GPU with no PCIe path to a CPU).
+  MergeInput in;
+  in.layout = make_rank_layout({RankInfo{0, "hostA", 0, 2, 0, 1, ""}, RankInfo{1, "hostA", 1, 2, 0, 1, ""}}, false, true);
+  in.host_machines = {host("hostA")};
+  in.rank_results = {h2d_of(0, 0.02), h2d_of(1, 0.02)};
+  Machine m = merge_mpi_profile(in);
+  int links_of[2] = {0, 0};
+  for (const auto& l : m.links)
+    for (int g = 0; g < 2; ++g) links_of[g] += l.a == "gpu" + std::to_string(g) || l.b == "gpu" + std::to_string(g);
+  EXPECT_GT(links_of[0], 0);
+  EXPECT_EQ(links_of[0], links_of[1]);
+  EXPECT_TRUE(m.p2p[0][1].usable()) << "same GPU: the IPC path is exercised";
+}

@@ -276,7 +276,7 @@ class Importer {
       std::string id = "nic" + std::to_string(nic_count_++);
       std::string name = busid;
       if (auto net = pci.node->get_child_optional("nic.net"))
-        name = Xml{&*net, ""}.node->get_optional<std::string>("<xmlattr>.name").value_or(busid);
+        name = attr_or(Xml{&*net, pci.path + "/nic/net"}, "name", busid);  // attr(): UTF-8 checked (fuzz finding)
       m_.nodes.push_back(NodeSpec{id, NodeKind::Nic, -1, name, 0});
       pcie(id, parent, pcie_link(pci));
       return true;

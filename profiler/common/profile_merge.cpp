@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "planner/core/error.hpp"
+#include "planner/core/json_in.hpp"
 #include "profiler/common/summary.hpp"
 
 namespace peerplan::profiler {
@@ -73,6 +74,29 @@ void remap_gpu_ids(Measurements& ms, const std::map<int, int>& m) {
     }
     ms.extra["launch"] = out;
   }
+}
+
+std::string rank_result_to_json(const Measurements& ms) {
+  Measurements copy = ms;
+  nlohmann::json hbm = nlohmann::json::object();
+  for (size_t i = 0; i < copy.hbm_gbps.size(); ++i)
+    if (copy.hbm_gbps[i] > 0) hbm[std::to_string(i)] = copy.hbm_gbps[i];
+  copy.hbm_gbps.clear();
+  return nlohmann::json{{"measurements", measurements_to_json(copy)}, {"hbm_gbps_by_gpu", hbm}}.dump();
+}
+
+Measurements rank_result_from_json(const std::string& text, const std::string& origin) {
+  json doc = parse_json_text(text, origin);
+  JsonIn j(doc, origin);
+  Measurements ms = parse_measurements(j.object("measurements"));
+  JsonIn hbm = j.object("hbm_gbps_by_gpu");
+  for (const auto& [key, value] : hbm.raw().items()) {
+    int g = gpu_of_vertex("gpu" + key);
+    if (g < 0) hbm.fail(key, "a GPU id (a non-negative integer) as key");
+    if (ms.hbm_gbps.size() <= size_t(g)) ms.hbm_gbps.resize(size_t(g) + 1, 0.0);
+    ms.hbm_gbps[size_t(g)] = hbm.positive(key);
+  }
+  return ms;
 }
 
 Machine merge_mpi_profile(const MergeInput& in) {

@@ -18,6 +18,12 @@ void remap_gpu_ids(Measurements& ms, const std::map<int, int>& local_to_global);
 // Appends `from`'s figures to `to` (per-GPU figures of different GPUs, or pair curves).
 void append_measurements(Measurements& to, Measurements from);
 
+// How a rank sends its figures to rank 0: the measurements schema, except that per-GPU HBM figures
+// travel as {"gpu id": GB/s} (a rank's hbm_gbps has zeros for the GPUs it does not own, which the
+// schema rightly refuses). `origin` names the rank in errors.
+std::string rank_result_to_json(const Measurements& ms);
+Measurements rank_result_from_json(const std::string& text, const std::string& origin);
+
 struct MergeInput {
   RankLayout layout;
   std::vector<Machine> host_machines;     // discovery of each host (index = layout.hosts), local ids

@@ -132,13 +132,11 @@ void run(const ProfileOptions& opts, const mpi::Session& session) {
   state.options["mpi"] = how;
 
   auto gather_and_save = [&](bool complete) {
-    auto parts = mpi::gather_strings(measurements_to_json(ms).dump(), 0);
+    auto parts = mpi::gather_strings(rank_result_to_json(ms), 0);
     if (me != 0) return;
     MergeInput in = base;
-    for (int r = 0; r < n; ++r) {
-      json doc = parse_json_text(parts[size_t(r)], "rank " + std::to_string(r) + "'s measurements");
-      in.rank_results[size_t(r)] = parse_measurements(JsonIn(doc, "rank " + std::to_string(r) + "'s measurements"));
-    }
+    for (int r = 0; r < n; ++r)
+      in.rank_results[size_t(r)] = rank_result_from_json(parts[size_t(r)], "rank " + std::to_string(r) + "'s measurements");
     Machine out = merge_mpi_profile(in);
     auto& mm = out.measurements->meta;
     mm["host"] = out.host;

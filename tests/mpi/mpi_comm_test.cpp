@@ -79,10 +79,11 @@ TEST(MpiMerge, PerRankResultsGatheredIntoOneProfile) {
   TransferCurve c{-1, 0, "h2d", "", {}};
   c.points.push_back({int64_t(1) << 20, compute_stats({0.01 * (me + 1)})});
   ms.transfers.push_back(c);
-  remap_gpu_ids(ms, {{0, me}});
+  ms.hbm_gbps = {4000.0 + me};
+  remap_gpu_ids(ms, {{0, me}});  // rank 1: hbm_gbps {0, 4001}, which the plain schema refuses
   RankInfo mine{me, "host" + std::to_string(me), 0, 1, 0, 2, ""};
   auto infos = mpi::gather_strings(rank_info_to_json(mine).dump(), 0);
-  auto results = mpi::gather_strings(measurements_to_json(ms).dump(), 0);
+  auto results = mpi::gather_strings(rank_result_to_json(ms), 0);
   if (me != 0) return;
   MergeInput in;
   std::vector<RankInfo> ri;
@@ -93,8 +94,7 @@ TEST(MpiMerge, PerRankResultsGatheredIntoOneProfile) {
     h.host = "host" + std::to_string(r);
     h.measurements.reset();
     in.host_machines.push_back(h);
-    json doc = parse_json_text(results[size_t(r)], "rank result");
-    in.rank_results.push_back(parse_measurements(JsonIn(doc, "rank result")));
+    in.rank_results.push_back(rank_result_from_json(results[size_t(r)], "rank result"));
   }
   Machine m = merge_mpi_profile(in);
   EXPECT_EQ(m.gpu_count(), n);
@@ -105,4 +105,6 @@ TEST(MpiMerge, PerRankResultsGatheredIntoOneProfile) {
     EXPECT_DOUBLE_EQ(t->points[0].time.median, 0.01 * (r + 1));
   }
   EXPECT_EQ(m.meta["mpi"]["hosts"].size(), size_t(n));
+  ASSERT_EQ(m.measurements->hbm_gbps.size(), size_t(n));
+  for (int r = 0; r < n; ++r) EXPECT_EQ(m.measurements->hbm_gbps[size_t(r)], 4000.0 + r) << "every rank's HBM figure arrives";
 }

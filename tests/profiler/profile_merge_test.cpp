@@ -127,3 +127,14 @@ TEST(MergeMpiProfile, SharedGpuSmokeModeGivesEveryRankItsGpusLinks) {
   EXPECT_EQ(links_of[0], links_of[1]);
   EXPECT_TRUE(m.p2p[0][1].usable()) << "same GPU: the IPC path is exercised";
 }
+
+TEST(RankResultJson, HbmOfANonZeroGpuSurvivesTheTrip) {
+  // Found on the GPU: rank 1's hbm_gbps is {0, x} after renaming; the schema refuses the 0.
+  Measurements ms = h2d_of(1, 0.02);
+  Measurements back = rank_result_from_json(rank_result_to_json(ms), "rank 1");
+  ASSERT_EQ(back.hbm_gbps.size(), 2u);
+  EXPECT_EQ(back.hbm_gbps[0], 0.0);
+  EXPECT_EQ(back.hbm_gbps[1], 4001.0);
+  EXPECT_EQ(back.transfers.size(), 1u);
+  EXPECT_THROW(rank_result_from_json(R"({"measurements":{},"hbm_gbps_by_gpu":{"x":1}})", "rank 2"), InputError);
+}

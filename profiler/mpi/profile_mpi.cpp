@@ -39,7 +39,10 @@ std::string uuid_of(int device) {
   cudaDeviceProp p{};
   CUDA_CHECK(cudaGetDeviceProperties(&p, device));
   std::string s = "GPU-";
-  for (int i = 0; i < 16; ++i) s += fmt::format("{:02x}", static_cast<unsigned char>(p.uuid.bytes[i]));
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';  // nvidia-smi's 8-4-4-4-12 form, as discovery writes it
+    s += fmt::format("{:02x}", static_cast<unsigned char>(p.uuid.bytes[i]));
+  }
   return s;
 }
 

@@ -31,12 +31,16 @@ inline int json_depth(const json& root) {
 // Exercises every typed getter on `key` of object `j`; checks each accepted value's contract.
 inline void probe_key(const JsonIn& j, const std::string& key) {
   const std::string& f = j.file();
+  // JsonIn's convention: an error about key "" names the object holding it (loaders never ask for
+  // "", but an input can hold it; finding 2026-12-01, tests/fuzz/regressions/json_in/empty_key.json).
+  std::string want = j.field(key);
+  if (key.empty() && !want.empty()) want.pop_back();
   auto field_named = [&](auto&& getter) {
     try {
       getter();
     } catch (const InputError& e) {
       FUZZ_CHECK(e.file() == f, std::string("error must name the file: ") + e.what());
-      FUZZ_CHECK(e.field() == j.field(key), "error for '" + j.field(key) + "' names field '" + e.field() + "'");
+      FUZZ_CHECK(e.field() == want, "error for '" + want + "' names field '" + e.field() + "'");
     }
   };
   field_named([&] { FUZZ_CHECK(std::isfinite(j.num(key)), "num() returned a non-finite value"); });

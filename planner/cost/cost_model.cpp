@@ -116,7 +116,20 @@ OpCost CostModel::price_send(const Op& op) const {
     throw RuntimeError("send '" + op.name + "' gpu" + std::to_string(src) + " -> gpu" + std::to_string(dst) + " in mode " +
                        to_string(op.mode) + " has no route: " + r.why_invalid);
   const Measurements* meas = topo_.machine().measurements ? &*topo_.machine().measurements : nullptr;
-  const TransferCurve* curve = meas ? meas->find_transfer(src, dst, measurement_mode(op.mode)) : nullptr;
+  const TransferCurve* curve = nullptr;
+  if (meas && r.network) {
+    // Between hosts: the pair's measured NCCL send/recv curve, else the one measured for the same
+    // pair of hosts (an MPI profile samples one pair per pair of hosts: docs/mpi.md).
+    curve = meas->find_transfer(src, dst, "net_nccl");
+    for (size_t i = 0; !curve && i < meas->transfers.size(); ++i) {
+      const TransferCurve& t = meas->transfers[i];
+      if (t.mode == "net_nccl" && t.src >= 0 && t.dst >= 0 && t.src < topo_.gpu_count() && t.dst < topo_.gpu_count() &&
+          topo_.host_of(t.src) == topo_.host_of(src) && topo_.host_of(t.dst) == topo_.host_of(dst))
+        curve = &t;
+    }
+  } else if (meas) {
+    curve = meas->find_transfer(src, dst, measurement_mode(op.mode));
+  }
   TransferPrice p = price_transfer(r, curve, double(op.bytes), opt_);
   c.seconds = p.seconds;
   c.alpha_s = p.alpha_s;

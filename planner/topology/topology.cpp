@@ -2,6 +2,7 @@
 #include "planner/topology/topology.hpp"
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -129,6 +130,26 @@ Topology::Topology(const Machine& m) : machine_(m) {
     p.memory_bus = true;
     memory_edge_[v] = int(edges_.size());
     add_edge(v, v, p);
+  }
+
+  // Hosts: connected components without network links (one host unless the machine is a merged
+  // multi-host profile).
+  {
+    const size_t nv = boost::num_vertices(g_);
+    std::vector<size_t> root(nv);
+    std::iota(root.begin(), root.end(), size_t(0));
+    std::function<size_t(size_t)> find = [&](size_t x) { return root[x] == x ? x : root[x] = find(root[x]); };
+    for (Edge e : edges_)
+      if (g_[e].kind != LinkKind::Network) root[find(boost::source(e, g_))] = find(boost::target(e, g_));
+    std::map<size_t, int> index;
+    vertex_host_.assign(nv, -1);
+    for (int gpu = 0; gpu < n; ++gpu) {
+      size_t r = find(gpu_vertices_[size_t(gpu)]);
+      auto it = index.emplace(r, int(index.size())).first;
+      host_of_.push_back(it->second);
+    }
+    for (size_t v = 0; v < nv; ++v)
+      if (auto it = index.find(find(v)); it != index.end()) vertex_host_[v] = it->second;
   }
 
   // Each GPU's socket: the nearest CPU socket reached over PCIe without crossing an SMP link.
@@ -349,6 +370,7 @@ Route Topology::route(int src, int dst, TransferMode mode) const {
     }
     return make_route(pc, mode, pcie_path_type(src, dst), 0);
   }
+  if (host_of(src) != host_of(dst)) return network_route(src, dst, mode);
   // Host-staged and the runtime's no-P2P path: up to the source's socket, through its memory
   // (written, then read), then down to the destination, crossing the SMP link if it is elsewhere.
   Vertex sock = socket_vertex(src);
@@ -365,6 +387,47 @@ Route Topology::route(int src, int dst, TransferMode mode) const {
   edges.push_back(memory_edge_[sock]);
   edges.insert(edges.end(), down.begin(), down.end());
   return make_route(edges, mode, pcie_path_type(src, dst), 0);
+}
+
+Route Topology::network_route(int src, int dst, TransferMode mode) const {
+  Route bad;
+  bad.mode = mode;
+  // The NIC nearest (fewest PCIe hops) to a GPU on its host.
+  auto nearest_nic = [&](int gpu, std::vector<int>* path) -> std::optional<Vertex> {
+    std::optional<Vertex> best;
+    for (Vertex v : boost::make_iterator_range(boost::vertices(g_))) {
+      if (g_[v].kind != NodeKind::Nic || vertex_host_[v] != host_of(gpu)) continue;
+      auto p = pcie_path(gpu_vertex(gpu), v);
+      if (p.empty()) continue;
+      if (!best || p.size() < path->size()) { best = v; *path = p; }
+    }
+    return best;
+  };
+  std::vector<int> up, down_rev;
+  auto a = nearest_nic(src, &up);
+  auto b = nearest_nic(dst, &down_rev);
+  if (!a || !b) {
+    bad.why_invalid = "GPU " + std::to_string(a ? dst : src) + "'s host has no NIC with a PCIe path to it (network route)";
+    return bad;
+  }
+  std::optional<int> net;
+  for (size_t i = 0; i < edges_.size(); ++i) {
+    const Edge e = edges_[i];
+    Vertex s = boost::source(e, g_), t = boost::target(e, g_);
+    if (g_[e].kind == LinkKind::Network && s == *a && t == *b) { net = int(i); break; }
+  }
+  if (!net) {
+    bad.why_invalid = "no network link from " + g_[*a].id + " to " + g_[*b].id;
+    return bad;
+  }
+  // The path to dst was found from dst's side: its reverse edges lead from the NIC down to dst.
+  auto down = pcie_path(*b, gpu_vertex(dst));
+  std::vector<int> edges = up;
+  edges.push_back(*net);
+  edges.insert(edges.end(), down.begin(), down.end());
+  Route r = make_route(edges, mode, PathType::None, 0);
+  r.network = true;
+  return r;
 }
 
 namespace {

@@ -59,6 +59,7 @@ struct Route {
   double bottleneck_Bps = 0;      // min capacity along the route (host-staged: across both legs)
   double latency_s = 0;           // sum of hop latencies
   std::string describe;           // "gpu0 -> sw0 -> gpu1"
+  bool network = false;           // crosses hosts: GPU -> PCIe -> NIC -> network -> NIC -> PCIe -> GPU
 };
 
 class Topology {
@@ -74,8 +75,13 @@ class Topology {
   Vertex gpu_vertex(int gpu) const;
 
   // Route between two GPUs in a mode. Peer modes require usable P2P in that direction;
-  // HostStaged/RuntimeNoP2P go GPU -> ... -> socket memory -> ... -> GPU via the source's socket.
+  // HostStaged/RuntimeNoP2P go GPU -> ... -> socket memory -> ... -> GPU via the source's socket;
+  // between hosts (a merged MPI profile) they go over the network instead: GPU -> PCIe -> the
+  // GPU's nearest NIC -> network link -> the other host's NIC -> PCIe -> GPU (GPUDirect RDMA, as
+  // NCCL moves data between hosts), with Route::network set.
   Route route(int src, int dst, TransferMode mode) const;
+  // Hosts: GPUs joined without a network link share one (index in order of their lowest GPU).
+  int host_of(int gpu) const { return host_of_[size_t(gpu)]; }
   PathType path_type(int a, int b) const;   // as nvidia-smi topo -m would print it
   int nvlinks_between(int a, int b) const;  // direct NVLink count (through an NVSwitch: per GPU links)
   bool p2p_usable(int src, int dst) const;
@@ -106,6 +112,7 @@ class Topology {
   std::vector<int> nvlink_path(int a, int b) const;
   std::vector<int> pcie_path(Vertex s, Vertex t) const;
   Route make_route(std::vector<int> edges, TransferMode mode, PathType type, int nvlinks) const;
+  Route network_route(int src, int dst, TransferMode mode) const;
   void check_gpu(int g) const;
 
   Machine machine_;
@@ -114,6 +121,8 @@ class Topology {
   std::vector<Vertex> gpu_vertices_;
   std::vector<Vertex> socket_of_;        // per GPU
   std::vector<int> memory_edge_;         // per vertex: dense index of its memory edge, -1 if none
+  std::vector<int> host_of_;             // per GPU
+  std::vector<int> vertex_host_;         // per vertex (-1: reachable from no GPU without the network)
 };
 
 // Max-min fair rates (progressive filling) for concurrent flows. flow_edges[f] lists the dense edge

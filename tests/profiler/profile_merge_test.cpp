@@ -97,8 +97,18 @@ TEST(MergeMpiProfile, TwoHostsGetSubtreesAndANetworkLinkPricedByMeasurement) {
   EXPECT_EQ(nics, 2) << "one (synthetic) NIC per host";
   EXPECT_EQ(net_links, 1);
   EXPECT_NEAR(net_gbps, double(int64_t(1) << 30) / 0.04 / 1e9, 0.01);
-  Topology topo(m);  // builds and routes within each host
-  EXPECT_EQ(topo.machine().gpu_count(), 4);
+  Topology topo(m);
+  EXPECT_EQ(topo.host_of(1), 0);
+  EXPECT_EQ(topo.host_of(2), 1);
+  // Within a host: the usual routes. Across hosts: GPU -> PCIe -> NIC -> network -> NIC -> GPU.
+  EXPECT_FALSE(topo.route(0, 1, TransferMode::HostStaged).network);
+  Route r = topo.route(1, 3, TransferMode::HostStaged);
+  ASSERT_TRUE(r.valid) << r.why_invalid;
+  EXPECT_TRUE(r.network);
+  EXPECT_NE(r.describe.find("h0.nic"), std::string::npos) << r.describe;
+  EXPECT_NE(r.describe.find("h1.nic"), std::string::npos) << r.describe;
+  EXPECT_NEAR(r.bottleneck_Bps, net_gbps * 1e9, 1e3) << "the network link is the bottleneck";
+  EXPECT_FALSE(topo.route(1, 3, TransferMode::PeerCopyEngine).valid) << "no peer access across hosts";
 }
 
 TEST(MergeMpiProfile, RefusesInputsThatDisagree) {

@@ -12,9 +12,10 @@ std::vector<CurvePoint> sweep_transfer(Context& ctx, gpu::BlockingGate& gate, co
     ctx.progress.update(from + (to - from) * double(i) / double(spec.sizes.size()), spec.label + " " + format_size(bytes));
     int reps = reps_for(bytes, spec.expected_gbps, spec.region_target_s, spec.max_reps);
     auto region = [&] {
-      return gpu::time_region(spec.gated ? &gate : nullptr, *spec.timing, spec.others, [&] {
+      double t = gpu::time_region(spec.gated ? &gate : nullptr, *spec.timing, spec.others, [&] {
         for (int r = 0; r < reps; ++r) spec.enqueue(bytes);
-      });
+      }, spec.before_release);
+      return spec.combine ? spec.combine(t) : t;
     };
     for (int w = 0; w < ctx.plan.warmup; ++w) region();
     std::vector<double> samples;

@@ -23,6 +23,10 @@ struct SweepSpec {
   double region_target_s = 200e-6;
   int max_reps = 64;
   bool gated = true;                 // false: no spin-kernel gate (see time_region)
+  // MPI: runs before the gate opens (a barrier lines up ranks), and turns this rank's region time
+  // into the sample (e.g. the max over the ranks that copy at once). Both optional.
+  std::function<void()> before_release;
+  std::function<double(double)> combine;
 };
 
 // Returns the points; throws RuntimeError naming the label and size if verification fails.

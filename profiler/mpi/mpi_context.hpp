@@ -18,6 +18,8 @@ struct MpiContext {
 
 // Same-host ordered pairs by copy engine through CUDA IPC (mode "p2p_ce").
 void mpi_measure_p2p_ce(MpiContext& m);
+// Same-host unordered pairs, both directions at once through CUDA IPC (mode "p2p_ce_bidir").
+void mpi_measure_p2p_ce_bidir(MpiContext& m);
 // Same-host ordered pairs through shared pinned host memory (mode "host_staged").
 void mpi_measure_host_staged(MpiContext& m);
 // Cross-host pairs (sampled by plan_pairs) with NCCL send/recv (mode "net_nccl").

@@ -92,4 +92,63 @@ void mpi_measure_p2p_ce(MpiContext& m) {
   }
 }
 
+void mpi_measure_p2p_ce_bidir(MpiContext& m) {
+  Context& ctx = m.ctx;
+  PairPlan plan = plan_pairs(m.layout, false);
+  std::vector<std::pair<int, int>> pairs;  // unordered, usable both ways
+  for (auto [a, b] : plan.intra)
+    if (a < b && m.global.p2p[size_t(a)][size_t(b)].usable() && m.global.p2p[size_t(b)][size_t(a)].usable())
+      pairs.push_back({a, b});
+  if (pairs.empty()) {
+    if (m.me == 0) ctx.not_applicable("p2p_ce_bidir", "no same-host pair with usable peer access both ways");
+    return;
+  }
+  const int64_t maxb = ctx.plan.transfer_sizes.back();
+  gpu::BlockingGate gate;
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    auto [a, b] = pairs[k];
+    const bool member = m.me == a || m.me == b;
+    mpi::SubComm sc(member);
+    if (!member) continue;
+    // Each rank copies its buffer into the other's, at the same time: both expose a destination
+    // through IPC, both map the other's, both gate their stream, meet, and open their gates.
+    const int peer = m.me == a ? b : a;
+    const uint32_t seed = 0x22000000u + uint32_t(m.me * 16 + peer);  // as single-process p2p_ce_bidir
+    gpu::ScopedDevice dev(m.device);
+    gpu::DeviceBuffer mine_dst(m.device, size_t(maxb)), src(m.device, size_t(maxb));
+    CUDA_CHECK(cudaMemset(mine_dst.get(), 0, size_t(maxb)));
+    gpu::launch_fill_pattern(src.as<uint32_t>(), size_t(maxb) / 4, seed, nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    cudaIpcMemHandle_t h, theirs;
+    CUDA_CHECK(cudaIpcGetMemHandle(&h, mine_dst.get()));
+    if (m.me == a) {
+      mpi::send_bytes(&h, sizeof h, peer, kTagIpc + 1);
+      mpi::recv_bytes(&theirs, sizeof theirs, peer, kTagIpc + 1);
+    } else {
+      mpi::recv_bytes(&theirs, sizeof theirs, peer, kTagIpc + 1);
+      mpi::send_bytes(&h, sizeof h, peer, kTagIpc + 1);
+    }
+    {
+      IpcMapping target(theirs, m.device);
+      gpu::Stream s(m.device);
+      SweepSpec spec;
+      spec.label = "gpu" + std::to_string(a) + "<->gpu" + std::to_string(b) + " (IPC)";
+      spec.sizes = ctx.plan.transfer_sizes;
+      spec.expected_gbps = 400;
+      spec.timing = &s;
+      spec.enqueue = [&](int64_t n) {
+        CUDA_CHECK(cudaMemcpyAsync(target.get(), src.get(), size_t(n), cudaMemcpyDeviceToDevice, s));
+      };
+      spec.before_release = [&] { sc.barrier(); };
+      spec.combine = [&](double t) { return sc.allreduce_max(t); };  // both directions done
+      spec.verify = [&](int64_t n) { return gpu::count_pattern_errors(target.get(), m.device, size_t(n) / 4, seed); };
+      TransferCurve c{m.me, peer, "p2p_ce_bidir", "", {}};
+      c.points = sweep_transfer(ctx, gate, spec, double(k) / double(pairs.size()), double(k + 1) / double(pairs.size()));
+      ctx.ms.transfers.push_back(std::move(c));
+      CUDA_CHECK(cudaDeviceSynchronize());
+      sc.barrier();  // the other rank has finished reading and writing through its mapping too
+    }
+  }
+}
+
 }  // namespace peerplan::profiler

@@ -5,6 +5,7 @@
 //     (the others sleep in a barrier, so they neither load the host nor share its PCIe);
 //   gemm, attention: rank 0 on its GPU (the single-process profile also times GPU 0 only);
 //   p2p_ce: same-host pairs through CUDA IPC, then cross-host pairs with NCCL send/recv;
+//   p2p_ce_bidir: both ranks of a same-host pair copy through IPC at once;
 //   host_staged: same-host pairs through shared pinned host memory;
 //   nccl: collectives with one rank per GPU;
 //   the rest (SM-driven peer access, latencies, runtime-staged peer copies, NCCL without P2P) are
@@ -177,6 +178,10 @@ void run(const ProfileOptions& opts, const mpi::Session& session) {
     } else if (name == "p2p_ce") {
       mpi_measure_p2p_ce(mc);
       if (!share) mpi_measure_network(mc);  // NCCL refuses two ranks on one GPU
+    } else if (name == "p2p_ce_bidir" && share) {
+      if (me == 0) ctx.not_applicable(name, "PEERPLAN_MPI_SHARE_GPU: both directions would share one GPU's copy engines");
+    } else if (name == "p2p_ce_bidir") {
+      mpi_measure_p2p_ce_bidir(mc);
     } else if (name == "host_staged") {
       mpi_measure_host_staged(mc);
     } else if (name == "nccl" && share) {

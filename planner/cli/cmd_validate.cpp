@@ -27,8 +27,14 @@
 #include "planner/topology/topology.hpp"
 #include "planner/validate/compare.hpp"
 #include "planner/validate/preflight.hpp"
+#include "profiler/common/exec_message.hpp"
+#include "profiler/common/rank_layout.hpp"
 #ifdef PEERPLAN_WITH_CUDA
 #include "profiler/exec/executor.hpp"
+#endif
+#ifdef PEERPLAN_WITH_MPI
+#include "profiler/exec/mpi_bus.hpp"
+#include "profiler/mpi/comm.hpp"
 #endif
 
 namespace peerplan::cli {
@@ -39,6 +45,7 @@ struct ValidateOptions {
   std::string plan, model, workload, machine, out, p2p = "on";
   std::vector<std::string> compare;
   bool self_test = false, bench_steps = false, no_graphs = false, allow_other_host = false, cold_start = false;
+  bool mpi = false;
   int64_t requests = 0;
   double rate = 0;
   std::vector<int64_t> batches{1, 8, 64};
@@ -116,7 +123,42 @@ void run_bench_steps(const ValidateOptions& o, const Plan& plan_in) {
 #endif
 }
 
+// `mpirun -np N peerplan validate --mpi ...`: one process per GPU (rank r owns GPU r on CUDA
+// ordinal = its local rank). MPI starts the ranks and carries the iteration messages and NCCL ids;
+// an error on one rank ends all of them (MPI_Abort) with the rank and the reason.
+void run_validate_mpi(const Plan& plan, const ValidateOptions& o, const Workload& w, HostValidationOptions ho) {
+#if defined(PEERPLAN_WITH_MPI) && defined(PEERPLAN_WITH_CUDA)
+  mpi::Session session;
+  try {
+    profiler::RankInfo me = exec::describe_mpi_rank();
+    exec::describe_gpu(me.device, &me.device_count, &me.uuid);
+    exec::MpiBus bus(me);  // collective: refuses two ranks on one GPU, more ranks than GPUs
+    ho.bus = &bus;
+    validate_on_host(plan, o.plan, o.model, o.machine, w, ho);
+    bus.barrier();  // rank 0 has written its reports
+  } catch (const std::exception& e) {
+    if (session.size() > 1) {
+      std::cerr << "peerplan validate --mpi: rank " << session.rank() << ": " << e.what() << "\n" << std::flush;
+      mpi::abort_all(dynamic_cast<const InputError*>(&e) ? 2 : 1);
+    }
+    throw;
+  }
+#else
+  (void)plan, (void)o, (void)w, (void)ho;
+  no_cuda("--mpi");
+#endif
+}
+
 void run_validate(ValidateOptions o) {
+#ifdef PEERPLAN_WITH_MPI
+  profiler::check_mpi_launch(o.mpi, true, profiler::launcher_size_from_env());
+#else
+  profiler::check_mpi_launch(o.mpi, false, profiler::launcher_size_from_env());
+#endif
+  if (o.mpi && (!o.compare.empty() || o.self_test || o.bench_steps))
+    throw InputError("", "--mpi",
+                     "a serving validation (--plan --model --workload --machine): --compare, --self-test and "
+                     "--bench-steps run in one process, without mpirun");
   if (!o.compare.empty()) return run_compare_files(o);
   if (o.p2p != "on" && o.p2p != "off") throw InputError("", "--p2p", "on or off");
 #ifndef PEERPLAN_WITH_CUDA
@@ -158,6 +200,7 @@ void run_validate(ValidateOptions o) {
   ho.warm_gemm_plans = !o.cold_start;
   ho.allow_other_host = o.allow_other_host;
   ho.out = o.out;
+  if (o.mpi) return run_validate_mpi(plan, o, w, ho);
   validate_on_host(plan, o.plan, o.model, o.machine, w, ho);
 }
 
@@ -266,10 +309,13 @@ Comparison validate_on_host(const Plan& plan_in, const std::string& plan_origin,
   const std::string machine_file = resolve_machine_path(machine_name);
   Machine machine = load_machine(machine_file);
   validate_plan(plan, cfg.layers, cfg.experts, machine.gpu_count(), plan_origin);
+  const bool root = !o.bus || o.bus->rank() == 0;  // MPI: rank 0 predicts and reports
+  if (o.bus) exec::check_plan_ranks(plan.all_gpus(), o.bus->ranks(), plan_origin);
   exec::ExecOptions eo;
   eo.p2p = plan.p2p;
   eo.cuda_graphs = o.cuda_graphs;
   eo.warm_gemm_plans = o.warm_gemm_plans;
+  eo.bus = o.bus;
   HostInfo host = exec::discover_host();
 
   // Refusals first: wrong host, too many GPUs, memory.
@@ -280,9 +326,9 @@ Comparison validate_on_host(const Plan& plan_in, const std::string& plan_origin,
   MemoryReport mem = check_memory(plan, cfg, fig, machine, mo);
   PreflightOptions po{o.allow_other_host};
   for (auto& warn : preflight(plan, plan_origin, machine, machine_file, host, mem.fits, mem.why, po))
-    std::cerr << "peerplan: warning: " << warn << "\n";
+    if (root) std::cerr << "peerplan: warning: " << warn << "\n";
   // The executor's KV cache decides how many sequences run at once; the simulator is told the same.
-  const int64_t fit = exec::kv_slots_that_fit(plan, cfg, fig, w.max_context() + 1, w.max_batched_tokens);
+  const int64_t fit = exec::kv_slots_that_fit(plan, cfg, fig, w.max_context() + 1, w.max_batched_tokens, o.bus);
   if (fit < 1)
     throw InputError(plan_origin, "stages",
                      fmt::format("a plan whose weights leave room for one sequence of {} tokens on every GPU",
@@ -290,12 +336,17 @@ Comparison validate_on_host(const Plan& plan_in, const std::string& plan_origin,
   w.max_num_seqs = std::min(w.max_num_seqs, fit);
   eo.kv_slots = w.max_num_seqs;
 
+  if (!root) {  // MPI, ranks > 0: execute this GPU's part of every iteration rank 0 posts
+    exec::serve(plan, cfg, fig, machine, w, eo);
+    return Comparison{};
+  }
   // Prediction.
   Topology topo(machine);
   SimulateOptions so;
   Simulation sim = simulate_plan(plan, cfg, fig, topo, w, w.generate(), so);
-  std::cerr << fmt::format("peerplan: predicted {} requests; executing on {} GPU(s) (max {} sequences at once)...\n",
-                           w.num_requests, plan.num_gpus(), w.max_num_seqs);
+  std::cerr << fmt::format("peerplan: predicted {} requests; executing on {} GPU(s){} (max {} sequences at once)...\n",
+                           w.num_requests, plan.num_gpus(),
+                           o.bus ? fmt::format(", {} MPI ranks", o.bus->ranks()) : std::string(), w.max_num_seqs);
   // Measurement.
   exec::ServeResult res = exec::serve(plan, cfg, fig, machine, w, eo);
 
@@ -351,7 +402,9 @@ void add_validate_command(CLI::App& app) {
       "  peerplan validate --bench-steps --plan tp2.json --model llama-3.1-8b --machine h200x2-nvlink\n"
       "  peerplan validate --plan tp2.json --model llama-3.1-8b --workload chat --machine h200x2-nvlink \\\n"
       "                    --requests 200 --out report/\n"
-      "  peerplan validate --compare predicted.json measured.json   # two metrics files, no GPU needed");
+      "  peerplan validate --compare predicted.json measured.json   # two metrics files, no GPU needed\n"
+      "  mpirun -np 2 peerplan validate --mpi --plan tp2.json --model llama-3.1-8b --workload chat \\\n"
+      "                    --machine h200x2-nvlink --out report/   # one process per GPU");
   sub->add_option("--plan", o->plan, "Plan JSON (from `peerplan plans --json` or hand-written)");
   sub->add_option("--model", o->model, "Model name (models/llm/<name>) or config.json path");
   sub->add_option("--workload", o->workload, "Workload name (models/workloads/<name>) or file");
@@ -366,6 +419,10 @@ void add_validate_command(CLI::App& app) {
   sub->add_flag("--no-graphs", o->no_graphs, "Launch decode iterations eagerly instead of as CUDA graphs");
   sub->add_flag("--cold-start", o->cold_start,
                 "Skip the start-up look-up of every GEMM shape's cuBLASLt algorithm (measures its effect)");
+  sub->add_flag("--mpi", o->mpi,
+                "Run under mpirun, one process per GPU as serving engines run (rank r owns GPU r): rank 0 "
+                "schedules and posts each iteration over MPI, every rank runs its GPU's ops; NCCL per plan group "
+                "(docs/mpi.md, \"Executor under MPI\")");
   sub->add_flag("--self-test", o->self_test, "Check every executor kernel against a CPU reference; exit 1 on mismatch");
   sub->add_option("--device", o->device, "GPU for --self-test")->check(CLI::NonNegativeNumber);
   sub->add_flag("--bench-steps", o->bench_steps, "Print decode/prefill step times of the plan (no workload)");

@@ -7,6 +7,10 @@
 #include "planner/strategy/plan.hpp"
 #include "planner/validate/compare.hpp"
 
+namespace peerplan::exec {
+class RankBus;  // profiler/common/exec_message.hpp
+}
+
 namespace peerplan::cli {
 
 struct HostValidationOptions {
@@ -14,6 +18,10 @@ struct HostValidationOptions {
   bool warm_gemm_plans = true;   // every GEMM shape's cuBLASLt algorithm looked up at start-up
   bool allow_other_host = false; // run even if the profile was measured on another host
   std::string out;               // directory for the reports ("": print only)
+  // `validate --mpi`: every rank calls validate_on_host; rank bus->rank() owns that GPU. Rank 0
+  // predicts, schedules, compares and reports; the others execute their GPU's ops and return an
+  // empty Comparison.
+  exec::RankBus* bus = nullptr;
 };
 
 // True when this peerplan was built with the CUDA executor.

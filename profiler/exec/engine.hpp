@@ -3,10 +3,15 @@
 // host thread (stages and TP ranks are ordered by events, so a pipeline's micro-batches overlap
 // on different GPUs exactly as their dependencies allow). Decode-only iterations replay a CUDA
 // graph per (stage, padded batch); prefill and mixed iterations launch eagerly, as vLLM does.
+// Under MPI (ExecOptions::bus) the same engine runs in every rank and holds only that rank's GPU:
+// each rank enqueues its own GPU's ops of every iteration, collectives and stage boundaries go
+// over per-group NCCL communicators (ncclCommInitRank), and the last stage tells rank 0's GPU
+// that an iteration is done with a one-byte NCCL message.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <map>
+#include <set>
 #include <utility>
 #include <memory>
 #include <string>
@@ -16,19 +21,12 @@
 #include "planner/model/model_figures.hpp"
 #include "planner/strategy/plan.hpp"
 #include "planner/topology/machine.hpp"
+#include "profiler/common/exec_message.hpp"  // SeqRun, RankBus
 #include "profiler/exec/executor.hpp"
 #include "profiler/gpu/gemm.hpp"
 #include "profiler/gpu/raii.hpp"
 
 namespace peerplan::exec {
-
-// One sequence's part of an iteration, as the kernels need it.
-struct SeqRun {
-  int slot = 0;         // KV cache slot
-  int new_tokens = 0;   // prefill chunk length, or 1 for decode
-  int context = 0;      // tokens attended after this iteration's tokens are added
-  bool prefill = false;
-};
 
 struct GpuState;
 
@@ -75,6 +73,7 @@ class Engine {
   int graphs_captured() const { return graphs_captured_; }
   std::string graph_failure() const { return graph_failure_; }
   const std::vector<int>& gpus() const { return gpus_; }
+  bool local(int id) const { return local_.count(id) != 0; }  // this process drives GPU `id`
 
  private:
   struct StageGraph;
@@ -86,6 +85,11 @@ class Engine {
   bool run_stage_graph(const OpGraph& g, int stage, int64_t padded, int slot);
   void stage_fence(int stage, int slot);  // stage's streams wait for the previous stage's sends
   void ncclgroup_collective(const Op& op);
+  // MPI mode.
+  bool mine(const Op& op) const;  // an op this rank takes part in (always true in one process)
+  ncclComm_t rank_comm(const std::vector<int>& group, int kind);  // kind 0: plan group, 1: completion
+  void signal_done(int slot);     // last stage -> rank 0: the iteration in `slot` is finished
+  std::vector<int> local_of(const std::vector<int>& ids) const;
 
   const Plan& plan_;
   const ModelConfig& cfg_;
@@ -96,6 +100,9 @@ class Engine {
   int in_flight_;
   int sm_count_ = 132;
   std::vector<int> gpus_;
+  RankBus* bus_ = nullptr;        // MPI mode: this rank's link to the others (nullptr: one process)
+  std::set<int> local_;           // GPUs this process drives (all of the plan's in one process)
+  std::map<std::pair<int, std::vector<int>>, ncclComm_t> rank_comms_;
   std::map<int, std::unique_ptr<GpuState>> state_;
   std::map<std::vector<int>, std::unique_ptr<gpu::NcclComms>> comms_;
   std::map<std::pair<int, int64_t>, std::unique_ptr<StageGraph>> graphs_;

@@ -18,6 +18,7 @@
 #include "planner/topology/machine.hpp"
 #include "planner/validate/compare.hpp"
 #include "planner/validate/preflight.hpp"
+#include "profiler/common/exec_message.hpp"
 
 namespace peerplan::exec {
 
@@ -29,6 +30,9 @@ struct ExecOptions {
   uint64_t seed = 1;          // synthetic weights
   bool warm_gemm_plans = true; // look up every GEMM shape's cuBLASLt algorithm at start-up
   bool verbose = false;
+  // MPI mode (`validate --mpi`): this process owns GPU bus->rank() only; rank 0 schedules and
+  // posts every engine call to the others; nullptr: one process drives every GPU of the plan.
+  RankBus* bus = nullptr;
 };
 
 // This host's GPUs (CUDA runtime + NVML-free: cudaGetDeviceProperties gives name, UUID, memory).
@@ -79,13 +83,20 @@ struct ServeResult {
 };
 
 // Serves the workload's requests (Workload::generate, same seed as the simulator) and measures.
+// Under MPI every rank calls it: rank 0 schedules and returns the measurement, the others follow
+// rank 0's messages until it stops them and return an empty result.
 ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,
                   const Workload& workload, const ExecOptions& opt);
 
 // How many sequences of `max_ctx` tokens the KV cache can hold on every GPU of the plan after
 // weights and workspaces (the executor's layout: one contiguous region per sequence slot).
+// Under MPI (bus != nullptr) each rank checks its own GPU and all get the minimum (collective).
 int64_t kv_slots_that_fit(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, int64_t max_ctx,
-                          int64_t max_tokens);
+                          int64_t max_tokens, RankBus* bus = nullptr);
+
+// This process's view of CUDA for the MPI rank layout: makes `device` current and returns the
+// number of GPUs it sees and the device's UUID.
+void describe_gpu(int device, int* device_count, std::string* uuid);
 
 struct SelfTestResult {
   std::string kernel, shape;

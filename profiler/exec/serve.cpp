@@ -89,15 +89,27 @@ nlohmann::json host_context() {
   return c;
 }
 
+void describe_gpu(int device, int* device_count, std::string* uuid) {
+  CUDA_CHECK(cudaGetDeviceCount(device_count));
+  uuid->clear();
+  if (device < 0 || device >= *device_count) return;  // the rank layout check says what is wrong
+  CUDA_CHECK(cudaSetDevice(device));
+  cudaDeviceProp p{};
+  CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  const unsigned char* u = reinterpret_cast<const unsigned char*>(p.uuid.bytes);
+  for (int i = 0; i < 16; ++i) *uuid += fmt::format("{:02x}", u[i]);
+}
+
 int64_t kv_slots_that_fit(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, int64_t max_ctx,
-                          int64_t max_tokens) {
+                          int64_t max_tokens, RankBus* bus) {
   int64_t best = INT64_MAX;
   for (size_t si = 0; si < plan.stages.size(); ++si) {
     const PlanStage& st = plan.stages[si];
     const StageLayout lay = stage_layout(plan, si);
     const AttnShard a = attn_shard(cfg, fig.layers[size_t(st.layer_begin)], lay.tp);
     for (size_t r = 0; r < st.gpus.size(); ++r) {
-      gpu::ScopedDevice d(st.gpus[r]);
+      if (bus && st.gpus[r] != bus->rank()) continue;  // MPI: each rank asks its own GPU only
+      gpu::ScopedDevice d(bus ? bus->device() : st.gpus[r]);
       size_t free_b = 0, total_b = 0;
       CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
       // Scratch: activations of max_tokens at the widest matrix (intermediate or vocab slice) x 4
@@ -110,6 +122,7 @@ int64_t kv_slots_that_fit(const Plan& plan, const ModelConfig& cfg, const ModelF
       best = std::min(best, per_slot > 0 ? avail / per_slot - 1 : INT64_MAX);
     }
   }
+  if (bus) best = bus->min_over_ranks(best);
   return std::max<int64_t>(0, best);
 }
 
@@ -186,6 +199,23 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
   res.max_ctx = max_ctx;
   const int in_flight = plan.stages.size() > 1 ? std::max(1, plan.micro_batches) : 1;  // as the simulator
   Engine eng(plan, cfg, fig, machine, opt, slots, max_ctx, max_tokens, in_flight);
+  RankBus* bus = opt.bus;
+  if (bus && bus->rank() != 0) {
+    // MPI, ranks > 0: do what rank 0 says, in its order, on this rank's GPU.
+    for (;;) {
+      ExecMessage m = bus->receive();
+      if (m.cmd == ExecCommand::Stop) break;
+      if (m.cmd == ExecCommand::Launch) eng.launch(m.seqs, int(m.slot));
+      else if (m.cmd == ExecCommand::WarmGemm) eng.warm_gemm_plans(m.a, m.b);
+      else if (m.cmd == ExecCommand::TimeOps) bus->sum_on_root(eng.time_ops(m.seqs, nullptr));
+    }
+    return res;  // ~Engine waits for this GPU's last work
+  }
+  // Rank 0 (or the one process): every engine call is posted to the other ranks first.
+  auto launch = [&](const std::vector<SeqRun>& seqs, int slot) {
+    if (bus) bus->post(ExecMessage{ExecCommand::Launch, slot, 0, 0, seqs});
+    eng.launch(seqs, slot);
+  };
 
   SchedulerConfig sc = SchedulerConfig::from_workload(workload, in_flight);
   sc.max_num_seqs = std::min<int64_t>(sc.max_num_seqs, slots);
@@ -208,18 +238,19 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
     for (int64_t b = 1; b <= sc.max_num_seqs; b = eng.padded_batch(b) + 1) {
       std::vector<SeqRun> seqs;
       for (int64_t i = 0; i < b; ++i) seqs.push_back(SeqRun{int(i), 1, 2, false});
-      eng.launch(seqs, 0);
+      launch(seqs, 0);
       eng.wait(0);
       if (!eng.graph_failure().empty()) break;
     }
   }
   {
     std::vector<SeqRun> seqs{SeqRun{0, int(std::min<int64_t>(max_tokens, max_ctx - 1)), int(std::min<int64_t>(max_tokens, max_ctx - 1)), true}};
-    eng.launch(seqs, 0);
+    launch(seqs, 0);
     eng.wait(0);
   }
   if (opt.warm_gemm_plans) {
     const auto tw = Clock::now();
+    if (bus) bus->post(ExecMessage{ExecCommand::WarmGemm, 0, max_tokens, sc.max_num_seqs, {}});
     const int64_t n = eng.warm_gemm_plans(max_tokens, sc.max_num_seqs);
     res.provenance["gemm_shapes_warmed"] = n;
     res.provenance["gemm_kernels_warmed"] = eng.warm_kernels();
@@ -268,7 +299,7 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
       rec.graph = opt.cuda_graphs && eng.graph_failure().empty() && sh.prefill_seqs == 0;
       const int64_t m = rec.graph ? eng.padded_batch(sh.tokens()) : sh.tokens();
       rec.new_tokens_count = token_counts_seen.insert(m).second;
-      eng.launch(seqs, it->slot);
+      launch(seqs, it->slot);
       rec.host_enqueued_s = since(t0);
       rec.slowest_enqueues = eng.slowest_enqueues();
       rec.compile_s = eng.last_compile_s();
@@ -347,7 +378,9 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
     for (int64_t i = 0; i < sh.decode_seqs; ++i)
       seqs.push_back(SeqRun{slot++ % int(slots), 1, int(sh.decode_context), false});
     OpGraph g;
+    if (bus) bus->post(ExecMessage{ExecCommand::TimeOps, 0, 0, 0, seqs});
     std::vector<double> t = eng.time_ops(seqs, &g);
+    if (bus) t = bus->sum_on_root(t);  // each op timed by the rank owning its first GPU
     std::map<std::string, double> by;
     for (const Op& op : g.ops) by[op_class(op.kind)] += t[size_t(op.id)];
     for (auto& [cls, sec] : by) res.op_classes.push_back(OpClassTime{cls, label, 0, sec});
@@ -361,7 +394,12 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
     BatchShape sh = median_shape(prefill_shapes, true);
     time_shape(sh, fmt::format("prefill {}x{}", sh.prefill_seqs, sh.prefill_tokens));
   }
+  if (bus) bus->post(ExecMessage{ExecCommand::Stop, 0, 0, 0, {}});
   res.provenance.update(host_context());
+  if (bus) {
+    res.provenance["launcher"] = fmt::format("MPI, {} ranks, one GPU each; iterations posted by rank 0", bus->ranks());
+    res.provenance["in_flight"] = in_flight;
+  }
   res.provenance["cuda_graphs"] = opt.cuda_graphs && eng.graph_failure().empty();
   res.provenance["graphs_captured"] = eng.graphs_captured();
   if (!eng.graph_failure().empty()) res.provenance["graph_failure"] = eng.graph_failure();

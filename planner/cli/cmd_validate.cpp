@@ -130,6 +130,7 @@ void run_validate_mpi(const Plan& plan, const ValidateOptions& o, const Workload
 #if defined(PEERPLAN_WITH_MPI) && defined(PEERPLAN_WITH_CUDA)
   mpi::Session session;
   try {
+    exec::check_plan_ranks(plan.all_gpus(), session.size(), o.plan);  // before any GPU is touched
     profiler::RankInfo me = exec::describe_mpi_rank();
     exec::describe_gpu(me.device, &me.device_count, &me.uuid);
     exec::MpiBus bus(me);  // collective: refuses two ranks on one GPU, more ranks than GPUs

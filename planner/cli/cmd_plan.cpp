@@ -81,7 +81,11 @@ void run_plan(const PlanCmd& o) {
 
   SearchOptions so;
   so.objective = *obj;
+  if (o.rate != 0 && !(o.rate >= 1e-6 && o.rate <= 1e9))  // NaN/inf/denormal passed before (robustness finding)
+    throw InputError("", "--rate", fmt::format("a request rate in [1e-6, 1e9] requests/s, got {}", o.rate));
   if (o.rate != 0) so.rate_rps = o.rate;
+  if (o.requests < 0 || o.requests > 10'000'000)  // a workload file's num_requests cap (robustness finding)
+    throw InputError("", "--requests", fmt::format("a number of requests in [1, 10000000], got {}", o.requests));
   so.num_requests = o.requests;
   for (const auto& s : o.strategies) so.strategy_files.push_back(resolve_strategy(s));
   so.sets = parse_set_options(o.sets);

@@ -34,12 +34,16 @@ void run_simulate(const SimCmd& o) {
   Machine machine = load_machine(resolve_machine_path(o.machine));
   Topology topo(machine);
   Workload w = load_workload(resolve_workload_path(o.workload));
-  if (o.rate < 0) throw InputError("", "--rate", "a positive request rate in requests/s");
+  // 0 means "the workload's rate". NaN, inf and denormals were accepted (robustness finding): the
+  // same range as a workload file's rate_rps.
+  if (o.rate != 0 && !(o.rate >= 1e-6 && o.rate <= 1e9))
+    throw InputError("", "--rate", fmt::format("a request rate in [1e-6, 1e9] requests/s, got {}", o.rate));
   if (o.rate > 0) {
     w.arrival = Workload::Arrival::Poisson;
     w.rate_rps = o.rate;
   }
-  if (o.requests < 0) throw InputError("", "--requests", "a positive number of requests");
+  if (o.requests < 0 || o.requests > 10'000'000)  // a workload file's num_requests cap
+    throw InputError("", "--requests", fmt::format("a number of requests in [1, 10000000], got {}", o.requests));
   if (o.requests > 0) w.num_requests = o.requests;
   Plan plan = load_plan(o.plan);
   validate_plan(plan, cfg.layers, cfg.experts, machine.gpu_count(), o.plan);

@@ -194,7 +194,11 @@ void run_validate(ValidateOptions o) {
   if (o.bench_steps) return run_bench_steps(o, plan);
   if (o.workload.empty()) throw InputError("", "--workload", "a workload name or file (e.g. chat)");
   Workload w = load_workload(resolve_workload_path(o.workload));
+  if (o.requests < 0 || o.requests > 10'000'000)  // a workload file's num_requests cap (robustness finding)
+    throw InputError("", "--requests", fmt::format("a number of requests in [1, 10000000], got {}", o.requests));
   if (o.requests > 0) w.num_requests = o.requests;
+  if (o.rate != 0 && !(o.rate >= 1e-6 && o.rate <= 1e9))  // NaN/inf/denormal passed before (robustness finding)
+    throw InputError("", "--rate", fmt::format("a request rate in [1e-6, 1e9] requests/s, got {}", o.rate));
   if (o.rate > 0) w.rate_rps = o.rate;
   HostValidationOptions ho;
   ho.cuda_graphs = !o.no_graphs;

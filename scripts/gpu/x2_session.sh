@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# One device call on the 2 x H200 host that does what one GPU cannot: the single-process vs
+# `mpirun -np 2 --mpi` profile comparison (issue 7) and the multi-GPU validation runs (issue 6).
+# carry [".gpu-mpi", ".gpu6"]; outputs under $OUT/mpi and $OUT/validate.
+set -u
+OUT=${OUT:-/tmp/peerplan-out}
+mkdir -p "$OUT/mpi" "$OUT/validate"
+OUT=$OUT/mpi PEERPLAN_BIN=.gpu-mpi/bin/peerplan \
+  WHAT=${WHAT:-launch_overhead,hbm,h2d_d2h,p2p_ce,p2p_ce_bidir,host_staged,nccl,gemm} \
+  timeout 300 scripts/gpu/mpi_profile.sh 2 > "$OUT/mpi/driver.log" 2>&1
+grep -E "^rc=|Wrote|rank [0-9]" "$OUT/mpi/driver.log"
+if [ -x .gpu6/bin/peerplan ]; then
+  OUT=$OUT/validate PEERPLAN_BIN=.gpu6/bin/peerplan VALIDATE_TIMEOUT=${VALIDATE_TIMEOUT:-100} \
+    timeout ${VALIDATE_BUDGET:-280} scripts/gpu/validate_run.sh validate ${REQUESTS:-40} ${RATE:-8} > "$OUT/validate/driver.log" 2>&1
+  tail -5 "$OUT/validate/driver.log"
+fi

@@ -21,6 +21,34 @@ namespace pt = boost::property_tree;
 constexpr double kNominalSmpGbps = 64.0;  // NCCL does not record the inter-socket link; stated assumption
 
 constexpr int kMaxPciDepth = 32;  // real PCIe trees are a few levels deep; bounds recursion on hostile files
+constexpr int kMaxXmlDepth = 64;  // element nesting, checked before parsing (see xml_depth)
+
+// Deepest element nesting in `text`, stopping once past `limit`. Boost's XML reader recurses once
+// per level, so 10 000 nested elements overflowed the stack (found under ASan, whose frames are
+// larger, by CliNcclXmlHostile.TenThousandNestedElements); this scan is iterative. Quoted attribute
+// values are skipped; <?...?>, <!...> and </...> do not open a level.
+int xml_depth(const std::string& text, int limit) {
+  int depth = 0, deepest = 0;
+  for (size_t i = 0; i < text.size() && deepest <= limit; ++i) {
+    if (text[i] != '<' || i + 1 >= text.size()) continue;
+    const char next = text[i + 1];
+    size_t j = i + 1;
+    char quote = 0;
+    for (; j < text.size(); ++j) {  // the tag's closing '>', outside quotes
+      if (quote) {
+        if (text[j] == quote) quote = 0;
+      } else if (text[j] == '"' || text[j] == '\'') {
+        quote = text[j];
+      } else if (text[j] == '>') {
+        break;
+      }
+    }
+    if (next == '/') --depth;
+    else if (next != '?' && next != '!' && !(j < text.size() && text[j - 1] == '/')) deepest = std::max(deepest, ++depth);
+    i = j;
+  }
+  return deepest;
+}
 
 // NVIDIA PCI device ids -> product, memory and SM count as nvidia-smi / cudaGetDeviceProperties
 // report them. The XML records the device id but not the name or memory; an id not listed here
@@ -62,6 +90,9 @@ class Importer {
 
   Machine run(const std::string& text) {
     pt::ptree doc;
+    if (xml_depth(text, kMaxXmlDepth) > kMaxXmlDepth)
+      throw InputError(origin_, "", "XML nested deeper than " + std::to_string(kMaxXmlDepth) +
+                                        " elements; expected an NCCL topology file (NCCL_TOPO_DUMP_FILE output)");
     try {
       std::istringstream in(text);
       pt::read_xml(in, doc);

@@ -57,7 +57,8 @@ std::vector<std::string> preflight(const Plan& plan, const std::string& plan_fil
   for (int g : gpus) {
     if (g < int(profile.gpus.size()) && profile.gpus[size_t(g)].memory_bytes > 0 &&
         host.gpus[size_t(g)].memory_bytes > 0 &&
-        host.gpus[size_t(g)].memory_bytes < profile.gpus[size_t(g)].memory_bytes * 95 / 100)
+        // in double: memory_bytes * 95 overflowed int64 for absurd profiles (UBSan finding, 2026-12-01)
+        double(host.gpus[size_t(g)].memory_bytes) < double(profile.gpus[size_t(g)].memory_bytes) * 0.95)
       warnings.push_back(fmt::format("GPU {} has {:.1f} GiB here but {:.1f} GiB in the profile", g,
                                      double(host.gpus[size_t(g)].memory_bytes) / (1 << 30),
                                      double(profile.gpus[size_t(g)].memory_bytes) / (1 << 30)));

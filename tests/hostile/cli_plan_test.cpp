@@ -13,18 +13,20 @@ const nlohmann::json& tp2() {
   return j;
 }
 
-std::vector<std::string> simulate_args(const std::string& plan, const ScratchDir& d, const std::string& out) {
+std::vector<std::string> simulate_args(const std::string& plan, const ScratchDir& d, const std::string& out,
+                                       const std::string& requests = "4") {
   return {"simulate", "--plan", plan, "--model", "llama-3.1-8b", "--machine", "hgx-h100x8", "--workload", "chat",
-          "--requests", "4", "--out", out, "--trace", (d / "out" / "trace.json").string()};
+          "--requests", requests, "--out", out, "--trace", (d / "out" / "trace.json").string()};
 }
 
 // `extra` are further options; `file` is what the message must name ("" for an option error).
 void expect_simulate_rejected(const std::string& text, const std::vector<std::string>& mentions,
-                              const std::vector<std::string>& extra = {}, bool names_plan = true) {
+                              const std::vector<std::string>& extra = {}, bool names_plan = true,
+                              const std::string& requests = "4") {
   ScratchDir d;
   PreviousOutput prev(d);  // the trace would land beside it: expect_untouched sees it too
   std::string file = d.write("my.plan.json", text);
-  auto args = simulate_args(file, d, prev.path());
+  auto args = simulate_args(file, d, prev.path(), requests);
   args.insert(args.end(), extra.begin(), extra.end());
   CliResult r = run_peerplan(args);
   expect_input_error(r, names_plan ? file : "", mentions);
@@ -35,6 +37,7 @@ TEST(CliPlanHostile, TheUnmodifiedPlanIsSimulated) {
   // The baseline the cases below modify: it must succeed, or they would prove nothing.
   ScratchDir d;
   std::string file = d.write("my.plan.json", tp2().dump(1));
+  fs::create_directories(d / "out");
   CliResult r = run_peerplan(simulate_args(file, d, (d / "out" / "m.json").string()));
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_TRUE(fs::exists(d / "out" / "m.json")) << r.describe();
@@ -77,8 +80,8 @@ TEST(CliPlanHostile, RateAndRequestOverridesOutOfRange) {
   const std::string ok = tp2().dump(1);
   for (const char* rate : {"nan", "inf", "1e-320", "-1"})
     expect_simulate_rejected(ok, {"--rate"}, {"--rate", rate}, false);
-  expect_simulate_rejected(ok, {"--requests"}, {"--requests", "100000000000"}, false);
-  expect_simulate_rejected(ok, {"--requests"}, {"--requests", "-5"}, false);
+  expect_simulate_rejected(ok, {"--requests"}, {}, false, "100000000000");
+  expect_simulate_rejected(ok, {"--requests"}, {}, false, "-5");
 }
 
 TEST(CliPlanHostile, PlanRateOverrideOutOfRange) {

@@ -133,7 +133,16 @@ void run_validate_mpi(const Plan& plan, const ValidateOptions& o, const Workload
     exec::check_plan_ranks(plan.all_gpus(), session.size(), o.plan);  // before any GPU is touched
     profiler::RankInfo me = exec::describe_mpi_rank();
     exec::describe_gpu(me.device, &me.device_count, &me.uuid);
-    exec::MpiBus bus(me);  // collective: refuses two ranks on one GPU, more ranks than GPUs
+    // Smoke-test mode for a one-GPU machine (as `profile --mpi`): ranks share the GPU, so the
+    // message flow with real followers runs; a plan must then leave the sharing ranks idle
+    // (NCCL refuses two ranks of one communicator on one GPU).
+    const char* share_env = std::getenv("PEERPLAN_MPI_SHARE_GPU");
+    const bool share = share_env && std::string(share_env) == "1";
+    if (share && me.device_count > 0 && me.device >= me.device_count) {
+      me.device %= me.device_count;
+      exec::describe_gpu(me.device, &me.device_count, &me.uuid);
+    }
+    exec::MpiBus bus(me, share);  // collective: refuses two ranks on one GPU, more ranks than GPUs
     ho.bus = &bus;
     validate_on_host(plan, o.plan, o.model, o.machine, w, ho);
     bus.barrier();  // rank 0 has written its reports

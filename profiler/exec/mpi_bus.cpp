@@ -22,12 +22,12 @@ profiler::RankInfo describe_mpi_rank() {
   return r;
 }
 
-MpiBus::MpiBus(const profiler::RankInfo& mine) : rank_(mine.rank), device_(mine.device) {
+MpiBus::MpiBus(const profiler::RankInfo& mine, bool share_gpus) : rank_(mine.rank), device_(mine.device) {
   const auto all = mpi::allgather_strings(profiler::rank_info_to_json(mine).dump());
   std::vector<profiler::RankInfo> infos;
   for (size_t r = 0; r < all.size(); ++r)
     infos.push_back(profiler::rank_info_from_json(all[r], "rank " + std::to_string(r) + "'s description"));
-  layout_ = profiler::make_rank_layout(std::move(infos));
+  layout_ = profiler::make_rank_layout(std::move(infos), false, share_gpus);
 }
 
 void MpiBus::share_id(void* id, size_t bytes, const std::vector<int>& group) {

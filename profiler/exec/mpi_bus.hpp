@@ -16,7 +16,8 @@ class MpiBus : public RankBus {
  public:
   // Collective: gathers every rank's description and checks one rank per GPU (make_rank_layout
   // throws RuntimeError on every rank alike when two ranks share a GPU or a host has too few).
-  explicit MpiBus(const profiler::RankInfo& mine);
+  // share_gpus (PEERPLAN_MPI_SHARE_GPU=1, smoke tests on a one-GPU machine): ranks may share a GPU.
+  explicit MpiBus(const profiler::RankInfo& mine, bool share_gpus = false);
   int rank() const override { return rank_; }
   int ranks() const override { return layout_.size(); }
   int device() const override { return device_; }

@@ -111,8 +111,8 @@ void check_mpi_launch(bool mpi_flag, bool built_with_mpi, int launcher_size) {
   if (!mpi_flag && launcher_size > 1)
     throw InputError("", "--mpi",
                      "--mpi when started by an MPI launcher (" + std::to_string(launcher_size) +
-                         " ranks): without it every rank would measure every GPU at once. Add --mpi (one rank per "
-                         "GPU), or run a single process without mpirun");
+                         " ranks): without it every rank would run the whole command on every GPU at once. Add --mpi "
+                         "(one rank per GPU), or run a single process without mpirun");
 }
 
 }  // namespace peerplan::profiler

@@ -19,6 +19,8 @@ for l in libudev.so.1; do
   src=$(ldd "$root/.gpu/bin/peerplan" | awk -v l="$l" '$1 == l {print $3}')
   [ -n "$src" ] && cp -L "$src" "$root/.gpu/lib/"
 done
-grep -qx '/.gpu/' "$root/.git/info/exclude" 2>/dev/null || echo '/.gpu/' >> "$root/.git/info/exclude"
+exclude=$(cd "$root" && realpath -m "$(git rev-parse --git-path info/exclude)")   # also right in a git worktree
+mkdir -p "$(dirname "$exclude")"
+grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >> "$exclude"
 echo "staged $(du -h "$root/.gpu/bin/peerplan" | cut -f1) .gpu/bin/peerplan; it needs on the GPU host:"
 ldd "$root/.gpu/bin/peerplan" | awk '{print "  " $1}' | grep -v -E 'linux-vdso|ld-linux'

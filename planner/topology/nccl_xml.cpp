@@ -21,7 +21,7 @@ namespace pt = boost::property_tree;
 constexpr double kNominalSmpGbps = 64.0;  // NCCL does not record the inter-socket link; stated assumption
 
 constexpr int kMaxPciDepth = 32;  // real PCIe trees are a few levels deep; bounds recursion on hostile files
-constexpr int kMaxXmlDepth = 64;  // element nesting, checked before parsing (see xml_depth)
+constexpr int kMaxXmlDepth = 1000;  // element nesting before parsing (xml_depth); kMaxPciDepth gives the real limit
 
 // Deepest element nesting in `text`, stopping once past `limit`. Boost's XML reader recurses once
 // per level, so 10 000 nested elements overflowed the stack (found under ASan, whose frames are

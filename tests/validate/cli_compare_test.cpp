@@ -1,6 +1,8 @@
 // `peerplan validate --compare PRED MEAS` end to end on the built binary (no GPU needed).
 #include <gtest/gtest.h>
 
+#include "run_command.hpp"
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -13,15 +15,6 @@ using namespace peerplan;
 
 namespace {
 
-std::string run(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  std::array<char, 4096> buf{};
-  while (p && fgets(buf.data(), int(buf.size()), p)) out += buf.data();
-  int status = p ? pclose(p) : -1;
-  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
 
 Metrics one_request(double ttft, double finish) {
   RequestTiming r{1, 0.0, ttft, finish, 100, 11};

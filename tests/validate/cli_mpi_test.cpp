@@ -2,21 +2,14 @@
 // refusals happen before MPI or CUDA is touched, with exit 2.
 #include <gtest/gtest.h>
 
+#include "run_command.hpp"
+
 #include <array>
 #include <cstdio>
 #include <string>
 
 namespace {
 
-std::string run(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  std::array<char, 4096> buf{};
-  while (p && fgets(buf.data(), int(buf.size()), p)) out += buf.data();
-  int status = p ? pclose(p) : -1;
-  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
 
 const std::string kArgs = std::string(" --plan ") + PEERPLAN_SOURCE_DIR + "/docs/validation/plans/llama8b-1gpu.json" +
                           " --model llama-3.1-8b --workload chat --machine h200x2-nvlink";

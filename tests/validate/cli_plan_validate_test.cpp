@@ -3,21 +3,14 @@
 // measured on another host). Either way: exit 2 and a message that says what is missing.
 #include <gtest/gtest.h>
 
+#include "run_command.hpp"
+
 #include <array>
 #include <cstdio>
 #include <string>
 
 namespace {
 
-std::string run(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  std::array<char, 4096> buf{};
-  while (p && fgets(buf.data(), int(buf.size()), p)) out += buf.data();
-  int status = p ? pclose(p) : -1;
-  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
 
 bool built_with_cuda() {
   int rc = -1;

@@ -99,9 +99,17 @@ Loaded load_strategy(const std::string& file, const LuaLimits& limits) {
         p.name = it.key();
         const auto& v = it.value();
         if (v.is_object()) {
+          // A script's table can hold anything: check types here, not in nlohmann's value() (which
+          // throws a type_error that names neither the file nor the field).
+          auto text = [&](const char* key, std::string fallback) {
+            auto f = v.find(key);
+            if (f == v.end() || f->is_null()) return fallback;
+            if (!f->is_string()) throw InputError(file, "params/" + p.name + "/" + key, "a string");
+            return f->get<std::string>();
+          };
           p.default_value = v.value("default", nlohmann::json());
-          p.type = v.value("type", type_of_default(p.default_value));
-          p.help = v.value("help", "");
+          p.type = text("type", type_of_default(p.default_value));
+          p.help = text("help", "");
         } else {
           p.default_value = v;  // shorthand: params = { tp = 0 }
           p.type = type_of_default(v);

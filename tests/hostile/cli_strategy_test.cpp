@@ -93,6 +93,18 @@ TEST(CliStrategyHostile, APlanWithNanOrNegativeLayers) {
       {"plan #1"});
 }
 
+TEST(CliStrategyHostile, ParameterDeclarationsOfTheWrongType) {
+  // Found by the lua fuzz target (2026-12-01): `type = #"int"` (a number) ended in an uncaught
+  // nlohmann type_error, i.e. std::terminate, instead of an error naming the field.
+  const std::string body = "    " + kOnePlan;
+  auto with_params = [&](const std::string& params) {
+    return "return {\n  name = \"hostile\",\n  params = " + params +
+           ",\n  candidates = function(model, machine, options)\n" + body + "\n  end,\n}\n";
+  };
+  expect_script_rejected(with_params("{tp = {type = #\"int\", default = 1}}"), {"params/tp/type", "a string"});
+  expect_script_rejected(with_params("{tp = {type = \"int\", default = 1, help = {}}}"), {"params/tp/help", "a string"});
+}
+
 TEST(CliStrategyHostile, BindingsRejectBadArguments) {
   expect_script_rejected(strategy("    machine.transfer_time(0, 99, 1e6)"), {"out of range"});
   expect_script_rejected(strategy("    machine.transfer_time(0, 1, 0/0)"), {"bytes"});

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "planner/compile/op_graph.hpp"
 #include "planner/cost/cost_options.hpp"
 #include "planner/cost/cost_source.hpp"
@@ -35,7 +37,9 @@ struct CollectivePrice {
   double seconds = 0;
   CostSource source = CostSource::Nominal;
   double bus_Bps = 0;       // achieved bus bandwidth (nccl-tests busBw)
-  std::string algo;         // "measured", "ring", "tree"
+  std::string algo;         // "measured", "ring", "tree", "hierarchical" (cross_host_collective.hpp)
+  // Hierarchical: what the price was inferred from (op, gpus, hosts, rule, parts); null otherwise.
+  nlohmann::json inferred;
   // Bytes each directed edge carries (edge index, bytes), for link utilisation.
   std::vector<std::pair<int, double>> edge_bytes;
 };

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <optional>
 
 #include "planner/core/error.hpp"
 #include "planner/cost/collective_cost.hpp"
 #include "planner/cost/compute_cost.hpp"
+#include "planner/cost/cross_host_collective.hpp"
 #include "planner/cost/transfer_cost.hpp"
 
 namespace peerplan {
@@ -95,10 +98,17 @@ OpCost CostModel::price_collective_op(const Op& op) const {
     if (const CollectiveCurve* cc = m.measurements->find_collective(nccl_op_name(op.kind), op.gpus, op.p2p))
       pts = &cc->points;
   bool nominal_graph = !m.measurements || m.measurements->transfers.empty();
-  CollectivePrice p = price_collective(op.kind, op.gpus, double(op.bytes), op.p2p, topo_, pts, opt_, nominal_graph);
+  // A group spanning hosts without a curve of its own: NCCL's hierarchical algorithms.
+  std::optional<CollectivePrice> h;
+  if (!pts)
+    h = price_cross_host_collective(op.kind, op.gpus, double(op.bytes), op.p2p, topo_,
+                                    m.measurements ? &*m.measurements : nullptr, opt_, nominal_graph);
+  CollectivePrice p = h ? std::move(*h)
+                        : price_collective(op.kind, op.gpus, double(op.bytes), op.p2p, topo_, pts, opt_, nominal_graph);
   c.seconds = p.seconds;
   c.source = p.source;
   c.edge_bytes = std::move(p.edge_bytes);
+  c.inferred = std::move(p.inferred);
   return c;
 }
 
@@ -118,15 +128,7 @@ OpCost CostModel::price_send(const Op& op) const {
   const Measurements* meas = topo_.machine().measurements ? &*topo_.machine().measurements : nullptr;
   const TransferCurve* curve = nullptr;
   if (meas && r.network) {
-    // Between hosts: the pair's measured NCCL send/recv curve, else the one measured for the same
-    // pair of hosts (an MPI profile samples one pair per pair of hosts: docs/mpi.md).
-    curve = meas->find_transfer(src, dst, "net_nccl");
-    for (size_t i = 0; !curve && i < meas->transfers.size(); ++i) {
-      const TransferCurve& t = meas->transfers[i];
-      if (t.mode == "net_nccl" && t.src >= 0 && t.dst >= 0 && t.src < topo_.gpu_count() && t.dst < topo_.gpu_count() &&
-          topo_.host_of(t.src) == topo_.host_of(src) && topo_.host_of(t.dst) == topo_.host_of(dst))
-        curve = &t;
-    }
+    curve = find_network_curve(topo_, meas, src, dst);  // the pair's, else its pair of hosts'
   } else if (meas) {
     curve = meas->find_transfer(src, dst, measurement_mode(op.mode));
   }
@@ -193,6 +195,16 @@ nlohmann::json CostModel::provenance() const {
   } else {
     j["measured"] = nullptr;
   }
+  // Inferred collectives: one entry per op and group whatever sizes were priced (a part's source
+  // varies with the size, so it is left out), sorted so the output does not depend on the memo.
+  std::map<std::pair<std::string, std::vector<int>>, nlohmann::json> inferred;
+  for (const auto& [key, c] : cache_)
+    if (c.inferred.is_object()) {
+      nlohmann::json e = c.inferred;
+      for (auto& part : e["parts"]) part.erase("source");
+      inferred.emplace(std::make_pair(e.value("op", std::string()), e["gpus"].get<std::vector<int>>()), e);
+    }
+  for (auto& [k, e] : inferred) j["inferred_collectives"].push_back(e);  // absent when none
   j["assumptions"] = {{"gemm_efficiency", opt_.gemm_efficiency},
                       {"attention_efficiency", opt_.attention_efficiency},
                       {"hbm_efficiency", opt_.hbm_efficiency},

@@ -26,6 +26,9 @@ struct OpCost {
   double alpha_s = 0, rate_Bps = 0;
   // Collectives: bytes each directed edge carries (edge, bytes), for link utilisation.
   std::vector<std::pair<int, double>> edge_bytes;
+  // Collectives priced by a rule rather than a curve of this group (cross_host_collective.hpp):
+  // what it was inferred from; null otherwise. provenance() lists them.
+  nlohmann::json inferred;
 };
 
 class CostModel {
@@ -46,7 +49,8 @@ class CostModel {
   double min_kernel_s(int gpu) const;
   double iteration_overhead_s() const { return opt_.iteration_overhead_s; }
 
-  // What the prices rest on: machine origin, host, date, which tables exist, every assumption.
+  // What the prices rest on: machine origin, host, date, which tables exist, every assumption, and
+  // the collectives priced so far that were inferred rather than measured ("inferred_collectives").
   nlohmann::json provenance() const;
 
  private:

@@ -22,6 +22,11 @@ std::string cost_source_summary(const nlohmann::json& prov) {
     if (f < 0.005) continue;
     s += fmt::format("{}{} {:.0f}%", s.empty() ? "" : ", ", k, 100 * f);
   }
+  // Collectives over groups spanning hosts without a measured curve (planner/cost/cross_host_collective.hpp).
+  if (prov.contains("inferred_collectives") && prov["inferred_collectives"].is_array() &&
+      !prov["inferred_collectives"].empty())
+    s += fmt::format("{}cross-host collectives inferred ({} group{})", s.empty() ? "" : "; ",
+                     prov["inferred_collectives"].size(), prov["inferred_collectives"].size() == 1 ? "" : "s");
   return s.empty() ? "-" : s;
 }
 

@@ -111,16 +111,21 @@ void explain_bottleneck(CandidateResult& c, const Topology& topo) {
     for (int a : st.gpus)
       for (int b : st.gpus)
         if (a < b) {
-          PathType t = p.p2p ? topo.path_type(a, b) : PathType::SYS;
+          const bool net = topo.host_of(a) != topo.host_of(b);
+          PathType t = net ? PathType::None : p.p2p ? topo.path_type(a, b) : PathType::SYS;
           if (int(t) > int(worst) || where.empty()) {
             worst = t;
-            where = fmt::format("the TP all-reduce between gpu{} and gpu{} ({}{})", a, b,
-                                to_string(topo.path_type(a, b), topo.nvlinks_between(a, b)),
-                                p.p2p ? "" : ", P2P off");
+            where = net ? fmt::format("the TP all-reduce between gpu{} and gpu{} (across hosts, over the network)", a, b)
+                        : fmt::format("the TP all-reduce between gpu{} and gpu{} ({}{})", a, b,
+                                      to_string(topo.path_type(a, b), topo.nvlinks_between(a, b)),
+                                      p.p2p ? "" : ", P2P off");
           }
         }
   c.bottleneck = fmt::format("communication is {:.0f}% of GPU busy time; dominated by {}", 100 * c.comm_fraction, where);
   if (!c.metrics.busiest_link.empty()) c.bottleneck += "; busiest link " + c.metrics.busiest_link;
+  if (c.metrics.provenance.contains("inferred_collectives"))
+    c.bottleneck += "; its cross-host collectives are priced by NCCL's hierarchical rule (inferred: the profile "
+                    "has no curve for those groups)";
   // Remedies, most specific first.
   auto islands = topo.nvlink_islands();
   auto switches = topo.switch_groups();

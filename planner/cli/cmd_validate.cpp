@@ -29,6 +29,7 @@
 #include "planner/validate/preflight.hpp"
 #include "profiler/common/exec_message.hpp"
 #include "profiler/common/rank_layout.hpp"
+#include "profiler/common/rank_preflight.hpp"
 #ifdef PEERPLAN_WITH_CUDA
 #include "profiler/exec/executor.hpp"
 #endif
@@ -142,8 +143,13 @@ void run_validate_mpi(const Plan& plan, const ValidateOptions& o, const Workload
       me.device %= me.device_count;
       exec::describe_gpu(me.device, &me.device_count, &me.uuid);
     }
+    // The GPU's memory travels with the rank's description, so the preflight can check a plan
+    // whose GPUs are on other hosts (rank_preflight.hpp).
+    const HostInfo here = exec::discover_host();
+    if (me.device >= 0 && size_t(me.device) < here.gpus.size()) me.memory_bytes = here.gpus[size_t(me.device)].memory_bytes;
     exec::MpiBus bus(me, share);  // collective: refuses two ranks on one GPU, more ranks than GPUs
     ho.bus = &bus;
+    ho.ranks = bus.layout().ranks;  // every rank's (host, GPU UUID, memory), gathered over MPI
     validate_on_host(plan, o.plan, o.model, o.machine, w, ho);
     bus.barrier();  // rank 0 has written its reports
   } catch (const std::exception& e) {
@@ -330,16 +336,19 @@ Comparison validate_on_host(const Plan& plan_in, const std::string& plan_origin,
   eo.cuda_graphs = o.cuda_graphs;
   eo.warm_gemm_plans = o.warm_gemm_plans;
   eo.bus = o.bus;
-  HostInfo host = exec::discover_host();
 
-  // Refusals first: wrong host, too many GPUs, memory.
+  // Refusals first: wrong host, too many GPUs, memory. Under MPI against the ranks' GPUs (every
+  // rank checks the same gathered list, so all refuse alike), else against this host's.
   MemoryOptions mo;
   mo.max_seqs = 1;
   mo.context = w.max_context();
   mo.max_batched_tokens = w.max_batched_tokens;
   MemoryReport mem = check_memory(plan, cfg, fig, machine, mo);
   PreflightOptions po{o.allow_other_host};
-  for (auto& warn : preflight(plan, plan_origin, machine, machine_file, host, mem.fits, mem.why, po))
+  const std::vector<std::string> warnings =
+      o.bus ? profiler::preflight_ranks(plan, plan_origin, machine, machine_file, o.ranks, mem, po)
+            : preflight(plan, plan_origin, machine, machine_file, exec::discover_host(), mem.fits, mem.why, po);
+  for (auto& warn : warnings)
     if (root) std::cerr << "peerplan: warning: " << warn << "\n";
   // The executor's KV cache decides how many sequences run at once; the simulator is told the same.
   const int64_t fit = exec::kv_slots_that_fit(plan, cfg, fig, w.max_context() + 1, w.max_batched_tokens, o.bus);

@@ -2,10 +2,12 @@
 // Predict, execute and compare one plan on this host's GPUs: the body of `peerplan validate`,
 // shared with `peerplan plan --validate K` (defined in cmd_validate.cpp).
 #include <string>
+#include <vector>
 
 #include "planner/model/workload.hpp"
 #include "planner/strategy/plan.hpp"
 #include "planner/validate/compare.hpp"
+#include "profiler/common/rank_layout.hpp"
 
 namespace peerplan::exec {
 class RankBus;  // profiler/common/exec_message.hpp
@@ -22,6 +24,10 @@ struct HostValidationOptions {
   // predicts, schedules, compares and reports; the others execute their GPU's ops and return an
   // empty Comparison.
   exec::RankBus* bus = nullptr;
+  // With `bus`: every rank's host, GPU UUID and memory (MpiBus's gather, in rank order). The
+  // preflight checks the plan and the profile against these GPUs, which may span hosts
+  // (profiler/common/rank_preflight.hpp), instead of the GPUs of the host this rank runs on.
+  std::vector<profiler::RankInfo> ranks;
 };
 
 // True when this peerplan was built with the CUDA executor.

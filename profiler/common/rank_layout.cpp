@@ -11,7 +11,7 @@ namespace peerplan::profiler {
 
 nlohmann::json rank_info_to_json(const RankInfo& r) {
   return {{"rank", r.rank}, {"host", r.host}, {"local_rank", r.local_rank}, {"local_size", r.local_size},
-          {"device", r.device}, {"device_count", r.device_count}, {"uuid", r.uuid}};
+          {"device", r.device}, {"device_count", r.device_count}, {"uuid", r.uuid}, {"memory_bytes", r.memory_bytes}};
 }
 
 RankInfo rank_info_from_json(const std::string& text, const std::string& origin) {
@@ -25,6 +25,7 @@ RankInfo rank_info_from_json(const std::string& text, const std::string& origin)
   r.device = int(j.nonnegative_int("device"));
   r.device_count = int(j.nonnegative_int("device_count"));
   r.uuid = j.str_or("uuid", "");
+  r.memory_bytes = j.nonnegative_int_or("memory_bytes", 0);  // absent in profiles made before it
   return r;
 }
 

@@ -3,6 +3,7 @@
 // rank has, the global GPU numbering (= rank order), and which GPU pairs are measured, which are
 // inferred from symmetry. CPU-only, no MPI: each rank describes itself, rank 0 gathers the
 // descriptions (as JSON) and builds the layout, so everything here is tested without mpirun.
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,7 @@ struct RankInfo {
   int device = 0;          // CUDA ordinal on its host (= local_rank unless PEERPLAN_DEVICE overrides)
   int device_count = 0;    // GPUs its process sees
   std::string uuid;        // GPU UUID ("" when unknown): detects two ranks on one GPU
+  int64_t memory_bytes = 0;  // its GPU's memory (0 when unknown): `validate --mpi` checks the plan against it
 };
 
 nlohmann::json rank_info_to_json(const RankInfo& r);

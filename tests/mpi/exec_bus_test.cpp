@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "planner/core/error.hpp"
+#include "profiler/common/rank_preflight.hpp"
 #include "profiler/exec/mpi_bus.hpp"
 #include "profiler/mpi/comm.hpp"
 
@@ -67,5 +68,52 @@ TEST(ExecBus, NcclIdReachesEveryMemberAndTimesSumOnRootAndMinIsShared) {
   }
   // KV slots: the smallest GPU decides for everyone.
   EXPECT_EQ(bus.min_over_ranks(100 - me), 100 - (n - 1));
+  bus.barrier();
+}
+
+TEST(ExecBus, EveryRankGetsEveryRanksHostUuidAndMemoryForThePreflight) {
+  // validate --mpi: each rank describes its GPU (here made up: no CUDA in CI); MpiBus's gather
+  // gives every rank the same list, so the plan-vs-GPUs check refuses or passes on all alike.
+  const int64_t gib = int64_t(1) << 30;
+  profiler::RankInfo me = describe_mpi_rank();
+  me.device_count = me.local_size;
+  me.uuid = "GPU-0000000" + std::to_string(me.rank);
+  me.memory_bytes = (me.rank + 1) * 10 * gib;
+  MpiBus bus(me);
+  const auto& ranks = bus.layout().ranks;
+  ASSERT_EQ(int(ranks.size()), bus.ranks());
+  for (int r = 0; r < bus.ranks(); ++r) {
+    EXPECT_EQ(ranks[size_t(r)].uuid, "GPU-0000000" + std::to_string(r));
+    EXPECT_EQ(ranks[size_t(r)].memory_bytes, (r + 1) * 10 * gib) << "rank " << r << "'s memory reached rank " << me.rank;
+    EXPECT_EQ(ranks[size_t(r)].host, mpi::allgather_strings(me.host)[size_t(r)]);
+  }
+  // A profile of exactly these GPUs, and a plan over all of them needing 9 GiB per GPU: passes.
+  Machine prof;
+  prof.name = "these";
+  prof.origin = "measured";
+  prof.measurements = Measurements{};
+  Plan plan;
+  plan.name = "tp";
+  PlanStage st;
+  MemoryReport mem;
+  for (int r = 0; r < bus.ranks(); ++r) {
+    GpuSpec g;
+    g.id = r;
+    g.uuid = ranks[size_t(r)].uuid;
+    prof.gpus.push_back(g);
+    st.gpus.push_back(r);
+    mem.gpus.push_back(GpuMemory{r, 100 * gib, 9 * gib, 0, 0, 0});
+  }
+  st.tp = int(st.gpus.size());
+  plan.stages = {st};
+  EXPECT_TRUE(profiler::preflight_ranks(plan, "p.json", prof, "m.json", ranks, mem).empty());
+  // 11 GiB per GPU does not fit rank 0's 10 GiB: every rank refuses, naming rank 0.
+  for (auto& g : mem.gpus) g.weights = 11 * gib;
+  try {
+    profiler::preflight_ranks(plan, "p.json", prof, "m.json", ranks, mem);
+    ADD_FAILURE() << "rank " << me.rank << " accepted a plan rank 0's GPU cannot hold";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.expected().find("rank 0 (host"), std::string::npos) << e.expected();
+  }
   bus.barrier();
 }

@@ -57,12 +57,18 @@ TEST(RankLayout, SplitHostsMakesEveryRankItsOwnHost) {
 
 TEST(RankLayout, JsonRoundTripAndFieldErrors) {
   RankInfo r = ri(3, "node7", 1, 1, 4, "GPU-abc");
+  r.memory_bytes = int64_t(141) << 30;  // validate --mpi checks plans against it
   RankInfo back = rank_info_from_json(rank_info_to_json(r).dump(), "rank 3");
+  EXPECT_EQ(back.memory_bytes, int64_t(141) << 30);
   EXPECT_EQ(back.rank, 3);
   EXPECT_EQ(back.host, "node7");
   EXPECT_EQ(back.device, 1);
   EXPECT_EQ(back.device_count, 4);
   EXPECT_EQ(back.uuid, "GPU-abc");
+  // Descriptions written before memory_bytes existed (meta.mpi of older profiles) still read.
+  EXPECT_EQ(rank_info_from_json(R"({"rank":0,"host":"x","local_rank":0,"local_size":1,"device":0,"device_count":1})", "r")
+                .memory_bytes,
+            0);
   try {
     rank_info_from_json(R"({"rank":-1,"host":"x","local_rank":0,"local_size":1,"device":0,"device_count":1})", "rank 9");
     FAIL() << "expected an error";

@@ -1,6 +1,7 @@
 // GPU self-test of every executor kernel against a CPU fp64 reference: fresh random inputs per
 // run, outputs poisoned with NaN first (an unwritten element fails), error as ||out-ref||/||ref||
 // with the bf16 tolerance of METHOD.md (bf16 outputs: 1e-2).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -98,6 +99,95 @@ void ref_attend(const double* q, const std::vector<double>& K, const std::vector
   }
 }
 
+
+// Decode attention on one shape against ref_attend; slot_of empty: the kernel gets no slot table
+// (slot = sequence index).
+SelfTestResult decode_case(int dev, int sms, std::mt19937_64& rng, int D, int kvh, int group, int max_ctx,
+                           const std::vector<int>& lens, const std::vector<int>& slot_of, int slots) {
+  const int heads = kvh * group, batch = int(lens.size());
+  Host K = random_host(size_t(slots) * kvh * max_ctx * D, rng), V = random_host(K.v.size(), rng);
+  const int64_t qstride = (heads + 2 * kvh) * D;  // q inside a fused QKV row, as the executor passes it
+  Host Q = random_host(size_t(batch * qstride), rng);
+  auto dk = upload(dev, K.v), dv = upload(dev, V.v), dq = upload(dev, Q.v);
+  auto dl = upload_int(dev, lens), ds = upload_int(dev, slot_of);
+  auto dout = poisoned(dev, size_t(batch) * heads * D);
+  gpu::DeviceBuffer ws(dev, std::max<size_t>(256, kn::decode_attention_workspace_bytes(batch, heads, D, max_ctx, kvh, sms)));
+  kn::DecodeAttention a;
+  a.q = dq.as<bf16>();
+  a.q_row_stride = qstride;
+  a.k_cache = dk.as<bf16>();
+  a.v_cache = dv.as<bf16>();
+  a.slots = slot_of.empty() ? nullptr : ds.as<int>();
+  a.seq_lens = dl.as<int>();
+  a.out = dout.as<bf16>();
+  a.workspace = ws.as<float>();
+  a.batch = batch, a.heads = heads, a.kv_heads = kvh, a.head_dim = D, a.max_ctx = max_ctx;
+  kn::decode_attention(a, sms, nullptr);
+  std::vector<double> ref(size_t(batch) * heads * D);
+  for (int b = 0; b < batch; ++b)
+    for (int h = 0; h < heads; ++h) {
+      const int slot = slot_of.empty() ? b : slot_of[size_t(b)];
+      const int64_t base = (int64_t(slot) * kvh + h / group) * max_ctx * D;
+      ref_attend(&Q.d[size_t(b * qstride + h * D)], K.d, V.d, base, lens[size_t(b)], D, 1.0 / std::sqrt(double(D)),
+                 &ref[size_t((b * heads + h) * D)]);
+    }
+  std::string ls;
+  for (int l : lens) ls += (ls.empty() ? "" : ",") + std::to_string(l);
+  return compare("decode_attention",
+                 fmt::format("b={} heads={} kv={} D={} cap={} lens={}{}", batch, heads, kvh, D, max_ctx, ls,
+                             slot_of.empty() ? " no-slots" : ""),
+                 dout, ref);
+}
+
+// Prefill attention of packed sequences: sequence s has qlen[s] new tokens, the last of its ctx[s]
+// cached ones (ctx > qlen: a chunk continuing a cached context).
+SelfTestResult prefill_case(int dev, std::mt19937_64& rng, int D, int kvh, int group, int max_ctx,
+                            const std::vector<int>& qlen, const std::vector<int>& ctx,
+                            const std::vector<int>& slot_of, int slots) {
+  const int heads = kvh * group, nseq = int(qlen.size());
+  std::vector<int> qstart{0};
+  for (int l : qlen) qstart.push_back(qstart.back() + l);
+  const int total = qstart.back();
+  Host K = random_host(size_t(slots) * kvh * max_ctx * D, rng), V = random_host(K.v.size(), rng);
+  const int64_t qstride = (heads + 2 * kvh) * D;
+  Host Q = random_host(size_t(total * qstride), rng);
+  auto dk = upload(dev, K.v), dv = upload(dev, V.v), dq = upload(dev, Q.v);
+  auto dqs = upload_int(dev, qstart), dl = upload_int(dev, ctx), ds = upload_int(dev, slot_of);
+  auto dout = poisoned(dev, size_t(total) * heads * D);
+  kn::PrefillAttention a;
+  a.q = dq.as<bf16>();
+  a.q_row_stride = qstride;
+  a.k_cache = dk.as<bf16>();
+  a.v_cache = dv.as<bf16>();
+  a.slots = slot_of.empty() ? nullptr : ds.as<int>();
+  a.q_start = dqs.as<int>();
+  a.seq_lens = dl.as<int>();
+  a.out = dout.as<bf16>();
+  a.num_seqs = nseq, a.max_q_len = *std::max_element(qlen.begin(), qlen.end());
+  a.heads = heads, a.kv_heads = kvh, a.head_dim = D, a.max_ctx = max_ctx;
+  kn::prefill_attention(a, nullptr);
+  std::vector<double> ref(size_t(total) * heads * D);
+  for (int s = 0; s < nseq; ++s)
+    for (int i = 0; i < qlen[size_t(s)]; ++i)
+      for (int h = 0; h < heads; ++h) {
+        const int row = qstart[size_t(s)] + i;
+        const int pos = ctx[size_t(s)] - qlen[size_t(s)] + i;
+        const int slot = slot_of.empty() ? s : slot_of[size_t(s)];
+        const int64_t base = (int64_t(slot) * kvh + h / group) * max_ctx * D;
+        ref_attend(&Q.d[size_t(row * qstride + h * D)], K.d, V.d, base, pos + 1, D, 1.0 / std::sqrt(double(D)),
+                   &ref[size_t((row * heads + h) * D)]);
+      }
+  std::string qs, cs;
+  for (int s = 0; s < nseq; ++s) {
+    qs += (s ? "," : "") + std::to_string(qlen[size_t(s)]);
+    cs += (s ? "," : "") + std::to_string(ctx[size_t(s)]);
+  }
+  return compare("prefill_attention",
+                 fmt::format("{} seqs q={} ctx={} heads={} kv={} D={}{}", nseq, qs, cs, heads, kvh, D,
+                             slot_of.empty() ? " no-slots" : ""),
+                 dout, ref);
+}
+
 }  // namespace
 
 std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
@@ -108,73 +198,44 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
 
   std::fprintf(stderr, "self-test: %s\n", "decode attention");
-  // ---- decode attention: GQA groups 4 and 8, split-K and single-chunk lengths ----
-  for (int group : {4, 8}) {
-    const int D = 128, kvh = 2, heads = kvh * group, slots = 4, max_ctx = 1500, batch = 3;
-    const std::vector<int> lens{1, 333, 1500}, slot_of{2, 0, 3};
-    Host K = random_host(size_t(slots) * kvh * max_ctx * D, rng), V = random_host(K.v.size(), rng);
-    const int64_t qstride = (heads + 2 * kvh) * D;
-    Host Q = random_host(size_t(batch * qstride), rng);
-    auto dk = upload(dev, K.v), dv = upload(dev, V.v), dq = upload(dev, Q.v);
-    auto dl = upload_int(dev, lens), ds = upload_int(dev, slot_of);
-    auto dout = poisoned(dev, size_t(batch) * heads * D);
-    gpu::DeviceBuffer ws(dev, kn::decode_attention_workspace_bytes(batch, heads, D, max_ctx, kvh, sms));
-    kn::DecodeAttention a;
-    a.q = dq.as<bf16>();
-    a.q_row_stride = qstride;
-    a.k_cache = dk.as<bf16>();
-    a.v_cache = dv.as<bf16>();
-    a.slots = ds.as<int>();
-    a.seq_lens = dl.as<int>();
-    a.out = dout.as<bf16>();
-    a.workspace = ws.as<float>();
-    a.batch = batch, a.heads = heads, a.kv_heads = kvh, a.head_dim = D, a.max_ctx = max_ctx;
-    kn::decode_attention(a, sms, nullptr);
-    std::vector<double> ref(size_t(batch) * heads * D);
-    for (int b = 0; b < batch; ++b)
-      for (int h = 0; h < heads; ++h) {
-        const int64_t base = (int64_t(slot_of[size_t(b)]) * kvh + h / group) * max_ctx * D;
-        ref_attend(&Q.d[size_t(b * qstride + h * D)], K.d, V.d, base, lens[size_t(b)], D, 1.0 / std::sqrt(double(D)),
-                   &ref[size_t((b * heads + h) * D)]);
-      }
-    out.push_back(compare("decode_attention", fmt::format("b=3 heads={} kv={} D=128 lens=1,333,1500", heads, kvh), dout, ref));
+  // ---- decode attention: head_dim 64 and 128, GQA groups 1..16, split-K (several chunks, the
+  // last one partial; lengths off the 16-token step) and single-chunk grids, slots and none ----
+  {
+    auto dec = [&](int D, int kvh, int group, int max_ctx, std::vector<int> lens, std::vector<int> slot_of,
+                   int slots) {
+      out.push_back(decode_case(dev, sms, rng, D, kvh, group, max_ctx, lens, slot_of, slots));
+    };
+    dec(128, 2, 4, 1500, {1, 333, 1500}, {2, 0, 3}, 4);
+    dec(128, 2, 8, 1500, {1, 333, 1500}, {2, 0, 3}, 4);
+    dec(128, 1, 16, 700, {700, 65, 17}, {1, 2, 0}, 3);
+    dec(128, 4, 1, 2000, {1999, 64, 1000, 5}, {}, 4);  // MHA, no slot table
+    dec(64, 2, 4, 1100, {1, 129, 1100}, {1, 2, 0}, 3);
+    dec(64, 3, 8, 300, {300, 2}, {}, 2);
+    dec(128, 8, 4, 64, {64, 1, 37}, {0, 2, 1}, 3);  // capacity 64: one chunk per sequence, no merge
+    // 40 sequences x 8 kv heads: few chunks per sequence, so each warp runs several 16-token steps
+    // (the running softmax across steps); lengths spread over the capacity.
+    std::vector<int> lens40, perm40;
+    for (int i = 0; i < 40; ++i) {
+      lens40.push_back(1 + (i * 97) % 520);
+      perm40.push_back((i * 7 + 3) % 41);
+    }
+    dec(128, 8, 8, 520, lens40, perm40, 41);
+    for (auto& l : lens40) l = std::min(600, l + 80);
+    dec(64, 8, 2, 600, lens40, {}, 40);
   }
 
   std::fprintf(stderr, "self-test: %s\n", "prefill attention");
-  // ---- prefill attention: a full prompt and a chunk continuing a cached context ----
+  // ---- prefill attention: head_dim 64 and 128, GQA groups 1/4/8, lengths off the 64-row and
+  // 64-key tiles, chunks continuing a cached context, several packed sequences, slots and none ----
   {
-    const int D = 128, kvh = 2, heads = 8, group = 4, max_ctx = 400;
-    const std::vector<int> qlen{150, 37}, ctx{150, 300}, slot_of{1, 0};
-    std::vector<int> qstart{0, qlen[0], qlen[0] + qlen[1]};
-    const int total = qstart[2];
-    Host K = random_host(size_t(2) * kvh * max_ctx * D, rng), V = random_host(K.v.size(), rng);
-    const int64_t qstride = (heads + 2 * kvh) * D;
-    Host Q = random_host(size_t(total * qstride), rng);
-    auto dk = upload(dev, K.v), dv = upload(dev, V.v), dq = upload(dev, Q.v);
-    auto dqs = upload_int(dev, qstart), dl = upload_int(dev, ctx), ds = upload_int(dev, slot_of);
-    auto dout = poisoned(dev, size_t(total) * heads * D);
-    kn::PrefillAttention a;
-    a.q = dq.as<bf16>();
-    a.q_row_stride = qstride;
-    a.k_cache = dk.as<bf16>();
-    a.v_cache = dv.as<bf16>();
-    a.slots = ds.as<int>();
-    a.q_start = dqs.as<int>();
-    a.seq_lens = dl.as<int>();
-    a.out = dout.as<bf16>();
-    a.num_seqs = 2, a.max_q_len = 150, a.heads = heads, a.kv_heads = kvh, a.head_dim = D, a.max_ctx = max_ctx;
-    kn::prefill_attention(a, nullptr);
-    std::vector<double> ref(size_t(total) * heads * D);
-    for (int s = 0; s < 2; ++s)
-      for (int i = 0; i < qlen[size_t(s)]; ++i)
-        for (int h = 0; h < heads; ++h) {
-          const int row = qstart[size_t(s)] + i;
-          const int pos = ctx[size_t(s)] - qlen[size_t(s)] + i;
-          const int64_t base = (int64_t(slot_of[size_t(s)]) * kvh + h / group) * max_ctx * D;
-          ref_attend(&Q.d[size_t(row * qstride + h * D)], K.d, V.d, base, pos + 1, D, 1.0 / std::sqrt(double(D)),
-                     &ref[size_t((row * heads + h) * D)]);
-        }
-    out.push_back(compare("prefill_attention", "2 seqs q=150,37 ctx=150,300 heads=8 kv=2 D=128", dout, ref));
+    auto pre = [&](int D, int kvh, int group, int max_ctx, std::vector<int> qlen, std::vector<int> ctx,
+                   std::vector<int> slot_of, int slots) {
+      out.push_back(prefill_case(dev, rng, D, kvh, group, max_ctx, qlen, ctx, slot_of, slots));
+    };
+    pre(128, 2, 4, 400, {150, 37}, {150, 300}, {1, 0}, 2);
+    pre(128, 1, 8, 1100, {300, 1, 129}, {1000, 1, 129}, {2, 0, 1}, 3);
+    pre(64, 3, 1, 260, {1, 64, 130, 65}, {1, 100, 257, 65}, {}, 4);
+    pre(64, 2, 4, 200, {200, 63}, {200, 190}, {1, 0}, 2);
   }
 
   std::fprintf(stderr, "self-test: %s\n", "RMSNorm");

@@ -1,190 +1,240 @@
-// Causal prefill attention, flash-attention style (online softmax over 64-token K/V tiles, tensor
-// cores through WMMA bf16 16x16x16 with fp32 accumulation). It reads K/V from the KV cache, so a
-// chunked prefill attends to the context already cached. Fully masked tiles are skipped, so
-// causal attention costs half of full attention (the cuBLAS "two batched GEMMs + softmax" route
-// computes and writes the whole score matrix).
-#include <mma.h>
-
+// Causal prefill attention, FlashAttention-2 style: one block = 64 query rows of one head
+// (4 warps x 16 rows); K/V tiles of 64 keys stream through shared memory with cp.async, two
+// stages deep (tile j+1 loads while tile j is used); S = Q K^T and O += P V run on mma.sync
+// m16n8k16 (bf16 in, fp32 accumulate) with operands from ldmatrix; Q, the scores, the online
+// softmax state and the O accumulator stay in registers for the whole key loop (nothing
+// round-trips through shared memory). K/V are read from the KV cache, so a chunked prefill attends
+// to the context already cached; tiles no row of a warp can see are skipped, so causal attention
+// costs half of full attention.
 #include <cfloat>
 #include <cmath>
 
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/attention.hpp"
+#include "profiler/kernels/mma_ptx.cuh"
 
 namespace peerplan::kernels {
 namespace {
 
-using namespace nvcuda;
+using bf16 = __nv_bfloat16;
 
-constexpr int kBM = 64;  // query rows per block (16 per warp)
-constexpr int kBN = 64;  // keys per tile
 constexpr int kWarps = 4;
+constexpr int kBM = 16 * kWarps;  // query rows per block
+constexpr int kBN = 64;           // keys per tile
+// Resident blocks per SM the register budget is cut for (3: <= 168 registers a thread). A macro
+// only so that a benchmark build can try another value.
+#ifndef PEERPLAN_PREFILL_MIN_BLOCKS
+#define PEERPLAN_PREFILL_MIN_BLOCKS 3
+#endif
 
 struct PrefillParams {
-  const __nv_bfloat16* q;
+  const bf16* q;
   int64_t q_row_stride;
-  const __nv_bfloat16* k_cache;
-  const __nv_bfloat16* v_cache;
+  const bf16* k_cache;
+  const bf16* v_cache;
   const int* slots;
   const int* q_start;
   const int* seq_lens;
-  __nv_bfloat16* out;
+  bf16* out;
   int heads, kv_heads, max_ctx;
   float scale_log2;
 };
 
 template <int D>
-struct Smem {
-  static constexpr int LDQ = D + 8;        // bf16 row stride (pads off bank conflicts; multiple of 8)
-  static constexpr int LDS = kBN + 4;      // fp32 score row stride
-  static constexpr int LDP = kBN + 8;      // bf16 probability row stride (aliases the scores)
-  static constexpr int LDO = D + 4;        // fp32 output row stride
-  static constexpr size_t q = size_t(kBM) * LDQ * 2;
-  static constexpr size_t k = size_t(kBN) * LDQ * 2;
-  static constexpr size_t s = size_t(kWarps) * 16 * LDS * 4;
-  static constexpr size_t o = size_t(kWarps) * 16 * LDO * 4;
-  static constexpr size_t total = q + 2 * k + s + o;
+struct Tile {
+  static constexpr int LD = D + 8;  // bf16 row stride: +16 bytes puts the 8 rows of an ldmatrix in different banks
+  static constexpr int elems = kBN * LD;
+  static constexpr size_t smem = size_t(2) * 2 * elems * sizeof(bf16);  // 2 stages x (K, V)
 };
 
-template <int D>
-__global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
-  using S = Smem<D>;
-  extern __shared__ __align__(128) unsigned char smem[];
-  __nv_bfloat16* Qs = reinterpret_cast<__nv_bfloat16*>(smem);
-  __nv_bfloat16* Ks = reinterpret_cast<__nv_bfloat16*>(smem + S::q);
-  __nv_bfloat16* Vs = reinterpret_cast<__nv_bfloat16*>(smem + S::q + S::k);
-  float* Ss_all = reinterpret_cast<float*>(smem + S::q + 2 * S::k);
-  float* Os_all = reinterpret_cast<float*>(smem + S::q + 2 * S::k + S::s);
+__device__ __forceinline__ uint32_t ld_u32(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
-  const int seq = blockIdx.z, h = blockIdx.y;
+template <int D>
+__global__ void __launch_bounds__(kWarps * 32, PEERPLAN_PREFILL_MIN_BLOCKS) prefill_kernel(PrefillParams p) {
+  using T = Tile<D>;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  bf16* smem = reinterpret_cast<bf16*>(smem_raw);  // stage s: K at (2s) * elems, V at (2s+1) * elems
+
+  const int h = blockIdx.x, seq = blockIdx.z;
+  const int qtile = int(gridDim.y) - 1 - int(blockIdx.y);  // the longest (last) query tiles start first
   const int qs = p.q_start[seq];
   const int q_len = p.q_start[seq + 1] - qs;
-  const int qt0 = blockIdx.x * kBM;
+  const int qt0 = qtile * kBM;
   if (qt0 >= q_len) return;
   const int L = p.seq_lens[seq];
   const int ctx0 = L - q_len;  // cache position of the first new token
   const int kvh = h / (p.heads / p.kv_heads);
   const int slot = p.slots ? p.slots[seq] : seq;
   const int64_t kv_base = (int64_t(slot) * p.kv_heads + kvh) * p.max_ctx * D;
+  const bf16* kg = p.k_cache + kv_base;
+  const bf16* vg = p.v_cache + kv_base;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  constexpr int VPR = D / 8;  // uint4 per row
+  const int g = lane >> 2, t4 = lane & 3;
 
-  for (int i = tid; i < kBM * VPR; i += kWarps * 32) {
-    const int r = i / VPR, c = (i % VPR) * 8;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (qt0 + r < q_len)
-      v = *reinterpret_cast<const uint4*>(p.q + int64_t(qs + qt0 + r) * p.q_row_stride + int64_t(h) * D + c);
-    *reinterpret_cast<uint4*>(Qs + r * S::LDQ + c) = v;
-  }
-  float* Ss = Ss_all + warp * 16 * S::LDS;
-  float* Os = Os_all + warp * 16 * S::LDO;
-  __nv_bfloat16* Ps = reinterpret_cast<__nv_bfloat16*>(Ss);
-  for (int i = lane; i < 16 * S::LDO; i += 32) Os[i] = 0;
-
-  // Lane pair (2r, 2r+1) owns row r of this warp's 16: half of its columns each.
-  const int r = lane / 2, half = lane % 2;
-  const int row_in_tile = warp * 16 + r;
-  const bool row_valid = qt0 + row_in_tile < q_len;
-  const int qpos = ctx0 + qt0 + row_in_tile;  // this row's position: it sees keys 0..qpos
-  float m_run = -INFINITY, l_run = 0;
-
+  // Keys [0, kv_end) are visible to at least one row of this block (row i sees 0..ctx0+i).
   const int last_row = min(qt0 + kBM, q_len) - 1;
-  const int kv_end = min(L, ctx0 + last_row + 1);
-  for (int kt0 = 0; kt0 < kv_end; kt0 += kBN) {
-    __syncthreads();  // previous tile fully consumed
-    for (int i = tid; i < kBN * VPR; i += kWarps * 32) {
-      const int t = i / VPR, c = (i % VPR) * 8;
-      uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-      if (kt0 + t < L) {
-        kv = *reinterpret_cast<const uint4*>(p.k_cache + kv_base + int64_t(kt0 + t) * D + c);
-        vv = *reinterpret_cast<const uint4*>(p.v_cache + kv_base + int64_t(kt0 + t) * D + c);
-      }
-      *reinterpret_cast<uint4*>(Ks + t * S::LDQ + c) = kv;
-      *reinterpret_cast<uint4*>(Vs + t * S::LDQ + c) = vv;
-    }
-    __syncthreads();
+  const int kv_end = ctx0 + last_row + 1;
+  const int n_tiles = (kv_end + kBN - 1) / kBN;
 
-    // S = Q_w K^T (16 x 64) for this warp's 16 rows.
-    const int warp_first_pos = ctx0 + qt0 + warp * 16;
-    if (kt0 > warp_first_pos + 15) continue;  // whole tile masked for this warp: skip (no barrier below)
+  auto load_tile = [&](int tile, int stage) {
+    const int kt0 = tile * kBN;
+    bf16* ks = smem + (2 * stage) * T::elems;
+    bf16* vs = ks + T::elems;
+    constexpr int VPR = D / 8;  // 16-byte pieces per row
 #pragma unroll
-    for (int j = 0; j < kBN / 16; ++j) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::fill_fragment(acc, 0.0f);
+    for (int i = tid; i < kBN * VPR; i += kWarps * 32) {
+      const int r = i / VPR, c = (i % VPR) * 8;
+      const bool ok = kt0 + r < kv_end;
+      const int64_t off = int64_t(ok ? kt0 + r : 0) * D + c;
+      ptx::cp_async16(ks + r * T::LD + c, kg + off, ok);
+      ptx::cp_async16(vs + r * T::LD + c, vg + off, ok);
+    }
+  };
+  load_tile(0, 0);
+  ptx::cp_async_commit();
+
+  // Q fragments (A operand) straight from global memory, once: rows r0 = g and r1 = g + 8 of this
+  // warp's 16; rows past q_len are zeros (their results are never stored).
+  const int r0 = qt0 + warp * 16 + g, r1 = r0 + 8;
+  const bf16* q0 = p.q + int64_t(qs + r0) * p.q_row_stride + int64_t(h) * D;
+  const bf16* q1 = q0 + 8 * p.q_row_stride;
+  const bool v0 = r0 < q_len, v1 = r1 < q_len;
+  uint32_t qf[D / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const int c = kk * 16 + 2 * t4;
+    qf[kk][0] = v0 ? ld_u32(q0 + c) : 0u;
+    qf[kk][1] = v1 ? ld_u32(q1 + c) : 0u;
+    qf[kk][2] = v0 ? ld_u32(q0 + c + 8) : 0u;
+    qf[kk][3] = v1 ? ld_u32(q1 + c + 8) : 0u;
+  }
+
+  float o[D / 8][4];
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;  // rows g and g+8, base-2 scaled units
+  const int pos0 = ctx0 + r0, pos1 = pos0 + 8;                // a row sees keys t <= pos
+  const int warp_first = ctx0 + qt0 + warp * 16, warp_last = warp_first + 15;
+  const float sl2 = p.scale_log2;
+  // ldmatrix lane roles: matrix m = lane / 8, its row r = lane % 8.
+  const int lm = lane >> 3, lr = lane & 7;
+
+  for (int j = 0; j < n_tiles; ++j) {
+    if (j + 1 < n_tiles) load_tile(j + 1, (j + 1) & 1);
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<1>();  // tile j has landed (for this thread's copies) ...
+    __syncthreads();          // ... and for everyone's
+    const int kt0 = j * kBN;
+    if (kt0 <= warp_last) {  // otherwise every key of the tile is in the future of all 16 rows
+      const bf16* ks = smem + (2 * (j & 1)) * T::elems;
+      const bf16* vs = ks + T::elems;
+      float s[kBN / 8][4];
+#pragma unroll
+      for (int n = 0; n < kBN / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+      // S = Q K^T. K rows are keys (the n index), so plain ldmatrix gives B fragments: matrices
+      // (keys +0..7, dims +0..7), (keys +0..7, dims +8..15), (keys +8..15, dims +0..7), (+8, +8).
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b;
-        wmma::load_matrix_sync(a, Qs + warp * 16 * S::LDQ + kk * 16, S::LDQ);
-        wmma::load_matrix_sync(b, Ks + j * 16 * S::LDQ + kk * 16, S::LDQ);
-        wmma::mma_sync(acc, a, b, acc);
+#pragma unroll
+        for (int np = 0; np < kBN / 16; ++np) {
+          uint32_t b0, b1, b2, b3;
+          ptx::ldmatrix_x4(b0, b1, b2, b3,
+                           ptx::smem_u32(ks + (np * 16 + (lm >> 1) * 8 + lr) * T::LD + kk * 16 + (lm & 1) * 8));
+          ptx::mma_bf16(s[2 * np], qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3], b0, b1);
+          ptx::mma_bf16(s[2 * np + 1], qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3], b2, b3);
+        }
       }
-      wmma::store_matrix_sync(Ss + j * 16, acc, S::LDS, wmma::mem_row_major);
-    }
-    __syncwarp();
-
-    // Online softmax for row r, columns [half*32, half*32+32).
-    float sv[32];
-    float mx = -INFINITY;
+      // Causal mask, only on tiles that reach past this warp's first row.
+      if (kt0 + kBN - 1 > warp_first) {
 #pragma unroll
-    for (int c = 0; c < 32; ++c) {
-      const int t = kt0 + half * 32 + c;
-      const bool ok = row_valid && t <= qpos && t < L;
-      sv[c] = ok ? Ss[r * S::LDS + half * 32 + c] * p.scale_log2 : -INFINITY;
-      mx = fmaxf(mx, sv[c]);
-    }
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    const float m_new = fmaxf(m_run, mx);
-    const float alpha = (m_run == -INFINITY) ? 0.f : exp2f(m_run - m_new);
-    float sum = 0;
+        for (int n = 0; n < kBN / 8; ++n) {
+          const int t = kt0 + n * 8 + 2 * t4;
+          if (t > pos0) s[n][0] = -INFINITY;
+          if (t + 1 > pos0) s[n][1] = -INFINITY;
+          if (t > pos1) s[n][2] = -INFINITY;
+          if (t + 1 > pos1) s[n][3] = -INFINITY;
+        }
+      }
+      // Online softmax: a row's 64 scores sit in the 4 lanes of one quad.
+      float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
-    for (int c = 0; c < 32; ++c) {
-      sv[c] = (m_new == -INFINITY) ? 0.f : exp2f(sv[c] - m_new);
-      sum += sv[c];
-    }
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    l_run = l_run * alpha + sum;
-    m_run = m_new;
-    __syncwarp();  // every lane has read its scores before the probabilities overwrite them
+      for (int n = 0; n < kBN / 8; ++n) {
+        mx0 = fmaxf(mx0, fmaxf(s[n][0], s[n][1]));
+        mx1 = fmaxf(mx1, fmaxf(s[n][2], s[n][3]));
+      }
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+      const float mn0 = fmaxf(m0, mx0 * sl2), mn1 = fmaxf(m1, mx1 * sl2);
+      // A row with nothing visible yet keeps max -inf: subtract 0 instead (its p are all 0).
+      const float base0 = mn0 == -INFINITY ? 0.f : mn0, base1 = mn1 == -INFINITY ? 0.f : mn1;
+      const float a0 = ptx::ex2(m0 - base0), a1 = ptx::ex2(m1 - base1);  // 0 when m was -inf
+      m0 = mn0;
+      m1 = mn1;
+      float sum0 = 0.f, sum1 = 0.f;
 #pragma unroll
-    for (int c = 0; c < 32; ++c) Ps[r * S::LDP + half * 32 + c] = __float2bfloat16(sv[c]);
-    for (int c = 0; c < D / 2; ++c) Os[r * S::LDO + half * (D / 2) + c] *= alpha;
-    __syncwarp();
-
-    // O += P V.
+      for (int n = 0; n < kBN / 8; ++n) {
+        s[n][0] = ptx::ex2(fmaf(s[n][0], sl2, -base0));
+        s[n][1] = ptx::ex2(fmaf(s[n][1], sl2, -base0));
+        s[n][2] = ptx::ex2(fmaf(s[n][2], sl2, -base1));
+        s[n][3] = ptx::ex2(fmaf(s[n][3], sl2, -base1));
+        sum0 += s[n][0] + s[n][1];
+        sum1 += s[n][2] + s[n][3];
+      }
+      l0 = l0 * a0 + sum0;  // lane-partial row sums; the quad is summed once at the end
+      l1 = l1 * a1 + sum1;
 #pragma unroll
-    for (int j = 0; j < D / 16; ++j) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::load_matrix_sync(acc, Os + j * 16, S::LDO, wmma::mem_row_major);
+      for (int d = 0; d < D / 8; ++d) {
+        o[d][0] *= a0;
+        o[d][1] *= a0;
+        o[d][2] *= a1;
+        o[d][3] *= a1;
+      }
+      // O += P V. The S accumulators of two key n-tiles are exactly an A fragment of P; V rows are
+      // keys (the k index), so ldmatrix.trans gives B fragments: matrices (keys +0..7, dims
+      // +0..7), (keys +8..15, dims +0..7), (keys +0..7, dims +8..15), (keys +8..15, dims +8..15).
 #pragma unroll
       for (int kk = 0; kk < kBN / 16; ++kk) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> b;
-        wmma::load_matrix_sync(a, Ps + kk * 16, S::LDP);
-        wmma::load_matrix_sync(b, Vs + kk * 16 * S::LDQ + j * 16, S::LDQ);
-        wmma::mma_sync(acc, a, b, acc);
+        const uint32_t pa0 = ptx::pack_bf16(s[2 * kk][0], s[2 * kk][1]);
+        const uint32_t pa1 = ptx::pack_bf16(s[2 * kk][2], s[2 * kk][3]);
+        const uint32_t pa2 = ptx::pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+        const uint32_t pa3 = ptx::pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+        for (int dp = 0; dp < D / 16; ++dp) {
+          uint32_t b0, b1, b2, b3;
+          ptx::ldmatrix_x4_trans(b0, b1, b2, b3,
+                                 ptx::smem_u32(vs + (kk * 16 + (lm & 1) * 8 + lr) * T::LD + dp * 16 + (lm >> 1) * 8));
+          ptx::mma_bf16(o[2 * dp], pa0, pa1, pa2, pa3, b0, b1);
+          ptx::mma_bf16(o[2 * dp + 1], pa0, pa1, pa2, pa3, b2, b3);
+        }
       }
-      wmma::store_matrix_sync(Os + j * 16, acc, S::LDO, wmma::mem_row_major);
     }
-    __syncwarp();
+    __syncthreads();  // everyone is done with stage j&1 before tile j+2 is loaded into it
   }
 
-  if (row_valid) {
-    const float inv = l_run > 0 ? 1.f / l_run : 0.f;
-    __nv_bfloat16* o = p.out + int64_t(qs + qt0 + row_in_tile) * p.heads * D + int64_t(h) * D;
-    for (int c = half * (D / 2); c < (half + 1) * (D / 2); c += 2) {
-      __nv_bfloat162 v = __floats2bfloat162_rn(Os[r * S::LDO + c] * inv, Os[r * S::LDO + c + 1] * inv);
-      *reinterpret_cast<__nv_bfloat162*>(o + c) = v;
-    }
+  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
+  const int64_t out_stride = int64_t(p.heads) * D;
+  bf16* o0 = p.out + int64_t(qs + r0) * out_stride + int64_t(h) * D + 2 * t4;
+  bf16* o1 = o0 + 8 * out_stride;
+#pragma unroll
+  for (int d = 0; d < D / 8; ++d) {
+    if (v0) *reinterpret_cast<__nv_bfloat162*>(o0 + d * 8) = __floats2bfloat162_rn(o[d][0] * inv0, o[d][1] * inv0);
+    if (v1) *reinterpret_cast<__nv_bfloat162*>(o1 + d * 8) = __floats2bfloat162_rn(o[d][2] * inv1, o[d][3] * inv1);
   }
 }
 
 template <int D>
 void launch_prefill(const PrefillParams& p, int num_seqs, int max_q_len, cudaStream_t stream) {
-  constexpr size_t smem = Smem<D>::total;
-  CUDA_CHECK(cudaFuncSetAttribute(prefill_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  dim3 grid((max_q_len + kBM - 1) / kBM, p.heads, num_seqs);
-  prefill_kernel<D><<<grid, kWarps * 32, smem, stream>>>(p);
+  constexpr size_t smem = Tile<D>::smem;
+  auto kernel = prefill_kernel<D>;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  dim3 grid(p.heads, (max_q_len + kBM - 1) / kBM, num_seqs);  // heads fastest: a GQA group's heads share K/V in L2
+  kernel<<<grid, kWarps * 32, smem, stream>>>(p);
   CUDA_CHECK_LAUNCH("prefill_kernel");
 }
 
@@ -195,6 +245,8 @@ void prefill_attention(const PrefillAttention& a, cudaStream_t stream) {
     throw RuntimeError("prefill_attention: head_dim " + std::to_string(a.head_dim) + " not supported (64 or 128)");
   if (a.kv_heads <= 0 || a.heads % a.kv_heads != 0)
     throw RuntimeError("prefill_attention: heads must be a multiple of kv_heads");
+  if (a.q_row_stride % 2 != 0)
+    throw RuntimeError("prefill_attention: q_row_stride must be even (Q is read in bf16 pairs)");
   if (a.num_seqs == 0 || a.max_q_len == 0) return;
   PrefillParams p{};
   p.q = a.q;

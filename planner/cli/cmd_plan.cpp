@@ -17,6 +17,12 @@
 #include "planner/report/trace.hpp"
 #include "planner/search/search.hpp"
 #include "planner/strategy/strategy_runner.hpp"
+#include "profiler/common/exec_message.hpp"
+#include "profiler/common/rank_layout.hpp"
+#if defined(PEERPLAN_WITH_MPI) && defined(PEERPLAN_WITH_CUDA)
+#include "profiler/exec/mpi_bus.hpp"
+#include "profiler/mpi/comm.hpp"
+#endif
 
 namespace peerplan::cli {
 
@@ -32,26 +38,14 @@ struct PlanCmd {
   int validate = 0;               // execute the top K ranked plans on this host's GPUs
   std::string validate_out;       // reports of those runs: DIR/<rank>/
   bool allow_other_host = false;
+  bool mpi = false;               // --validate under mpirun: one process per GPU, rank 0 chooses
   int threads = 2;
   int per_octave = 16;
 };
 
-// Executes the top K ranked plans the way `peerplan validate` does (same function) and prints a
-// comparison for each, then one summary line per plan.
-void validate_top(const SearchResult& r, const PlanCmd& o) {
-  const size_t k = std::min(size_t(o.validate), r.ranked.size());
-  if (k == 0) throw RuntimeError("--validate: no plan fits this machine, so there is nothing to execute");
-  std::vector<std::pair<std::string, Comparison>> done;
-  for (size_t i = 0; i < k; ++i) {
-    const CandidateResult& cand = r.ranked[i];
-    HostValidationOptions ho;
-    ho.allow_other_host = o.allow_other_host;
-    if (!o.validate_out.empty()) ho.out = fmt::format("{}/{}", o.validate_out, i + 1);
-    std::cout << fmt::format("\n== validate #{} of {}: {}\n", i + 1, k, cand.plan.name);
-    done.emplace_back(cand.plan.name, validate_on_host(cand.plan, fmt::format("ranked plan #{}", i + 1), o.model,
-                                                       o.machine, r.workload, ho));
-    if (!ho.out.empty()) write_file_atomic(ho.out + "/plan.json", plan_to_json(cand.plan).dump(2) + "\n");
-  }
+using Validated = std::vector<std::pair<std::string, Comparison>>;
+
+void print_validated(const Validated& done) {
   std::cout << "\nvalidated plans (predicted vs measured, this host)\n";
   std::cout << fmt::format("  {:>4}  {:<32} {:>16} {:>16} {:>16}  {}\n", "rank", "plan", "TTFT p50 err", "TPOT p50 err",
                            "E2E p99 err", "targets");
@@ -67,12 +61,35 @@ void validate_top(const SearchResult& r, const PlanCmd& o) {
   }
 }
 
-void run_plan(const PlanCmd& o) {
+// The top K ranked plans (the ones --validate executes).
+std::vector<Plan> top_plans(const SearchResult& r, int validate) {
+  const size_t k = std::min(size_t(validate), r.ranked.size());
+  if (k == 0) throw RuntimeError("--validate: no plan fits this machine, so there is nothing to execute");
+  std::vector<Plan> out;
+  for (size_t i = 0; i < k; ++i) out.push_back(r.ranked[i].plan);
+  return out;
+}
+
+// Executes the top K ranked plans the way `peerplan validate` does (same function) and prints a
+// comparison for each, then one summary line per plan.
+void validate_top(const SearchResult& r, const PlanCmd& o) {
+  const std::vector<Plan> plans = top_plans(r, o.validate);
+  Validated done;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    HostValidationOptions ho;
+    ho.allow_other_host = o.allow_other_host;
+    if (!o.validate_out.empty()) ho.out = fmt::format("{}/{}", o.validate_out, i + 1);
+    std::cout << fmt::format("\n== validate #{} of {}: {}\n", i + 1, plans.size(), plans[i].name);
+    done.emplace_back(plans[i].name, validate_on_host(plans[i], fmt::format("ranked plan #{}", i + 1), o.model,
+                                                      o.machine, r.workload, ho));
+    if (!ho.out.empty()) write_file_atomic(ho.out + "/plan.json", plan_to_json(plans[i]).dump(2) + "\n");
+  }
+  print_validated(done);
+}
+
+// The search and everything it prints and writes; executes nothing.
+SearchResult search_and_report(const PlanCmd& o) {
   auto obj = objective_from_string(o.objective);
-  if (!obj) throw InputError("", "--objective", "one of: goodput (default), p99, throughput");
-  if (o.threads < 1) throw InputError("", "--threads", "at least 1");
-  if (o.validate < 0) throw InputError("", "--validate", "a number of top-ranked plans to execute (0: none)");
-  if (o.validate > 0) require_executor("--validate");  // before minutes of search
   ModelConfig cfg = load_model_config(resolve_model_path(o.model));
   ModelFigures fig = derive_figures(cfg);
   Machine machine = load_machine(resolve_machine_path(o.machine));
@@ -104,7 +121,6 @@ void run_plan(const PlanCmd& o) {
   }
   if (r.recommended >= 0 && !o.best_out.empty())
     write_file_atomic(o.best_out, plan_to_json(r.ranked[size_t(r.recommended)].plan).dump(2) + "\n");
-  if (o.validate > 0) validate_top(r, o);
   if (r.recommended >= 0 && !o.trace_out.empty()) {
     // Re-simulate the recommended plan with its stage executions recorded.
     const CandidateResult& best = r.ranked[size_t(r.recommended)];
@@ -118,6 +134,105 @@ void run_plan(const PlanCmd& o) {
     write_file_atomic(o.trace_out, chrome_trace(best.plan, cfg, fig, cost, s.run, sim.pricer, s.metrics.provenance).dump() + "\n");
     std::cerr << "trace: " << o.trace_out << " (open in https://ui.perfetto.dev)\n";
   }
+  return r;
+}
+
+// The workload as the search used it, built the same way on every rank (files are read per
+// rank, so a rank on another host reads its own copy).
+Workload search_workload(const PlanCmd& o) {
+  Workload w = load_workload(resolve_workload_path(o.workload));
+  if (o.rate != 0) w.rate_rps = o.rate;
+  if (o.requests > 0) w.num_requests = o.requests;
+  return w;
+}
+
+nlohmann::json workload_fingerprint(const Workload& w) {
+  return {{"name", w.name}, {"rate_rps", w.rate_rps}, {"num_requests", w.num_requests}, {"seed", w.seed},
+          {"max_num_seqs", w.max_num_seqs}, {"max_batched_tokens", w.max_batched_tokens},
+          {"max_context", w.max_context()}};
+}
+
+// `mpirun -np N peerplan plan ... --validate K --mpi`: rank 0 searches (the others wait in an
+// idle barrier), checks that the top K plans fit the launch (GPUs 0..N-1, GPU 0 used), and
+// broadcasts them; then every rank validates each plan in turn as `validate --mpi` does (rank r
+// owns GPU r; rank 0 schedules, compares and reports). An error on any rank ends all ranks.
+void run_plan_mpi(const PlanCmd& o) {
+#if defined(PEERPLAN_WITH_MPI) && defined(PEERPLAN_WITH_CUDA)
+  mpi::Session session;
+  try {
+    const bool root = session.rank() == 0;
+    std::string payload;
+    Workload w;
+    if (root) {
+      SearchResult r = search_and_report(o);
+      std::vector<Plan> plans = top_plans(r, o.validate);
+      nlohmann::json j{{"plans", nlohmann::json::array()}, {"workload", workload_fingerprint(r.workload)}};
+      for (size_t i = 0; i < plans.size(); ++i) {
+        // Before any rank touches a GPU: the launch must hold every chosen plan.
+        exec::check_plan_ranks(plans[i].all_gpus(), session.size(), fmt::format("ranked plan #{} ({})", i + 1, plans[i].name));
+        j["plans"].push_back(plan_to_json(plans[i]));
+      }
+      payload = j.dump();
+      w = r.workload;
+    }
+    mpi::barrier();  // idle-friendly: the followers sleep while rank 0 searches
+    payload = mpi::bcast_string(payload, 0);
+    const nlohmann::json j = nlohmann::json::parse(payload);
+    std::vector<Plan> plans;
+    for (const auto& p : j.at("plans")) plans.push_back(parse_plan_json(p, "rank 0's plan"));
+    if (!root) {
+      w = search_workload(o);
+      if (workload_fingerprint(w) != j.at("workload"))
+        throw InputError(o.workload, "", "the same workload on every rank: rank 0 has " + j.at("workload").dump() +
+                                             ", this rank " + workload_fingerprint(w).dump());
+    }
+    bool share = false;
+    const profiler::RankInfo me = describe_rank_gpu(&share);
+    exec::MpiBus bus(me, share);  // collective: one rank per GPU
+    Validated done;
+    for (size_t i = 0; i < plans.size(); ++i) {
+      HostValidationOptions ho;
+      ho.allow_other_host = o.allow_other_host;
+      ho.bus = &bus;
+      ho.ranks = bus.layout().ranks;
+      if (!o.validate_out.empty()) ho.out = fmt::format("{}/{}", o.validate_out, i + 1);
+      if (root) std::cout << fmt::format("\n== validate #{} of {} ({} MPI ranks): {}\n", i + 1, plans.size(),
+                                         session.size(), plans[i].name);
+      Comparison c = validate_on_host(plans[i], fmt::format("ranked plan #{}", i + 1), o.model, o.machine, w, ho);
+      bus.barrier();  // rank 0 has written its reports; the next plan starts together
+      if (!root) continue;
+      done.emplace_back(plans[i].name, std::move(c));
+      if (!ho.out.empty()) write_file_atomic(ho.out + "/plan.json", plan_to_json(plans[i]).dump(2) + "\n");
+    }
+    if (root) print_validated(done);
+  } catch (const std::exception& e) {
+    if (session.size() > 1) {
+      std::cerr << "peerplan plan --mpi: rank " << session.rank() << ": " << e.what() << "\n" << std::flush;
+      mpi::abort_all(dynamic_cast<const InputError*>(&e) ? 2 : 1);
+    }
+    throw;
+  }
+#else
+  (void)o;
+  require_executor("--mpi");  // CUDA missing (MPI missing was refused by check_plan_validate_mpi)
+  throw InputError("", "--mpi", "a peerplan built with MPI (cmake -DPEERPLAN_MPI=ON)");
+#endif
+}
+
+void run_plan(const PlanCmd& o) {
+  if (!objective_from_string(o.objective))
+    throw InputError("", "--objective", "one of: goodput (default), p99, throughput");
+  if (o.threads < 1) throw InputError("", "--threads", "at least 1");
+  if (o.validate < 0) throw InputError("", "--validate", "a number of top-ranked plans to execute (0: none)");
+#ifdef PEERPLAN_WITH_MPI
+  profiler::check_plan_validate_mpi(o.mpi, o.validate, true, profiler::launcher_size_from_env());
+#else
+  profiler::check_plan_validate_mpi(o.mpi, o.validate, false, profiler::launcher_size_from_env());
+#endif
+  if (o.validate > 0) require_executor("--validate");  // before minutes of search
+  if (o.mpi) return run_plan_mpi(o);
+  SearchResult r = search_and_report(o);
+  if (o.validate > 0) validate_top(r, o);
 }
 
 }  // namespace
@@ -136,7 +251,8 @@ void add_plan_command(CLI::App& app) {
       "Examples:\n"
       "  peerplan plan --model llama-3.1-8b --machine hgx-h100x8 --workload chat\n"
       "  peerplan plan --model llama-3.1-70b --machine my-host.json --objective p99 --rate 2 --report out/\n"
-      "  peerplan plan --model mixtral-8x7b --machine pcie-gen5x8-2socket --json > plans.json\n");
+      "  peerplan plan --model mixtral-8x7b --machine pcie-gen5x8-2socket --json > plans.json\n"
+      "  mpirun -np 4 peerplan plan --model llama-3.1-70b --machine two-hosts.json --validate 2 --mpi\n");
   sub->add_option("--model,-m", o->model, "Model: a shipped name (models/llm/<name>) or a config.json path")->required();
   sub->add_option("--machine", o->machine, "Machine: a shipped name (models/hardware/<name>) or a profile/machine JSON")
       ->required();
@@ -163,6 +279,10 @@ void add_plan_command(CLI::App& app) {
   sub->add_option("--validate-out", o->validate_out, "--validate: write each run's reports to DIR/<rank>/");
   sub->add_flag("--allow-other-host", o->allow_other_host,
                 "--validate: run even if the profile was measured on another host");
+  sub->add_flag("--mpi", o->mpi,
+                "--validate under mpirun, one process per GPU (rank r owns GPU r, on one or several hosts): rank 0 "
+                "searches and broadcasts its top K plans, every rank then runs its GPU's part of each "
+                "(docs/mpi.md)");
   sub->add_option("--shape-points", o->per_octave,
                   "Iteration shapes are priced on a grid of this many points per octave (0: exact, slow)")
       ->capture_default_str();

@@ -124,6 +124,31 @@ void run_bench_steps(const ValidateOptions& o, const Plan& plan_in) {
 #endif
 }
 
+}  // namespace
+
+#if defined(PEERPLAN_WITH_MPI) && defined(PEERPLAN_WITH_CUDA)
+profiler::RankInfo describe_rank_gpu(bool* share) {
+  profiler::RankInfo me = exec::describe_mpi_rank();
+  exec::describe_gpu(me.device, &me.device_count, &me.uuid);
+  // Smoke-test mode for a one-GPU machine (as `profile --mpi`): ranks share the GPU, so the
+  // message flow with real followers runs; a plan must then leave the sharing ranks idle
+  // (NCCL refuses two ranks of one communicator on one GPU).
+  const char* share_env = std::getenv("PEERPLAN_MPI_SHARE_GPU");
+  *share = share_env && std::string(share_env) == "1";
+  if (*share && me.device_count > 0 && me.device >= me.device_count) {
+    me.device %= me.device_count;
+    exec::describe_gpu(me.device, &me.device_count, &me.uuid);
+  }
+  // The GPU's memory travels with the rank's description, so the preflight can check a plan
+  // whose GPUs are on other hosts (rank_preflight.hpp).
+  const HostInfo here = exec::discover_host();
+  if (me.device >= 0 && size_t(me.device) < here.gpus.size()) me.memory_bytes = here.gpus[size_t(me.device)].memory_bytes;
+  return me;
+}
+#endif
+
+namespace {
+
 // `mpirun -np N peerplan validate --mpi ...`: one process per GPU (rank r owns GPU r on CUDA
 // ordinal = its local rank). MPI starts the ranks and carries the iteration messages and NCCL ids;
 // an error on one rank ends all of them (MPI_Abort) with the rank and the reason.
@@ -132,21 +157,8 @@ void run_validate_mpi(const Plan& plan, const ValidateOptions& o, const Workload
   mpi::Session session;
   try {
     exec::check_plan_ranks(plan.all_gpus(), session.size(), o.plan);  // before any GPU is touched
-    profiler::RankInfo me = exec::describe_mpi_rank();
-    exec::describe_gpu(me.device, &me.device_count, &me.uuid);
-    // Smoke-test mode for a one-GPU machine (as `profile --mpi`): ranks share the GPU, so the
-    // message flow with real followers runs; a plan must then leave the sharing ranks idle
-    // (NCCL refuses two ranks of one communicator on one GPU).
-    const char* share_env = std::getenv("PEERPLAN_MPI_SHARE_GPU");
-    const bool share = share_env && std::string(share_env) == "1";
-    if (share && me.device_count > 0 && me.device >= me.device_count) {
-      me.device %= me.device_count;
-      exec::describe_gpu(me.device, &me.device_count, &me.uuid);
-    }
-    // The GPU's memory travels with the rank's description, so the preflight can check a plan
-    // whose GPUs are on other hosts (rank_preflight.hpp).
-    const HostInfo here = exec::discover_host();
-    if (me.device >= 0 && size_t(me.device) < here.gpus.size()) me.memory_bytes = here.gpus[size_t(me.device)].memory_bytes;
+    bool share = false;
+    const profiler::RankInfo me = describe_rank_gpu(&share);
     exec::MpiBus bus(me, share);  // collective: refuses two ranks on one GPU, more ranks than GPUs
     ho.bus = &bus;
     ho.ranks = bus.layout().ranks;  // every rank's (host, GPU UUID, memory), gathered over MPI

@@ -30,6 +30,11 @@ struct HostValidationOptions {
   std::vector<profiler::RankInfo> ranks;
 };
 
+// `--mpi`, in a build with MPI and CUDA, inside an mpi::Session: this rank's description with its
+// GPU's UUID and memory (for MpiBus and the preflight). *share: PEERPLAN_MPI_SHARE_GPU=1, the
+// smoke mode where ranks share a GPU. Defined only in such builds; touches CUDA.
+profiler::RankInfo describe_rank_gpu(bool* share);
+
 // True when this peerplan was built with the CUDA executor.
 bool have_executor();
 

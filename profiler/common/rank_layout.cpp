@@ -116,4 +116,18 @@ void check_mpi_launch(bool mpi_flag, bool built_with_mpi, int launcher_size) {
                          "(one rank per GPU), or run a single process without mpirun");
 }
 
+void check_plan_validate_mpi(bool mpi_flag, int validate, bool built_with_mpi, int launcher_size) {
+  if (mpi_flag && validate <= 0)
+    throw InputError("", "--mpi",
+                     "--validate K as well: --mpi runs the validation of the top K plans one process per GPU under "
+                     "mpirun; the search alone is CPU work in one process (drop --mpi and mpirun)");
+  if (!mpi_flag && validate <= 0) return;  // a search only: no GPU is touched, any launch will do
+  check_mpi_launch(mpi_flag, built_with_mpi, launcher_size);
+  if (mpi_flag && launcher_size <= 0)
+    throw InputError("", "--mpi",
+                     "a start by mpirun: mpirun -np N peerplan plan ... --validate K --mpi, with N the GPUs the "
+                     "plans use (rank r owns GPU r; rank 0 searches and the others follow its choice). Without "
+                     "mpirun, drop --mpi: one process then executes the plans on this host's GPUs");
+}
+
 }  // namespace peerplan::profiler

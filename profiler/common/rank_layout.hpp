@@ -68,4 +68,9 @@ int launcher_size_from_env();
 // `built_with_mpi` is passed in so the rule is tested in every build. Throws InputError.
 void check_mpi_launch(bool mpi_flag, bool built_with_mpi, int launcher_size);
 
+// `peerplan plan --validate K --mpi`: --mpi only with --validate (the search is CPU work in one
+// process; the validations run one process per GPU), only under mpirun (launcher_size > 0), and
+// the launch rules above whenever plans are executed. Throws InputError naming the option.
+void check_plan_validate_mpi(bool mpi_flag, int validate, bool built_with_mpi, int launcher_size);
+
 }  // namespace peerplan::profiler

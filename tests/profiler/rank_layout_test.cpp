@@ -130,3 +130,23 @@ TEST(RankLayout, SmokeTestModeLetsRanksShareAGpu) {
   EXPECT_EQ(plan_pairs(L, false).intra.size(), 2u);
   EXPECT_THROW(make_rank_layout({ri(0, "a", 0, 0, 1), ri(1, "a", 1, 0, 1)}), RuntimeError) << "refused without it";
 }
+
+TEST(MpiLaunchCheck, PlanValidateMpiNeedsValidateAndMpirun) {
+  auto refusal = [](bool mpi, int k, bool built, int launcher) -> std::string {
+    try {
+      check_plan_validate_mpi(mpi, k, built, launcher);
+    } catch (const InputError& e) {
+      return e.field() + ": " + e.expected();
+    }
+    return "";
+  };
+  EXPECT_EQ(refusal(false, 0, true, 0), "") << "a search";
+  EXPECT_EQ(refusal(false, 0, false, 4), "") << "a search under mpirun touches no GPU";
+  EXPECT_EQ(refusal(true, 2, true, 4), "") << "mpirun -np 4 ... --validate 2 --mpi";
+  EXPECT_EQ(refusal(true, 1, true, 1), "") << "mpirun -np 1 is a launch";
+  EXPECT_EQ(refusal(false, 1, true, 0), "") << "--validate in one process";
+  EXPECT_NE(refusal(true, 0, true, 4).find("--validate K as well"), std::string::npos) << "--mpi alone";
+  EXPECT_NE(refusal(true, 1, true, 0).find("a start by mpirun"), std::string::npos) << "not launched";
+  EXPECT_NE(refusal(true, 1, false, 4).find("libopenmpi-dev"), std::string::npos) << "no MPI build";
+  EXPECT_NE(refusal(false, 1, true, 2).find("Add --mpi"), std::string::npos) << "launched without --mpi";
+}

@@ -222,6 +222,12 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
     dec(128, 8, 8, 520, lens40, perm40, 41);
     for (auto& l : lens40) l = std::min(600, l + 80);
     dec(64, 8, 2, 600, lens40, {}, 40);
+    // Cluster-merged splits (Hopper): 16 (sequence, kv head) pairs -> 8 splits per pair, most of
+    // them past the end of the short sequences; 66 x 8 pairs -> 2 splits.
+    dec(128, 4, 4, 700, {700, 1, 333, 64}, {3, 1, 0, 2}, 4);
+    std::vector<int> lens66;
+    for (int i = 0; i < 66; ++i) lens66.push_back(1 + (i * 61) % 200);
+    dec(64, 8, 1, 200, lens66, {}, 66);
   }
 
   std::fprintf(stderr, "self-test: %s\n", "prefill attention");

@@ -1,11 +1,16 @@
-// Causal prefill attention, FlashAttention-2 style: one block = 64 query rows of one head
-// (4 warps x 16 rows); K/V tiles of 64 keys stream through shared memory with cp.async, two
-// stages deep (tile j+1 loads while tile j is used); S = Q K^T and O += P V run on mma.sync
-// m16n8k16 (bf16 in, fp32 accumulate) with operands from ldmatrix; Q, the scores, the online
-// softmax state and the O accumulator stay in registers for the whole key loop (nothing
+// Causal prefill attention, FlashAttention-2 style: one block = 4 warps of one head, each warp
+// owning 16 (MT = 1) or 32 (MT = 2) query rows; K/V tiles of 64 keys stream through shared memory
+// with cp.async, two stages deep (tile j+1 loads while tile j is used); S = Q K^T and O += P V run
+// on mma.sync m16n8k16 (bf16 in, fp32 accumulate) with operands from ldmatrix; the scores, the
+// online softmax state and the O accumulator stay in registers for the whole key loop (nothing
 // round-trips through shared memory). K/V are read from the KV cache, so a chunked prefill attends
 // to the context already cached; tiles no row of a warp can see are skipped, so causal attention
 // costs half of full attention.
+// MT = 1 keeps Q in registers too. MT = 2 reuses every K/V fragment read from shared memory for
+// two 16-row tiles, which halves the shared-memory traffic per FLOP (shared-memory bandwidth, not
+// the tensor cores, bounds the MT = 1 kernel on an H100/H200); Q then lives in shared memory to
+// leave registers for the two accumulators. MT = 2 blocks hold 128 rows, so short prompts use
+// MT = 1 to keep enough blocks.
 #include <cfloat>
 #include <cmath>
 
@@ -19,12 +24,10 @@ namespace {
 using bf16 = __nv_bfloat16;
 
 constexpr int kWarps = 4;
-constexpr int kBM = 16 * kWarps;  // query rows per block
-constexpr int kBN = 64;           // keys per tile
-// Resident blocks per SM the register budget is cut for (3: <= 168 registers a thread). A macro
-// only so that a benchmark build can try another value.
-#ifndef PEERPLAN_PREFILL_MIN_BLOCKS
-#define PEERPLAN_PREFILL_MIN_BLOCKS 3
+constexpr int kBN = 64;  // keys per tile
+// Prompts at least this long use MT = 2 (a macro only so a benchmark build can move it).
+#ifndef PEERPLAN_PREFILL_MT2_MIN_Q
+#define PEERPLAN_PREFILL_MT2_MIN_Q 1024
 #endif
 
 struct PrefillParams {
@@ -40,26 +43,31 @@ struct PrefillParams {
   float scale_log2;
 };
 
-template <int D>
-struct Tile {
+template <int D, int MT>
+struct Cfg {
+  static constexpr int BM = 16 * MT * kWarps;  // query rows per block
   static constexpr int LD = D + 8;  // bf16 row stride: +16 bytes puts the 8 rows of an ldmatrix in different banks
-  static constexpr int elems = kBN * LD;
-  static constexpr size_t smem = size_t(2) * 2 * elems * sizeof(bf16);  // 2 stages x (K, V)
+  static constexpr int kv_elems = kBN * LD;
+  static constexpr int q_elems = MT == 1 ? 0 : BM * LD;
+  static constexpr size_t smem = (size_t(4) * kv_elems + q_elems) * sizeof(bf16);  // 2 stages x (K, V) [+ Q]
 };
 
 __device__ __forceinline__ uint32_t ld_u32(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
-template <int D>
-__global__ void __launch_bounds__(kWarps * 32, PEERPLAN_PREFILL_MIN_BLOCKS) prefill_kernel(PrefillParams p) {
-  using T = Tile<D>;
+// 2 blocks per SM: MT = 1 measured faster so (no spills at <= 255 registers) than 3 blocks with
+// <= 168 registers and spills (H200, 2026-12-01: 222 vs 203 TFLOP/s at 2048 tokens).
+template <int D, int MT>
+__global__ void __launch_bounds__(kWarps * 32, 2) prefill_kernel(PrefillParams p) {
+  using C = Cfg<D, MT>;
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  bf16* smem = reinterpret_cast<bf16*>(smem_raw);  // stage s: K at (2s) * elems, V at (2s+1) * elems
+  bf16* smem = reinterpret_cast<bf16*>(smem_raw);  // stage s: K at (2s) * kv_elems, V at (2s+1) * kv_elems
+  bf16* qsm = smem + 4 * C::kv_elems;              // MT = 2: the block's Q rows
 
   const int h = blockIdx.x, seq = blockIdx.z;
   const int qtile = int(gridDim.y) - 1 - int(blockIdx.y);  // the longest (last) query tiles start first
   const int qs = p.q_start[seq];
   const int q_len = p.q_start[seq + 1] - qs;
-  const int qt0 = qtile * kBM;
+  const int qt0 = qtile * C::BM;
   if (qt0 >= q_len) return;
   const int L = p.seq_lens[seq];
   const int ctx0 = L - q_len;  // cache position of the first new token
@@ -70,53 +78,68 @@ __global__ void __launch_bounds__(kWarps * 32, PEERPLAN_PREFILL_MIN_BLOCKS) pref
   const bf16* vg = p.v_cache + kv_base;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane >> 2, t4 = lane & 3;
+  constexpr int VPR = D / 8;  // 16-byte pieces per row
 
   // Keys [0, kv_end) are visible to at least one row of this block (row i sees 0..ctx0+i).
-  const int last_row = min(qt0 + kBM, q_len) - 1;
+  const int last_row = min(qt0 + C::BM, q_len) - 1;
   const int kv_end = ctx0 + last_row + 1;
   const int n_tiles = (kv_end + kBN - 1) / kBN;
 
   auto load_tile = [&](int tile, int stage) {
     const int kt0 = tile * kBN;
-    bf16* ks = smem + (2 * stage) * T::elems;
-    bf16* vs = ks + T::elems;
-    constexpr int VPR = D / 8;  // 16-byte pieces per row
+    bf16* ks = smem + (2 * stage) * C::kv_elems;
+    bf16* vs = ks + C::kv_elems;
 #pragma unroll
     for (int i = tid; i < kBN * VPR; i += kWarps * 32) {
       const int r = i / VPR, c = (i % VPR) * 8;
       const bool ok = kt0 + r < kv_end;
       const int64_t off = int64_t(ok ? kt0 + r : 0) * D + c;
-      ptx::cp_async16(ks + r * T::LD + c, kg + off, ok);
-      ptx::cp_async16(vs + r * T::LD + c, vg + off, ok);
+      ptx::cp_async16(ks + r * C::LD + c, kg + off, ok);
+      ptx::cp_async16(vs + r * C::LD + c, vg + off, ok);
     }
   };
-  load_tile(0, 0);
-  ptx::cp_async_commit();
-
-  // Q fragments (A operand) straight from global memory, once: rows r0 = g and r1 = g + 8 of this
-  // warp's 16; rows past q_len are zeros (their results are never stored).
-  const int r0 = qt0 + warp * 16 + g, r1 = r0 + 8;
-  const bf16* q0 = p.q + int64_t(qs + r0) * p.q_row_stride + int64_t(h) * D;
-  const bf16* q1 = q0 + 8 * p.q_row_stride;
-  const bool v0 = r0 < q_len, v1 = r1 < q_len;
-  uint32_t qf[D / 16][4];
+  if constexpr (MT > 1) {  // Q rows past q_len are zeros (their results are never stored)
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    const int c = kk * 16 + 2 * t4;
-    qf[kk][0] = v0 ? ld_u32(q0 + c) : 0u;
-    qf[kk][1] = v1 ? ld_u32(q1 + c) : 0u;
-    qf[kk][2] = v0 ? ld_u32(q0 + c + 8) : 0u;
-    qf[kk][3] = v1 ? ld_u32(q1 + c + 8) : 0u;
+    for (int i = tid; i < C::BM * VPR; i += kWarps * 32) {
+      const int r = i / VPR, c = (i % VPR) * 8;
+      const bool ok = qt0 + r < q_len;
+      ptx::cp_async16(qsm + r * C::LD + c, p.q + int64_t(qs + (ok ? qt0 + r : 0)) * p.q_row_stride + int64_t(h) * D + c,
+                      ok);
+    }
+  }
+  load_tile(0, 0);
+  ptx::cp_async_commit();  // Q (MT = 2) lands with tile 0
+
+  const int wrow0 = qt0 + warp * 16 * MT;  // this warp's first row (block-relative to the sequence)
+  // MT = 1: Q fragments (A operand) straight from global memory, once: rows g and g + 8.
+  uint32_t qf[MT == 1 ? D / 16 : 1][4];
+  if constexpr (MT == 1) {
+    const int r0 = wrow0 + g, r1 = r0 + 8;
+    const bf16* q0 = p.q + int64_t(qs + r0) * p.q_row_stride + int64_t(h) * D;
+    const bf16* q1 = q0 + 8 * p.q_row_stride;
+    const bool v0 = r0 < q_len, v1 = r1 < q_len;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const int c = kk * 16 + 2 * t4;
+      qf[kk][0] = v0 ? ld_u32(q0 + c) : 0u;
+      qf[kk][1] = v1 ? ld_u32(q1 + c) : 0u;
+      qf[kk][2] = v0 ? ld_u32(q0 + c + 8) : 0u;
+      qf[kk][3] = v1 ? ld_u32(q1 + c + 8) : 0u;
+    }
   }
 
-  float o[D / 8][4];
+  float o[MT][D / 8][4];
+  float m[MT][2], l[MT][2];  // rows g and g+8 of each m-tile, base-2 scaled units
 #pragma unroll
-  for (int j = 0; j < D / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
-  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;  // rows g and g+8, base-2 scaled units
-  const int pos0 = ctx0 + r0, pos1 = pos0 + 8;                // a row sees keys t <= pos
-  const int warp_first = ctx0 + qt0 + warp * 16, warp_last = warp_first + 15;
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) o[mt][j][0] = o[mt][j][1] = o[mt][j][2] = o[mt][j][3] = 0.f;
+    m[mt][0] = m[mt][1] = -INFINITY;
+    l[mt][0] = l[mt][1] = 0.f;
+  }
+  const int warp_first = ctx0 + wrow0, warp_last = warp_first + 16 * MT - 1;  // row i sees keys t <= ctx0 + i
   const float sl2 = p.scale_log2;
-  // ldmatrix lane roles: matrix m = lane / 8, its row r = lane % 8.
+  // ldmatrix lane roles: matrix lm = lane / 8, its row lr = lane % 8.
   const int lm = lane >> 3, lr = lane & 7;
 
   for (int j = 0; j < n_tiles; ++j) {
@@ -125,117 +148,157 @@ __global__ void __launch_bounds__(kWarps * 32, PEERPLAN_PREFILL_MIN_BLOCKS) pref
     ptx::cp_async_wait<1>();  // tile j has landed (for this thread's copies) ...
     __syncthreads();          // ... and for everyone's
     const int kt0 = j * kBN;
-    if (kt0 <= warp_last) {  // otherwise every key of the tile is in the future of all 16 rows
-      const bf16* ks = smem + (2 * (j & 1)) * T::elems;
-      const bf16* vs = ks + T::elems;
-      float s[kBN / 8][4];
+    if (kt0 <= warp_last) {  // otherwise every key of the tile is in the future of all the warp's rows
+      const bf16* ks = smem + (2 * (j & 1)) * C::kv_elems;
+      const bf16* vs = ks + C::kv_elems;
+      float s[MT][kBN / 8][4];
 #pragma unroll
-      for (int n = 0; n < kBN / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int n = 0; n < kBN / 8; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
       // S = Q K^T. K rows are keys (the n index), so plain ldmatrix gives B fragments: matrices
       // (keys +0..7, dims +0..7), (keys +0..7, dims +8..15), (keys +8..15, dims +0..7), (+8, +8).
+      // Q rows are the m index: matrices (rows +0..7, dims +0..7), (rows +8..15, dims +0..7), ...
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t a[MT][4];
+        if constexpr (MT == 1) {
+          a[0][0] = qf[kk][0], a[0][1] = qf[kk][1], a[0][2] = qf[kk][2], a[0][3] = qf[kk][3];
+        } else {
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt)
+            ptx::ldmatrix_x4(a[mt][0], a[mt][1], a[mt][2], a[mt][3],
+                             ptx::smem_u32(qsm + (warp * 16 * MT + mt * 16 + (lm & 1) * 8 + lr) * C::LD + kk * 16 +
+                                           (lm >> 1) * 8));
+        }
 #pragma unroll
         for (int np = 0; np < kBN / 16; ++np) {
           uint32_t b0, b1, b2, b3;
           ptx::ldmatrix_x4(b0, b1, b2, b3,
-                           ptx::smem_u32(ks + (np * 16 + (lm >> 1) * 8 + lr) * T::LD + kk * 16 + (lm & 1) * 8));
-          ptx::mma_bf16(s[2 * np], qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3], b0, b1);
-          ptx::mma_bf16(s[2 * np + 1], qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3], b2, b3);
+                           ptx::smem_u32(ks + (np * 16 + (lm >> 1) * 8 + lr) * C::LD + kk * 16 + (lm & 1) * 8));
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            ptx::mma_bf16(s[mt][2 * np], a[mt][0], a[mt][1], a[mt][2], a[mt][3], b0, b1);
+            ptx::mma_bf16(s[mt][2 * np + 1], a[mt][0], a[mt][1], a[mt][2], a[mt][3], b2, b3);
+          }
         }
       }
-      // Causal mask, only on tiles that reach past this warp's first row.
-      if (kt0 + kBN - 1 > warp_first) {
+      const bool need_mask = kt0 + kBN - 1 > warp_first;  // only tiles reaching past the warp's first row
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        const int pos0 = warp_first + mt * 16 + g, pos1 = pos0 + 8;
+        if (need_mask) {
+#pragma unroll
+          for (int n = 0; n < kBN / 8; ++n) {
+            const int t = kt0 + n * 8 + 2 * t4;
+            if (t > pos0) s[mt][n][0] = -INFINITY;
+            if (t + 1 > pos0) s[mt][n][1] = -INFINITY;
+            if (t > pos1) s[mt][n][2] = -INFINITY;
+            if (t + 1 > pos1) s[mt][n][3] = -INFINITY;
+          }
+        }
+        // Online softmax: a row's 64 scores sit in the 4 lanes of one quad.
+        float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
         for (int n = 0; n < kBN / 8; ++n) {
-          const int t = kt0 + n * 8 + 2 * t4;
-          if (t > pos0) s[n][0] = -INFINITY;
-          if (t + 1 > pos0) s[n][1] = -INFINITY;
-          if (t > pos1) s[n][2] = -INFINITY;
-          if (t + 1 > pos1) s[n][3] = -INFINITY;
+          mx0 = fmaxf(mx0, fmaxf(s[mt][n][0], s[mt][n][1]));
+          mx1 = fmaxf(mx1, fmaxf(s[mt][n][2], s[mt][n][3]));
         }
-      }
-      // Online softmax: a row's 64 scores sit in the 4 lanes of one quad.
-      float mx0 = -INFINITY, mx1 = -INFINITY;
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        const float mn0 = fmaxf(m[mt][0], mx0 * sl2), mn1 = fmaxf(m[mt][1], mx1 * sl2);
+        // A row with nothing visible yet keeps max -inf: subtract 0 instead (its p are all 0).
+        const float base0 = mn0 == -INFINITY ? 0.f : mn0, base1 = mn1 == -INFINITY ? 0.f : mn1;
+        const float a0 = ptx::ex2(m[mt][0] - base0), a1 = ptx::ex2(m[mt][1] - base1);  // 0 when m was -inf
+        m[mt][0] = mn0;
+        m[mt][1] = mn1;
+        float sum0 = 0.f, sum1 = 0.f;
 #pragma unroll
-      for (int n = 0; n < kBN / 8; ++n) {
-        mx0 = fmaxf(mx0, fmaxf(s[n][0], s[n][1]));
-        mx1 = fmaxf(mx1, fmaxf(s[n][2], s[n][3]));
-      }
-      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-      const float mn0 = fmaxf(m0, mx0 * sl2), mn1 = fmaxf(m1, mx1 * sl2);
-      // A row with nothing visible yet keeps max -inf: subtract 0 instead (its p are all 0).
-      const float base0 = mn0 == -INFINITY ? 0.f : mn0, base1 = mn1 == -INFINITY ? 0.f : mn1;
-      const float a0 = ptx::ex2(m0 - base0), a1 = ptx::ex2(m1 - base1);  // 0 when m was -inf
-      m0 = mn0;
-      m1 = mn1;
-      float sum0 = 0.f, sum1 = 0.f;
+        for (int n = 0; n < kBN / 8; ++n) {
+          s[mt][n][0] = ptx::ex2(fmaf(s[mt][n][0], sl2, -base0));
+          s[mt][n][1] = ptx::ex2(fmaf(s[mt][n][1], sl2, -base0));
+          s[mt][n][2] = ptx::ex2(fmaf(s[mt][n][2], sl2, -base1));
+          s[mt][n][3] = ptx::ex2(fmaf(s[mt][n][3], sl2, -base1));
+          sum0 += s[mt][n][0] + s[mt][n][1];
+          sum1 += s[mt][n][2] + s[mt][n][3];
+        }
+        l[mt][0] = l[mt][0] * a0 + sum0;  // lane-partial row sums; the quad is summed once at the end
+        l[mt][1] = l[mt][1] * a1 + sum1;
 #pragma unroll
-      for (int n = 0; n < kBN / 8; ++n) {
-        s[n][0] = ptx::ex2(fmaf(s[n][0], sl2, -base0));
-        s[n][1] = ptx::ex2(fmaf(s[n][1], sl2, -base0));
-        s[n][2] = ptx::ex2(fmaf(s[n][2], sl2, -base1));
-        s[n][3] = ptx::ex2(fmaf(s[n][3], sl2, -base1));
-        sum0 += s[n][0] + s[n][1];
-        sum1 += s[n][2] + s[n][3];
-      }
-      l0 = l0 * a0 + sum0;  // lane-partial row sums; the quad is summed once at the end
-      l1 = l1 * a1 + sum1;
-#pragma unroll
-      for (int d = 0; d < D / 8; ++d) {
-        o[d][0] *= a0;
-        o[d][1] *= a0;
-        o[d][2] *= a1;
-        o[d][3] *= a1;
+        for (int d = 0; d < D / 8; ++d) {
+          o[mt][d][0] *= a0;
+          o[mt][d][1] *= a0;
+          o[mt][d][2] *= a1;
+          o[mt][d][3] *= a1;
+        }
       }
       // O += P V. The S accumulators of two key n-tiles are exactly an A fragment of P; V rows are
       // keys (the k index), so ldmatrix.trans gives B fragments: matrices (keys +0..7, dims
       // +0..7), (keys +8..15, dims +0..7), (keys +0..7, dims +8..15), (keys +8..15, dims +8..15).
 #pragma unroll
       for (int kk = 0; kk < kBN / 16; ++kk) {
-        const uint32_t pa0 = ptx::pack_bf16(s[2 * kk][0], s[2 * kk][1]);
-        const uint32_t pa1 = ptx::pack_bf16(s[2 * kk][2], s[2 * kk][3]);
-        const uint32_t pa2 = ptx::pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-        const uint32_t pa3 = ptx::pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+        uint32_t pa[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          pa[mt][0] = ptx::pack_bf16(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+          pa[mt][1] = ptx::pack_bf16(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+          pa[mt][2] = ptx::pack_bf16(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+          pa[mt][3] = ptx::pack_bf16(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+        }
 #pragma unroll
         for (int dp = 0; dp < D / 16; ++dp) {
           uint32_t b0, b1, b2, b3;
           ptx::ldmatrix_x4_trans(b0, b1, b2, b3,
-                                 ptx::smem_u32(vs + (kk * 16 + (lm & 1) * 8 + lr) * T::LD + dp * 16 + (lm >> 1) * 8));
-          ptx::mma_bf16(o[2 * dp], pa0, pa1, pa2, pa3, b0, b1);
-          ptx::mma_bf16(o[2 * dp + 1], pa0, pa1, pa2, pa3, b2, b3);
+                                 ptx::smem_u32(vs + (kk * 16 + (lm & 1) * 8 + lr) * C::LD + dp * 16 + (lm >> 1) * 8));
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            ptx::mma_bf16(o[mt][2 * dp], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], b0, b1);
+            ptx::mma_bf16(o[mt][2 * dp + 1], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], b2, b3);
+          }
         }
       }
     }
     __syncthreads();  // everyone is done with stage j&1 before tile j+2 is loaded into it
   }
 
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-  const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
   const int64_t out_stride = int64_t(p.heads) * D;
-  bf16* o0 = p.out + int64_t(qs + r0) * out_stride + int64_t(h) * D + 2 * t4;
-  bf16* o1 = o0 + 8 * out_stride;
 #pragma unroll
-  for (int d = 0; d < D / 8; ++d) {
-    if (v0) *reinterpret_cast<__nv_bfloat162*>(o0 + d * 8) = __floats2bfloat162_rn(o[d][0] * inv0, o[d][1] * inv0);
-    if (v1) *reinterpret_cast<__nv_bfloat162*>(o1 + d * 8) = __floats2bfloat162_rn(o[d][2] * inv1, o[d][3] * inv1);
+  for (int mt = 0; mt < MT; ++mt) {
+    float l0 = l[mt][0], l1 = l[mt][1];
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
+    const int r0 = wrow0 + mt * 16 + g, r1 = r0 + 8;
+    bf16* o0 = p.out + int64_t(qs + r0) * out_stride + int64_t(h) * D + 2 * t4;
+    bf16* o1 = o0 + 8 * out_stride;
+#pragma unroll
+    for (int d = 0; d < D / 8; ++d) {
+      if (r0 < q_len)
+        *reinterpret_cast<__nv_bfloat162*>(o0 + d * 8) = __floats2bfloat162_rn(o[mt][d][0] * inv0, o[mt][d][1] * inv0);
+      if (r1 < q_len)
+        *reinterpret_cast<__nv_bfloat162*>(o1 + d * 8) = __floats2bfloat162_rn(o[mt][d][2] * inv1, o[mt][d][3] * inv1);
+    }
   }
+}
+
+template <int D, int MT>
+void launch_prefill(const PrefillParams& p, int num_seqs, int max_q_len, cudaStream_t stream) {
+  using C = Cfg<D, MT>;
+  auto kernel = prefill_kernel<D, MT>;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::smem)));
+  dim3 grid(p.heads, (max_q_len + C::BM - 1) / C::BM, num_seqs);  // heads fastest: a GQA group's heads share K/V in L2
+  kernel<<<grid, kWarps * 32, C::smem, stream>>>(p);
+  CUDA_CHECK_LAUNCH("prefill_kernel");
 }
 
 template <int D>
 void launch_prefill(const PrefillParams& p, int num_seqs, int max_q_len, cudaStream_t stream) {
-  constexpr size_t smem = Tile<D>::smem;
-  auto kernel = prefill_kernel<D>;
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  dim3 grid(p.heads, (max_q_len + kBM - 1) / kBM, num_seqs);  // heads fastest: a GQA group's heads share K/V in L2
-  kernel<<<grid, kWarps * 32, smem, stream>>>(p);
-  CUDA_CHECK_LAUNCH("prefill_kernel");
+  if (max_q_len >= PEERPLAN_PREFILL_MT2_MIN_Q) launch_prefill<D, 2>(p, num_seqs, max_q_len, stream);
+  else launch_prefill<D, 1>(p, num_seqs, max_q_len, stream);
 }
 
 }  // namespace

@@ -5,22 +5,24 @@
 // The kernel is bandwidth-bound, so it is built around bytes in flight: each warp takes 16 tokens
 // per step and issues all their K and V loads (16-byte, coalesced) before it uses any, and the
 // arithmetic runs on the tensor cores (mma.sync m16n8k16), where with 8 query heads per kv head
-// fp32 FMAs alone would cap the kernel well under HBM speed. The query heads are the M rows of the
-// mma (padded to 16), tokens and head dims the N/K sides. The fragments are filled straight from
-// the 16-byte loads, with no shared-memory staging:
-//   S = Q K^T : the head dim is the reduction, so it may be visited in any order as long as Q and
-//               K agree. Lane (g, t) loads dims [32i + 8t, +8) of token g's K row; the
-//               fragments' logical dims 2t, 2t+1 | 8+2t, 9+2t are then its physical dims
-//               32i + 8t + 4h + (0,1 | 2,3), and Q is loaded with the same mapping.
-//   O = P V   : P (the S accumulators, two 8-token n-tiles) is already an A fragment. A B fragment
-//               needs two tokens' values of one dim per register: lane (g, t) loads tokens
-//               2t, 2t+1, 8+2t, 9+2t at dims [64i + 8g, +8) and pairs them with byte permutes;
-//               logical output column n of n-tile (i, j) is then physical dim 64i + 8n + j.
+// fp32 FMAs alone would cap the kernel well under HBM speed. The fragments are filled straight
+// from the 16-byte loads, with no shared-memory staging:
+//   S = Q K^T   : M = the query heads (padded to 16), N = 8 tokens, K = the head dim. The head dim
+//                 is the reduction, so it may be visited in any order as long as Q and K agree.
+//                 Lane (g, t) loads dims [32i + 8t, +8) of token g's K row; the fragments'
+//                 logical dims 2t, 2t+1 | 8+2t, 9+2t are then its physical dims
+//                 32i + 8t + 4h + (0,1 | 2,3), and Q is loaded with the same mapping.
+//   O^T = V^T P^T: M = 16 head dims, N = 8 query heads, K = 16 tokens. The S accumulators of
+//                 two token n-tiles are exactly the B fragment of P^T. An A fragment of V^T needs
+//                 two tokens' values of one dim per register: lane (g, t) loads tokens 2t, 2t+1,
+//                 8+2t, 9+2t at dims [64i + 8g, +8) and pairs them with byte permutes; m-tile
+//                 (i, j)'s logical rows g | g+8 are then physical dims 64i + 8g + 2j | +1.
+//                 Transposed, every accumulator register holds a real head (with 8 heads per kv
+//                 head), which leaves the kernel at <= 128 registers: 4 blocks per SM.
 // Each warp keeps a running softmax (max, sum, O) in registers; the block's 4 warps are merged
 // through shared memory at the end. The splits of one (sequence, kv head) are merged either inside
 // the same launch, as one thread-block cluster (Hopper: each block reads the others' partials
-// from distributed shared memory, so no workspace round trip and no second kernel), or, where
-// clusters are not available or a sequence needs more than 8 splits (batch x kv_heads < 16), by a
+// from distributed shared memory, so no workspace round trip and no second kernel), or by a
 // second small kernel over a workspace.
 #include <algorithm>
 #include <atomic>
@@ -42,33 +44,19 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kStepTokens = 16;                     // tokens per warp step
 constexpr int kChunkQuantum = kWarps * kStepTokens;  // chunks are multiples of this
-// Split-K aims at ~8 blocks per SM (a macro only so a benchmark build can try another value).
+// Blocks per SM of the split kernel (its register budget: <= 128 per thread with up to 8 query
+// heads per kv head, 168 with 16). Split-K aims at one wave of them: every block resident from
+// the start, each as long as possible (per-block start-up and merge amortised over more tokens).
+#ifndef PEERPLAN_DECODE_RESIDENT
+#define PEERPLAN_DECODE_RESIDENT 4
+#endif
+constexpr int kResidentBlocks = PEERPLAN_DECODE_RESIDENT;
+// Split-K target in blocks per SM (a macro only so a benchmark build can try another value).
 #ifndef PEERPLAN_DECODE_BLOCKS_PER_SM
-#define PEERPLAN_DECODE_BLOCKS_PER_SM 8
+#define PEERPLAN_DECODE_BLOCKS_PER_SM 4
 #endif
 constexpr int kBlocksPerSmTarget = PEERPLAN_DECODE_BLOCKS_PER_SM;
-// K/V of a warp's next step are copied (cp.async) into shared memory while it computes the current
-// one, so twice the bytes are in flight for the same registers. Measured slower on the H200
-// (2026-12-01: 3.16 vs 4.11 TB/s at batch 128 x ctx 4096), so off; kept for comparison builds.
-#ifndef PEERPLAN_DECODE_CPASYNC
-#define PEERPLAN_DECODE_CPASYNC 0
-#endif
-constexpr bool kCpAsync = PEERPLAN_DECODE_CPASYNC != 0;
-constexpr int kStages = 2;
-// Dynamic shared memory of the split kernel: the cp.async staging area, [stage][piece][thread] x
-// 16 bytes (consecutive threads, consecutive 16 bytes: conflict-free), reused for the warp merge.
-template <int D, int G>
-constexpr size_t decode_smem_bytes() {
-  const size_t stage = kCpAsync ? size_t(kStages) * (D / 8) * kThreads * 16 : 0;
-  const size_t merge = size_t(kWarps) * G * (D + 4) * sizeof(float);
-  return stage > merge ? stage : merge;
-}
-constexpr int kMaxClusterSplits = 8;                // portable cluster size
-// Resident blocks per SM the register budget is cut for (3: <= 168 registers a thread). A macro
-// only so that a benchmark build can try another value.
-#ifndef PEERPLAN_DECODE_MIN_BLOCKS
-#define PEERPLAN_DECODE_MIN_BLOCKS 3
-#endif
+constexpr int kMaxClusterSplits = 8;  // portable cluster size
 
 struct DecodeParams {
   const bf16* q;
@@ -94,14 +82,12 @@ __host__ __device__ inline int chunk_len(int len, int splits) {
 __device__ __forceinline__ uint4 ld16(const bf16* p) { return *reinterpret_cast<const uint4*>(p); }
 
 template <int D, int G, bool kCluster>
-__global__ void __launch_bounds__(kThreads, PEERPLAN_DECODE_MIN_BLOCKS) decode_split_kernel(DecodeParams p) {
+__global__ void __launch_bounds__(kThreads, G > 8 ? 3 : kResidentBlocks) decode_split_kernel(DecodeParams p) {
   static_assert(G >= 1 && G <= 16, "query heads per kv head");
   constexpr int NB32 = D / 32, NB64 = D / 64;
-  constexpr bool kUpper = G > 8;  // mma rows 8..15 hold real heads
-  extern __shared__ __align__(16) uint4 dyn_s[];  // decode_smem_bytes<D, G>()
-  // Per-warp partial outputs for the block merge (+4: the quad-strided stores below hit 2 banks,
-  // not 16); they reuse the staging area once every warp is past its last step.
-  auto o_s = reinterpret_cast<float(*)[G][D + 4]>(dyn_s);
+  constexpr bool kUpper = G > 8;   // S rows 8..15 / a second n-tile of O^T hold real heads
+  constexpr int NH = kUpper ? 2 : 1;
+  __shared__ __align__(16) float o_s[kWarps][G][D + 4];  // per-warp partial outputs for the block merge
   __shared__ float m_s[kWarps][G], l_s[kWarps][G];
   __shared__ float part_o[kCluster ? G : 1][kCluster ? D : 1];  // this block's normalised partial
   __shared__ float part_lse[kCluster ? G : 1];                   // and its log2-sum-exp, per head
@@ -123,7 +109,7 @@ __global__ void __launch_bounds__(kThreads, PEERPLAN_DECODE_MIN_BLOCKS) decode_s
   const bf16* kp = p.k_cache + kv_base;
   const bf16* vp = p.v_cache + kv_base;
 
-  // Q: rows g and g+8 of the A fragment are heads h0+g and h0+g+8 (zeros past the group).
+  // Q: rows g and g+8 of the S A fragment are heads h0+g and h0+g+8 (zeros past the group).
   uint4 qlo[NB32], qhi[NB32];
   {
     const bf16* qrow = p.q + int64_t(b) * p.q_row_stride + int64_t(h0) * D;
@@ -134,67 +120,35 @@ __global__ void __launch_bounds__(kThreads, PEERPLAN_DECODE_MIN_BLOCKS) decode_s
     }
   }
 
-  float o[NB64][8][4];
+  // O^T accumulators: o[i][j][n] is m-tile (i, j) x head n-tile n: c0 = (dim 64i+8g+2j, head
+  // 8n+2t), c1 = (same dim, head 8n+2t+1), c2/c3 = the same for dim 64i+8g+2j+1.
+  float o[NB64][4][NH][4];
 #pragma unroll
   for (int i = 0; i < NB64; ++i)
 #pragma unroll
-    for (int j = 0; j < 8; ++j) o[i][j][0] = o[i][j][1] = o[i][j][2] = o[i][j][3] = 0.f;
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int n = 0; n < NH; ++n) o[i][j][n][0] = o[i][j][n][1] = o[i][j][n][2] = o[i][j][n][3] = 0.f;
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;  // heads g and g+8 (scaled base-2 units)
   const float sl2 = p.scale_log2;
+  // The softmax state of head h sits in lanes 4h..4h+3; this lane's O^T columns are heads 2t, 2t+1.
+  const int src_even = 8 * t, src_odd = 8 * t + 4;
 
-  // A step's 16-byte pieces for this lane: K of tokens g and 8+g at dims 32i + 8t, V of tokens
-  // 2t, 2t+1, 8+2t, 9+2t at dims 64i + 8g. Tokens past the chunk read the chunk's last row instead
-  // (finite data, in bounds); their scores are masked, so their weight is exactly 0.
-  constexpr int NP = 2 * NB32 + 4 * NB64;
-  auto k_src = [&](int tb, int n, int i) { return kp + int64_t(min(tb + 8 * n + g, t1 - 1)) * D + 32 * i + 8 * t; };
-  auto v_src = [&](int tb, int r, int i) {
-    return vp + int64_t(min(tb + (r >> 1) * 8 + 2 * t + (r & 1), t1 - 1)) * D + 64 * i + 8 * g;
-  };
-  // cp.async path: piece c of stage st at dyn_s[(st * NP + c) * kThreads + tid]; each thread reads
-  // back only what it copied itself, so cp.async.wait_group alone orders it (no barrier).
-  auto issue = [&](int tb, int st) {
-    uint4* dst = dyn_s + st * NP * kThreads + tid;
-#pragma unroll
-    for (int n = 0; n < 2; ++n)
-#pragma unroll
-      for (int i = 0; i < NB32; ++i) ptx::cp_async16(dst + (n * NB32 + i) * kThreads, k_src(tb, n, i), true);
-#pragma unroll
-    for (int r = 0; r < 4; ++r)
-#pragma unroll
-      for (int i = 0; i < NB64; ++i)
-        ptx::cp_async16(dst + (2 * NB32 + r * NB64 + i) * kThreads, v_src(tb, r, i), true);
-  };
-  const int tb_first = t0 + warp * kStepTokens;
-  if constexpr (kCpAsync) {
-    if (tb_first < t1) issue(tb_first, 0);
-    ptx::cp_async_commit();
-  }
-
-  int it = 0;
-  for (int tb = tb_first; tb < t1; tb += kWarps * kStepTokens, ++it) {
+  for (int tb = t0 + warp * kStepTokens; tb < t1; tb += kWarps * kStepTokens) {
+    // All loads of the step first. Tokens past the chunk read the chunk's last row instead
+    // (finite data, in bounds); their scores are masked, so their weight is exactly 0.
     uint4 kx[2][NB32], vx[NB64][4];
-    if constexpr (kCpAsync) {
-      if (tb + kWarps * kStepTokens < t1) issue(tb + kWarps * kStepTokens, (it + 1) & 1);
-      ptx::cp_async_commit();
-      ptx::cp_async_wait<1>();  // this step's pieces have landed
-      const uint4* src = dyn_s + (it & 1) * NP * kThreads + tid;
 #pragma unroll
-      for (int n = 0; n < 2; ++n)
+    for (int n = 0; n < 2; ++n) {
+      const int tok = min(tb + 8 * n + g, t1 - 1);
 #pragma unroll
-        for (int i = 0; i < NB32; ++i) kx[n][i] = src[(n * NB32 + i) * kThreads];
+      for (int i = 0; i < NB32; ++i) kx[n][i] = ld16(kp + int64_t(tok) * D + 32 * i + 8 * t);
+    }
 #pragma unroll
-      for (int r = 0; r < 4; ++r)
+    for (int r = 0; r < 4; ++r) {
+      const int tok = min(tb + (r >> 1) * 8 + 2 * t + (r & 1), t1 - 1);
 #pragma unroll
-        for (int i = 0; i < NB64; ++i) vx[i][r] = src[(2 * NB32 + r * NB64 + i) * kThreads];
-    } else {  // all loads of the step first, then the arithmetic
-#pragma unroll
-      for (int n = 0; n < 2; ++n)
-#pragma unroll
-        for (int i = 0; i < NB32; ++i) kx[n][i] = ld16(k_src(tb, n, i));
-#pragma unroll
-      for (int r = 0; r < 4; ++r)
-#pragma unroll
-        for (int i = 0; i < NB64; ++i) vx[i][r] = ld16(v_src(tb, r, i));
+      for (int i = 0; i < NB64; ++i) vx[i][r] = ld16(vp + int64_t(tok) * D + 64 * i + 8 * g);
     }
 
     // S (heads x 16 tokens) as two n-tiles of 8 tokens.
@@ -243,56 +197,64 @@ __global__ void __launch_bounds__(kThreads, PEERPLAN_DECODE_MIN_BLOCKS) decode_s
       }
       l1 = l1 * a1 + (s[0][2] + s[0][3] + s[1][2] + s[1][3]);
     }
-    const uint32_t pa0 = ptx::pack_bf16(s[0][0], s[0][1]);
-    const uint32_t pa2 = ptx::pack_bf16(s[1][0], s[1][1]);
-    const uint32_t pa1 = kUpper ? ptx::pack_bf16(s[0][2], s[0][3]) : 0u;
-    const uint32_t pa3 = kUpper ? ptx::pack_bf16(s[1][2], s[1][3]) : 0u;
+    // P^T B fragments: (tokens 2t, 2t+1 | 8+2t, 9+2t; head g) for heads 0..7 and 8..15.
+    uint32_t pb[NH][2];
+    pb[0][0] = ptx::pack_bf16(s[0][0], s[0][1]);
+    pb[0][1] = ptx::pack_bf16(s[1][0], s[1][1]);
+    if constexpr (kUpper) {
+      pb[NH - 1][0] = ptx::pack_bf16(s[0][2], s[0][3]);
+      pb[NH - 1][1] = ptx::pack_bf16(s[1][2], s[1][3]);
+    }
+    // Rescale factors of this lane's O^T columns (heads 2t, 2t+1 of each head n-tile).
+    float ra[NH][2];
+    ra[0][0] = __shfl_sync(0xffffffffu, a0, src_even);
+    ra[0][1] = __shfl_sync(0xffffffffu, a0, src_odd);
+    if constexpr (kUpper) {
+      ra[NH - 1][0] = __shfl_sync(0xffffffffu, a1, src_even);
+      ra[NH - 1][1] = __shfl_sync(0xffffffffu, a1, src_odd);
+    }
 
-    // O = O * alpha + P V.
+    // O^T = O^T * alpha + V^T P^T.
 #pragma unroll
     for (int i = 0; i < NB64; ++i) {
-      const uint32_t* r0 = reinterpret_cast<const uint32_t*>(&vx[i][0]);
-      const uint32_t* r1 = reinterpret_cast<const uint32_t*>(&vx[i][1]);
-      const uint32_t* r2 = reinterpret_cast<const uint32_t*>(&vx[i][2]);
-      const uint32_t* r3 = reinterpret_cast<const uint32_t*>(&vx[i][3]);
+      const uint32_t* r0 = reinterpret_cast<const uint32_t*>(&vx[i][0]);  // token 2t
+      const uint32_t* r1 = reinterpret_cast<const uint32_t*>(&vx[i][1]);  // token 2t+1
+      const uint32_t* r2 = reinterpret_cast<const uint32_t*>(&vx[i][2]);  // token 8+2t
+      const uint32_t* r3 = reinterpret_cast<const uint32_t*>(&vx[i][3]);  // token 9+2t
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const uint32_t sel = (j & 1) ? 0x7632u : 0x5410u;  // high or low bf16 of both words
-        const uint32_t b0 = __byte_perm(r0[j >> 1], r1[j >> 1], sel);  // tokens 2t, 2t+1 at dim 64i+8g+j
-        const uint32_t b1 = __byte_perm(r2[j >> 1], r3[j >> 1], sel);  // tokens 8+2t, 9+2t
-        o[i][j][0] *= a0;
-        o[i][j][1] *= a0;
-        if (kUpper) {
-          o[i][j][2] *= a1;
-          o[i][j][3] *= a1;
+      for (int j = 0; j < 4; ++j) {
+        // Row g: dim 64i+8g+2j (the low bf16 of word j), row g+8: dim +1 (the high bf16).
+        const uint32_t a_0 = __byte_perm(r0[j], r1[j], 0x5410u), a_1 = __byte_perm(r0[j], r1[j], 0x7632u);
+        const uint32_t a_2 = __byte_perm(r2[j], r3[j], 0x5410u), a_3 = __byte_perm(r2[j], r3[j], 0x7632u);
+#pragma unroll
+        for (int n = 0; n < NH; ++n) {
+          o[i][j][n][0] *= ra[n][0];
+          o[i][j][n][1] *= ra[n][1];
+          o[i][j][n][2] *= ra[n][0];
+          o[i][j][n][3] *= ra[n][1];
+          ptx::mma_bf16(o[i][j][n], a_0, a_1, a_2, a_3, pb[n][0], pb[n][1]);
         }
-        ptx::mma_bf16(o[i][j], pa0, pa1, pa2, pa3, b0, b1);
       }
     }
   }
 
   // Merge the 4 warps. A warp that got no tokens has m = -inf, l = 0, O = 0: weight 0.
-  if constexpr (kCpAsync) ptx::cp_async_wait<0>();  // (only empty groups are left)
-  __syncthreads();  // every warp is done with the staging area that o_s reuses
   l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
   l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-  // c0/c1 of n-tile (i, j): head g, dims 64i + 8(2t) + j and 64i + 8(2t+1) + j; c2/c3: head g+8.
 #pragma unroll
-  for (int i = 0; i < NB64; ++i)
+  for (int n = 0; n < NH; ++n) {
+    const int he = 8 * n + 2 * t, ho = he + 1;  // this lane's heads
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int d0 = 64 * i + 16 * t + j;
-      if (g < G) {
-        o_s[warp][g][d0] = o[i][j][0];
-        o_s[warp][g][d0 + 8] = o[i][j][1];
+    for (int i = 0; i < NB64; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int d = 64 * i + 8 * g + 2 * j;
+        if (he < G) *reinterpret_cast<float2*>(&o_s[warp][he][d]) = make_float2(o[i][j][n][0], o[i][j][n][2]);
+        if (ho < G) *reinterpret_cast<float2*>(&o_s[warp][ho][d]) = make_float2(o[i][j][n][1], o[i][j][n][3]);
       }
-      if (kUpper && g + 8 < G) {
-        o_s[warp][g + 8][d0] = o[i][j][2];
-        o_s[warp][g + 8][d0 + 8] = o[i][j][3];
-      }
-    }
+  }
   if (t == 0) {
     if (g < G) m_s[warp][g] = m0, l_s[warp][g] = l0;
     if (kUpper && g + 8 < G) m_s[warp][g + 8] = m1, l_s[warp][g + 8] = l1;
@@ -403,14 +365,12 @@ __global__ void __launch_bounds__(D) decode_merge_kernel(DecodeParams p) {
 template <int D, int G>
 void launch_decode(const DecodeParams& p, int batch, bool cluster, cudaStream_t stream) {
   const dim3 grid(p.splits, p.kv_heads, batch);
-  constexpr size_t smem = decode_smem_bytes<D, G>();
   auto kernel = cluster ? decode_split_kernel<D, G, true> : decode_split_kernel<D, G, false>;
-  if (smem > 48 * 1024) CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   if (cluster) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = grid;
     cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = smem;
+    cfg.dynamicSmemBytes = 0;
     cfg.stream = stream;
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeClusterDimension;
@@ -423,7 +383,7 @@ void launch_decode(const DecodeParams& p, int batch, bool cluster, cudaStream_t 
     CUDA_CHECK_LAUNCH("decode_split_kernel (cluster)");
     return;
   }
-  kernel<<<grid, kThreads, smem, stream>>>(p);
+  kernel<<<grid, kThreads, 0, stream>>>(p);
   CUDA_CHECK_LAUNCH("decode_split_kernel");
   if (p.splits > 1) {
     decode_merge_kernel<D><<<dim3(p.heads, batch), D, size_t(p.splits) * sizeof(float), stream>>>(p);
@@ -445,15 +405,18 @@ void dispatch_group(const DecodeParams& p, int batch, int group, bool cluster, c
   }
 }
 
-// Chunks per sequence: enough that batch x kv_heads x chunks is ~8 blocks per SM (a few waves of
-// the ~3 resident blocks per SM, so the tail wave is short), at most one chunk per kChunkQuantum
-// tokens of the cache. The cache capacity only caps the count: each sequence's chunks are cut from
-// its own length (chunk_len), so a large capacity costs no work.
+// Chunks per sequence: as many as fit one wave of resident blocks (batch x kv_heads x chunks <=
+// kBlocksPerSmTarget x SMs; at least 1), at most one chunk per kChunkQuantum tokens of the cache.
+// One wave, because a block's start-up (sequence length, slot, first loads) and its merge cost
+// about as much as one or two of its steps: fewer, longer blocks amortise them (H200, 2026-12-01:
+// batch 64 x 8 kv heads x ctx 1024 was 3.2 TB/s in ~4 waves of 6-step warps). The cache capacity
+// only caps the count: each sequence's chunks are cut from its own length (chunk_len), so a large
+// capacity costs no work.
 int decode_splits(int batch, int kv_heads, int max_ctx, int sm_count) {
   const int per_seq = std::max(1, batch * kv_heads);
-  const int target = (kBlocksPerSmTarget * std::max(sm_count, 1) + per_seq - 1) / per_seq;
+  const int target = std::max(1, kBlocksPerSmTarget * std::max(sm_count, 1) / per_seq);
   const int hi = std::max(1, (max_ctx + kChunkQuantum - 1) / kChunkQuantum);
-  return std::max(1, std::min(target, hi));
+  return std::min(target, hi);
 }
 
 // Thread-block clusters (distributed shared memory) exist from compute capability 9.0 on.

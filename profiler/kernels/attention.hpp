@@ -19,7 +19,8 @@ namespace peerplan::kernels {
 
 // Decode: one new token per sequence, attending to its whole cached context (incl. itself).
 // Flash-decoding: the context is split into chunks (split-K) so a small batch still fills the GPU;
-// a second kernel merges the chunks' partial softmaxes.
+// the chunks' partial softmaxes are merged by a second kernel through the workspace or, on Hopper
+// with 16..64 (sequence, kv head) pairs, inside one thread-block cluster (workspace unused).
 struct DecodeAttention {
   const __nv_bfloat16* q = nullptr;   // [batch][q_row_stride]
   int64_t q_row_stride = 0;           // elements

@@ -1,0 +1,204 @@
+// Attention kernel bench + large-shape check against a naive fp32 GPU reference (see build.sh).
+// Uses only the public API (profiler/kernels/attention.hpp), so it links against old or new kernels.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "profiler/kernels/attention.hpp"
+
+using bf16 = __nv_bfloat16;
+namespace kn = peerplan::kernels;
+
+#define CK(x)                                                                             \
+  do {                                                                                    \
+    cudaError_t e_ = (x);                                                                 \
+    if (e_ != cudaSuccess) {                                                              \
+      std::fprintf(stderr, "CUDA %s at %s:%d: %s\n", cudaGetErrorName(e_), __FILE__, __LINE__, #x); \
+      std::exit(1);                                                                       \
+    }                                                                                     \
+  } while (0)
+
+__global__ void fill(bf16* p, size_t n, uint32_t seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t x = uint32_t(i) * 2654435761u ^ seed * 0x9E3779B9u ^ uint32_t(i >> 32) * 0x85EBCA6Bu;
+    x ^= x >> 15; x *= 0x2C1B3C6Du; x ^= x >> 12; x *= 0x297A2D39u; x ^= x >> 15;
+    p[i] = __float2bfloat16((x & 0xFFFFFF) / float(0x800000) - 1.0f);
+  }
+}
+
+// Naive reference: one block per (row, head). Row r attends keys [0, n(r)) of cache slot slot(r).
+// mode 0 (prefill, one sequence, ctx0 = 0): n = r + 1, slot 0. mode 1 (decode): n = lens[r], slot r.
+__global__ void ref_kernel(int mode, const bf16* q, int64_t qstride, const bf16* k, const bf16* v, const int* lens,
+                           int heads, int kvh, int D, int max_ctx, float scale, float* out) {
+  extern __shared__ float sm[];
+  const int r = blockIdx.x, h = blockIdx.y;
+  const int n = mode == 0 ? r + 1 : lens[r];
+  const int slot = mode == 0 ? 0 : r;
+  const bf16* kp = k + (int64_t(slot) * kvh + h / (heads / kvh)) * max_ctx * D;
+  const bf16* vp = v + (int64_t(slot) * kvh + h / (heads / kvh)) * max_ctx * D;
+  float* qs = sm;
+  float* s = sm + D;
+  __shared__ float red[32];
+  for (int d = threadIdx.x; d < D; d += blockDim.x) qs[d] = __bfloat162float(q[int64_t(r) * qstride + int64_t(h) * D + d]);
+  __syncthreads();
+  float mx = -INFINITY;
+  for (int t = threadIdx.x; t < n; t += blockDim.x) {
+    float a = 0;
+    for (int d = 0; d < D; ++d) a += qs[d] * __bfloat162float(kp[int64_t(t) * D + d]);
+    s[t] = a * scale;
+    mx = fmaxf(mx, s[t]);
+  }
+  for (int o = 16; o; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(~0u, mx, o));
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = mx;
+  __syncthreads();
+  mx = -INFINITY;
+  for (int i = 0; i < int(blockDim.x / 32); ++i) mx = fmaxf(mx, red[i]);
+  __syncthreads();
+  float l = 0;
+  for (int t = threadIdx.x; t < n; t += blockDim.x) { s[t] = expf(s[t] - mx); l += s[t]; }
+  for (int o = 16; o; o /= 2) l += __shfl_xor_sync(~0u, l, o);
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = l;
+  __syncthreads();
+  l = 0;
+  for (int i = 0; i < int(blockDim.x / 32); ++i) l += red[i];
+  for (int d = threadIdx.x; d < D; d += blockDim.x) {
+    float a = 0;
+    for (int t = 0; t < n; ++t) a += s[t] * __bfloat162float(vp[int64_t(t) * D + d]);
+    out[(int64_t(r) * heads + h) * D + d] = a / l;
+  }
+}
+
+__global__ void rel_err(const bf16* got, const float* ref, size_t n, double* acc) {
+  double a = 0, b = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    double g = __bfloat162float(got[i]), r = ref[i];
+    if (isnan(g)) g = 1e30;
+    a += (g - r) * (g - r);
+    b += r * r;
+  }
+  atomicAdd(acc, a);
+  atomicAdd(acc + 1, b);
+}
+
+static double check(const bf16* got, const float* ref, size_t n) {
+  double* acc;
+  CK(cudaMalloc(&acc, 16));
+  CK(cudaMemset(acc, 0, 16));
+  rel_err<<<264, 256>>>(got, ref, n, acc);
+  double h[2];
+  CK(cudaMemcpy(h, acc, 16, cudaMemcpyDeviceToHost));
+  CK(cudaFree(acc));
+  return std::sqrt(h[0] / h[1]);
+}
+
+template <class F>
+static double time_us(F&& launch, int iters = 30) {
+  launch();
+  CK(cudaDeviceSynchronize());
+  for (int i = 0; i < 3; ++i) launch();
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<float> t;
+  for (int i = 0; i < iters; ++i) {
+    CK(cudaEventRecord(a));
+    launch();
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms * 1000.f);
+  }
+  CK(cudaGetLastError());
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+int main(int argc, char** argv) {
+  const char* tag = argc > 1 ? argv[1] : "?";
+  int sms;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const size_t kv_elems = size_t(1) << 29;  // 1 GiB of bf16 each for K and V
+  bf16 *k, *v, *q, *out;
+  float *ref, *ws;
+  int *lens, *qstart;
+  CK(cudaMalloc(&k, kv_elems * 2));
+  CK(cudaMalloc(&v, kv_elems * 2));
+  const size_t q_elems = size_t(8192) * 64 * 128;
+  CK(cudaMalloc(&q, q_elems * 2));
+  CK(cudaMalloc(&out, q_elems * 2));
+  CK(cudaMalloc(&ref, q_elems * 4));
+  CK(cudaMalloc(&ws, size_t(256) << 20));
+  CK(cudaMalloc(&lens, 4096 * 4));
+  CK(cudaMalloc(&qstart, 8));
+  fill<<<1024, 256>>>(k, kv_elems, 1);
+  fill<<<1024, 256>>>(v, kv_elems, 2);
+  fill<<<1024, 256>>>(q, q_elems, 3);
+  CK(cudaDeviceSynchronize());
+  struct HC { int heads, kvh, D; };
+  std::printf("== %s (SMs %d)\n", tag, sms);
+  std::printf("%-8s %-10s %6s %6s %4s %6s %10s %10s %9s\n", "tag", "kind", "heads", "kv", "D", "b/L", "ctx(cap)", "us",
+              "TB/s|TF");
+  // Prefill, one sequence, context = q_len (the profiler's shapes).
+  for (HC c : {HC{32, 8, 128}, HC{64, 8, 128}, HC{32, 8, 64}}) {
+    for (int L : {512, 2048, 8192}) {
+      int hl[2] = {0, L};
+      CK(cudaMemcpy(qstart, hl, 8, cudaMemcpyHostToDevice));
+      CK(cudaMemcpy(lens, &L, 4, cudaMemcpyHostToDevice));
+      kn::PrefillAttention a;
+      a.q = q; a.q_row_stride = int64_t(c.heads) * c.D; a.k_cache = k; a.v_cache = v;
+      a.q_start = qstart; a.seq_lens = lens; a.out = out; a.num_seqs = 1; a.max_q_len = L;
+      a.heads = c.heads; a.kv_heads = c.kvh; a.head_dim = c.D; a.max_ctx = L;
+      double us = time_us([&] { kn::prefill_attention(a, nullptr); });
+      double tf = 4.0 * double(L) * L / 2 * c.heads * c.D / (us * 1e-6) / 1e12;
+      std::string err = "";
+      if (L == 2048) {
+        ref_kernel<<<dim3(L, c.heads), 128, (c.D + L) * 4>>>(0, q, a.q_row_stride, k, v, lens, c.heads, c.kvh, c.D, L,
+                                                             1.0f / std::sqrt(float(c.D)), ref);
+        CK(cudaDeviceSynchronize());
+        kn::prefill_attention(a, nullptr);
+        err = " err=" + std::to_string(check(out, ref, size_t(L) * c.heads * c.D));
+      }
+      std::printf("%-8s %-10s %6d %6d %4d %6d %10d %10.1f %9.1f%s\n", tag, "prefill", c.heads, c.kvh, c.D, L, L, us, tf,
+                  err.c_str());
+    }
+  }
+  // Decode: cap = ctx (the profiler) and cap = 2064 (the executor's bench-steps capacity for ctx 1024).
+  for (HC c : {HC{32, 8, 128}, HC{64, 8, 128}, HC{32, 4, 128}}) {
+    for (int b : {1, 8, 32, 64, 128}) {
+      for (int ctx : {1024, 4096}) {
+        for (int cap : {ctx, 2064}) {
+          if (cap < ctx || (cap != ctx && ctx != 1024)) continue;
+          if (size_t(b) * c.kvh * cap * c.D > kv_elems) continue;
+          std::vector<int> hl(size_t(b), ctx);
+          CK(cudaMemcpy(lens, hl.data(), 4 * b, cudaMemcpyHostToDevice));
+          kn::DecodeAttention a;
+          a.q = q; a.q_row_stride = int64_t(c.heads + 2 * c.kvh) * c.D; a.k_cache = k; a.v_cache = v;
+          a.seq_lens = lens; a.out = out; a.workspace = ws;
+          a.batch = b; a.heads = c.heads; a.kv_heads = c.kvh; a.head_dim = c.D; a.max_ctx = cap;
+          if (kn::decode_attention_workspace_bytes(b, c.heads, c.D, cap, c.kvh, sms) > (size_t(256) << 20)) continue;
+          double us = time_us([&] { kn::decode_attention(a, sms, nullptr); });
+          double tbs = double(b) * ctx * c.kvh * c.D * 4 / (us * 1e-6) / 1e12;
+          std::string err = "";
+          if ((b == 64 || b == 1) && cap == ctx) {
+            ref_kernel<<<dim3(b, c.heads), 128, (c.D + ctx) * 4>>>(1, q, a.q_row_stride, k, v, lens, c.heads, c.kvh,
+                                                                   c.D, cap, 1.0f / std::sqrt(float(c.D)), ref);
+            CK(cudaDeviceSynchronize());
+            kn::decode_attention(a, sms, nullptr);
+            err = " err=" + std::to_string(check(out, ref, size_t(b) * c.heads * c.D));
+          }
+          std::printf("%-8s %-10s %6d %6d %4d %6d %5d(%4d) %10.1f %9.2f%s\n", tag, "decode", c.heads, c.kvh, c.D, b, ctx,
+                      cap, us, tbs, err.c_str());
+        }
+      }
+    }
+  }
+  CK(cudaDeviceSynchronize());
+  return 0;
+}

@@ -103,9 +103,9 @@ for t in "${TARGETS[@]}"; do
   "$bin" -runs="$RUNS" -max_total_time="$SECONDS_PER_TARGET" -timeout="$timeout" -rss_limit_mb=2048 -max_len=16384 -print_final_stats=1 "${mode[@]}" \
     -artifact_prefix="$art/" "${dict[@]}" "$corpus" "${seeds[@]}" >"$log" 2>&1 || rc=$?
   secs=$(( $(date +%s) - start ))
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
-  rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
-  cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo "?")
+  execs=$(grep -a -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+  rate=$(grep -a -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+  cov=$(grep -a -oE 'cov: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo "?")
   found=$(( $(ls "$art" | wc -l) - before ))
   verdict="ok"
   if ((rc != 0 || found > 0)); then verdict="FINDING (see $log and $art/)"; status=1; fi

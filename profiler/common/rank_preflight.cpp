@@ -16,7 +16,7 @@ double gib(int64_t b) { return double(b) / double(int64_t(1) << 30); }
 
 std::string rank_text(const RankInfo& r) {
   return fmt::format("rank {} (host {}, CUDA device {}{})", r.rank, r.host, r.device,
-                     r.uuid.empty() ? std::string() : ", " + r.uuid);
+                     r.uuid.empty() ? std::string() : ", " + display_gpu_uuid(r.uuid));
 }
 
 // The host the profile recorded for GPU g: an MPI profile lists every rank's host.
@@ -41,6 +41,12 @@ std::string normalise_gpu_uuid(const std::string& uuid) {
   return out;
 }
 
+std::string display_gpu_uuid(const std::string& uuid) {
+  const std::string h = normalise_gpu_uuid(uuid);
+  if (h.size() != 32) return uuid;
+  return "GPU-" + h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" + h.substr(20);
+}
+
 std::string profile_ranks_mismatch(const Machine& profile, const std::vector<RankInfo>& ranks) {
   if (!profile.measured() || profile.origin != "measured")
     return fmt::format("'{}' is a nominal machine description, not a profile measured on these GPUs", profile.name);
@@ -49,7 +55,8 @@ std::string profile_ranks_mismatch(const Machine& profile, const std::vector<Ran
     const RankInfo& r = ranks[size_t(g.id)];
     if (!g.uuid.empty() && !r.uuid.empty()) {
       if (normalise_gpu_uuid(g.uuid) != normalise_gpu_uuid(r.uuid))
-        return fmt::format("GPU {} of the profile is {} but {} has GPU {}", g.id, g.uuid, rank_text(r), r.uuid);
+        return fmt::format("GPU {} of the profile is {} but {} is a different GPU", g.id, display_gpu_uuid(g.uuid),
+                           rank_text(r));
       continue;
     }
     const std::string h = profile_host_of(profile, g.id);

@@ -16,6 +16,9 @@ namespace peerplan::profiler {
 
 // "GPU-4a999085-a1c3-..." and "4a999085a1c3..." name the same GPU: lower-case hex digits only.
 std::string normalise_gpu_uuid(const std::string& uuid);
+// For messages: nvidia-smi's spelling ("GPU-4a999085-a1c3-f67b-1cc2-0867c7411289") of a UUID
+// given either way (CUDA's cudaDeviceProp::uuid is 32 bare hex digits); anything else unchanged.
+std::string display_gpu_uuid(const std::string& uuid);
 
 // Why the profile does not describe the ranks' GPUs ("" if it does). Profile GPU i must be rank
 // i's GPU: same UUID when both are known (as the single-host check), else the host the profile

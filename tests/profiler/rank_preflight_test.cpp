@@ -86,6 +86,19 @@ TEST(RankPreflight, APlanOverTwoHostsPassesWhenEveryRankHasItsProfileGpu) {
   EXPECT_EQ(normalise_gpu_uuid("GPU-4A999085-a1c3"), "4a999085a1c3") << "one GPU, two spellings";
 }
 
+TEST(RankPreflight, MessagesSpellUuidsAsNvidiaSmiDoes) {
+  // CUDA reports 32 bare hex digits; the profile holds nvidia-smi's form. A message mixing the
+  // two (seen on the H200, 2026-12-01) hides that they are the same kind of name.
+  EXPECT_EQ(display_gpu_uuid("84385b859b58ac623d260949c826b050"), "GPU-84385b85-9b58-ac62-3d26-0949c826b050");
+  EXPECT_EQ(display_gpu_uuid("GPU-4a999085-a1c3-f67b-1cc2-0867c7411289"), "GPU-4a999085-a1c3-f67b-1cc2-0867c7411289");
+  EXPECT_EQ(display_gpu_uuid("MIG-1234"), "MIG-1234") << "not a GPU UUID: left as it is";
+  auto r = ranks();
+  r[3].uuid = "ffffffff000000000000000000000000";
+  std::string msg = refusal([&] { preflight_ranks(tp4(), "plan.json", profile(), "ab.json", r, fits()); });
+  EXPECT_NE(msg.find("GPU-ffffffff-0000-0000-0000-000000000000"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("ffffffff000000000000000000000000"), std::string::npos) << msg;
+}
+
 TEST(RankPreflight, AWrongUuidIsRefusedNamingTheRankAndItsHost) {
   auto r = ranks();
   r[3].uuid = "GPU-ffffffff-0000-0000-0000-000000000000";  // rank 3 landed on another GPU

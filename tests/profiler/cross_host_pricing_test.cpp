@@ -16,6 +16,7 @@
 #include "planner/sim/simulate.hpp"
 #include "planner/topology/topology.hpp"
 #include "profiler/common/profile_merge.hpp"
+#include "tests/plan_fixtures.hpp"
 
 using namespace peerplan;
 using namespace peerplan::profiler;
@@ -73,36 +74,10 @@ double measured(const Machine& m, const char* op, std::vector<int> g, double byt
   return c ? curve_time(c->points, bytes).seconds : 0;
 }
 
-Plan tp4() {
-  Plan p;
-  p.name = "tp4[0,1,2,3]";
-  PlanStage s;
-  s.gpus = {0, 1, 2, 3};
-  s.tp = 4;
-  s.layer_end = 32;
-  s.embeddings = s.lm_head = true;
-  p.stages = {s};
-  return p;
-}
+Plan tp4() { return test_plans::tp({0, 1, 2, 3}, 32, "tp4[0,1,2,3]"); }
 
-Plan tp2pp2() {
-  Plan p;
-  p.name = "tp2pp2[0,1|2,3]";
-  PlanStage a, b;
-  a.gpus = {0, 1};
-  a.tp = 2;
-  a.layer_end = 16;
-  a.embeddings = true;
-  b.gpus = {2, 3};
-  b.tp = 2;
-  b.layer_begin = 16;
-  b.layer_end = 32;
-  b.lm_head = true;
-  p.stages = {a, b};
-  p.boundary_modes = {"host_staged"};  // across hosts: the network route
-  p.micro_batches = 2;
-  return p;
-}
+// Across hosts the boundary takes the network route.
+Plan tp2pp2() { return test_plans::tp_pp({{0, 1}, {2, 3}}, 32, "host_staged", 2, "tp2pp2[0,1|2,3]"); }
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 
 #include "planner/core/error.hpp"
 #include "profiler/common/rank_preflight.hpp"
+#include "tests/plan_fixtures.hpp"
 
 using namespace peerplan;
 using namespace peerplan::profiler;
@@ -50,16 +51,7 @@ std::vector<RankInfo> ranks(int n = 4) {
   return r;
 }
 
-Plan tp4() {
-  Plan p;
-  p.name = "tp4[0,1,2,3]";
-  PlanStage s;
-  s.gpus = {0, 1, 2, 3};
-  s.tp = 4;
-  s.layer_end = 80;
-  p.stages = {s};
-  return p;
-}
+Plan tp4() { return test_plans::tp({0, 1, 2, 3}, 80, "tp4[0,1,2,3]"); }
 
 // The plan needs 40 GiB of weights + 10 GiB of KV and 2 GiB reserve on each GPU (capacities from the profile).
 MemoryReport fits() {

@@ -8,6 +8,7 @@
 #include "planner/model/model_figures.hpp"
 #include "planner/sim/simulate.hpp"
 #include "planner/topology/machine.hpp"
+#include "tests/plan_fixtures.hpp"
 
 using namespace peerplan;
 
@@ -19,22 +20,7 @@ TEST(Trace, ParsesAndEventsNestWithoutOverlapOnAnyTrack) {
   ModelFigures fig = derive_figures(cfg);
   Machine m = load_machine(resolve_machine_path("pcie-gen5x8-2socket"));
   Topology topo(m);
-  Plan p;
-  p.name = "tp2pp2";
-  PlanStage a, b;
-  a.gpus = {0, 1};
-  a.tp = 2;
-  a.layer_begin = 0;
-  a.layer_end = 16;
-  a.embeddings = true;
-  b.gpus = {2, 3};
-  b.tp = 2;
-  b.layer_begin = 16;
-  b.layer_end = 32;
-  b.lm_head = true;
-  p.stages = {a, b};
-  p.boundary_modes = {"host_staged"};
-  p.micro_batches = 2;
+  Plan p = test_plans::tp_pp({{0, 1}, {2, 3}}, 32, "host_staged", 2, "tp2pp2");
   Workload w;
   w.name = "t";
   w.max_num_seqs = 16;

@@ -166,6 +166,10 @@ const OpCost& CostModel::price(const Op& op, bool graph_launch) const {
     c = price_compute(op);
     c.seconds = std::max(c.seconds, min_kernel_s(op.gpus.empty() ? 0 : op.gpus[0]));
     c.launch_s = launch_s(graph_launch);
+    // Inside a CUDA graph, a kernel timed back to back (GEMM and attention tables: region / reps)
+    // already holds one inter-kernel gap; adding the graph gap again over-priced 8B decode steps
+    // by ~0.24 ms (docs/validation/runs/2026-12-01-kernels-ab/). Roofline-priced ops keep it.
+    if (graph_launch && (c.source == CostSource::Measured || c.source == CostSource::Interpolated)) c.launch_s = 0;
   } else if (is_collective(op.kind)) {
     c = price_collective_op(op);
     c.launch_s = launch_s(graph_launch);

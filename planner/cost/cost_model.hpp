@@ -38,7 +38,8 @@ class CostModel {
   const CostOptions& options() const { return opt_; }
 
   // `graph_launch`: the iteration runs as a CUDA graph (decode), so kernels pay the graph node
-  // gap rather than an eager launch. Throws RuntimeError for a send with no usable route, and
+  // gap rather than an eager launch -- except compute ops priced from a measured table
+  // (source measured or interpolated), whose back-to-back timings already include it. Throws RuntimeError for a send with no usable route, and
   // InputError when a nominal figure the op needs is missing from the machine file.
   // The reference stays valid for the CostModel's lifetime (prices are memoised).
   const OpCost& price(const Op& op, bool graph_launch) const;

@@ -53,5 +53,38 @@ TEST(KernelFloor, MeasuredEmptyKernelTimeWinsPerGpu) {
   EXPECT_DOUBLE_EQ(cost.price(tiny_elementwise(1), true).seconds, 1.5e-6);
 }
 
+TEST(GraphLaunchGap, NotAddedAgainToOpsTimedBackToBack) {
+  // A GEMM priced from the profile's table was timed as region / reps of back-to-back launches, so
+  // its figure already holds one inter-kernel gap: inside a CUDA graph it pays no further gap. A
+  // roofline-priced op (no measurement) still pays the graph gap; eager launches pay the measured
+  // launch overhead either way.
+  Machine m = simtest::pcie_switch_machine(1);
+  m.measurements = Measurements{};
+  GemmTime gt;
+  gt.m = 8;
+  gt.n = 4096;
+  gt.k = 4096;
+  gt.time.median = 12e-6;
+  m.measurements->gemms.push_back(gt);
+  m.measurements->launch_overhead_s = 3.2e-6;
+  Topology topo(m);
+  CostModel cost(topo);
+  Op gemm;
+  gemm.kind = OpKind::Gemm;
+  gemm.gpus = {0};
+  gemm.m = 8;
+  gemm.n = 4096;
+  gemm.k = 4096;
+  gemm.flops = 2.0 * 8 * 4096 * 4096;
+  const OpCost& in_graph = cost.price(gemm, true);
+  EXPECT_EQ(in_graph.source, CostSource::Measured);
+  EXPECT_DOUBLE_EQ(in_graph.seconds, 12e-6);
+  EXPECT_DOUBLE_EQ(in_graph.launch_s, 0.0);
+  EXPECT_DOUBLE_EQ(cost.price(gemm, false).launch_s, 3.2e-6) << "eager: the measured launch overhead";
+  const OpCost& roofline = cost.price(tiny_elementwise(0), true);
+  EXPECT_NE(roofline.source, CostSource::Measured);
+  EXPECT_DOUBLE_EQ(roofline.launch_s, CostOptions{}.graph_launch_s);
+}
+
 }  // namespace
 }  // namespace peerplan

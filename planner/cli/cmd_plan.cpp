@@ -70,21 +70,29 @@ std::vector<Plan> top_plans(const SearchResult& r, int validate) {
   return out;
 }
 
-// Executes the top K ranked plans the way `peerplan validate` does (same function) and prints a
-// comparison for each, then one summary line per plan.
-void validate_top(const SearchResult& r, const PlanCmd& o) {
-  const std::vector<Plan> plans = top_plans(r, o.validate);
+// Executes `plans` in turn the way `peerplan validate` does (same function), a comparison for
+// each, then one summary line per plan. With `bus` (--mpi) every rank runs each plan (rank r owns
+// GPU r); only rank 0 prints and writes, and the ranks start each plan together.
+void validate_plans(const std::vector<Plan>& plans, const PlanCmd& o, const Workload& w, exec::RankBus* bus = nullptr,
+                    const std::vector<profiler::RankInfo>& ranks = {}) {
+  const bool root = !bus || bus->rank() == 0;
   Validated done;
   for (size_t i = 0; i < plans.size(); ++i) {
     HostValidationOptions ho;
     ho.allow_other_host = o.allow_other_host;
+    ho.bus = bus;
+    ho.ranks = ranks;
     if (!o.validate_out.empty()) ho.out = fmt::format("{}/{}", o.validate_out, i + 1);
-    std::cout << fmt::format("\n== validate #{} of {}: {}\n", i + 1, plans.size(), plans[i].name);
-    done.emplace_back(plans[i].name, validate_on_host(plans[i], fmt::format("ranked plan #{}", i + 1), o.model,
-                                                      o.machine, r.workload, ho));
+    if (root)
+      std::cout << fmt::format("\n== validate #{} of {}{}: {}\n", i + 1, plans.size(),
+                               bus ? fmt::format(" ({} MPI ranks)", bus->ranks()) : "", plans[i].name);
+    Comparison c = validate_on_host(plans[i], fmt::format("ranked plan #{}", i + 1), o.model, o.machine, w, ho);
+    if (bus) bus->barrier();  // rank 0 has written its reports; the next plan starts together
+    if (!root) continue;
+    done.emplace_back(plans[i].name, std::move(c));
     if (!ho.out.empty()) write_file_atomic(ho.out + "/plan.json", plan_to_json(plans[i]).dump(2) + "\n");
   }
-  print_validated(done);
+  if (root) print_validated(done);
 }
 
 // The search and everything it prints and writes; executes nothing.
@@ -189,27 +197,9 @@ void run_plan_mpi(const PlanCmd& o) {
     bool share = false;
     const profiler::RankInfo me = describe_rank_gpu(&share);
     exec::MpiBus bus(me, share);  // collective: one rank per GPU
-    Validated done;
-    for (size_t i = 0; i < plans.size(); ++i) {
-      HostValidationOptions ho;
-      ho.allow_other_host = o.allow_other_host;
-      ho.bus = &bus;
-      ho.ranks = bus.layout().ranks;
-      if (!o.validate_out.empty()) ho.out = fmt::format("{}/{}", o.validate_out, i + 1);
-      if (root) std::cout << fmt::format("\n== validate #{} of {} ({} MPI ranks): {}\n", i + 1, plans.size(),
-                                         session.size(), plans[i].name);
-      Comparison c = validate_on_host(plans[i], fmt::format("ranked plan #{}", i + 1), o.model, o.machine, w, ho);
-      bus.barrier();  // rank 0 has written its reports; the next plan starts together
-      if (!root) continue;
-      done.emplace_back(plans[i].name, std::move(c));
-      if (!ho.out.empty()) write_file_atomic(ho.out + "/plan.json", plan_to_json(plans[i]).dump(2) + "\n");
-    }
-    if (root) print_validated(done);
+    validate_plans(plans, o, w, &bus, bus.layout().ranks);
   } catch (const std::exception& e) {
-    if (session.size() > 1) {
-      std::cerr << "peerplan plan --mpi: rank " << session.rank() << ": " << e.what() << "\n" << std::flush;
-      mpi::abort_all(dynamic_cast<const InputError*>(&e) ? 2 : 1);
-    }
+    mpi::abort_others_on_error(session, "plan --mpi", e);
     throw;
   }
 #else
@@ -232,7 +222,7 @@ void run_plan(const PlanCmd& o) {
   if (o.validate > 0) require_executor("--validate");  // before minutes of search
   if (o.mpi) return run_plan_mpi(o);
   SearchResult r = search_and_report(o);
-  if (o.validate > 0) validate_top(r, o);
+  if (o.validate > 0) validate_plans(top_plans(r, o.validate), o, r.workload);
 }
 
 }  // namespace

@@ -165,10 +165,7 @@ void run_validate_mpi(const Plan& plan, const ValidateOptions& o, const Workload
     validate_on_host(plan, o.plan, o.model, o.machine, w, ho);
     bus.barrier();  // rank 0 has written its reports
   } catch (const std::exception& e) {
-    if (session.size() > 1) {
-      std::cerr << "peerplan validate --mpi: rank " << session.rank() << ": " << e.what() << "\n" << std::flush;
-      mpi::abort_all(dynamic_cast<const InputError*>(&e) ? 2 : 1);
-    }
+    mpi::abort_others_on_error(session, "validate --mpi", e);
     throw;
   }
 #else

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <iostream>
 #include <thread>
 
 #include "planner/core/error.hpp"
@@ -199,6 +200,12 @@ bool any(bool mine) {
 void abort_all(int code) {
   MPI_Abort(MPI_COMM_WORLD, code);
   std::abort();  // MPI_Abort does not return; this keeps [[noreturn]] honest
+}
+
+void abort_others_on_error(const Session& s, const std::string& command, const std::exception& e) {
+  if (s.size() <= 1) return;
+  std::cerr << "peerplan " << command << ": rank " << s.rank() << ": " << e.what() << "\n" << std::flush;
+  abort_all(dynamic_cast<const InputError*>(&e) ? 2 : 1);
 }
 
 }  // namespace peerplan::mpi

@@ -4,6 +4,7 @@
 // No MPI types in this header, so callers need no MPI include; every call is checked and a
 // failure throws RuntimeError naming the call and MPI's error string.
 #include <cstddef>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,12 @@ class SubComm {
 
 // Ends every rank (MPI_Abort): for an error on one rank while others wait in a collective call.
 [[noreturn]] void abort_all(int code);
+
+// A command's catch block under MPI: with other ranks, prints "peerplan <command>: rank r: <what>"
+// and ends every rank (exit 2 for an InputError, else 1), since they may be waiting in a
+// collective call for this one. With one rank it returns, so the caller rethrows as a single
+// process would.
+void abort_others_on_error(const Session& s, const std::string& command, const std::exception& e);
 
 
 }  // namespace peerplan::mpi

@@ -34,6 +34,23 @@ class IpcMapping {
   int device_ = 0;
 };
 
+// One direction of an IPC copy: this process's `src` into another process's buffer mapped at
+// `dst`, by copy engine on `s`, timed as single-process p2p_ce; after each size the bytes are
+// read back through the mapping (they must have arrived in the other process's buffer).
+SweepSpec ipc_copy_spec(const Context& ctx, std::string label, void* dst, const void* src, int device, uint32_t seed,
+                        const gpu::Stream& s) {
+  SweepSpec spec;
+  spec.label = std::move(label);
+  spec.sizes = ctx.plan.transfer_sizes;
+  spec.expected_gbps = 400;
+  spec.timing = &s;
+  spec.enqueue = [dst, src, &s](int64_t b) {
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, size_t(b), cudaMemcpyDeviceToDevice, s));
+  };
+  spec.verify = [dst, device, seed](int64_t b) { return gpu::count_pattern_errors(dst, device, size_t(b) / 4, seed); };
+  return spec;
+}
+
 }  // namespace
 
 void mpi_measure_p2p_ce(MpiContext& m) {
@@ -70,16 +87,8 @@ void mpi_measure_p2p_ce(MpiContext& m) {
         gpu::launch_fill_pattern(sbuf.as<uint32_t>(), size_t(maxb) / 4, seed, nullptr);
         CUDA_CHECK(cudaDeviceSynchronize());
         gpu::Stream s(m.device);
-        SweepSpec spec;
-        spec.label = "gpu" + std::to_string(src) + "->gpu" + std::to_string(dst) + " (IPC)";
-        spec.sizes = ctx.plan.transfer_sizes;
-        spec.expected_gbps = 400;
-        spec.timing = &s;
-        spec.enqueue = [&](int64_t b) {
-          CUDA_CHECK(cudaMemcpyAsync(peer.get(), sbuf.get(), size_t(b), cudaMemcpyDeviceToDevice, s));
-        };
-        // Read back through the mapping: the bytes must have arrived in the other process's buffer.
-        spec.verify = [&](int64_t b) { return gpu::count_pattern_errors(peer.get(), m.device, size_t(b) / 4, seed); };
+        SweepSpec spec = ipc_copy_spec(ctx, "gpu" + std::to_string(src) + "->gpu" + std::to_string(dst) + " (IPC)",
+                                       peer.get(), sbuf.get(), m.device, seed, s);
         TransferCurve c{src, dst, "p2p_ce", "", {}};
         c.points = sweep_transfer(ctx, gate, spec, double(k) / double(pairs.size()), double(k + 1) / double(pairs.size()));
         ctx.ms.transfers.push_back(std::move(c));
@@ -131,17 +140,10 @@ void mpi_measure_p2p_ce_bidir(MpiContext& m) {
     {
       IpcMapping target(theirs, m.device);
       gpu::Stream s(m.device);
-      SweepSpec spec;
-      spec.label = "gpu" + std::to_string(a) + "<->gpu" + std::to_string(b) + " (IPC)";
-      spec.sizes = ctx.plan.transfer_sizes;
-      spec.expected_gbps = 400;
-      spec.timing = &s;
-      spec.enqueue = [&](int64_t n) {
-        CUDA_CHECK(cudaMemcpyAsync(target.get(), src.get(), size_t(n), cudaMemcpyDeviceToDevice, s));
-      };
+      SweepSpec spec = ipc_copy_spec(ctx, "gpu" + std::to_string(a) + "<->gpu" + std::to_string(b) + " (IPC)",
+                                     target.get(), src.get(), m.device, seed, s);
       spec.before_release = [&] { sc.barrier(); };
       spec.combine = [&](double t) { return sc.allreduce_max(t); };  // both directions done
-      spec.verify = [&](int64_t n) { return gpu::count_pattern_errors(target.get(), m.device, size_t(n) / 4, seed); };
       TransferCurve c{m.me, peer, "p2p_ce_bidir", "", {}};
       c.points = sweep_transfer(ctx, gate, spec, double(k) / double(pairs.size()), double(k + 1) / double(pairs.size()));
       ctx.ms.transfers.push_back(std::move(c));

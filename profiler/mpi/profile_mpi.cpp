@@ -216,11 +216,7 @@ void run_profile_mpi(const ProfileOptions& opts) {
   try {
     run(opts, session);
   } catch (const std::exception& e) {
-    if (session.size() > 1) {
-      // Other ranks may be waiting in a collective call for this one: end them all, with the reason.
-      std::cerr << "peerplan profile --mpi: rank " << session.rank() << ": " << e.what() << "\n" << std::flush;
-      mpi::abort_all(dynamic_cast<const InputError*>(&e) ? 2 : 1);
-    }
+    mpi::abort_others_on_error(session, "profile --mpi", e);
     throw;
   }
 }

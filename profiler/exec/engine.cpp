@@ -290,8 +290,7 @@ ncclComm_t Engine::rank_comm(const std::vector<int>& group, int kind) {
   return rank_comms_.emplace(key, c).first->second;
 }
 
-void Engine::signal_done(int slot) {
-  (void)slot;
+void Engine::signal_done() {
   const std::vector<int>& last = plan_.stages.back().gpus;
   const int me = bus_->rank();
   if (me != 0) {
@@ -804,7 +803,7 @@ void Engine::launch(const std::vector<SeqRun>& seqs_in, int slot) {
     if (!ran) run_stage_eager(g, s, slot);
     run_sends(g, s, slot);
   }
-  if (bus_) signal_done(slot);
+  if (bus_) signal_done();
   for (auto& [id, gp] : state_) {
     gpu::ScopedDevice d(gp->dev);
     // MPI, rank 0: "done" is when the last stage's message arrived (the finish stream).

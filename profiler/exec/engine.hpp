@@ -88,7 +88,7 @@ class Engine {
   // MPI mode.
   bool mine(const Op& op) const;  // an op this rank takes part in (always true in one process)
   ncclComm_t rank_comm(const std::vector<int>& group, int kind);  // kind 0: plan group, 1: completion
-  void signal_done(int slot);     // last stage -> rank 0: the iteration in `slot` is finished
+  void signal_done();             // last stage -> rank 0: the iteration just enqueued is finished
   std::vector<int> local_of(const std::vector<int>& ids) const;
 
   const Plan& plan_;

@@ -65,11 +65,7 @@ std::vector<double> slowdowns(const Topology& topo, const std::vector<Route>& ro
   return k;
 }
 
-std::string group_text(const std::vector<int>& g) {
-  std::string s = "{";
-  for (size_t i = 0; i < g.size(); ++i) s += (i ? "," : "") + std::to_string(g[i]);
-  return s + "}";
-}
+std::string group_text(const std::vector<int>& g) { return fmt::format("{{{}}}", fmt::join(g, ",")); }
 
 const std::vector<CurvePoint>* curve_of(const Measurements* meas, OpKind op, const std::vector<int>& g, bool p2p) {
   if (!meas) return nullptr;

@@ -5,6 +5,8 @@
 // Cross-host pairs are measured the same way with send/recv on a two-rank communicator.
 #include <nccl.h>
 
+#include <fmt/format.h>
+
 #include "profiler/common/bus_bw.hpp"
 #include "profiler/common/sweep.hpp"
 #include "profiler/measure/curve.hpp"
@@ -33,11 +35,7 @@ class RankComm {
   ncclComm_t comm_ = nullptr;
 };
 
-std::string group_label(const std::vector<int>& g) {
-  std::string s;
-  for (int d : g) s += (s.empty() ? "" : ",") + std::to_string(d);
-  return s;
-}
+std::string group_label(const std::vector<int>& g) { return fmt::format("{}", fmt::join(g, ",")); }
 
 }  // namespace
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/strategy/plan.hpp"
+#include "planner/plan/plan.hpp"
 
 namespace peerplan::test_plans {
 

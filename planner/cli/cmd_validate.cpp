@@ -22,7 +22,7 @@
 #include "planner/model/model_figures.hpp"
 #include "planner/model/workload.hpp"
 #include "planner/sim/simulate.hpp"
-#include "planner/strategy/plan.hpp"
+#include "planner/plan/plan.hpp"
 #include "planner/topology/machine.hpp"
 #include "planner/topology/topology.hpp"
 #include "planner/validate/compare.hpp"

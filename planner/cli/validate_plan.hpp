@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "planner/model/workload.hpp"
-#include "planner/strategy/plan.hpp"
+#include "planner/plan/plan.hpp"
 #include "planner/validate/compare.hpp"
 #include "profiler/common/rank_layout.hpp"
 

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "planner/compile/sharding.hpp"
+#include "planner/plan/sharding.hpp"
 #include "planner/core/error.hpp"
 
 namespace peerplan {

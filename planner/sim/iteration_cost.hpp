@@ -28,7 +28,7 @@
 #include "planner/cost/cost_model.hpp"
 #include "planner/model/model_figures.hpp"
 #include "planner/sim/engine.hpp"
-#include "planner/strategy/plan.hpp"
+#include "planner/plan/plan.hpp"
 
 namespace peerplan {
 

@@ -12,7 +12,7 @@
 #include "planner/model/model_config.hpp"
 #include "planner/model/model_figures.hpp"
 #include "planner/strategy/lua_limits.hpp"
-#include "planner/strategy/plan.hpp"
+#include "planner/plan/plan.hpp"
 #include "planner/topology/topology.hpp"
 
 namespace peerplan {

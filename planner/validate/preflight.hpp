@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/strategy/plan.hpp"
+#include "planner/plan/plan.hpp"
 #include "planner/topology/machine.hpp"
 
 namespace peerplan {

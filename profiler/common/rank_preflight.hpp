@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "planner/compile/compiler.hpp"
-#include "planner/strategy/plan.hpp"
+#include "planner/plan/plan.hpp"
 #include "planner/topology/machine.hpp"
 #include "planner/validate/preflight.hpp"
 #include "profiler/common/rank_layout.hpp"

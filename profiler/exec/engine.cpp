@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "planner/compile/compiler.hpp"
-#include "planner/compile/sharding.hpp"
+#include "planner/plan/sharding.hpp"
 #include "planner/core/error.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/attention.hpp"

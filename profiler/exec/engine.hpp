@@ -19,7 +19,7 @@
 
 #include "planner/compile/op_graph.hpp"
 #include "planner/model/model_figures.hpp"
-#include "planner/strategy/plan.hpp"
+#include "planner/plan/plan.hpp"
 #include "planner/topology/machine.hpp"
 #include "profiler/common/exec_message.hpp"  // SeqRun, RankBus
 #include "profiler/exec/executor.hpp"

@@ -14,7 +14,7 @@
 #include "planner/model/model_figures.hpp"
 #include "planner/model/workload.hpp"
 #include "planner/sim/metrics.hpp"
-#include "planner/strategy/plan.hpp"
+#include "planner/plan/plan.hpp"
 #include "planner/topology/machine.hpp"
 #include "planner/validate/compare.hpp"
 #include "planner/validate/preflight.hpp"

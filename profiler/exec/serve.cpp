@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 #include <nccl.h>
 
-#include "planner/compile/sharding.hpp"
+#include "planner/plan/sharding.hpp"
 #include "planner/core/error.hpp"
 #include "planner/sim/scheduler.hpp"
 #include "profiler/exec/engine.hpp"

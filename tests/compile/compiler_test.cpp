@@ -4,7 +4,7 @@
 
 #include "planner/compile/compiler.hpp"
 #include "planner/core/error.hpp"
-#include "planner/strategy/plan.hpp"
+#include "planner/plan/plan.hpp"
 #include "tests/strategy/test_fixtures.hpp"
 
 namespace peerplan {

@@ -6,7 +6,7 @@
 
 #include "planner/compile/compiler.hpp"
 #include "planner/core/json_in.hpp"
-#include "planner/strategy/plan.hpp"
+#include "planner/plan/plan.hpp"
 #include "tests/fuzz/fixtures.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 

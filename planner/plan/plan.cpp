@@ -1,4 +1,4 @@
-#include "planner/strategy/plan.hpp"
+#include "planner/plan/plan.hpp"
 
 #include <algorithm>
 #include <set>
@@ -7,7 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "planner/core/error.hpp"
-#include "planner/compile/sharding.hpp"
+#include "planner/plan/sharding.hpp"
 #include "planner/core/json_in.hpp"
 #include "planner/model/model_config.hpp"
 

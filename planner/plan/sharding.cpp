@@ -1,4 +1,4 @@
-#include "planner/compile/sharding.hpp"
+#include "planner/plan/sharding.hpp"
 
 #include <fmt/format.h>
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "planner/model/model_figures.hpp"
-#include "planner/strategy/plan.hpp"
+#include "planner/plan/plan.hpp"
 
 namespace peerplan {
 

@@ -1,11 +1,9 @@
 #include "planner/core/json_in.hpp"
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "planner/core/error.hpp"
+#include "planner/core/files.hpp"
 
 namespace peerplan {
 
@@ -58,15 +56,10 @@ std::string type_name(const json& j) {
 
 }  // namespace
 
-json load_json_file(const std::string& path, int max_depth) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError(path, "", "is a directory; expected a JSON file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_with_depth(ss.str(), path, max_depth);
+json load_json_file(const std::string& path, int max_depth) { return load_json_file(path, file_kind::kAny, max_depth); }
+
+json load_json_file(const std::string& path, const FileKind& kind, int max_depth) {
+  return parse_with_depth(read_input_file(path, kind), path, max_depth);
 }
 
 json parse_json_text(const std::string& text, const std::string& origin, int max_depth) {

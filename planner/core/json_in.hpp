@@ -15,9 +15,13 @@ namespace peerplan {
 
 using json = nlohmann::json;
 
-// Reads and parses a JSON file. Throws InputError naming the file for: missing/unreadable file,
-// empty file, syntax errors (with line/column), nesting deeper than max_depth.
+struct FileKind;
+
+// Reads and parses a JSON file. Throws InputError naming the file for: anything but a regular file
+// within the kind's size cap (planner/core/files.hpp; checked before reading), empty file, syntax
+// errors (with line/column), nesting deeper than max_depth.
 json load_json_file(const std::string& path, int max_depth = 64);
+json load_json_file(const std::string& path, const FileKind& kind, int max_depth = 64);
 // Parses text that claims to come from `origin` (used by tests and by stdin input).
 json parse_json_text(const std::string& text, const std::string& origin, int max_depth = 64);
 

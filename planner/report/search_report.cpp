@@ -8,6 +8,7 @@
 
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
+#include "planner/core/text.hpp"
 
 namespace peerplan {
 
@@ -33,7 +34,13 @@ std::string cost_source_summary(const nlohmann::json& prov) {
 namespace {
 
 std::string ms(double s) { return fmt::format("{:.2f}", s * 1e3); }
-std::string trunc(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n - 1) + "~"; }
+// Names come from input files and scripts: control characters are shown escaped (planner/core/text.hpp).
+std::string trunc(const std::string& raw, size_t n) {
+  std::string s = escape_control(raw);
+  return s.size() <= n ? s : s.substr(0, n - 1) + "~";
+}
+std::string esc(const std::string& s) { return escape_control(s); }
+std::string esc(const nlohmann::json& p, const char* key, const std::string& def) { return escape_control(p.value(key, def)); }
 
 }  // namespace
 
@@ -42,13 +49,13 @@ std::string ranked_table(const SearchResult& r, size_t max_rows) {
   const Workload& w = r.workload;
   o << fmt::format("Workload {}: {} requests, {} at {:.2f} req/s, SLO TTFT <= {:.0f} ms and TPOT <= {:.0f} ms; "
                    "objective: {}\n",
-                   w.name, w.num_requests, w.arrival == Workload::Arrival::Poisson ? "Poisson" : "trace", w.rate_rps,
+                   esc(w.name), w.num_requests, w.arrival == Workload::Arrival::Poisson ? "Poisson" : "trace", w.rate_rps,
                    w.slo_ttft_s * 1e3, w.slo_tpot_s * 1e3, to_string(r.objective));
   const auto& p = r.provenance;
   o << fmt::format("Machine {} ({}{}{}); costs: see 'priced from'. {} candidates simulated in {:.2f} s.\n\n",
-                   p.value("machine", std::string("?")), p.value("origin", std::string("?")),
-                   p.value("host", std::string()).empty() ? "" : ", host " + p.value("host", std::string()),
-                   p.value("date", std::string()).empty() ? "" : ", " + p.value("date", std::string()), r.ranked.size(),
+                   esc(p, "machine", "?"), esc(p, "origin", "?"),
+                   p.value("host", std::string()).empty() ? "" : ", host " + esc(p, "host", ""),
+                   p.value("date", std::string()).empty() ? "" : ", " + esc(p, "date", ""), r.ranked.size(),
                    r.wall_s);
   if (!r.ranked.empty()) {
     o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8} {:>6}  {}\n", "#", "plan", "gpus",
@@ -70,11 +77,11 @@ std::string ranked_table(const SearchResult& r, size_t max_rows) {
   if (!r.rejected.empty()) {
     o << fmt::format("\n{} candidate{} did not run:\n", r.rejected.size(), r.rejected.size() == 1 ? "" : "s");
     for (size_t i = 0; i < r.rejected.size() && i < 8; ++i)
-      o << "  - " << r.rejected[i].plan.name << ": " << trunc(r.rejected[i].why_not, 200) << "\n";
+      o << "  - " << esc(r.rejected[i].plan.name) << ": " << trunc(r.rejected[i].why_not, 200) << "\n";
     if (r.rejected.size() > 8) o << fmt::format("  ... {} more\n", r.rejected.size() - 8);
   }
-  o << "\n" << r.verdict << "\n";
-  for (const auto& a : r.advice) o << "  - " << a << "\n";
+  o << "\n" << escape_control(r.verdict, true) << "\n";
+  for (const auto& a : r.advice) o << "  - " << escape_control(a, true) << "\n";
   return o.str();
 }
 
@@ -137,32 +144,32 @@ std::string search_to_csv(const SearchResult& r) {
   return o.str();
 }
 
-std::string write_report_dir(const SearchResult& r, const std::string& dir) {
+void stage_report_dir(const SearchResult& r, const std::string& dir, OutputSet& out) {
   std::error_code ec;
   fs::create_directories(fs::path(dir) / "metrics", ec);
   if (ec) throw InputError("", "--report", "a directory peerplan can create and write (" + dir + ": " + ec.message() + ")");
-  write_file_atomic((fs::path(dir) / "search.json").string(), search_to_json(r).dump(2) + "\n");
+  out.add("--report", (fs::path(dir) / "search.json").string(), search_to_json(r).dump(2) + "\n");
   const size_t keep = std::min<size_t>(r.ranked.size(), 8);  // CDFs of the top plans
   nlohmann::json index = nlohmann::json::array();
   for (size_t i = 0; i < keep; ++i) {
     std::string f = fmt::format("metrics/{:02d}.json", i + 1);
-    write_file_atomic((fs::path(dir) / f).string(), metrics_to_json(r.ranked[i].metrics, true).dump() + "\n");
+    out.add("--report", (fs::path(dir) / f).string(), metrics_to_json(r.ranked[i].metrics, true).dump() + "\n");
     index.push_back({{"rank", i + 1}, {"plan", r.ranked[i].plan.name}, {"file", f}});
   }
-  write_file_atomic((fs::path(dir) / "metrics" / "index.json").string(), index.dump(2) + "\n");
+  out.add("--report", (fs::path(dir) / "metrics" / "index.json").string(), index.dump(2) + "\n");
 
   std::ostringstream md;
   const auto& p = r.provenance;
   md << "# peerplan plan report\n\n";
-  md << fmt::format("- **Machine**: {} ({}{}{})\n", p.value("machine", std::string("?")), p.value("origin", std::string("?")),
-                    p.value("host", std::string()).empty() ? "" : ", host " + p.value("host", std::string()),
-                    p.value("date", std::string()).empty() ? "" : ", dated " + p.value("date", std::string()));
-  md << fmt::format("- **Workload**: {} — {} requests at {:.2f} req/s (seed {}), objective **{}**\n", r.workload.name,
+  md << fmt::format("- **Machine**: {} ({}{}{})\n", esc(p, "machine", "?"), esc(p, "origin", "?"),
+                    p.value("host", std::string()).empty() ? "" : ", host " + esc(p, "host", ""),
+                    p.value("date", std::string()).empty() ? "" : ", dated " + esc(p, "date", ""));
+  md << fmt::format("- **Workload**: {} — {} requests at {:.2f} req/s (seed {}), objective **{}**\n", esc(r.workload.name),
                     r.workload.num_requests, r.workload.rate_rps, r.workload.seed, to_string(r.objective));
   md << fmt::format("- **Search**: {} plans simulated, {} rejected, {:.2f} s wall\n\n", r.ranked.size(), r.rejected.size(),
                     r.wall_s);
-  md << "## Verdict\n\n" << r.verdict << "\n\n";
-  for (const auto& a : r.advice) md << "- " << a << "\n";
+  md << "## Verdict\n\n" << escape_control(r.verdict, true) << "\n\n";
+  for (const auto& a : r.advice) md << "- " << escape_control(a, true) << "\n";
   md << "\n## Ranking\n\n";
   md << "| # | plan | GPUs | P2P | TTFT p50 (ms) | TPOT p50 (ms) | E2E p99 (s) | out tok/s | SLO % | goodput (req/s) | comm % | priced from |\n";
   md << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
@@ -170,14 +177,14 @@ std::string write_report_dir(const SearchResult& r, const std::string& dir) {
     const auto& c = r.ranked[i];
     const auto& m = c.metrics;
     md << fmt::format("| {}{} | `{}` | {} | {} | {:.1f} | {:.2f} | {:.2f} | {:.0f} | {:.1f} | {:.2f} | {:.1f} | {} |\n", i + 1,
-                      int(i) == r.recommended ? " ★" : "", c.plan.name, c.plan.num_gpus(),
+                      int(i) == r.recommended ? " ★" : "", esc(c.plan.name), c.plan.num_gpus(),
                       c.plan.num_gpus() > 1 ? (c.p2p ? "on" : "off") : "-", m.ttft.p50 * 1e3, m.tpot.p50 * 1e3, m.e2e.p99,
                       m.output_tokens_per_s, 100 * m.slo_attainment, m.goodput_rps, 100 * c.comm_fraction,
                       cost_source_summary(m.provenance));
   }
   if (!r.rejected.empty()) {
     md << "\n## Did not run\n\n";
-    for (const auto& c : r.rejected) md << "- `" << c.plan.name << "`: " << c.why_not << "\n";
+    for (const auto& c : r.rejected) md << "- `" << esc(c.plan.name) << "`: " << esc(c.why_not) << "\n";
   }
   md << "\n## Plots\n\n";
   md << "![Latency CDF per plan](latency_cdf.png)\n\n![Where GPU time goes](time_split.png)\n\n"
@@ -188,8 +195,17 @@ std::string write_report_dir(const SearchResult& r, const std::string& dir) {
         "or ring estimate from measured peaks) or *nominal* (datasheet figures). The 'priced from' column gives "
         "each share of simulated time. Assumptions used where nothing was measured:\n\n```json\n"
      << p.value("assumptions", nlohmann::json::object()).dump(2) << "\n```\n";
-  write_file_atomic((fs::path(dir) / "report.md").string(), md.str());
+  out.add("--report", (fs::path(dir) / "report.md").string(), md.str());
+}
 
+std::string write_report_dir(const SearchResult& r, const std::string& dir) {
+  OutputSet out;
+  stage_report_dir(r, dir, out);
+  out.commit();
+  return draw_report_plots(dir);
+}
+
+std::string draw_report_plots(const std::string& dir) {
   // Plots: scripts/plot_report.py (matplotlib). Missing python is not an error: say how to draw them.
   std::string script;
   try {

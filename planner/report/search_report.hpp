@@ -8,6 +8,10 @@
 #include "planner/search/search.hpp"
 
 namespace peerplan {
+class OutputSet;
+}
+
+namespace peerplan {
 
 // The ranked table (ANSI-free, fixed width) followed by the verdict and advice.
 std::string ranked_table(const SearchResult& r, size_t max_rows = 30);
@@ -17,9 +21,13 @@ std::string cost_source_summary(const nlohmann::json& provenance);
 nlohmann::json search_to_json(const SearchResult& r);   // format "peerplan.search", version 1
 std::string search_to_csv(const SearchResult& r);       // one row per simulated candidate, then the rejected
 
-// Writes DIR/report.md, DIR/search.json, DIR/metrics/<rank>.json (per-request timings, for the
-// CDFs) and, when python3 with matplotlib is available, DIR/*.png via scripts/plot_report.py.
-// Returns a note about plotting (empty when the plots were drawn).
+// Stages DIR/report.md, DIR/search.json and DIR/metrics/<rank>.json (per-request timings, for the
+// CDFs) in `out` (written with the command's other outputs, all or none); creates DIR/metrics.
+void stage_report_dir(const SearchResult& r, const std::string& dir, OutputSet& out);
+// Draws DIR/*.png from those files via scripts/plot_report.py when python3 with matplotlib is
+// available; returns a note about plotting (empty when the plots were drawn).
+std::string draw_report_plots(const std::string& dir);
+// Both, on their own.
 std::string write_report_dir(const SearchResult& r, const std::string& dir);
 
 }  // namespace peerplan

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "planner/core/error.hpp"
+#include "planner/core/files.hpp"
 #include "planner/core/json_in.hpp"
 
 namespace peerplan {
@@ -37,6 +38,34 @@ std::string worst_op_class(const std::vector<OpClassTime>& classes, double* diff
   if (diff_s) *diff_s = worst.empty() ? 0 : signed_diff;
   if (share) *share = total > 0 ? best / total : 0;
   return worst;
+}
+
+void check_same_run(const Metrics& a, const std::string& a_file, const Metrics& b, const std::string& b_file) {
+  std::vector<std::string> differ;
+  auto text = [&](const char* field, const std::string& x, const std::string& y) {
+    if (!x.empty() && !y.empty() && x != y) differ.push_back(fmt::format("{} '{}' vs '{}'", field, x, y));
+  };
+  auto count = [&](const char* field, int64_t x, int64_t y) {
+    if (x > 0 && y > 0 && x != y) differ.push_back(fmt::format("{} {} vs {}", field, x, y));
+  };
+  text("plan", a.plan, b.plan);
+  text("model", a.model, b.model);
+  text("workload", a.workload, b.workload);
+  count("requests", a.requests, b.requests);
+  count("prompt_tokens", a.prompt_tokens, b.prompt_tokens);
+  if (differ.empty()) return;
+  std::string list;
+  for (const auto& d : differ) list += (list.empty() ? "" : "; ") + d;
+  throw InputError(b_file, "", fmt::format("does not describe the same run as {}: {}. Compare metrics of one plan, "
+                                           "model and workload (the prediction and the measurement of one run)",
+                                           a_file, list));
+}
+
+std::pair<Metrics, Metrics> load_metrics_pair(const std::string& a_file, const std::string& b_file) {
+  Metrics a = parse_metrics_json(load_json_file(a_file, file_kind::kMetrics), a_file);
+  Metrics b = parse_metrics_json(load_json_file(b_file, file_kind::kMetrics), b_file);
+  check_same_run(a, a_file, b, b_file);
+  return {std::move(a), std::move(b)};
 }
 
 Comparison compare_metrics(const Metrics& pred, const Metrics& meas, const std::vector<OpClassTime>& op_classes,

@@ -3,6 +3,7 @@
 // which targets are met, and where the error comes from (the op class whose per-iteration time
 // differs most). CPU only; the executor fills `OpClassTime::measured_s` from CUDA events.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -54,6 +55,14 @@ struct Comparison {
 // Builds the rows (TTFT, TPOT, E2E at p50/p90/p99; output and total tokens/s) and the attribution.
 Comparison compare_metrics(const Metrics& predicted, const Metrics& measured,
                            const std::vector<OpClassTime>& op_classes, const ErrorTargets& targets = {});
+
+// Two metrics files compared must describe one run: the same plan, model and workload (its name,
+// number of requests and prompt tokens). Throws InputError naming both files and every field that
+// differs; a field empty in either file (older files) is not compared.
+void check_same_run(const Metrics& predicted, const std::string& predicted_file, const Metrics& measured,
+                    const std::string& measured_file);
+// Reads both metrics files (planner/core/files.hpp caps) and checks them with check_same_run.
+std::pair<Metrics, Metrics> load_metrics_pair(const std::string& predicted_file, const std::string& measured_file);
 
 // Which op class differs most; "" when the list is empty or all differences are zero.
 std::string worst_op_class(const std::vector<OpClassTime>& classes, double* diff_s = nullptr,

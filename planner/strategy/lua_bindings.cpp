@@ -11,8 +11,11 @@
 
 #include <lua.hpp>
 
+#include "planner/core/text.hpp"
 #include "planner/strategy/lua_bindings.hpp"
 #include "planner/strategy/lua_host.hpp"
+#include "planner/strategy/lua_isolate.hpp"
+#include "planner/strategy/lua_json.hpp"
 #include "planner/strategy/strategy_api.hpp"
 
 namespace peerplan {
@@ -53,7 +56,8 @@ int sandbox_print(lua_State* L) {
     size_t len = 0;
     const char* s = luaL_tolstring(L, i, &len);
     if (i > 1) std::fputc('\t', stderr);
-    std::fwrite(s, 1, len, stderr);
+    const std::string shown = escape_control(std::string_view(s, len), true);  // no raw terminal escapes
+    std::fwrite(shown.data(), 1, shown.size(), stderr);
     lua_pop(L, 1);
   }
   std::fputc('\n', stderr);
@@ -67,10 +71,32 @@ int sandbox_print(lua_State* L) {
 int count_repetitions(const char* p, size_t len) {
   int q = 0;
   for (size_t i = 0; i < len; ++i) {
-    if (p[i] == '%') { ++i; continue; }
+    if (p[i] == '%') {
+      // %bxy scans to the balancing y from every start: quadratic like one repetition item
+      // (a '%b()' search over 300 000 '(' ran for minutes).
+      if (i + 1 < len && p[i + 1] == 'b') {
+        ++q;
+        i += 3;
+      } else {
+        ++i;
+      }
+      continue;
+    }
     if (p[i] == '*' || p[i] == '+' || p[i] == '-' || p[i] == '?') ++q;
   }
   return q;
+}
+
+// Before a C call that may run long, the script's position goes where the parent reads it if it
+// has to kill the strategy's process (the count hook may not have fired since the last line).
+void note_caller(lua_State* L) {
+  if (!isolation::in_child()) return;
+  lua_Debug ar;
+  if (lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+    char where[400];
+    std::snprintf(where, sizeof where, "%s:%d", ar.source[0] == '@' ? ar.source + 1 : ar.short_src, ar.currentline);
+    isolation::note_position(where);
+  }
 }
 
 int guarded_pattern(lua_State* L) {
@@ -87,6 +113,7 @@ int guarded_pattern(lua_State* L) {
                            "(the sandbox refuses above (n+1)^(q+1) = 1e10 steps; use plain find or shorter strings)",
                         q, int(n));
   }
+  note_caller(L);
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_insert(L, 1);
   lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
@@ -143,8 +170,8 @@ const luaL_Reg kSandboxFunctions[] = {{"load", sandbox_load}, {"print", sandbox_
 
 // ---- machine ---------------------------------------------------------------------------------
 
-const Topology& topo_of(lua_State* L) {
-  return *static_cast<const Topology*>(lua_touserdata(L, lua_upvalueindex(1)));
+const CostModel& cost_of(lua_State* L) {
+  return *static_cast<const CostModel*>(lua_touserdata(L, lua_upvalueindex(1)));
 }
 
 int check_gpu(lua_State* L, int arg, int gpus) {
@@ -159,8 +186,8 @@ const char* const kModeNames[] = {"peer", "peer_kernel", "nop2p", "host_staged",
 // machine.transfer_time(src, dst, bytes [, mode="peer"]) -> seconds, source; or nil, why when the
 // mode cannot be used between the two GPUs (e.g. peer without P2P).
 int machine_transfer_time(lua_State* L) {
-  const Topology& topo = topo_of(L);
-  int n = topo.gpu_count();
+  const CostModel& cost = cost_of(L);
+  int n = cost.topology().gpu_count();
   int src = check_gpu(L, 1, n);
   int dst = check_gpu(L, 2, n);
   luaL_argcheck(L, src != dst, 2, "dst must differ from src");
@@ -172,7 +199,7 @@ int machine_transfer_time(lua_State* L) {
   bool valid = false;
   double seconds = 0;
   try {
-    TransferEstimate e = estimate_transfer(topo, src, dst, bytes, kModeNames[mode]);
+    TransferEstimate e = estimate_transfer(cost, src, dst, bytes, kModeNames[mode]);
     valid = e.valid;
     seconds = e.seconds;
     std::snprintf(why, sizeof why, "%s", e.valid ? e.source.c_str() : e.why_invalid.c_str());
@@ -196,9 +223,79 @@ int machine_link(lua_State* L) {
   int a = check_gpu(L, 1, n);
   int b = check_gpu(L, 2, n);
   luaL_argcheck(L, a != b, 2, "b must differ from a");
-  lua_rawgeti(L, lua_upvalueindex(3), a + 1);
-  lua_rawgeti(L, -1, b + 1);
+  lua_geti(L, lua_upvalueindex(3), a + 1);  // through the lazy proxy (links_index)
+  lua_geti(L, -1, b + 1);
   return 1;
+}
+
+// machine.links is filled on first access: a 1024-GPU machine has a million ordered pairs, each a
+// table of four routes, while a strategy reads a few thousand. links[a] (1-based) is a row, made
+// on first access; row[b] is link_api_json(a-1, b-1), made on first access; both are then kept
+// (rawset), so a pair is built once. `#links` and `#row` are the GPU count, so ipairs works.
+int links_len(lua_State* L) {
+  lua_pushvalue(L, lua_upvalueindex(1));
+  return 1;
+}
+
+int links_row_index(lua_State* L) {  // upvalues: cost model, GPU count, row's GPU (0-based)
+  const CostModel& cost = cost_of(L);
+  int n = int(lua_tointeger(L, lua_upvalueindex(2)));
+  int a = int(lua_tointeger(L, lua_upvalueindex(3)));
+  int isnum = 0;
+  lua_Integer b = lua_tointegerx(L, 2, &isnum);
+  if (!isnum || b < 1 || b > n) return 0;  // nil, as a plain table would give
+  char err[kErrLen] = {0};
+  {
+    nlohmann::json j;
+    try {
+      j = link_api_json(cost.topology(), a, int(b - 1));
+    } catch (const std::exception& ex) {
+      std::snprintf(err, sizeof err, "machine.links: %s", ex.what());
+    }
+    if (!err[0]) push_json(L, j);  // a memory error here ends the strategy (the cap is passed)
+  }
+  if (err[0]) return luaL_error(L, "%s", err);
+  lua_pushvalue(L, 2);
+  lua_pushvalue(L, -2);
+  lua_rawset(L, 1);
+  return 1;
+}
+
+int links_index(lua_State* L) {  // upvalues: cost model, GPU count
+  int n = int(lua_tointeger(L, lua_upvalueindex(2)));
+  int isnum = 0;
+  lua_Integer a = lua_tointegerx(L, 2, &isnum);
+  if (!isnum || a < 1 || a > n) return 0;
+  lua_createtable(L, 0, 0);
+  lua_createtable(L, 0, 2);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_pushvalue(L, lua_upvalueindex(2));
+  lua_pushinteger(L, a - 1);
+  lua_pushcclosure(L, links_row_index, 3);
+  lua_setfield(L, -2, "__index");
+  lua_pushvalue(L, lua_upvalueindex(2));
+  lua_pushcclosure(L, links_len, 1);
+  lua_setfield(L, -2, "__len");
+  lua_setmetatable(L, -2);
+  lua_pushvalue(L, 2);
+  lua_pushvalue(L, -2);
+  lua_rawset(L, 1);
+  return 1;
+}
+
+// Replaces machine.links (at `machine_index`) with the lazy proxy.
+void push_lazy_links(lua_State* L, int machine_index, const CostModel* cost) {
+  lua_createtable(L, 0, 0);
+  lua_createtable(L, 0, 2);
+  lua_pushlightuserdata(L, const_cast<CostModel*>(cost));
+  lua_pushinteger(L, cost->topology().gpu_count());
+  lua_pushcclosure(L, links_index, 2);
+  lua_setfield(L, -2, "__index");
+  lua_pushinteger(L, cost->topology().gpu_count());
+  lua_pushcclosure(L, links_len, 1);
+  lua_setfield(L, -2, "__len");
+  lua_setmetatable(L, -2);
+  lua_setfield(L, machine_index, "links");
 }
 
 const luaL_Reg kMachineFunctions[] = {
@@ -222,12 +319,13 @@ void open_sandbox_bindings(lua_State* L, int64_t memory_cap) {
   lua_pop(L, 1);
 }
 
-void open_machine_bindings(lua_State* L, int machine_index, const Topology* topo) {
+void open_machine_bindings(lua_State* L, int machine_index, const CostModel* cost) {
   machine_index = lua_absindex(L, machine_index);
+  push_lazy_links(L, machine_index, cost);
   lua_pushvalue(L, machine_index);  // luaL_setfuncs wants the target table just below the upvalues
-  // Upvalues: the topology, the GPU count, and the 1-based links table the script also sees.
-  lua_pushlightuserdata(L, const_cast<Topology*>(topo));
-  lua_pushinteger(L, topo->gpu_count());
+  // Upvalues: the simulator's cost model, the GPU count, and the 1-based links table the script also sees.
+  lua_pushlightuserdata(L, const_cast<CostModel*>(cost));
+  lua_pushinteger(L, cost->topology().gpu_count());
   lua_getfield(L, machine_index, "links");
   luaL_setfuncs(L, kMachineFunctions, 3);  // pops the upvalues
   lua_pop(L, 1);

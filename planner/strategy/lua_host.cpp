@@ -11,6 +11,7 @@
 
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
+#include "planner/strategy/lua_isolate.hpp"
 
 namespace peerplan {
 
@@ -31,10 +32,15 @@ struct LuaHost::Impl {
                             // that run between calls or in lua_close are stopped too
   bool refused = false;
   int64_t refused_request = 0;
-  // Instruction and time budget of the current call.
+  // Instruction budget of the current call; the wall clock runs from the host's creation (one
+  // budget for loading the script and calling it).
   int64_t executed = 0;
   Clock::time_point deadline{};
   std::string last_where;  // position seen by the last hook, for errors raised without a handler
+  std::string what;        // the step being run, for messages
+  // The first limit hit, kept: in this process the hook raises it again at every instruction, so
+  // a script that catches it (pcall, xpcall) is stopped at the next instruction outside the catch.
+  std::string tripped;
 
   int64_t hard_cap() const { return limits.memory_bytes + limits.memory_bytes / 2; }
 };
@@ -42,6 +48,8 @@ struct LuaHost::Impl {
 namespace {
 
 LuaHost::Impl* impl_of(lua_State* L) { return *static_cast<LuaHost::Impl**>(lua_getextraspace(L)); }
+
+void limit_hook(lua_State* L, lua_Debug* ar);
 
 void* limited_alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
   auto* h = static_cast<LuaHost::Impl*>(ud);
@@ -54,6 +62,16 @@ void* limited_alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
   if (h->armed && h->used - int64_t(old) + int64_t(nsize) > h->hard_cap()) {
     h->refused = true;
     h->refused_request = int64_t(nsize);
+    if (isolation::in_child())  // Lua's memory error can be caught by pcall: end the strategy instead
+      isolation::fail(h->script, fmt::format("strategy script failed in {}:\nmemory cap of {:.0f} MiB exceeded (a request "
+                                             "for {:.0f} MiB was refused){}", h->what, double(h->limits.memory_bytes) / (1 << 20),
+                                             double(nsize) / (1 << 20), h->last_where.empty() ? "" : "; last position " + h->last_where));
+    // In this process: the limit stays tripped, so catching the memory error does not go on.
+    if (h->tripped.empty() && h->L) {
+      h->tripped = fmt::format("memory cap of {:.0f} MiB exceeded (a request for {:.0f} MiB was refused)",
+                               double(h->limits.memory_bytes) / (1 << 20), double(nsize) / (1 << 20));
+      lua_sethook(h->L, limit_hook, LUA_MASKCOUNT, 1);
+    }
     return nullptr;
   }
   void* p = std::realloc(ptr, nsize);
@@ -63,33 +81,51 @@ void* limited_alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
 
 std::string mib(int64_t b) { return fmt::format("{:.0f} MiB", double(b) / (1 << 20)); }
 
+// In a child process: the limit ends the strategy now, with the position and a traceback.
+[[noreturn]] void end_child(lua_State* L, LuaHost::Impl* h, const char* msg) {
+  luaL_traceback(L, L, nullptr, 0);
+  std::string text = fmt::format("strategy script failed in {}:\n{}{}\n{}", h->what,
+                                 h->last_where.empty() ? "" : h->last_where + ": ", msg, lua_tostring(L, -1));
+  isolation::fail(h->script, text);
+}
+
 // Raised from the count hook: luaL_error prefixes the running Lua function's file:line.
 void limit_hook(lua_State* L, lua_Debug* ar) {
   auto* h = impl_of(L);
   if (!h->hook_armed) return;
+  if (!h->tripped.empty()) {
+    // Re-raised at every instruction (the hook count is 1 now): a pcall that caught it returns
+    // into code that raises it again, until no catch is left. Copied out: luaL_error longjmps.
+    char again[480];
+    std::snprintf(again, sizeof again, "%s", h->tripped.c_str());
+    luaL_error(L, "%s", again);
+  }
   h->executed += kHookInterval;
-  if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
+  if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0) {
     h->last_where = fmt::format("{}:{}", ar->source[0] == '@' ? ar->source + 1 : ar->short_src, ar->currentline);
+    isolation::note_position(h->last_where.c_str());
+  }
   // The limits stay armed after firing: an error inside a __gc finalizer is swallowed by Lua, so
   // the script must hit the limit again at its next check. luaL_error longjmps: no C++ object may be
   // alive at these calls, so messages are formatted into plain buffers.
   char buf[240];
+  buf[0] = 0;
   if (h->executed > h->limits.instructions) {
     std::snprintf(buf, sizeof buf, "instruction limit of %lld exceeded (stopped after %lld instructions; raise it "
                   "with --lua-instructions if the script is legitimately long)",
                   (long long)h->limits.instructions, (long long)h->executed);
-    luaL_error(L, "%s", buf);
-  }
-  if (Clock::now() > h->deadline) {
+  } else if (Clock::now() > h->deadline) {
     std::snprintf(buf, sizeof buf, "time limit of %g s exceeded (an endless loop? raise it with --lua-seconds)",
                   h->limits.seconds);
-    luaL_error(L, "%s", buf);
-  }
-  if (h->armed && h->used > h->limits.memory_bytes) {
+  } else if (h->armed && h->used > h->limits.memory_bytes) {
     std::snprintf(buf, sizeof buf, "memory cap of %.0f MiB exceeded (the script holds %.0f MiB; raise it with "
                   "--lua-memory-mib)", double(h->limits.memory_bytes) / (1 << 20), double(h->used) / (1 << 20));
-    luaL_error(L, "%s", buf);
   }
+  if (!buf[0]) return;
+  if (isolation::in_child()) end_child(L, h, buf);
+  h->tripped = buf;
+  lua_sethook(L, limit_hook, LUA_MASKCOUNT, 1);
+  luaL_error(L, "%s", buf);
 }
 
 // Message handler: names the first Lua frame's file:line (errors raised in C functions such as a
@@ -155,6 +191,8 @@ LuaHost::LuaHost(std::string script, const LuaLimits& limits) : impl_(std::make_
   lua_call(L, 1, 0);
   lua_pop(L, 1);
   lua_sethook(L, limit_hook, LUA_MASKCOUNT, kHookInterval);
+  auto secs = std::chrono::duration<double>(limits.seconds);
+  impl_->deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(secs);
 }
 
 LuaHost::~LuaHost() {
@@ -163,6 +201,8 @@ LuaHost::~LuaHost() {
   impl_->armed = false;
   impl_->hook_armed = true;
   impl_->executed = 0;
+  impl_->tripped.clear();
+  lua_sethook(impl_->L, limit_hook, LUA_MASKCOUNT, kHookInterval);
   auto secs = std::chrono::duration<double>(std::min(impl_->limits.seconds, 1.0));
   impl_->deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(secs);
   lua_close(impl_->L);
@@ -182,13 +222,19 @@ void LuaHost::call(int nargs, int nresults, const std::string& what) {
   impl_->executed = 0;
   impl_->refused = false;
   impl_->last_where.clear();
-  auto secs = std::chrono::duration<double>(impl_->limits.seconds);
-  impl_->deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(secs);
+  impl_->what = what;
   impl_->armed = true;
   impl_->hook_armed = true;
   int rc = lua_pcall(L, nargs, nresults, func);
   impl_->armed = false;
   lua_remove(L, func);  // the handler
+  if (rc == LUA_OK && !impl_->tripped.empty()) {
+    // A limit fired and the script caught every re-raise up to its return (only possible when
+    // the last instructions were inside catches): the strategy still failed.
+    lua_pop(L, nresults == LUA_MULTRET ? 0 : nresults);
+    lua_pushstring(L, impl_->tripped.c_str());
+    rc = LUA_ERRRUN;
+  }
   if (rc == LUA_OK) return;
   std::string msg;
   if (rc == LUA_ERRMEM) {
@@ -205,7 +251,7 @@ void LuaHost::call(int nargs, int nresults, const std::string& what) {
 }
 
 void LuaHost::run_file(const std::string& path, int nresults, const std::string& what) {
-  std::string text = read_text_file(path);
+  std::string text = read_input_file(path, file_kind::kStrategy);
   if (!text.empty() && text[0] == LUA_SIGNATURE[0])
     throw InputError(path, "", "a Lua source file; precompiled bytecode is refused by the sandbox");
   lua_State* L = impl_->L;

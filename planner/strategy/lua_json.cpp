@@ -48,10 +48,7 @@ namespace {
 // Field names in errors follow JsonIn: "stages/1/gpus", no leading slash.
 std::string field_of(const std::string& path) { return path.empty() ? "" : (path[0] == '/' ? path.substr(1) : path); }
 
-struct Budget {
-  int64_t left;
-  int64_t total;
-};
+using Budget = LuaJsonBudget;
 
 void spend(Budget& b, int64_t bytes, const std::string& origin, const std::string& path) {
   b.left -= bytes;
@@ -136,6 +133,11 @@ nlohmann::json lua_to_json(lua_State* L, int index, const std::string& origin, c
                            int64_t budget_bytes) {
   Budget b{budget_bytes, budget_bytes};
   return convert(L, index, origin, path, 0, b);
+}
+
+nlohmann::json lua_to_json(lua_State* L, int index, const std::string& origin, const std::string& path,
+                           LuaJsonBudget& budget) {
+  return convert(L, index, origin, path, 0, budget);
 }
 
 }  // namespace peerplan

@@ -21,4 +21,13 @@ void push_json(lua_State* L, const nlohmann::json& j);
 nlohmann::json lua_to_json(lua_State* L, int index, const std::string& origin, const std::string& path = "",
                            int64_t budget_bytes = 256LL << 20);
 
+// One budget shared by several conversions (every plan of one strategy): a script cannot multiply
+// its memory cap by returning the same large value in many plans.
+struct LuaJsonBudget {
+  int64_t left;
+  int64_t total;
+};
+nlohmann::json lua_to_json(lua_State* L, int index, const std::string& origin, const std::string& path,
+                           LuaJsonBudget& budget);
+
 }  // namespace peerplan

@@ -7,8 +7,11 @@ namespace peerplan {
 
 struct LuaLimits {
   int64_t instructions = 2'000'000'000;  // Lua VM instructions per call (count hook)
-  double seconds = 10.0;                 // wall clock per call; checked every few thousand instructions
+  double seconds = 10.0;                 // wall clock per strategy run (loading it and candidates() together)
   int64_t memory_bytes = 256LL << 20;    // total bytes the Lua state may hold (custom allocator)
+  // Run each strategy in a child process (lua_isolate.hpp) with CPU-time and address-space limits
+  // and a wall-clock kill, so no script can escape the limits. Off only for the fuzz target.
+  bool isolate = true;
 };
 
 }  // namespace peerplan

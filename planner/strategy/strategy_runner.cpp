@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iostream>
 #include <set>
 
 #include <fmt/format.h>
@@ -12,6 +13,7 @@
 #include "planner/core/files.hpp"
 #include "planner/strategy/lua_bindings.hpp"
 #include "planner/strategy/lua_host.hpp"
+#include "planner/strategy/lua_isolate.hpp"
 #include "planner/strategy/lua_json.hpp"
 #include "planner/strategy/strategy_api.hpp"
 
@@ -167,12 +169,64 @@ std::string structural_key(const Plan& p) {
   return j.dump();
 }
 
+nlohmann::json info_to_json(const StrategyInfo& info) {
+  nlohmann::json params = nlohmann::json::array();
+  for (const auto& p : info.params)
+    params.push_back({{"name", p.name}, {"type", p.type}, {"default", p.default_value}, {"help", p.help}});
+  return {{"file", info.file}, {"name", info.name}, {"description", info.description}, {"params", params}};
+}
+
+StrategyInfo info_from_json(const nlohmann::json& j, const std::string& file) {
+  if (!j.is_object()) throw RuntimeError("a strategy process returned no description of " + file);
+  StrategyInfo info;
+  info.file = file;
+  info.name = j.value("name", "");
+  info.description = j.value("description", "");
+  for (const auto& p : j.value("params", nlohmann::json::array()))
+    info.params.push_back({p.value("name", ""), p.value("type", ""), p.value("default", nlohmann::json()), p.value("help", "")});
+  return info;
+}
+
+// What runs in the strategy's process: load it, call candidates(model, machine, options), and
+// convert the returned plans to JSON. Plans are converted one by one so errors name the plan's
+// position; one conversion budget (the script's memory cap) covers all of them, so neither shared
+// subtables nor one large value returned in many plans can multiply past it.
+nlohmann::json candidates_job(const std::string& file, const LuaLimits& limits, const nlohmann::json& model_json,
+                              const nlohmann::json& machine_json, const CostModel& cost, const nlohmann::json& options) {
+  Loaded s = load_strategy(file, limits);
+  lua_State* L = s.host->state();
+  raw_field(L, -1, "candidates");
+  push_json(L, model_json);
+  push_json(L, machine_json);
+  open_machine_bindings(L, -1, &cost);
+  push_json(L, options);
+  s.host->call(3, 1, "candidates(model, machine, options)");
+  if (!lua_istable(L, -1))
+    throw InputError(file, "candidates()", std::string("a list of plan tables (return {} when no plan applies), got a ") +
+                                               luaL_typename(L, -1));
+  lua_Integer count = lua_Integer(lua_rawlen(L, -1));
+  if (count > lua_Integer(kMaxPlansPerStrategy))
+    throw InputError(file, "candidates()", fmt::format("at most {} plans, got {}", kMaxPlansPerStrategy, count));
+  LuaJsonBudget budget{limits.memory_bytes, limits.memory_bytes};
+  nlohmann::json plans = nlohmann::json::array();
+  for (lua_Integer i = 1; i <= count; ++i) {
+    lua_rawgeti(L, -1, i);
+    std::string origin = fmt::format("{}: plan #{}", file, i);
+    plans.push_back(lua_to_json(L, -1, origin, "", budget));
+    check_plan_bounds(plans.back(), origin);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return plans;
+}
+
 }  // namespace
 
 std::vector<std::string> builtin_strategy_files() { return lua_files_in(find_data_file("plugins")); }
 
 std::string resolve_strategy(const std::string& name_or_path) {
-  if (fs::is_regular_file(name_or_path)) return name_or_path;
+  std::error_code ec;  // a FIFO or a symlink loop is the user's file: the reader says what is wrong
+  if (path_present(name_or_path) && !fs::is_directory(name_or_path, ec)) return name_or_path;
   std::string shipped = find_data_file("plugins/" + name_or_path + ".lua");
   if (fs::is_regular_file(shipped)) return shipped;
   std::vector<std::string> names;
@@ -185,7 +239,8 @@ std::string resolve_strategy(const std::string& name_or_path) {
 }
 
 StrategyInfo describe_strategy(const std::string& file, const LuaLimits& limits) {
-  return load_strategy(file, limits).info;
+  nlohmann::json j = run_isolated(file, limits, [&] { return info_to_json(load_strategy(file, limits).info); });
+  return info_from_json(j, file);
 }
 
 std::map<std::string, std::string> parse_set_options(const std::vector<std::string>& pairs) {
@@ -199,27 +254,62 @@ std::map<std::string, std::string> parse_set_options(const std::vector<std::stri
   return out;
 }
 
+void check_plan_bounds(const nlohmann::json& j, const std::string& origin) {
+  if (!j.is_object()) return;  // parse_plan_json says what a plan must be
+  auto too_long = [&](const std::string& field, size_t cap, size_t got) {
+    throw InputError(origin, field, fmt::format("at most {} bytes, got {}", cap, got));
+  };
+  for (const char* key : {"name", "strategy"})
+    if (auto it = j.find(key); it != j.end() && it->is_string() && it->get_ref<const std::string&>().size() > kMaxPlanNameBytes)
+      too_long(key, kMaxPlanNameBytes, it->get_ref<const std::string&>().size());
+  if (auto it = j.find("notes"); it != j.end()) {
+    if (it->is_array() && it->size() > kMaxPlanNotes)
+      throw InputError(origin, "notes", fmt::format("at most {} notes, got {}", kMaxPlanNotes, it->size()));
+    if (it->is_string() && it->get_ref<const std::string&>().size() > kMaxPlanNoteBytes)
+      too_long("notes", kMaxPlanNoteBytes, it->get_ref<const std::string&>().size());
+    if (it->is_array())
+      for (size_t i = 0; i < it->size(); ++i)
+        if ((*it)[i].is_string() && (*it)[i].get_ref<const std::string&>().size() > kMaxPlanNoteBytes)
+          too_long(fmt::format("notes/{}", i), kMaxPlanNoteBytes, (*it)[i].get_ref<const std::string&>().size());
+  }
+  if (auto it = j.find("extra"); it != j.end()) {
+    size_t bytes = it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
+    if (bytes > kMaxPlanExtraBytes)
+      throw InputError(origin, "extra", fmt::format("at most {} KiB of data as JSON, got {} KiB", kMaxPlanExtraBytes >> 10,
+                                                    (bytes + 1023) >> 10));
+  }
+}
+
 std::vector<CandidatePlan> run_strategies(const std::vector<std::string>& files_in, const ModelConfig& cfg,
-                                          const ModelFigures& fig, const Topology& topo,
+                                          const ModelFigures& fig, const CostModel& cost,
                                           const std::map<std::string, std::string>& sets,
-                                          const MemoryOptions& mem, const LuaLimits& limits) {
+                                          const MemoryOptions& mem, const LuaLimits& limits,
+                                          std::vector<StrategyFailure>* failures_out) {
+  const Topology& topo = cost.topology();
   std::vector<std::string> files = files_in.empty() ? builtin_strategy_files() : files_in;
   if (files.empty())
     throw InputError("", "--strategy", "at least one strategy; no plugins/*.lua found (set $PEERPLAN_HOME)");
   const nlohmann::json model_json = model_api_json(cfg, fig);
-  const nlohmann::json machine_json = machine_api_json(topo);
+  const nlohmann::json machine_json = machine_api_json_without_links(topo);  // links: lazy (lua_bindings)
 
-  std::vector<Loaded> loaded;
+  // Failures are kept whole: when every strategy fails, the first is thrown as it was raised.
+  std::vector<std::pair<std::string, InputError>> failed;
+  std::vector<StrategyInfo> infos;
   std::set<std::string> declared;
   for (const auto& f : files) {
-    loaded.push_back(load_strategy(f, limits));
-    for (const auto& p : loaded.back().info.params) declared.insert(p.name + " (" + loaded.back().info.name + ")");
+    try {
+      infos.push_back(describe_strategy(f, limits));
+    } catch (const InputError& e) {
+      failed.emplace_back(f, e);
+      continue;
+    }
+    for (const auto& p : infos.back().params) declared.insert(p.name + " (" + infos.back().name + ")");
   }
   for (const auto& [key, value] : sets) {
     bool known = false;
-    for (const auto& s : loaded)
-      for (const auto& p : s.info.params) known = known || p.name == key;
-    if (!known)
+    for (const auto& s : infos)
+      for (const auto& p : s.params) known = known || p.name == key;
+    if (!known && failed.empty())
       throw InputError("", "--set " + key,
                        fmt::format("a parameter of the selected strategies: {}",
                                    declared.empty() ? std::string("they declare none") : fmt::format("{}", fmt::join(declared, ", "))));
@@ -227,53 +317,55 @@ std::vector<CandidatePlan> run_strategies(const std::vector<std::string>& files_
 
   std::vector<CandidatePlan> out;
   std::map<std::string, size_t> seen;  // structural key -> index in out
-  for (auto& s : loaded) {
-    lua_State* L = s.host->state();
+  for (const auto& info : infos) {
+    const std::string& file = info.file;
     nlohmann::json options = nlohmann::json::object();
-    for (const auto& p : s.info.params) {
+    for (const auto& p : info.params) {
       auto it = sets.find(p.name);
-      options[p.name] = it == sets.end() ? p.default_value : typed_value(p, it->second, s.info.name);
+      options[p.name] = it == sets.end() ? p.default_value : typed_value(p, it->second, info.name);
     }
-    raw_field(L, -1, "candidates");
-    push_json(L, model_json);
-    push_json(L, machine_json);
-    open_machine_bindings(L, -1, &topo);
-    push_json(L, options);
-    s.host->call(3, 1, "candidates(model, machine, options)");
-    const std::string& file = s.info.file;
-    if (!lua_istable(L, -1))
-      throw InputError(file, "candidates()", std::string("a list of plan tables (return {} when no plan applies), got a ") +
-                                                 luaL_typename(L, -1));
-    // Plans are converted one by one so errors name the plan's position. The conversion budget
-    // (the script's memory cap) stops shared subtables from multiplying into huge JSON.
-    std::vector<nlohmann::json> plans;
-    lua_Integer count = lua_Integer(lua_rawlen(L, -1));
-    for (lua_Integer i = 1; i <= count; ++i) {
-      lua_rawgeti(L, -1, i);
-      plans.push_back(lua_to_json(L, -1, fmt::format("{}: plan #{}", file, i), "", limits.memory_bytes));
-      lua_pop(L, 1);
-    }
-    lua_pop(L, 1);
-    for (size_t i = 0; i < plans.size(); ++i) {
-      nlohmann::json& j = plans[i];
-      std::string origin = fmt::format("{}: plan #{}", file, i + 1);
-      if (j.is_object()) {
-        if (!j.contains("strategy")) j["strategy"] = s.info.name;
-        if (j.contains("name") && j["name"].is_string()) origin += " (" + j["name"].get<std::string>() + ")";
+    std::vector<CandidatePlan> mine;
+    std::vector<std::string> also;  // notes for earlier plans this strategy proposed again
+    std::vector<size_t> also_at;
+    try {
+      nlohmann::json plans = run_isolated(file, limits, [&] {
+        return candidates_job(file, limits, model_json, machine_json, cost, options);
+      });
+      if (!plans.is_array()) throw RuntimeError("a strategy process returned no list of plans");
+      for (size_t i = 0; i < plans.size(); ++i) {
+        nlohmann::json& j = plans[i];
+        std::string origin = fmt::format("{}: plan #{}", file, i + 1);
+        check_plan_bounds(j, origin);
+        if (j.is_object()) {
+          if (!j.contains("strategy")) j["strategy"] = info.name;
+          if (j.contains("name") && j["name"].is_string()) origin += " (" + j["name"].get<std::string>() + ")";
+        }
+        CandidatePlan c;
+        c.plan = parse_plan_json(j, origin);
+        validate_plan_for_model(c.plan, cfg, topo.gpu_count(), origin);
+        c.strategy_file = file;
+        mine.push_back(std::move(c));
       }
-      CandidatePlan c;
-      c.plan = parse_plan_json(j, origin);
-      validate_plan_for_model(c.plan, cfg, topo.gpu_count(), origin);
-      c.strategy_file = file;
+    } catch (const InputError& e) {
+      failed.emplace_back(file, e);
+      continue;
+    }
+    for (auto& c : mine) {
       auto key = structural_key(c.plan);
       if (auto it = seen.find(key); it != seen.end()) {
-        out[it->second].plan.notes.push_back("also proposed by " + s.info.name + " as " + c.plan.name);
+        out[it->second].plan.notes.push_back("also proposed by " + info.name + " as " + c.plan.name);
         continue;
       }
       c.memory = check_memory(c.plan, cfg, fig, topo.machine(), mem);
       seen[key] = out.size();
       out.push_back(std::move(c));
     }
+  }
+  if (!failed.empty() && failed.size() == files.size()) throw failed.front().second;
+  for (const auto& [file, e] : failed) {
+    if (failures_out) failures_out->push_back({file, e.what()});
+    else
+      std::cerr << fmt::format("peerplan: warning: strategy {} failed; its plans are left out:\n{}\n", file, e.what());
   }
   // Names must be unique for reports and --plan selection: suffix repeats.
   std::map<std::string, int> names;

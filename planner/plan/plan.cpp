@@ -7,8 +7,10 @@
 #include <fmt/ranges.h>
 
 #include "planner/core/error.hpp"
+#include "planner/core/files.hpp"
 #include "planner/plan/sharding.hpp"
 #include "planner/core/json_in.hpp"
+#include "planner/core/suggest.hpp"
 #include "planner/model/model_config.hpp"
 
 namespace peerplan {
@@ -109,11 +111,29 @@ int small_int(const JsonIn& node, int64_t v, const std::string& key) {
   if (v < -1000000 || v > 1000000) node.fail(key, "an integer between -1000000 and 1000000, got " + std::to_string(v));
   return int(v);
 }
+// A key the plan schema does not have is an error naming the nearest valid key: a misspelt
+// "micro_batch" or "boundary_mode" must not silently take its default.
+void check_keys(const JsonIn& node, const std::vector<std::string>& valid, const std::vector<std::string>& ignored = {}) {
+  for (auto it = node.raw().begin(); it != node.raw().end(); ++it) {
+    const std::string& k = it.key();
+    if (std::find(valid.begin(), valid.end(), k) != valid.end()) continue;
+    if (std::find(ignored.begin(), ignored.end(), k) != ignored.end()) continue;
+    node.fail(k, "a known key: " + one_of_with_suggestion(k, valid) + "; this key is not part of the plan schema");
+  }
+}
+
+const std::vector<std::string> kPlanKeys = {"version", "name", "strategy", "stages", "ep", "expert_gpu", "ep_attention",
+                                            "boundary_modes", "p2p", "micro_batches", "notes", "extra"};
+// Written next to a plan by `peerplan plans --json` / `--out`: read back without complaint, not used.
+const std::vector<std::string> kPlanReportKeys = {"memory", "strategy_file"};
+const std::vector<std::string> kStageKeys = {"gpus", "layer_begin", "layer_end", "tp", "embeddings", "lm_head"};
+
 }  // namespace
 
 Plan parse_plan_json(const nlohmann::json& j, const std::string& origin) {
   JsonIn in(j, origin);
   if (!in.is_object()) in.fail("", "a plan object");
+  check_keys(in, kPlanKeys, kPlanReportKeys);
   Plan p;
   p.version = int(in.integer_or("version", kPlanSchemaVersion));
   if (p.version != kPlanSchemaVersion)
@@ -125,6 +145,7 @@ Plan parse_plan_json(const nlohmann::json& j, const std::string& origin) {
   for (size_t i = 0; i < stages.size(); ++i) {
     JsonIn s = stages[i];
     if (!s.is_object()) s.fail("", "a stage object {gpus, layer_begin, layer_end, tp}");
+    check_keys(s, kStageKeys);
     PlanStage st;
     auto gpus = s.array("gpus");
     for (size_t g = 0; g < gpus.size(); ++g) st.gpus.push_back(small_int(gpus, gpus[g].as_integer(), std::to_string(g)));
@@ -181,7 +202,7 @@ nlohmann::json plan_to_json(const Plan& p) {
 }
 
 Plan load_plan(const std::string& path) {
-  nlohmann::json j = load_json_file(path);
+  nlohmann::json j = load_json_file(path, file_kind::kPlan);
   if (j.is_object() && j.contains("plans") && !j.contains("stages")) {
     const auto& plans = j["plans"];
     if (!plans.is_array() || plans.size() != 1)

@@ -5,6 +5,8 @@
 #include <limits>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "planner/core/error.hpp"
 #include "planner/topology/topology.hpp"
 
@@ -15,13 +17,23 @@ void EventQueue::schedule(SimTime at, Handler fn, void* ctx, int64_t arg) {
   std::push_heap(heap_.begin(), heap_.end(), later);
 }
 
+void EventQueue::schedule_first(SimTime at, Handler fn, void* ctx, int64_t arg) {
+  heap_.push_back({at < now_ ? now_ : at, first_seq_++, fn, ctx, arg});
+  std::push_heap(heap_.begin(), heap_.end(), later);
+}
+
 bool EventQueue::step() {
   if (heap_.empty()) return false;
   std::pop_heap(heap_.begin(), heap_.end(), later);
   Event e = heap_.back();
   heap_.pop_back();
+  at_instant_ = e.at == now_ ? at_instant_ + 1 : 1;
   now_ = e.at;
   ++events_run_;
+  if (at_instant_ > instant_limit_)
+    throw RuntimeError(fmt::format("internal error: the event engine made no progress: {} events at t = {:.9g} s "
+                                   "({} events run, {} pending); a figure of the machine or workload may be out of range",
+                                   at_instant_, now_, events_run_, heap_.size()));
   e.fn(e.ctx, e.arg);
   return true;
 }
@@ -34,8 +46,10 @@ void EventQueue::run() {
 void EventQueue::reset() {
   heap_.clear();
   now_ = 0;
-  seq_ = 0;
+  seq_ = kLateSeq;
+  first_seq_ = 0;
   events_run_ = 0;
+  at_instant_ = 0;
 }
 
 namespace {
@@ -163,7 +177,10 @@ struct TaskEngine {
     for (size_t i = 0; i < active.size();) {
       int f = active[i];
       const SimTask& k = tasks[size_t(f)];
-      if (remaining[size_t(f)] <= 1e-9 * std::max(1.0, k.bytes)) {
+      // Done, or so close that the time left is below the clock's resolution at now (the next
+      // check would land at this same instant and the engine would never advance).
+      bool unrepresentable = rate[size_t(f)] > 0 && q.now() + remaining[size_t(f)] / rate[size_t(f)] <= q.now();
+      if (remaining[size_t(f)] <= 1e-9 * std::max(1.0, k.bytes) || unrepresentable) {
         fin.push_back(f);
         for (int e : k.edges) run.edge_bytes[size_t(e)] += k.bytes;
         active.erase(active.begin() + ptrdiff_t(i));
@@ -181,6 +198,9 @@ struct TaskEngine {
 TaskRun run_tasks(const std::vector<SimTask>& tasks, int num_streams, const std::vector<double>& edge_capacity) {
   TaskEngine e(tasks, num_streams, edge_capacity);
   const int n = int(tasks.size());
+  // Each task schedules a start or activation, a finish and at most one re-rating check per flow
+  // event: far fewer than this at one instant unless nothing advances.
+  e.q.set_instant_limit(std::max<uint64_t>(EventQueue::kDefaultInstantLimit, 64 * uint64_t(n)));
   for (int t = 0; t < n; ++t) {
     const SimTask& k = tasks[size_t(t)];
     for (int s : k.streams)

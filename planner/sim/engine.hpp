@@ -22,6 +22,10 @@ class EventQueue {
   using Handler = void (*)(void* ctx, int64_t arg);
 
   void schedule(SimTime at, Handler fn, void* ctx, int64_t arg);
+  // As schedule, but the event runs before every event scheduled with schedule() at the same time;
+  // among themselves, such events run in the order of these calls. For a stream of arrivals fed
+  // one at a time: the order is the one scheduling them all up front would give.
+  void schedule_first(SimTime at, Handler fn, void* ctx, int64_t arg);
   SimTime now() const { return now_; }
   bool empty() const { return heap_.empty(); }
   size_t pending() const { return heap_.size(); }
@@ -29,6 +33,11 @@ class EventQueue {
   bool step();       // runs the earliest event; false if none
   void run();        // until no events are left
   void reset();      // empty queue, time 0
+  // Progress guarantee: more than `n` events at one instant means the model is livelocked (e.g.
+  // rates so high that every next event lands at the same time); step() then throws a
+  // RuntimeError naming the time, the events run and the events pending.
+  void set_instant_limit(uint64_t n) { instant_limit_ = n; }
+  static constexpr uint64_t kDefaultInstantLimit = 10'000'000;
 
  private:
   struct Event {
@@ -41,8 +50,12 @@ class EventQueue {
   static bool later(const Event& a, const Event& b) { return a.at > b.at || (a.at == b.at && a.seq > b.seq); }
   std::vector<Event> heap_;
   SimTime now_ = 0;
-  uint64_t seq_ = 0;
+  static constexpr uint64_t kLateSeq = 1ull << 63;  // schedule()'s sequence numbers start here
+  uint64_t seq_ = kLateSeq;
+  uint64_t first_seq_ = 0;
   uint64_t events_run_ = 0;
+  uint64_t at_instant_ = 0;  // events run at now_ so far
+  uint64_t instant_limit_ = kDefaultInstantLimit;
 };
 
 enum class TaskCategory { Compute, Communication, Sync };

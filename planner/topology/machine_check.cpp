@@ -5,6 +5,8 @@
 #include <regex>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "planner/core/error.hpp"
 #include "planner/topology/topology.hpp"
 
@@ -14,6 +16,13 @@ namespace {
 
 std::string idx(const char* arr, size_t i, const char* key) {
   return std::string(arr) + "/" + std::to_string(i) + "/" + key;
+}
+
+// A figure above its ceiling (or not finite) is refused with the ceiling in the message.
+void check_ceiling(const std::string& f, const std::string& field, double v, double ceiling, const char* unit) {
+  if (!(v <= ceiling))
+    throw InputError(f, field, fmt::format("a figure of at most {:g} {} (the ceiling for any hardware), got {:g}", ceiling,
+                                           unit, v));
 }
 
 }  // namespace
@@ -32,6 +41,11 @@ void validate_structure(const Machine& m) {
     if (g.sm_count < 0) throw InputError(f, idx("gpus", i, "sm_count"), "expected an integer >= 0");
     if (g.peak_bf16_tflops < 0 || g.hbm_gbps < 0 || g.clock_mhz < 0)
       throw InputError(f, idx("gpus", i, "peak_bf16_tflops"), "expected figures >= 0");
+    check_ceiling(f, idx("gpus", i, "memory_bytes"), double(g.memory_bytes), double(kMaxMemoryBytes), "bytes");
+    check_ceiling(f, idx("gpus", i, "peak_bf16_tflops"), g.peak_bf16_tflops, kMaxTflops, "TFLOP/s");
+    check_ceiling(f, idx("gpus", i, "hbm_gbps"), g.hbm_gbps, kMaxBandwidthGbps, "GB/s");
+    check_ceiling(f, idx("gpus", i, "clock_mhz"), g.clock_mhz, kMaxClockMhz, "MHz");
+    check_ceiling(f, idx("gpus", i, "sm_count"), g.sm_count, kMaxSmCount, "SMs");
     kind_of[g.node_id()] = NodeKind::Gpu;
   }
   static const std::regex gpu_like("gpu[0-9]+");
@@ -49,6 +63,7 @@ void validate_structure(const Machine& m) {
     kind_of[s.id] = s.kind;
     if (s.kind == NodeKind::Gpu) throw InputError(f, idx("nodes", i, "kind"), "GPUs go in \"gpus\", not \"nodes\"");
     if (s.mem_gbps < 0) throw InputError(f, idx("nodes", i, "mem_gbps"), "expected a bandwidth >= 0 in GB/s");
+    check_ceiling(f, idx("nodes", i, "mem_gbps"), s.mem_gbps, kMaxBandwidthGbps, "GB/s");
     if (s.kind == NodeKind::CpuSocket) {
       if (s.numa < 0) throw InputError(f, idx("nodes", i, "numa"), "a cpu_socket needs its NUMA index (>= 0)");
       if (auto it = socket_numa.find(s.numa); it != socket_numa.end())
@@ -103,9 +118,17 @@ void validate_structure(const Machine& m) {
         break;
       case LinkKind::Network: break;
     }
+    const char* capacity_field = l.gbps > 0 ? "gbps" : l.kind == LinkKind::NvLink ? "gbps_per_link" : l.kind == LinkKind::Pcie ? "pcie_gen" : "gbps";
     if (!(link_capacity_gbps(l) > 0))
       throw InputError(f, idx("links", i, l.kind == LinkKind::NvLink ? "nvlinks" : l.kind == LinkKind::Pcie ? "pcie_gen" : "gbps"),
                        "link capacity must be positive: give gbps, or nvlinks and gbps_per_link, or pcie_gen and pcie_width");
+    check_ceiling(f, idx("links", i, "nvlinks"), l.nvlinks, kMaxNvlinks, "bonded links");
+    check_ceiling(f, idx("links", i, "gbps_per_link"), l.gbps_per_link, kMaxBandwidthGbps, "GB/s");
+    check_ceiling(f, idx("links", i, capacity_field), link_capacity_gbps(l), kMaxBandwidthGbps, "GB/s per direction");
+    if (link_capacity_gbps(l) < kMinBandwidthGbps)
+      throw InputError(f, idx("links", i, capacity_field),
+                       fmt::format("a capacity of at least {:g} GB/s (1 MB/s), got {:g}", kMinBandwidthGbps, link_capacity_gbps(l)));
+    check_ceiling(f, idx("links", i, "latency_us"), l.latency_us, kMaxLatencyUs, "us");
   }
   if (!m.p2p.empty()) {
     if (m.p2p.size() != n)

@@ -3,8 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "planner/core/error.hpp"
 #include "planner/core/json_in.hpp"
+#include "planner/core/suggest.hpp"
+#include "planner/topology/collective.hpp"
+#include "planner/topology/machine_check.hpp"
 
 namespace peerplan {
 
@@ -61,6 +66,8 @@ SampleStats parse_stats(const JsonIn& j) {
   s.max = j.positive("max_us") * 1e-6;
   s.mean = j.positive_or("mean_us", s.median * 1e6) * 1e-6;
   if (!(s.min <= s.median && s.median <= s.max)) j.fail("median_us", "expected min_us <= median_us <= max_us");
+  if (!(s.max * 1e6 <= kMaxLatencyUs * 1e3))
+    j.fail("max_us", fmt::format("a sample time of at most {:g} us (the ceiling), got {:g}", kMaxLatencyUs * 1e3, s.max * 1e6));
   return s;
 }
 
@@ -76,17 +83,57 @@ nlohmann::json points_json(const std::vector<CurvePoint>& pts) {
   return a;
 }
 
+// A curve's points: sizes ascending, each point's bandwidth (bytes / median) below the ceiling,
+// and the top of the curve (the last four points, from which larger transfers are extrapolated)
+// taking longer as sizes grow. Small sizes may be noisy (a measured host-staged curve is faster
+// at 16 KiB than at 8 KiB), but a top that gets faster or stays flat would be read as an
+// unbounded bandwidth (a decreasing curve came out as 1e9 GB/s "measured").
 std::vector<CurvePoint> parse_points(const JsonIn& arr) {
   std::vector<CurvePoint> pts;
   for (size_t i = 0; i < arr.size(); ++i) {
     JsonIn p = arr[i];
     CurvePoint c;
     c.bytes = p.positive_int("bytes");
+    if (c.bytes > kMaxMemoryBytes)
+      p.fail("bytes", fmt::format("a size of at most {} bytes (1 PiB, the ceiling), got {}", kMaxMemoryBytes, c.bytes));
     c.time = parse_stats(p);
     if (!pts.empty() && c.bytes <= pts.back().bytes) p.fail("bytes", "expected sizes in strictly ascending order");
+    double gbps = double(c.bytes) / c.time.median / 1e9;
+    if (!(gbps <= kMaxBandwidthGbps))
+      p.fail("median_us", fmt::format("a time giving at most {:g} GB/s (the ceiling) for {} bytes, got {:g} us = {:g} GB/s",
+                                      kMaxBandwidthGbps, c.bytes, c.time.median * 1e6, gbps));
     pts.push_back(c);
   }
+  size_t top = pts.size() >= 4 ? pts.size() - 4 : 0;
+  for (size_t i = top + 1; i < pts.size(); ++i)
+    if (pts[i].time.median < pts[i - 1].time.median)
+      arr[i].fail("median_us", fmt::format("a time that grows with size at the top of the curve (used to extrapolate larger "
+                                           "transfers): {} bytes take {:g} us, less than {} bytes ({:g} us)",
+                                           pts[i].bytes, pts[i].time.median * 1e6, pts[i - 1].bytes,
+                                           pts[i - 1].time.median * 1e6));
+  if (pts.size() >= 2 && !(pts.back().time.median > pts[top].time.median))
+    arr[pts.size() - 1].fail("median_us", fmt::format("a time above the {} bytes point's {:g} us: a curve whose top is flat "
+                                                      "would extrapolate to unbounded bandwidth",
+                                                      pts[top].bytes, pts[top].time.median * 1e6));
   return pts;
+}
+
+const std::vector<std::string> kTransferModes = {"p2p_ce",        "p2p_ce_bidir", "p2p_sm_read", "p2p_sm_write",
+                                                 "nop2p_runtime", "host_staged",  "h2d",         "d2h",
+                                                 "d2d",           "net_nccl"};
+const std::vector<std::string> kLatencyKinds = {"ce_small", "sm_pingpong", "sm_pointer_chase"};
+
+std::string known_name(const JsonIn& t, const std::string& key, const std::vector<std::string>& valid) {
+  std::string v = t.str(key);
+  if (std::find(valid.begin(), valid.end(), v) == valid.end())
+    t.fail(key, one_of_with_suggestion(v, valid) + "; got \"" + v + "\"");
+  return v;
+}
+
+std::vector<std::string> collective_names() {
+  std::vector<std::string> v;
+  for (CollOp op : all_coll_ops()) v.push_back(coll_op_name(op));
+  return v;
 }
 
 std::vector<int> parse_gpu_list(const JsonIn& arr) {
@@ -130,7 +177,7 @@ Measurements parse_measurements(const JsonIn& j) {
       TransferCurve c;
       c.src = int(t.integer("src"));
       c.dst = int(t.integer("dst"));
-      c.mode = t.str("mode");
+      c.mode = known_name(t, "mode", kTransferModes);
       c.variant = t.str_or("variant", "");
       c.points = parse_points(t.array("points"));
       m.transfers.push_back(std::move(c));
@@ -142,7 +189,7 @@ Measurements parse_measurements(const JsonIn& j) {
       LatencyPoint l;
       l.src = int(t.integer("src"));
       l.dst = int(t.integer("dst"));
-      l.kind = t.str("kind");
+      l.kind = known_name(t, "kind", kLatencyKinds);
       l.time = parse_stats(t);
       m.latencies.push_back(l);
     }
@@ -151,7 +198,7 @@ Measurements parse_measurements(const JsonIn& j) {
     for (size_t i = 0; i < a->size(); ++i) {
       JsonIn t = (*a)[i];
       CollectiveCurve c;
-      c.op = t.str("op");
+      c.op = known_name(t, "op", collective_names());
       c.gpus = parse_gpu_list(t.array("gpus"));
       if (c.gpus.empty()) t.fail("gpus", "expected at least one GPU");
       c.p2p = t.boolean_or("p2p", true);
@@ -193,9 +240,13 @@ Measurements parse_measurements(const JsonIn& j) {
     for (size_t i = 0; i < a->size(); ++i) {
       double v = (*a)[i].as_num();
       if (!(v > 0)) (*a)[i].fail("", "expected a positive bandwidth in GB/s");
+      if (!(v <= kMaxBandwidthGbps))
+        (*a)[i].fail("", fmt::format("a bandwidth of at most {:g} GB/s (the ceiling), got {:g}", kMaxBandwidthGbps, v));
       m.hbm_gbps.push_back(v);
     }
   m.launch_overhead_s = j.nonnegative_or("launch_overhead_us", 0) * 1e-6;
+  if (m.launch_overhead_s * 1e6 > kMaxLatencyUs)
+    j.fail("launch_overhead_us", fmt::format("at most {:g} us (the ceiling), got {:g}", kMaxLatencyUs, m.launch_overhead_s * 1e6));
   if (auto e = j.opt("extra")) m.extra = e->raw();
   return m;
 }

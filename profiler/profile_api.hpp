@@ -1,6 +1,7 @@
 #pragma once
-// The profiler's entry point, as the CLI sees it. No CUDA types here: planner/cli includes this
-// header in every build; run_profile() exists only in builds with CUDA (peerplan_profiler).
+// The profiler's entry point, as `peerplan profile` (profiler/app/cmd_profile.cpp) sees it. No
+// CUDA types here: the command is built in every build; run_profile() exists only in builds with
+// CUDA (peerplan_profiler).
 #include <cstdint>
 #include <string>
 #include <vector>

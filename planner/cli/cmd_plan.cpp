@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include "planner/cli/commands.hpp"
-#include "planner/cli/validate_plan.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
 #include "planner/model/model_config.hpp"
@@ -17,12 +16,9 @@
 #include "planner/report/trace.hpp"
 #include "planner/search/search.hpp"
 #include "planner/strategy/strategy_runner.hpp"
-#include "profiler/common/exec_message.hpp"
-#include "profiler/common/rank_layout.hpp"
-#if defined(PEERPLAN_WITH_MPI) && defined(PEERPLAN_WITH_CUDA)
-#include "profiler/exec/mpi_bus.hpp"
-#include "profiler/mpi/comm.hpp"
-#endif
+#include "planner/validate/gpu_backend.hpp"
+#include "planner/validate/host_validation.hpp"
+#include "planner/validate/launch.hpp"
 
 namespace peerplan::cli {
 
@@ -71,23 +67,22 @@ std::vector<Plan> top_plans(const SearchResult& r, int validate) {
 }
 
 // Executes `plans` in turn the way `peerplan validate` does (same function), a comparison for
-// each, then one summary line per plan. With `bus` (--mpi) every rank runs each plan (rank r owns
-// GPU r); only rank 0 prints and writes, and the ranks start each plan together.
-void validate_plans(const std::vector<Plan>& plans, const PlanCmd& o, const Workload& w, exec::RankBus* bus = nullptr,
-                    const std::vector<profiler::RankInfo>& ranks = {}) {
-  const bool root = !bus || bus->rank() == 0;
+// each, then one summary line per plan. With `ranks` (--mpi, joined) every rank runs each plan
+// (rank r owns GPU r); only rank 0 prints and writes, and the ranks start each plan together.
+void validate_plans(GpuBackend& gpu, const std::vector<Plan>& plans, const PlanCmd& o, const Workload& w,
+                    RankGroup* ranks = nullptr) {
+  const bool root = !ranks || ranks->rank() == 0;
   Validated done;
   for (size_t i = 0; i < plans.size(); ++i) {
     HostValidationOptions ho;
     ho.allow_other_host = o.allow_other_host;
-    ho.bus = bus;
     ho.ranks = ranks;
     if (!o.validate_out.empty()) ho.out = fmt::format("{}/{}", o.validate_out, i + 1);
     if (root)
       std::cout << fmt::format("\n== validate #{} of {}{}: {}\n", i + 1, plans.size(),
-                               bus ? fmt::format(" ({} MPI ranks)", bus->ranks()) : "", plans[i].name);
-    Comparison c = validate_on_host(plans[i], fmt::format("ranked plan #{}", i + 1), o.model, o.machine, w, ho);
-    if (bus) bus->barrier();  // rank 0 has written its reports; the next plan starts together
+                               ranks ? fmt::format(" ({} MPI ranks)", ranks->size()) : "", plans[i].name);
+    Comparison c = validate_on_host(gpu, plans[i], fmt::format("ranked plan #{}", i + 1), o.model, o.machine, w, ho);
+    if (ranks) ranks->barrier();  // rank 0 has written its reports; the next plan starts together
     if (!root) continue;
     done.emplace_back(plans[i].name, std::move(c));
     if (!ho.out.empty()) write_file_atomic(ho.out + "/plan.json", plan_to_json(plans[i]).dump(2) + "\n");
@@ -106,12 +101,7 @@ SearchResult search_and_report(const PlanCmd& o) {
 
   SearchOptions so;
   so.objective = *obj;
-  if (o.rate != 0 && !(o.rate >= 1e-6 && o.rate <= 1e9))  // NaN/inf/denormal passed before (robustness finding)
-    throw InputError("", "--rate", fmt::format("a request rate in [1e-6, 1e9] requests/s, got {}", o.rate));
-  if (o.rate != 0) so.rate_rps = o.rate;
-  if (o.requests < 0 || o.requests > 10'000'000)  // a workload file's num_requests cap (robustness finding)
-    throw InputError("", "--requests", fmt::format("a number of requests in [1, 10000000], got {}", o.requests));
-  so.num_requests = o.requests;
+  apply_overrides(w, WorkloadOverrides{o.rate, o.requests});  // before minutes of search; the search's are then none
   for (const auto& s : o.strategies) so.strategy_files.push_back(resolve_strategy(s));
   so.sets = parse_set_options(o.sets);
   so.compare_p2p = !o.no_p2p_compare;
@@ -149,13 +139,13 @@ SearchResult search_and_report(const PlanCmd& o) {
 // rank, so a rank on another host reads its own copy).
 Workload search_workload(const PlanCmd& o) {
   Workload w = load_workload(resolve_workload_path(o.workload));
-  if (o.rate != 0) w.rate_rps = o.rate;
-  if (o.requests > 0) w.num_requests = o.requests;
+  apply_overrides(w, WorkloadOverrides{o.rate, o.requests});
   return w;
 }
 
 nlohmann::json workload_fingerprint(const Workload& w) {
   return {{"name", w.name}, {"rate_rps", w.rate_rps}, {"num_requests", w.num_requests}, {"seed", w.seed},
+          {"arrival", w.arrival == Workload::Arrival::Poisson ? "poisson" : "trace"},
           {"max_num_seqs", w.max_num_seqs}, {"max_batched_tokens", w.max_batched_tokens},
           {"max_context", w.max_context()}};
 }
@@ -164,11 +154,9 @@ nlohmann::json workload_fingerprint(const Workload& w) {
 // idle barrier), checks that the top K plans fit the launch (GPUs 0..N-1, GPU 0 used), and
 // broadcasts them; then every rank validates each plan in turn as `validate --mpi` does (rank r
 // owns GPU r; rank 0 schedules, compares and reports). An error on any rank ends all ranks.
-void run_plan_mpi(const PlanCmd& o) {
-#if defined(PEERPLAN_WITH_MPI) && defined(PEERPLAN_WITH_CUDA)
-  mpi::Session session;
-  try {
-    const bool root = session.rank() == 0;
+void run_plan_mpi(GpuBackend& gpu, const PlanCmd& o) {
+  gpu.run_ranks("plan --mpi", [&](RankGroup& ranks) {
+    const bool root = ranks.rank() == 0;
     std::string payload;
     Workload w;
     if (root) {
@@ -177,14 +165,14 @@ void run_plan_mpi(const PlanCmd& o) {
       nlohmann::json j{{"plans", nlohmann::json::array()}, {"workload", workload_fingerprint(r.workload)}};
       for (size_t i = 0; i < plans.size(); ++i) {
         // Before any rank touches a GPU: the launch must hold every chosen plan.
-        exec::check_plan_ranks(plans[i].all_gpus(), session.size(), fmt::format("ranked plan #{} ({})", i + 1, plans[i].name));
+        ranks.check_plan(plans[i].all_gpus(), fmt::format("ranked plan #{} ({})", i + 1, plans[i].name));
         j["plans"].push_back(plan_to_json(plans[i]));
       }
       payload = j.dump();
       w = r.workload;
     }
-    mpi::barrier();  // idle-friendly: the followers sleep while rank 0 searches
-    payload = mpi::bcast_string(payload, 0);
+    ranks.barrier();  // idle-friendly: the followers sleep while rank 0 searches
+    payload = ranks.broadcast(payload);
     const nlohmann::json j = nlohmann::json::parse(payload);
     std::vector<Plan> plans;
     for (const auto& p : j.at("plans")) plans.push_back(parse_plan_json(p, "rank 0's plan"));
@@ -194,40 +182,26 @@ void run_plan_mpi(const PlanCmd& o) {
         throw InputError(o.workload, "", "the same workload on every rank: rank 0 has " + j.at("workload").dump() +
                                              ", this rank " + workload_fingerprint(w).dump());
     }
-    bool share = false;
-    const profiler::RankInfo me = describe_rank_gpu(&share);
-    exec::MpiBus bus(me, share);  // collective: one rank per GPU
-    validate_plans(plans, o, w, &bus, bus.layout().ranks);
-  } catch (const std::exception& e) {
-    mpi::abort_others_on_error(session, "plan --mpi", e);
-    throw;
-  }
-#else
-  (void)o;
-  require_executor("--mpi");  // CUDA missing (MPI missing was refused by check_plan_validate_mpi)
-  throw InputError("", "--mpi", "a peerplan built with MPI (cmake -DPEERPLAN_MPI=ON)");
-#endif
+    ranks.join_gpus();  // collective: one rank per GPU
+    validate_plans(gpu, plans, o, w, &ranks);
+  });
 }
 
-void run_plan(const PlanCmd& o) {
+void run_plan(const Executable& exe, const PlanCmd& o) {
   if (!objective_from_string(o.objective))
     throw InputError("", "--objective", "one of: goodput (default), p99, throughput");
   if (o.threads < 1) throw InputError("", "--threads", "at least 1");
   if (o.validate < 0) throw InputError("", "--validate", "a number of top-ranked plans to execute (0: none)");
-#ifdef PEERPLAN_WITH_MPI
-  profiler::check_plan_validate_mpi(o.mpi, o.validate, true, profiler::launcher_size_from_env());
-#else
-  profiler::check_plan_validate_mpi(o.mpi, o.validate, false, profiler::launcher_size_from_env());
-#endif
-  if (o.validate > 0) require_executor("--validate");  // before minutes of search
-  if (o.mpi) return run_plan_mpi(o);
+  check_plan_validate_mpi(o.mpi, o.validate, exe.built_with_mpi, launcher_size_from_env());
+  if (o.validate > 0) require_executor(exe, "--validate");  // before minutes of search
+  if (o.mpi) return run_plan_mpi(*exe.gpu, o);
   SearchResult r = search_and_report(o);
-  if (o.validate > 0) validate_plans(top_plans(r, o.validate), o, r.workload);
+  if (o.validate > 0) validate_plans(*exe.gpu, top_plans(r, o.validate), o, r.workload);
 }
 
 }  // namespace
 
-void add_plan_command(CLI::App& app) {
+void add_plan_command(CLI::App& app, const Executable& exe) {
   auto o = std::make_shared<PlanCmd>();
   auto* sub = app.add_subcommand(
       "plan",
@@ -251,8 +225,8 @@ void add_plan_command(CLI::App& app) {
   sub->add_option("--objective", o->objective, "Rank by: goodput (requests/s within SLO), p99 (lowest E2E p99), "
                                                "throughput (output tokens/s)")
       ->capture_default_str();
-  sub->add_option("--rate", o->rate, "Arrival rate in requests/s (Poisson), overriding the workload's");
-  sub->add_option("--requests", o->requests, "Number of requests to simulate (default: the workload's)");
+  sub->add_option("--rate", o->rate, kRateHelp);
+  sub->add_option("--requests", o->requests, kRequestsHelp);
   sub->add_option("--strategy,-s", o->strategies, "Only these strategies (name or .lua path; repeatable)");
   sub->add_option("--set", o->sets, "Strategy parameter key=value (repeatable)");
   sub->add_option("--json-out", o->json_out, "Write the full result as JSON to this file");
@@ -276,7 +250,7 @@ void add_plan_command(CLI::App& app) {
   sub->add_option("--shape-points", o->per_octave,
                   "Iteration shapes are priced on a grid of this many points per octave (0: exact, slow)")
       ->capture_default_str();
-  sub->callback([o] { run_plan(*o); });
+  sub->callback([o, exe] { run_plan(exe, *o); });
 }
 
 }  // namespace peerplan::cli

@@ -34,17 +34,7 @@ void run_simulate(const SimCmd& o) {
   Machine machine = load_machine(resolve_machine_path(o.machine));
   Topology topo(machine);
   Workload w = load_workload(resolve_workload_path(o.workload));
-  // 0 means "the workload's rate". NaN, inf and denormals were accepted (robustness finding): the
-  // same range as a workload file's rate_rps.
-  if (o.rate != 0 && !(o.rate >= 1e-6 && o.rate <= 1e9))
-    throw InputError("", "--rate", fmt::format("a request rate in [1e-6, 1e9] requests/s, got {}", o.rate));
-  if (o.rate > 0) {
-    w.arrival = Workload::Arrival::Poisson;
-    w.rate_rps = o.rate;
-  }
-  if (o.requests < 0 || o.requests > 10'000'000)  // a workload file's num_requests cap
-    throw InputError("", "--requests", fmt::format("a number of requests in [1, 10000000], got {}", o.requests));
-  if (o.requests > 0) w.num_requests = o.requests;
+  apply_overrides(w, WorkloadOverrides{o.rate, o.requests});
   Plan plan = load_plan(o.plan);
   validate_plan(plan, cfg.layers, cfg.experts, machine.gpu_count(), o.plan);
 
@@ -118,8 +108,8 @@ void add_simulate_command(CLI::App& app) {
   sub->add_option("--model,-m", o->model, "Model: a shipped name or a config.json path")->required();
   sub->add_option("--machine", o->machine, "Machine: a shipped name or a profile/machine JSON")->required();
   sub->add_option("--workload,-w", o->workload, "Workload: shipped name or JSON file")->capture_default_str();
-  sub->add_option("--rate", o->rate, "Arrival rate in requests/s (Poisson), overriding the workload's");
-  sub->add_option("--requests", o->requests, "Number of requests (default: the workload's)");
+  sub->add_option("--rate", o->rate, kRateHelp);
+  sub->add_option("--requests", o->requests, kRequestsHelp);
   sub->add_option("--out,-o", o->out, "Write the metrics JSON here");
   sub->add_flag("--json", o->json, "Print the metrics JSON instead of the summary");
   sub->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of the first iterations here");

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "planner/core/error.hpp"
 #include "planner/core/json_in.hpp"
 #include "planner/model/workload_trace.hpp"
@@ -231,6 +233,27 @@ Workload load_workload(const std::string& path) {
 Workload parse_workload(const std::string& json_text, const std::string& origin) {
   json j = parse_json_text(json_text, origin);
   return from_json(j, origin);
+}
+
+void apply_overrides(Workload& w, const WorkloadOverrides& o) {
+  // 0 means "the workload's own". NaN, inf and denormals were accepted once (robustness finding):
+  // the same ranges as a workload file's rate_rps and num_requests.
+  if (o.rate_rps != 0 && !(o.rate_rps >= kMinRate && o.rate_rps <= kMaxRate))
+    throw InputError("", "--rate", fmt::format("a request rate in [1e-6, 1e9] requests/s, got {}", o.rate_rps));
+  if (o.num_requests < 0 || o.num_requests > kMaxRequests)
+    throw InputError("", "--requests", fmt::format("a number of requests in [1, 10000000], got {}", o.num_requests));
+  if (o.rate_rps > 0) {
+    w.arrival = Workload::Arrival::Poisson;
+    w.rate_rps = o.rate_rps;
+  }
+  if (o.num_requests > 0) {
+    if (w.arrival == Workload::Arrival::Trace && size_t(o.num_requests) > w.trace_arrivals_s.size())
+      throw InputError(w.source_file, "--requests",
+                       fmt::format("at most {} requests: the workload's arrival trace has only that many (or give "
+                                   "--rate for Poisson arrivals instead of the trace's)",
+                                   w.trace_arrivals_s.size()));
+    w.num_requests = o.num_requests;
+  }
 }
 
 }  // namespace peerplan

@@ -53,6 +53,21 @@ struct Workload {
 };
 
 Workload load_workload(const std::string& path);
+
+// The command-line overrides of a workload (`--rate`, `--requests`), one rule for every command
+// (plan, simulate, validate, plan --validate):
+//  - rate_rps > 0: Poisson arrivals at that rate, replacing the workload's arrival process; a
+//    trace's timestamps are then dropped (its recorded lengths are kept, request i still gets row
+//    i's). 0: the workload's own arrivals. Outside [1e-6, 1e9] requests/s (NaN, inf, negative):
+//    InputError naming --rate.
+//  - num_requests > 0: serve that many requests. 0: the workload's count. Outside [1, 10000000],
+//    or more than a trace holds (no silent looping, as in a workload file): InputError naming
+//    --requests.
+struct WorkloadOverrides {
+  double rate_rps = 0;
+  int64_t num_requests = 0;
+};
+void apply_overrides(Workload& w, const WorkloadOverrides& o);
 Workload parse_workload(const std::string& json_text, const std::string& origin);
 
 // A workload argument: a JSON path or a shipped name ("chat" -> models/workloads/chat.json).

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "planner/core/error.hpp"
+#include "planner/plan/p2p_off.hpp"
 #include "planner/strategy/strategy_runner.hpp"
 
 namespace peerplan {
@@ -60,21 +61,13 @@ bool any_p2p(const Plan& p, const Topology& topo) {
   return false;
 }
 
-std::string base_name(const std::string& n) {
-  const std::string suffix = " p2p-off";
-  return n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0
-             ? n.substr(0, n.size() - suffix.size())
-             : n;
-}
+std::string base_name(const std::string& n) { return without_p2p_off_suffix(n); }
 
 }  // namespace
 
 std::vector<Plan> p2p_variants(const Plan& p, const Topology& topo, bool compare) {
   if (p.num_gpus() <= 1) return {p};
-  Plan off = p;
-  off.p2p = false;
-  off.boundary_modes.assign(p.stages.size() - 1, "host_staged");
-  off.name = p.name + " p2p-off";
+  Plan off = p2p_off_variant(p);
   if (!any_p2p(p, topo)) return {off};
   Plan on = p;
   on.p2p = true;
@@ -159,12 +152,7 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
   SearchResult res;
   res.objective = opt.objective;
   res.workload = w;
-  if (opt.rate_rps) {
-    if (!(*opt.rate_rps > 0)) throw InputError("", "--rate", "a positive request rate in requests/s");
-    res.workload.arrival = Workload::Arrival::Poisson;
-    res.workload.rate_rps = *opt.rate_rps;
-  }
-  if (opt.num_requests > 0) res.workload.num_requests = opt.num_requests;
+  apply_overrides(res.workload, WorkloadOverrides{opt.rate_rps.value_or(0.0), opt.num_requests});
   const Workload& wl = res.workload;
   const std::vector<Request> reqs = wl.generate();
 

@@ -59,18 +59,7 @@ struct PairPlan {
 };
 PairPlan plan_pairs(const RankLayout& layout, bool all_pairs);
 
-// The launcher's rank count from the environment (Open MPI, MPICH/PMI), without initialising MPI:
-// 0 when not started by an MPI launcher. A plain `profile` started N times by mpirun would have
-// every process measure every GPU at once; the CLI refuses that.
-int launcher_size_from_env();
-
-// The CLI's check before a command runs: --mpi needs an MPI build; an MPI launch needs --mpi.
-// `built_with_mpi` is passed in so the rule is tested in every build. Throws InputError.
-void check_mpi_launch(bool mpi_flag, bool built_with_mpi, int launcher_size);
-
-// `peerplan plan --validate K --mpi`: --mpi only with --validate (the search is CPU work in one
-// process; the validations run one process per GPU), only under mpirun (launcher_size > 0), and
-// the launch rules above whenever plans are executed. Throws InputError naming the option.
-void check_plan_validate_mpi(bool mpi_flag, int validate, bool built_with_mpi, int launcher_size);
+// The launch rules (--mpi needs an MPI build and a launcher; an MPI launch needs --mpi) are the
+// commands' own: planner/validate/launch.hpp.
 
 }  // namespace peerplan::profiler

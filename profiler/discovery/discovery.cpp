@@ -60,36 +60,15 @@ std::string pci_name(hwloc_obj_t o) {
 
 }  // namespace
 
-Machine discover_machine() {
-  Machine m;
-  m.origin = "measured";
-  m.date = now_utc();
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
-  m.host = host;
-  m.name = m.host;
-
-  int driver = 0, runtime = 0, nccl = 0;
-  CUDA_CHECK(cudaDriverGetVersion(&driver));
-  CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
-  NCCL_CHECK(ncclGetVersion(&nccl));
-  Nvml nvml;
-  m.meta["tool"] = "peerplan profile";
-  m.meta["cuda_driver_api"] = fmt::format("{}.{}", driver / 1000, (driver % 1000) / 10);
-  m.meta["cuda_runtime"] = fmt::format("{}.{}", runtime / 1000, (runtime % 1000) / 10);
-  m.meta["nccl"] = fmt::format("{}.{}.{}", nccl / 10000, (nccl % 10000) / 100, nccl % 100);
-  m.meta["cublaslt"] = std::to_string(cublasLtGetVersion());
-  m.meta["hwloc"] = HWLOC_VERSION;
-  m.meta["driver"] = nvml.available() ? nvml.driver_version() : "unknown (NVML unavailable)";
-  m.meta["nvml"] = nvml.available() ? "available" : "unavailable: " + nvml.why_unavailable();
-  for (const char* v : {"CUDA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "NCCL_P2P_DISABLE"})
-    if (const char* e = std::getenv(v)) m.meta["env"][v] = e;
-
+std::vector<GpuSpec> cuda_gpus() {
   int n = 0;
-  CUDA_CHECK(cudaGetDeviceCount(&n));
-  if (n == 0) throw RuntimeError("no CUDA GPU visible (check the driver and CUDA_VISIBLE_DEVICES)");
-  std::vector<NvmlGpuInfo> nv(static_cast<size_t>(n));
-  std::map<std::string, int> gpu_by_pci;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorStubLibrary) {  // no usable GPU
+    cudaGetLastError();
+    return {};
+  }
+  CUDA_CHECK(e);
+  std::vector<GpuSpec> out;
   for (int i = 0; i < n; ++i) {
     cudaDeviceProp p{};
     CUDA_CHECK(cudaGetDeviceProperties(&p, i));
@@ -106,16 +85,78 @@ Machine discover_machine() {
     int clock_khz = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, i));
     g.clock_mhz = clock_khz / 1000.0;
-    nv[size_t(i)] = nvml.query(g.pci);
-    if (nv[size_t(i)].max_sm_clock_mhz) g.clock_mhz = double(*nv[size_t(i)].max_sm_clock_mhz);
-    // Nominal dense bf16 peak: SMs x clock x 4096 FLOP/clk/SM on Hopper (H100/H200 SXM: ~989 TFLOP/s).
-    if (p.major == 9) g.peak_bf16_tflops = double(g.sm_count) * g.clock_mhz * 1e6 * 4096 / 1e12;
     int mem_khz = 0, bus_bits = 0;
     cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, i);
     cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, i);
     if (mem_khz > 0 && bus_bits > 0) g.hbm_gbps = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0) / 1e9;  // nominal; measured in hbm
-    gpu_by_pci[g.pci] = i;
-    m.gpus.push_back(g);
+    out.push_back(g);
+  }
+  return out;
+}
+
+nlohmann::json gpu_stack_versions() {
+  int driver = 0, runtime = 0, nccl = 0;
+  CUDA_CHECK(cudaDriverGetVersion(&driver));
+  CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  NCCL_CHECK(ncclGetVersion(&nccl));
+  return {{"cuda_driver_api", fmt::format("{}.{}", driver / 1000, (driver % 1000) / 10)},
+          {"cuda_runtime", fmt::format("{}.{}", runtime / 1000, (runtime % 1000) / 10)},
+          {"nccl", fmt::format("{}.{}.{}", nccl / 10000, (nccl % 10000) / 100, nccl % 100)},
+          {"cublaslt", std::to_string(cublasLtGetVersion())}};
+}
+
+std::string host_name() {
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  return host;
+}
+
+HostInfo discover_host() {
+  HostInfo h;
+  h.hostname = host_name();
+  for (const GpuSpec& g : cuda_gpus()) h.gpus.push_back(HostGpu{g.name, g.uuid, g.memory_bytes});
+  return h;
+}
+
+nlohmann::json host_context() {
+  nlohmann::json c = gpu_stack_versions();
+  const HostInfo h = discover_host();
+  c["host"] = h.hostname;
+  std::vector<std::string> names;
+  for (const HostGpu& g : h.gpus) names.push_back(g.name);
+  c["gpus"] = names;
+  c["date"] = now_utc();
+  return c;
+}
+
+Machine discover_machine() {
+  Machine m;
+  m.origin = "measured";
+  m.date = now_utc();
+  m.host = host_name();
+  m.name = m.host;
+
+  Nvml nvml;
+  m.meta["tool"] = "peerplan profile";
+  m.meta.update(gpu_stack_versions());
+  m.meta["hwloc"] = HWLOC_VERSION;
+  m.meta["driver"] = nvml.available() ? nvml.driver_version() : "unknown (NVML unavailable)";
+  m.meta["nvml"] = nvml.available() ? "available" : "unavailable: " + nvml.why_unavailable();
+  for (const char* v : {"CUDA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "NCCL_P2P_DISABLE"})
+    if (const char* e = std::getenv(v)) m.meta["env"][v] = e;
+
+  m.gpus = cuda_gpus();
+  const int n = m.gpu_count();
+  if (n == 0) throw RuntimeError("no CUDA GPU visible (check the driver and CUDA_VISIBLE_DEVICES)");
+  std::vector<NvmlGpuInfo> nv(static_cast<size_t>(n));
+  std::map<std::string, int> gpu_by_pci;
+  for (GpuSpec& g : m.gpus) {
+    const size_t i = size_t(g.id);
+    nv[i] = nvml.query(g.pci);
+    if (nv[i].max_sm_clock_mhz) g.clock_mhz = double(*nv[i].max_sm_clock_mhz);
+    // Nominal dense bf16 peak: SMs x clock x 4096 FLOP/clk/SM on Hopper (H100/H200 SXM: ~989 TFLOP/s).
+    if (g.compute_capability.rfind("9.", 0) == 0) g.peak_bf16_tflops = double(g.sm_count) * g.clock_mhz * 1e6 * 4096 / 1e12;
+    gpu_by_pci[g.pci] = g.id;
   }
 
   // Directed peer capability.

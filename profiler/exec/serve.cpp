@@ -1,23 +1,21 @@
-// The serving loop on real clocks, step benchmarks, host discovery. The scheduler is the
-// simulator's (planner/sim/scheduler.hpp) and the requests are Workload::generate's, so only the
-// iteration times differ between prediction and measurement.
-#include <unistd.h>
+// The serving loop on real clocks, step benchmarks, the KV cache's size. The scheduler is the
+// simulator's (planner/sim/scheduler.hpp), the requests are Workload::generate's and the KV slots
+// the planner's memory model's (planner/validate/kv_fit.hpp), so only the iteration times differ
+// between prediction and measurement.
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <set>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
 
-#include <cublasLt.h>
 #include <fmt/format.h>
-#include <nccl.h>
 
-#include "planner/plan/sharding.hpp"
 #include "planner/core/error.hpp"
+#include "planner/validate/kv_fit.hpp"
 #include "planner/sim/scheduler.hpp"
+#include "profiler/discovery/discovery.hpp"
 #include "profiler/exec/engine.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 
@@ -29,65 +27,7 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-int64_t stage_weight_bytes(const Plan& plan, size_t si, int rank, const ModelConfig& cfg, const ModelFigures& fig) {
-  const PlanStage& st = plan.stages[si];
-  int64_t b = 0;
-  for (int64_t l = st.layer_begin; l < st.layer_end; ++l) b += layer_weight_bytes(plan, si, rank, cfg, fig.layers[size_t(l)]);
-  const int64_t vocab_local = (cfg.vocab + st.tp - 1) / st.tp;
-  if (st.embeddings) b += vocab_local * cfg.hidden * cfg.dtype_bytes;
-  if (st.lm_head) b += vocab_local * cfg.hidden * cfg.dtype_bytes;
-  return b;
-}
-
 }  // namespace
-
-HostInfo discover_host() {
-  HostInfo h;
-  char name[256] = {0};
-  if (gethostname(name, sizeof(name) - 1) == 0) h.hostname = name;
-  int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorStubLibrary) {  // no usable GPU
-    cudaGetLastError();
-    return h;
-  }
-  CUDA_CHECK(e);
-  for (int i = 0; i < n; ++i) {
-    cudaDeviceProp p{};
-    CUDA_CHECK(cudaGetDeviceProperties(&p, i));
-    HostGpu g;
-    g.name = p.name;
-    const unsigned char* u = reinterpret_cast<const unsigned char*>(p.uuid.bytes);
-    g.uuid = fmt::format("GPU-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
-                         u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
-                         u[15]);
-    g.memory_bytes = int64_t(p.totalGlobalMem);
-    h.gpus.push_back(g);
-  }
-  return h;
-}
-
-nlohmann::json host_context() {
-  nlohmann::json c = nlohmann::json::object();
-  int drv = 0, rt = 0, nccl = 0;
-  cudaDriverGetVersion(&drv);
-  cudaRuntimeGetVersion(&rt);
-  ncclGetVersion(&nccl);
-  c["cuda_driver_api"] = fmt::format("{}.{}", drv / 1000, (drv % 1000) / 10);
-  c["cuda_runtime"] = fmt::format("{}.{}", rt / 1000, (rt % 1000) / 10);
-  c["nccl"] = fmt::format("{}.{}.{}", nccl / 10000, (nccl % 10000) / 100, nccl % 100);
-  c["cublaslt"] = std::to_string(cublasLtGetVersion());
-  HostInfo h = discover_host();
-  c["host"] = h.hostname;
-  std::vector<std::string> names;
-  for (auto& g : h.gpus) names.push_back(g.name);
-  c["gpus"] = names;
-  char date[64];
-  std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  c["date"] = date;
-  return c;
-}
 
 void describe_gpu(int device, int* device_count, std::string* uuid) {
   CUDA_CHECK(cudaGetDeviceCount(device_count));
@@ -100,28 +40,17 @@ void describe_gpu(int device, int* device_count, std::string* uuid) {
   for (int i = 0; i < 16; ++i) *uuid += fmt::format("{:02x}", u[i]);
 }
 
-int64_t kv_slots_that_fit(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, int64_t max_ctx,
-                          int64_t max_tokens, RankBus* bus) {
-  int64_t best = INT64_MAX;
-  for (size_t si = 0; si < plan.stages.size(); ++si) {
-    const PlanStage& st = plan.stages[si];
-    const StageLayout lay = stage_layout(plan, si);
-    const AttnShard a = attn_shard(cfg, fig.layers[size_t(st.layer_begin)], lay.tp);
-    for (size_t r = 0; r < st.gpus.size(); ++r) {
-      if (bus && st.gpus[r] != bus->rank()) continue;  // MPI: each rank asks its own GPU only
-      gpu::ScopedDevice d(bus ? bus->device() : st.gpus[r]);
-      size_t free_b = 0, total_b = 0;
-      CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-      // Scratch: activations of max_tokens at the widest matrix (intermediate or vocab slice) x 4
-      // buffers, plus workspaces; 3 GiB for NCCL, cuBLAS and the CUDA context's growth.
-      const int64_t widest = std::max({cfg.intermediate * 2, cfg.expert_intermediate * 2 * std::max<int64_t>(1, cfg.experts_per_token),
-                                       cfg.hidden * 4, (cfg.vocab + lay.tp - 1) / lay.tp});
-      const int64_t scratch = 4 * max_tokens * widest * 2 + (int64_t(3) << 30);
-      const int64_t avail = int64_t(free_b) - stage_weight_bytes(plan, si, int(r), cfg, fig) - scratch;
-      const int64_t per_slot = (st.layer_end - st.layer_begin) * a.kv_heads * max_ctx * a.qk_dim * 2 * cfg.dtype_bytes;
-      best = std::min(best, per_slot > 0 ? avail / per_slot - 1 : INT64_MAX);
-    }
+int64_t kv_slots_that_fit(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,
+                          int64_t max_ctx, int64_t max_tokens, RankBus* bus) {
+  std::vector<GpuFreeMemory> free;
+  for (int id : plan.all_gpus()) {
+    if (bus && id != bus->rank()) continue;  // MPI: each rank asks its own GPU only
+    gpu::ScopedDevice d(bus ? bus->device() : id);
+    size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    free.push_back(GpuFreeMemory{id, int64_t(free_b)});
   }
+  int64_t best = executor_kv_slots(plan, cfg, fig, machine, free, max_ctx, max_tokens);
   if (bus) best = bus->min_over_ranks(best);
   return std::max<int64_t>(0, best);
 }
@@ -176,17 +105,6 @@ std::vector<StepBench> bench_steps(const Plan& plan, const ModelConfig& cfg, con
   if (!eng.graph_failure().empty())
     fmt::print(stderr, "peerplan: CUDA graph capture failed, decode ran eagerly: {}\n", eng.graph_failure());
   return out;
-}
-
-std::string bench_table(const std::vector<StepBench>& rows, const std::string& title) {
-  std::string s = title + "\n";
-  s += fmt::format("  {:<8} {:>6} {:>8} {:>7} {:>11} {:>11} {:>11} {:>12}\n", "step", "batch", "context", "graph",
-                   "median", "min", "max", "tokens/s");
-  for (const StepBench& r : rows)
-    s += fmt::format("  {:<8} {:>6} {:>8} {:>7} {:>8.3f} ms {:>8.3f} ms {:>8.3f} ms {:>12.0f}\n", r.what, r.batch,
-                     r.context, r.graph ? "yes" : "no", r.step_s * 1e3, r.min_s * 1e3, r.max_s * 1e3,
-                     double(r.tokens) / r.step_s);
-  return s;
 }
 
 ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,
@@ -395,7 +313,7 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
     time_shape(sh, fmt::format("prefill {}x{}", sh.prefill_seqs, sh.prefill_tokens));
   }
   if (bus) bus->post(ExecMessage{ExecCommand::Stop, 0, 0, 0, {}});
-  res.provenance.update(host_context());
+  res.provenance.update(profiler::host_context());
   if (bus) {
     res.provenance["launcher"] = fmt::format("MPI, {} ranks, one GPU each; iterations posted by rank 0", bus->ranks());
     res.provenance["in_flight"] = in_flight;

@@ -104,49 +104,10 @@ TEST(PairPlan, CrossHostPairsSampledByHostLeaders) {
   EXPECT_EQ(plan_pairs(L, true).inter.size(), 32u) << "--all-pairs measures every cross-host pair";
 }
 
-TEST(MpiLaunchCheck, FlagAndBuildAndLauncherMustAgree) {
-  EXPECT_NO_THROW(check_mpi_launch(false, false, 0)) << "plain run";
-  EXPECT_NO_THROW(check_mpi_launch(true, true, 2)) << "mpirun -np 2 ... --mpi";
-  EXPECT_NO_THROW(check_mpi_launch(false, true, 1)) << "mpirun -np 1 without --mpi is one process";
-  try {
-    check_mpi_launch(true, false, 2);
-    FAIL() << "expected an error";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.field(), "--mpi");
-    EXPECT_NE(std::string(e.what()).find("libopenmpi-dev"), std::string::npos) << "says how to get an MPI build";
-  }
-  try {
-    check_mpi_launch(false, true, 4);
-    FAIL() << "expected an error";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("4 ranks"), std::string::npos) << e.what();
-  }
-}
-
 TEST(RankLayout, SmokeTestModeLetsRanksShareAGpu) {
   // PEERPLAN_MPI_SHARE_GPU=1 on a one-GPU machine: two ranks on GPU 0 are accepted and marked.
   auto L = make_rank_layout({ri(0, "a", 0, 0, 1), ri(1, "a", 1, 0, 1)}, false, true);
   EXPECT_TRUE(L.shared_gpus);
   EXPECT_EQ(plan_pairs(L, false).intra.size(), 2u);
   EXPECT_THROW(make_rank_layout({ri(0, "a", 0, 0, 1), ri(1, "a", 1, 0, 1)}), RuntimeError) << "refused without it";
-}
-
-TEST(MpiLaunchCheck, PlanValidateMpiNeedsValidateAndMpirun) {
-  auto refusal = [](bool mpi, int k, bool built, int launcher) -> std::string {
-    try {
-      check_plan_validate_mpi(mpi, k, built, launcher);
-    } catch (const InputError& e) {
-      return e.field() + ": " + e.expected();
-    }
-    return "";
-  };
-  EXPECT_EQ(refusal(false, 0, true, 0), "") << "a search";
-  EXPECT_EQ(refusal(false, 0, false, 4), "") << "a search under mpirun touches no GPU";
-  EXPECT_EQ(refusal(true, 2, true, 4), "") << "mpirun -np 4 ... --validate 2 --mpi";
-  EXPECT_EQ(refusal(true, 1, true, 1), "") << "mpirun -np 1 is a launch";
-  EXPECT_EQ(refusal(false, 1, true, 0), "") << "--validate in one process";
-  EXPECT_NE(refusal(true, 0, true, 4).find("--validate K as well"), std::string::npos) << "--mpi alone";
-  EXPECT_NE(refusal(true, 1, true, 0).find("a start by mpirun"), std::string::npos) << "not launched";
-  EXPECT_NE(refusal(true, 1, false, 4).find("libopenmpi-dev"), std::string::npos) << "no MPI build";
-  EXPECT_NE(refusal(false, 1, true, 2).find("Add --mpi"), std::string::npos) << "launched without --mpi";
 }

@@ -1,19 +1,20 @@
 // `peerplan profile`: measure this host's GPUs, links, collectives and kernels into a machine
-// profile (docs/profiler.md). --list works in every build; measuring needs a CUDA build.
+// profile (docs/profiler.md). --list and --compare work in every build; measuring needs a CUDA
+// build. The profiler's own command: it calls profiler code only, so it lives here, not in
+// planner/cli.
 #include <iostream>
 
-#include "planner/core/build_info.hpp"
-#include "planner/cli/commands.hpp"
 #include "planner/core/error.hpp"
+#include "planner/validate/launch.hpp"
+#include "profiler/app/app.hpp"
 #include "profiler/common/profile_compare.hpp"
-#include "profiler/common/rank_layout.hpp"
 #include "profiler/common/registry.hpp"
 #include "profiler/common/sweep.hpp"
 #include "profiler/profile_api.hpp"
 
-namespace peerplan::cli {
+namespace peerplan::app {
 
-void add_profile_command(CLI::App& app) {
+void add_profile_command(CLI::App& app, bool built_with_mpi) {
   auto* sub = app.add_subcommand("profile", "Measure this host: GPU pairs, host paths, NCCL collectives, GEMMs, attention");
   sub->footer(
       "\nWhat it does:\n"
@@ -72,7 +73,7 @@ void add_profile_command(CLI::App& app) {
                 "With --mpi: measure every cross-host GPU pair, not one representative pair per pair of hosts");
   sub->add_option("--internal-nccl-child", o->nccl_child_out)->group("");  // re-exec for NCCL_P2P_DISABLE=1
 
-  sub->callback([o, list, min_s, max_s, coll_s, nop2p_s, no_progress, compare] {
+  sub->callback([o, list, min_s, max_s, coll_s, nop2p_s, no_progress, compare, built_with_mpi] {
     if (*list) {
       std::cout << profiler::format_measurement_list();
       return;
@@ -93,11 +94,7 @@ void add_profile_command(CLI::App& app) {
     profiler::select_measurements(o->only, o->skip);
     if ((o->mpi_split_hosts || o->mpi_all_pairs) && !o->mpi)
       throw InputError("", o->mpi_split_hosts ? "--mpi-split-hosts" : "--all-pairs", "only with --mpi (under mpirun)");
-#ifdef PEERPLAN_WITH_MPI
-    profiler::check_mpi_launch(o->mpi, true, profiler::launcher_size_from_env());
-#else
-    profiler::check_mpi_launch(o->mpi, false, profiler::launcher_size_from_env());
-#endif
+    check_mpi_launch(o->mpi, built_with_mpi, launcher_size_from_env());
 #ifdef PEERPLAN_WITH_CUDA
     if (o->mpi) {
 #ifdef PEERPLAN_WITH_MPI
@@ -116,4 +113,4 @@ void add_profile_command(CLI::App& app) {
   });
 }
 
-}  // namespace peerplan::cli
+}  // namespace peerplan::app

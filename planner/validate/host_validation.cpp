@@ -1,0 +1,170 @@
+#include "planner/validate/host_validation.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "planner/compile/compiler.hpp"
+#include "planner/core/error.hpp"
+#include "planner/core/files.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/model/model_config.hpp"
+#include "planner/model/model_figures.hpp"
+#include "planner/sim/simulate.hpp"
+#include "planner/topology/machine.hpp"
+#include "planner/topology/topology.hpp"
+#include "planner/validate/gpu_reports.hpp"
+#include "planner/validate/preflight.hpp"
+
+namespace peerplan {
+
+namespace {
+
+struct Loaded {
+  ModelConfig cfg;
+  ModelFigures fig;
+  std::string machine_file;
+  Machine machine;
+};
+
+Loaded load_inputs(const Plan& plan, const std::string& plan_origin, const std::string& model,
+                   const std::string& machine_name) {
+  Loaded l;
+  l.cfg = load_model_config(resolve_model_path(model));
+  l.fig = derive_figures(l.cfg);
+  l.machine_file = resolve_machine_path(machine_name);
+  l.machine = load_machine(l.machine_file);
+  validate_plan(plan, l.cfg.layers, l.cfg.experts, l.machine.gpu_count(), plan_origin);
+  return l;
+}
+
+// The cost model's time of each op class on the iterations the executor timed (res.op_classes
+// carry the measured side; the predicted side is filled here).
+void predict_op_classes(ServeResult& res, const Plan& plan, const Loaded& in, const CostModel& cost, bool cuda_graphs) {
+  std::map<std::pair<std::string, std::string>, double> pred_cls;
+  for (const BatchShape& sh : res.class_shapes) {
+    OpGraph g = compile_iteration(plan, in.cfg, in.fig, in.machine, sh);
+    const bool graph = cuda_graphs && sh.prefill_seqs == 0;
+    std::string label;
+    for (const auto& c : res.op_classes)
+      if (c.iteration.rfind(sh.prefill_seqs ? "prefill" : "decode", 0) == 0) label = c.iteration;
+    for (const Op& op : g.ops) pred_cls[{label, op_class(op.kind)}] += cost.price(op, graph).seconds;
+  }
+  for (auto& c : res.op_classes) c.predicted_s = pred_cls[{c.iteration, c.op_class}];
+}
+
+}  // namespace
+
+void write_validation_outputs(const std::string& dir, const Comparison& c, const Metrics& pred, const Metrics& meas) {
+  std::filesystem::create_directories(dir);
+  nlohmann::json doc = comparison_to_json(c);
+  write_file_atomic(dir + "/validation.json", doc.dump(2) + "\n");
+  write_file_atomic(dir + "/predicted.metrics.json", metrics_to_json(pred).dump(2) + "\n");
+  write_file_atomic(dir + "/measured.metrics.json", metrics_to_json(meas).dump(2) + "\n");
+  write_file_atomic(dir + "/validation.md", "# peerplan validate\n\n" + comparison_markdown(c));
+  // The plot (predicted vs measured per metric, latency CDFs): matplotlib, if this host has it.
+  const std::string script = find_data_file("scripts/plot_validation.py");
+  const std::string cmd = fmt::format("python3 '{}' '{}' >/dev/null 2>&1", script, dir);
+  if (std::system(cmd.c_str()) != 0)
+    std::cerr << "peerplan: note: no plot written (python3 with matplotlib not found); run: python3 " << script << " "
+              << dir << "\n";
+}
+
+Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string& plan_origin,
+                            const std::string& model, const std::string& machine_name, Workload w,
+                            const HostValidationOptions& o) {
+  const Loaded in = load_inputs(plan, plan_origin, model, machine_name);
+  const bool root = !o.ranks || o.ranks->rank() == 0;  // MPI: rank 0 predicts and reports
+  ExecSettings es;
+  es.p2p = plan.p2p;
+  es.cuda_graphs = o.cuda_graphs;
+  es.warm_gemm_plans = o.warm_gemm_plans;
+
+  // Refusals first: wrong host, too many GPUs, memory. Under MPI against the ranks' GPUs (every
+  // rank checks the same gathered list, so all refuse alike), else against this host's.
+  if (o.ranks) o.ranks->check_plan(plan.all_gpus(), plan_origin);
+  MemoryOptions mo;
+  mo.max_seqs = 1;
+  mo.context = w.max_context();
+  mo.max_batched_tokens = w.max_batched_tokens;
+  const MemoryReport mem = check_memory(plan, in.cfg, in.fig, in.machine, mo);
+  const PreflightOptions po{o.allow_other_host};
+  const std::vector<std::string> warnings =
+      o.ranks ? o.ranks->preflight(plan, plan_origin, in.machine, in.machine_file, mem, po)
+              : preflight(plan, plan_origin, in.machine, in.machine_file, gpu.describe_host(), mem.fits, mem.why, po);
+  for (const auto& warn : warnings)
+    if (root) std::cerr << "peerplan: warning: " << warn << "\n";
+  // The executor's KV cache decides how many sequences run at once; the simulator is told the same.
+  const int64_t fit = gpu.kv_slots_that_fit(plan, in.cfg, in.fig, in.machine, w.max_context() + 1, w.max_batched_tokens);
+  if (fit < 1)
+    throw InputError(plan_origin, "stages",
+                     fmt::format("a plan whose weights leave room for one sequence of {} tokens on every GPU",
+                                 w.max_context()));
+  w.max_num_seqs = std::min(w.max_num_seqs, fit);
+  es.kv_slots = w.max_num_seqs;
+
+  if (!root) {  // MPI, ranks > 0: execute this GPU's part of every iteration rank 0 posts
+    gpu.serve(plan, in.cfg, in.fig, in.machine, w, es);
+    return Comparison{};
+  }
+  // Prediction.
+  Topology topo(in.machine);
+  SimulateOptions so;
+  Simulation sim = simulate_plan(plan, in.cfg, in.fig, topo, w, w.generate(), so);
+  std::cerr << fmt::format("peerplan: predicted {} requests; executing on {} GPU(s){} (max {} sequences at once)...\n",
+                           w.num_requests, plan.num_gpus(),
+                           o.ranks ? fmt::format(", {} MPI ranks", o.ranks->size()) : std::string(), w.max_num_seqs);
+  // Measurement.
+  ServeResult res = gpu.serve(plan, in.cfg, in.fig, in.machine, w, es);
+  CostModel cost(topo, so.cost);
+  predict_op_classes(res, plan, in, cost, es.cuda_graphs);
+
+  Comparison c = compare_metrics(sim.metrics, res.measured, res.op_classes);
+  c.context = res.provenance;
+  c.context["profile"] = in.machine_file;
+  c.context["requests"] = w.num_requests;
+  c.context["rate_rps"] = w.rate_rps;
+  c.context["max_num_seqs"] = w.max_num_seqs;
+  PlanPricer pricer(plan, in.cfg, in.fig, cost, so.pricer);
+  std::string iter_table;
+  nlohmann::json iters = iteration_report(res, pricer, &iter_table);
+  std::cout << comparison_table(c) << iter_table;
+  if (!o.out.empty()) {
+    write_validation_outputs(o.out, c, sim.metrics, res.measured);
+    write_file_atomic(o.out + "/iterations.json", iters.dump(1) + "\n");
+    std::cout << fmt::format("  written: {}/validation.json, validation.md, predicted/measured.metrics.json, "
+                             "iterations.json\n",
+                             o.out);
+  }
+  return c;
+}
+
+void bench_steps_on_host(GpuBackend& gpu, const Plan& plan, const std::string& plan_origin, const std::string& model,
+                         const std::string& machine_name, const StepBenchOptions& o) {
+  const Loaded in = load_inputs(plan, plan_origin, model, machine_name);
+  ExecSettings es;
+  es.p2p = plan.p2p;
+  es.cuda_graphs = o.cuda_graphs;
+  MemoryOptions mo;
+  mo.max_seqs = o.batches.empty() ? 1 : *std::max_element(o.batches.begin(), o.batches.end());
+  mo.context = std::max(o.context, o.prefill) + 16;
+  mo.max_batched_tokens = std::max<int64_t>(o.prefill, 256);
+  const MemoryReport mem = check_memory(plan, in.cfg, in.fig, in.machine, mo);
+  const PreflightOptions po{o.allow_other_host};
+  for (const auto& warn :
+       preflight(plan, plan_origin, in.machine, in.machine_file, gpu.describe_host(), mem.fits, mem.why, po))
+    std::cerr << "peerplan: warning: " << warn << "\n";
+  const auto rows = gpu.bench_steps(plan, in.cfg, in.fig, in.machine, o.batches, o.context, o.prefill, es);
+  std::cout << bench_table(rows, fmt::format("step times: plan {} model {} (p2p {}, CUDA graphs {})", plan.name,
+                                             in.cfg.name, plan.p2p ? "on" : "off", es.cuda_graphs ? "on" : "off"));
+  if (!o.out.empty()) {
+    std::filesystem::create_directories(o.out);
+    write_file_atomic(o.out + "/steps.json", bench_json(rows, plan.name, in.cfg.name, gpu.host_context()).dump(2) + "\n");
+  }
+}
+
+}  // namespace peerplan

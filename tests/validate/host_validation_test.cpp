@@ -1,0 +1,168 @@
+// validate_on_host (planner/validate/host_validation.hpp) against a fake GPU backend: the seam
+// between the planner and the executor, tested without a GPU. The planner must refuse before any
+// GPU work, tell the simulator and the executor the same KV-slot limit, and price the op classes
+// the executor timed.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <stdexcept>
+
+#include "planner/core/error.hpp"
+#include "planner/model/workload.hpp"
+#include "planner/plan/p2p_off.hpp"
+#include "planner/plan/plan.hpp"
+#include "planner/validate/gpu_backend.hpp"
+#include "planner/validate/host_validation.hpp"
+
+using namespace peerplan;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The shipped 2xH200 profile's GPUs: the fake host is the host that profile was measured on.
+HostInfo profiled_host() {
+  HostInfo h;
+  h.hostname = "vm";
+  h.gpus.push_back({"NVIDIA H200", "GPU-4a999085-a1c3-f67b-1cc2-0867c7411289", 150109880320});
+  h.gpus.push_back({"NVIDIA H200", "GPU-ac6d04e7-53b7-4a43-6790-c1735e8be4cb", 150109880320});
+  return h;
+}
+
+class FakeBackend : public GpuBackend {
+ public:
+  HostInfo host = profiled_host();
+  int64_t fit = 7;
+  // What the planner asked for.
+  int kv_calls = 0, serve_calls = 0;
+  int64_t kv_max_ctx = 0, kv_max_tokens = 0;
+  Workload served;
+  ExecSettings settings;
+
+  HostInfo describe_host() override { return host; }
+  nlohmann::json host_context() override { return {{"host", "fake"}}; }
+  int64_t kv_slots_that_fit(const Plan&, const ModelConfig&, const ModelFigures&, const Machine&, int64_t max_ctx,
+                            int64_t max_tokens) override {
+    ++kv_calls;
+    kv_max_ctx = max_ctx;
+    kv_max_tokens = max_tokens;
+    return fit;
+  }
+  ServeResult serve(const Plan& plan, const ModelConfig&, const ModelFigures&, const Machine&, const Workload& w,
+                    const ExecSettings& s) override {
+    ++serve_calls;
+    served = w;
+    settings = s;
+    // Every request: first token 20 ms after arrival, then 10 ms per output token.
+    std::vector<RequestTiming> t;
+    for (const Request& r : w.generate())
+      t.push_back(RequestTiming{r.id, r.arrival_s, r.arrival_s + 0.02, r.arrival_s + 0.02 + 0.01 * double(r.output_tokens),
+                                r.prompt_tokens, r.output_tokens});
+    ServeResult res;
+    res.measured = compute_metrics(t, Slo{w.slo_ttft_s, w.slo_tpot_s, w.slo_e2e_p99_s});
+    res.measured.kind = "measured";
+    res.measured.plan = plan.name;
+    res.op_classes.push_back(OpClassTime{"gemm", "decode b=4 ctx=600", 0, 0.004});
+    res.class_shapes.push_back(BatchShape{0, 0, 0, 4, 600});
+    IterationRecord it;
+    it.shape = BatchShape{0, 0, 0, 4, 600};
+    it.gpu_start_s = 1.0;
+    it.gpu_end_s = 1.005;
+    res.iterations.push_back(it);
+    res.provenance = {{"executor", "fake"}};
+    return res;
+  }
+  std::vector<StepBench> bench_steps(const Plan&, const ModelConfig&, const ModelFigures&, const Machine&,
+                                     const std::vector<int64_t>&, int64_t, int64_t, const ExecSettings&) override {
+    return {};
+  }
+  std::vector<SelfTestResult> self_test(int, uint64_t) override { return {}; }
+  void run_ranks(const std::string&, const std::function<void(RankGroup&)>&) override {
+    throw std::logic_error("no MPI in this test");
+  }
+};
+
+Workload small_chat() {
+  Workload w = load_workload(resolve_workload_path("chat"));
+  apply_overrides(w, WorkloadOverrides{0, 12});
+  return w;
+}
+
+const std::string kPlan = std::string(PEERPLAN_SOURCE_DIR) + "/docs/validation/plans/llama8b-1gpu.json";
+
+// validate_on_host with its printed comparison kept out of the test log.
+Comparison quiet(GpuBackend& gpu, const Plan& plan, const std::string& origin, const Workload& w,
+                 const HostValidationOptions& o = {}) {
+  testing::internal::CaptureStdout();
+  try {
+    Comparison c = validate_on_host(gpu, plan, origin, "llama-3.1-8b", "h200x2-nvlink", w, o);
+    testing::internal::GetCapturedStdout();
+    return c;
+  } catch (...) {
+    testing::internal::GetCapturedStdout();
+    throw;
+  }
+}
+
+}  // namespace
+
+TEST(HostValidation, SimulatorAndExecutorAreToldTheSameKvSlotLimit) {
+  // chat allows 256 sequences at once; the executor's KV cache holds 7: both sides run with 7,
+  // else the prediction would batch more than the measurement could.
+  FakeBackend gpu;
+  const Workload w = small_chat();
+  ASSERT_EQ(w.max_num_seqs, 256);
+  Comparison c = quiet(gpu, load_plan(kPlan), kPlan, w);
+  EXPECT_EQ(gpu.kv_calls, 1);
+  EXPECT_EQ(gpu.kv_max_ctx, w.max_context() + 1) << "a slot holds the longest request plus its next token";
+  EXPECT_EQ(gpu.kv_max_tokens, w.max_batched_tokens);
+  EXPECT_EQ(gpu.served.max_num_seqs, 7);
+  EXPECT_EQ(gpu.settings.kv_slots, 7);
+  EXPECT_EQ(c.context.at("max_num_seqs"), 7);
+  EXPECT_EQ(c.context.at("executor"), "fake") << "the executor's provenance is the comparison's context";
+}
+
+TEST(HostValidation, OpClassesTheExecutorTimedArePricedByTheCostModel) {
+  FakeBackend gpu;
+  Comparison c = quiet(gpu, load_plan(kPlan), kPlan, small_chat());
+  ASSERT_EQ(c.op_classes.size(), 1u);
+  EXPECT_EQ(c.op_classes[0].measured_s, 0.004);
+  // 8B decode at batch 4: the GEMMs read ~15 GB of weights at ~4.8 TB/s, a few ms, never zero.
+  EXPECT_GT(c.op_classes[0].predicted_s, 0.001);
+  EXPECT_LT(c.op_classes[0].predicted_s, 0.05);
+}
+
+TEST(HostValidation, AHostWithoutGpusIsRefusedBeforeAnyGpuWork) {
+  FakeBackend gpu;
+  gpu.host.gpus.clear();
+  try {
+    quiet(gpu, load_plan(kPlan), kPlan, small_chat());
+    FAIL() << "expected a refusal";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), kPlan);
+    EXPECT_NE(std::string(e.what()).find("none visible"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(gpu.kv_calls, 0) << "no GPU memory was probed";
+  EXPECT_EQ(gpu.serve_calls, 0);
+}
+
+TEST(HostValidation, NoRoomForOneSequenceIsRefusedBeforeServing) {
+  FakeBackend gpu;
+  gpu.fit = 0;
+  EXPECT_THROW(quiet(gpu, load_plan(kPlan), kPlan, small_chat()), InputError);
+  EXPECT_EQ(gpu.serve_calls, 0);
+}
+
+TEST(HostValidation, AP2pOffPlanRunsWithoutPeerAccessAndReportsAreWritten) {
+  FakeBackend gpu;
+  const std::string tp2 = std::string(PEERPLAN_SOURCE_DIR) + "/docs/validation/plans/llama8b-tp2.json";
+  const fs::path out = fs::temp_directory_path() / ("peerplan-hv-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  fs::remove_all(out);
+  HostValidationOptions o;
+  o.out = out.string();
+  quiet(gpu, p2p_off_variant(load_plan(tp2)), tp2, small_chat(), o);
+  EXPECT_FALSE(gpu.settings.p2p) << "the P2P-off variant runs as --p2p off";
+  for (const char* f : {"validation.json", "validation.md", "predicted.metrics.json", "measured.metrics.json",
+                        "iterations.json"})
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+  fs::remove_all(out);
+}

@@ -298,8 +298,20 @@ void push_lazy_links(lua_State* L, int machine_index, const CostModel* cost) {
   lua_setfield(L, machine_index, "links");
 }
 
+// machine.p2p(a, b) -> whether a can use b's memory as a peer: what machine.link(a, b).p2p says,
+// without building the pair's table (placement asks it for hundreds of thousands of pairs on
+// large machines).
+int machine_p2p(lua_State* L) {
+  const CostModel& cost = cost_of(L);
+  int n = cost.topology().gpu_count();
+  int a = check_gpu(L, 1, n);
+  int b = check_gpu(L, 2, n);
+  lua_pushboolean(L, cost.topology().p2p_usable(a, b));
+  return 1;
+}
+
 const luaL_Reg kMachineFunctions[] = {
-    {"transfer_time", machine_transfer_time}, {"link", machine_link}, {nullptr, nullptr}};
+    {"transfer_time", machine_transfer_time}, {"link", machine_link}, {"p2p", machine_p2p}, {nullptr, nullptr}};
 
 }  // namespace
 

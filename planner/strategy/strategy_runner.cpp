@@ -259,9 +259,9 @@ void check_plan_bounds(const nlohmann::json& j, const std::string& origin) {
   auto too_long = [&](const std::string& field, size_t cap, size_t got) {
     throw InputError(origin, field, fmt::format("at most {} bytes, got {}", cap, got));
   };
-  for (const char* key : {"name", "strategy"})
-    if (auto it = j.find(key); it != j.end() && it->is_string() && it->get_ref<const std::string&>().size() > kMaxPlanNameBytes)
-      too_long(key, kMaxPlanNameBytes, it->get_ref<const std::string&>().size());
+  for (auto [key, cap] : {std::pair<const char*, size_t>{"name", kMaxPlanNameBytes}, {"strategy", kMaxStrategyNameBytes}})
+    if (auto it = j.find(key); it != j.end() && it->is_string() && it->get_ref<const std::string&>().size() > cap)
+      too_long(key, cap, it->get_ref<const std::string&>().size());
   if (auto it = j.find("notes"); it != j.end()) {
     if (it->is_array() && it->size() > kMaxPlanNotes)
       throw InputError(origin, "notes", fmt::format("at most {} notes, got {}", kMaxPlanNotes, it->size()));

@@ -37,7 +37,8 @@ struct StrategyInfo {
 // only within these, whatever its own memory cap. An excess is an InputError naming the script,
 // the plan and the field.
 inline constexpr size_t kMaxPlansPerStrategy = 10000;
-inline constexpr size_t kMaxPlanNameBytes = 256;     // name, strategy
+inline constexpr size_t kMaxPlanNameBytes = 8192;    // name: room for every GPU id of a 1024-GPU plan
+inline constexpr size_t kMaxStrategyNameBytes = 256; // strategy
 inline constexpr size_t kMaxPlanNotes = 64;
 inline constexpr size_t kMaxPlanNoteBytes = 4096;    // each note
 inline constexpr size_t kMaxPlanExtraBytes = 256 << 10;  // `extra` as compact JSON

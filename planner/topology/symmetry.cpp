@@ -114,10 +114,21 @@ bool automorphism_maps(const Labels& L, const std::vector<int>& colour, int a, i
 
 }  // namespace
 
+// Above this many GPUs the classes are colour refinement's alone: the automorphism search checks
+// every pair of GPUs per candidate mapping (cubic), minutes at 1024 GPUs. Refinement's classes
+// can only be coarser than the orbits, and on machines built of identical hosts they are equal.
+constexpr int kExactSymmetryGpus = 64;
+
 std::vector<int> Topology::symmetry_classes() const {
   const int n = gpu_count();
   Labels L = gpu_labels(*this);
   std::vector<int> colour = refine(L);
+  if (n > kExactSymmetryGpus) {
+    std::map<int, int> id;  // colours renumbered in order of their lowest GPU, as below
+    std::vector<int> cls(static_cast<size_t>(n));
+    for (int a = 0; a < n; ++a) cls[size_t(a)] = id.emplace(colour[size_t(a)], int(id.size())).first->second;
+    return cls;
+  }
   std::vector<int> cls(size_t(n), -1);
   int next = 0;
   for (int a = 0; a < n; ++a) {

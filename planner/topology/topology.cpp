@@ -101,6 +101,7 @@ Topology::Topology(const Machine& m) : machine_(m) {
     gpu_vertices_.push_back(v);
   }
   for (const auto& ns : machine_.nodes) boost::add_vertex(VertexProps{ns.kind, ns.id, -1, ns.numa}, g_);
+  for (Vertex v = 0; v < boost::num_vertices(g_); ++v) vertex_by_id_.emplace(g_[v].id, v);
 
   auto add_edge = [&](Vertex a, Vertex b, EdgeProps p) {
     p.index = int(edges_.size());
@@ -151,6 +152,8 @@ Topology::Topology(const Machine& m) : machine_(m) {
     for (size_t v = 0; v < nv; ++v)
       if (auto it = index.find(find(v)); it != index.end()) vertex_host_[v] = it->second;
   }
+
+  build_path_trees();
 
   // Each GPU's socket: the nearest CPU socket reached over PCIe without crossing an SMP link.
   bool any_socket = false;
@@ -214,9 +217,69 @@ Vertex Topology::gpu_vertex(int gpu) const {
 }
 
 std::optional<Vertex> Topology::find_vertex(const std::string& id) const {
-  for (Vertex v = 0; v < boost::num_vertices(g_); ++v)
-    if (g_[v].id == id) return v;
+  if (auto it = vertex_by_id_.find(id); it != vertex_by_id_.end()) return it->second;
   return std::nullopt;
+}
+
+void Topology::build_path_trees() {
+  const size_t nv = boost::num_vertices(g_);
+  for (auto& t : trees_) t.assign(nv, {});
+  std::vector<Vertex> queue;
+  for (Vertex s = 0; s < nv; ++s) {
+    NodeKind k = g_[s].kind;
+    if (k != NodeKind::Gpu && k != NodeKind::CpuSocket && k != NodeKind::Nic) continue;
+    for (int nvlink = 1; nvlink >= 0; --nvlink) {
+      // As shortest_path's filtered search: edges of the allowed kinds; every vertex may be an
+      // end point, but only the source and allowed intermediates are expanded.
+      EdgeFilter ef{&g_, nvlink == 1, nvlink == 0};
+      std::vector<int>& pred = trees_[nvlink == 1 ? 0 : 1][s];
+      pred.assign(nv, -1);
+      std::vector<char> seen(nv, 0);
+      seen[s] = 1;
+      queue.assign(1, s);
+      for (size_t head = 0; head < queue.size(); ++head) {
+        Vertex u = queue[head];
+        if (u != s) {
+          NodeKind ku = g_[u].kind;
+          if (ku == NodeKind::Gpu || ku == NodeKind::Nic) continue;
+          if (nvlink == 1 ? ku != NodeKind::NvSwitch : ku == NodeKind::NvSwitch) continue;
+        }
+        for (Edge e : boost::make_iterator_range(boost::out_edges(u, g_))) {
+          if (!ef(e)) continue;
+          Vertex v = boost::target(e, g_);
+          if (seen[v]) continue;
+          seen[v] = 1;
+          pred[v] = g_[e].index;
+          queue.push_back(v);
+        }
+      }
+    }
+  }
+  const int n = gpu_count();
+  nearest_nic_.assign(size_t(n), -1);
+  nearest_nic_path_.assign(size_t(n), {});
+  for (Vertex v = 0; v < nv; ++v) {
+    if (g_[v].kind != NodeKind::Nic) continue;
+    for (int g = 0; g < n; ++g) {
+      if (vertex_host_[v] != host_of(g)) continue;
+      auto p = pcie_path(gpu_vertices_[size_t(g)], v);
+      if (p.empty()) continue;
+      if (nearest_nic_[size_t(g)] < 0 || p.size() < nearest_nic_path_[size_t(g)].size()) {
+        nearest_nic_[size_t(g)] = int(v);
+        nearest_nic_path_[size_t(g)] = std::move(p);
+      }
+    }
+  }
+  for (Edge e : edges_)
+    if (g_[e].kind == LinkKind::Network) network_edge_.emplace(std::make_pair(boost::source(e, g_), boost::target(e, g_)), g_[e].index);
+}
+
+std::vector<int> Topology::tree_path(const std::vector<int>& pred, Vertex s, Vertex t) const {
+  if (pred[t] < 0) return {};
+  std::vector<int> path;
+  for (Vertex v = t; v != s; v = boost::source(edge(pred[v]), g_)) path.push_back(pred[v]);
+  std::reverse(path.begin(), path.end());
+  return path;
 }
 
 void Topology::check_gpu(int g) const {
@@ -235,6 +298,10 @@ int Topology::socket_numa(int gpu) const { return g_[socket_vertex(gpu)].numa; }
 
 std::vector<int> Topology::shortest_path(Vertex s, Vertex t, bool nvlink, bool pcie_smp) const {
   if (s == t) return {};
+  if (nvlink != pcie_smp) {
+    const auto& trees = trees_[nvlink ? 0 : 1];
+    if (s < trees.size() && !trees[s].empty()) return tree_path(trees[s], s, t);
+  }
   EdgeFilter ef{&g_, nvlink, pcie_smp};
   VertexFilter vf{&g_, s, t, nvlink};
   boost::filtered_graph<TopoGraph, EdgeFilter, VertexFilter> fg(g_, ef, vf);
@@ -392,16 +459,11 @@ Route Topology::route(int src, int dst, TransferMode mode) const {
 Route Topology::network_route(int src, int dst, TransferMode mode) const {
   Route bad;
   bad.mode = mode;
-  // The NIC nearest (fewest PCIe hops) to a GPU on its host.
+  // The NIC nearest (fewest PCIe hops) to a GPU on its host (found in the constructor).
   auto nearest_nic = [&](int gpu, std::vector<int>* path) -> std::optional<Vertex> {
-    std::optional<Vertex> best;
-    for (Vertex v : boost::make_iterator_range(boost::vertices(g_))) {
-      if (g_[v].kind != NodeKind::Nic || vertex_host_[v] != host_of(gpu)) continue;
-      auto p = pcie_path(gpu_vertex(gpu), v);
-      if (p.empty()) continue;
-      if (!best || p.size() < path->size()) { best = v; *path = p; }
-    }
-    return best;
+    if (nearest_nic_[size_t(gpu)] < 0) return std::nullopt;
+    *path = nearest_nic_path_[size_t(gpu)];
+    return Vertex(nearest_nic_[size_t(gpu)]);
   };
   std::vector<int> up, down_rev;
   auto a = nearest_nic(src, &up);
@@ -411,11 +473,7 @@ Route Topology::network_route(int src, int dst, TransferMode mode) const {
     return bad;
   }
   std::optional<int> net;
-  for (size_t i = 0; i < edges_.size(); ++i) {
-    const Edge e = edges_[i];
-    Vertex s = boost::source(e, g_), t = boost::target(e, g_);
-    if (g_[e].kind == LinkKind::Network && s == *a && t == *b) { net = int(i); break; }
-  }
+  if (auto it = network_edge_.find({*a, *b}); it != network_edge_.end()) net = it->second;
   if (!net) {
     bad.why_invalid = "no network link from " + g_[*a].id + " to " + g_[*b].id;
     return bad;

@@ -5,6 +5,7 @@
 // Host memory of a socket is modelled as an edge cpuN -> cpuN ("memory bus", capacity mem_gbps,
 // infinite when unknown) that host-staged routes list twice: the D2H write and the H2D read both
 // consume it, and max_min_rates counts an edge once per appearance in a flow.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -114,6 +115,12 @@ class Topology {
   Route make_route(std::vector<int> edges, TransferMode mode, PathType type, int nvlinks) const;
   Route network_route(int src, int dst, TransferMode mode) const;
   void check_gpu(int g) const;
+  // Breadth-first trees from every GPU, CPU socket and NIC, built once in the constructor:
+  // shortest_path from those sources walks a tree instead of searching the graph, so routing all
+  // pairs of a 1024-GPU machine takes seconds, not minutes. Same paths as the search (same
+  // visiting order).
+  void build_path_trees();
+  std::vector<int> tree_path(const std::vector<int>& pred, Vertex s, Vertex t) const;
 
   Machine machine_;
   TopoGraph g_;
@@ -123,6 +130,13 @@ class Topology {
   std::vector<int> memory_edge_;         // per vertex: dense index of its memory edge, -1 if none
   std::vector<int> host_of_;             // per GPU
   std::vector<int> vertex_host_;         // per vertex (-1: reachable from no GPU without the network)
+  std::map<std::string, Vertex> vertex_by_id_;
+  // [0]: NVLink-only trees, [1]: PCIe+SMP trees; per source vertex, the dense index of the edge
+  // that reached each vertex (-1: not reached); empty for vertices that are not sources.
+  std::vector<std::vector<int>> trees_[2];
+  std::vector<int> nearest_nic_;                    // per GPU: vertex of its nearest NIC, -1 none
+  std::vector<std::vector<int>> nearest_nic_path_;  // per GPU: the PCIe path to it
+  std::map<std::pair<Vertex, Vertex>, int> network_edge_;  // (NIC a, NIC b) -> dense edge index
 };
 
 // Max-min fair rates (progressive filling) for concurrent flows. flow_edges[f] lists the dense edge

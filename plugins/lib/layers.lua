@@ -45,7 +45,25 @@ end
 -- (memory-balanced: the first stage also carries the embedding, the last the LM head, so they get
 -- fewer layers). Exact (dynamic programming over split points). Returns a list of
 -- {layer_begin, layer_end}. opts.by = "layers" splits by layer count only.
+local split_cache = setmetatable({}, {__mode = "k"})  -- model -> key -> split (strategies ask per depth, per TP degree)
+
+local function copy_split(s)
+  local out = {}
+  for i, r in ipairs(s) do out[i] = {r[1], r[2]} end
+  return out
+end
+
+local balanced_split_uncached
+
 function M.balanced_split(model, parts, opts)
+  local key = ("%d/%s/%s"):format(parts, opts and opts.by or "", tostring(opts and opts.kv_tokens or 0))
+  local per = split_cache[model]
+  if not per then per = {}; split_cache[model] = per end
+  if not per[key] then per[key] = balanced_split_uncached(model, parts, opts) end
+  return copy_split(per[key])
+end
+
+balanced_split_uncached = function(model, parts, opts)
   local L = model.layers
   assert(parts >= 1 and parts <= L, ("balanced_split: %d parts for %d layers"):format(parts, L))
   if opts and opts.by == "layers" then

@@ -13,7 +13,7 @@ end
 
 -- Best usable mode from a to b: "peer" when P2P works that way, else "host_staged".
 function M.mode(machine, a, b)
-  return machine.link(a, b).p2p and "peer" or "host_staged"
+  return machine.p2p(a, b) and "peer" or "host_staged"
 end
 
 -- Seconds to move `bytes` from a to b in the best usable mode.
@@ -27,7 +27,7 @@ end
 function M.group_p2p(machine, gpus)
   for _, a in ipairs(gpus) do
     for _, b in ipairs(gpus) do
-      if a ~= b and not machine.link(a, b).p2p then return false end
+      if a ~= b and not machine.p2p(a, b) then return false end
     end
   end
   return true
@@ -148,8 +148,65 @@ function M.permutations_modulo_symmetry(machine, k, pool)
   return out
 end
 
+-- Beyond this many k-subsets, best_group grows groups greedily instead of trying every subset
+-- (C(1024, 8) subsets do not fit any limit; C(8, 4) = 70 do).
+M.exhaustive_subsets = 2000
+
+local function too_many_subsets(n, k)
+  local c = 1
+  for i = 1, k do
+    c = c * (n - k + i) / i
+    if c > M.exhaustive_subsets then return true end
+  end
+  return false
+end
+
+-- Greedy group for large pools: from a seed, the candidates are the 4k GPUs of pool nearest to
+-- it; the group takes, one at a time, the candidate whose slowest pair with the members so far is
+-- fastest (ties to lower ids). Seeds: the first GPU of each symmetry class in pool (at most 8).
+local function greedy_group(machine, k, pool)
+  local seeds, seen_class = {}, {}
+  for _, g in ipairs(pool) do
+    local c = machine.gpus[g + 1].symmetry_class
+    if not seen_class[c] and #seeds < 8 then seen_class[c] = true; seeds[#seeds + 1] = g end
+  end
+  local best, best_cost
+  for _, seed in ipairs(seeds) do
+    local cand = {}
+    for _, g in ipairs(pool) do
+      if g ~= seed then
+        cand[#cand + 1] = {g = g, w = math.max(M.pair_time(machine, seed, g), M.pair_time(machine, g, seed))}
+      end
+    end
+    table.sort(cand, function(x, y) if x.w ~= y.w then return x.w < y.w end return x.g < y.g end)
+    for i = #cand, 4 * k + 1, -1 do cand[i] = nil end
+    local group, used = {seed}, {}
+    while #group < k and #group <= #cand do
+      local bi
+      for i, c in ipairs(cand) do
+        if not used[i] and (not bi or c.w < cand[bi].w or (c.w == cand[bi].w and c.g < cand[bi].g)) then bi = i end
+      end
+      used[bi] = true
+      local x = cand[bi].g
+      group[#group + 1] = x
+      for i, c in ipairs(cand) do
+        if not used[i] then c.w = math.max(c.w, M.pair_time(machine, x, c.g), M.pair_time(machine, c.g, x)) end
+      end
+    end
+    if #group == k then
+      table.sort(group)
+      local cost = M.group_cost(machine, group)
+      if not best or less(cost, best_cost) then best, best_cost = group, cost end
+    end
+  end
+  return best, best_cost
+end
+
 -- The k GPUs of pool with the fastest links among them (see group_cost); ties go to lower ids.
+-- Exact (every subset modulo symmetry) up to M.exhaustive_subsets subsets, greedy beyond.
 function M.best_group(machine, k, pool)
+  pool = pool or all_gpus(machine)
+  if too_many_subsets(#pool, k) then return greedy_group(machine, k, pool) end
   local best, best_cost
   for _, s in ipairs(M.subsets_modulo_symmetry(machine, k, pool)) do
     local c = M.group_cost(machine, s)
@@ -183,6 +240,55 @@ function M.boundary_time(machine, from, to, bytes)
   return worst
 end
 
+-- Greedy chains, kept per groups table between calls: a greedy nearest-neighbour order is the
+-- same whatever its length, so the orders for n = 2, 3, ... extend one another (strategies ask
+-- for every depth). Beyond M.window groups, each step looks at the next M.window unused groups in
+-- list order (groups are listed by GPU id, so neighbours come first) and starts from one group per
+-- symmetry signature of its first GPU (at most 8): exact for up to M.window groups.
+M.window = 64
+local greedy_cache = setmetatable({}, {__mode = "k"})
+
+local function greedy_state(machine, groups, bytes)
+  local per = greedy_cache[groups]
+  if not per then per = {}; greedy_cache[groups] = per end
+  local key = tostring(bytes or M.probe_bytes)
+  if per[key] then return per[key] end
+  local starts = {}
+  if #groups <= M.window then
+    for s = 1, #groups do starts[#starts + 1] = s end
+  else
+    local seen = {}
+    for s, g in ipairs(groups) do
+      local c = machine.gpus[g[1] + 1].symmetry_class
+      if not seen[c] and #starts < 8 then seen[c] = true; starts[#starts + 1] = s end
+    end
+  end
+  local st = {starts = {}}
+  for _, s in ipairs(starts) do
+    st.starts[#st.starts + 1] = {order = {groups[s]}, used = {[s] = true}, last = s, t = 0}
+  end
+  per[key] = st
+  return st
+end
+
+local function extend(machine, groups, run, n, bytes)
+  while #run.order < n do
+    local bi, bt, looked = nil, nil, 0
+    for i, g in ipairs(groups) do
+      if not run.used[i] then
+        local t = M.boundary_time(machine, groups[run.last], g, bytes)
+        if not bt or t < bt then bi, bt = i, t end
+        looked = looked + 1
+        if #groups > M.window and looked >= M.window then break end
+      end
+    end
+    run.used[bi] = true
+    run.last = bi
+    run.order[#run.order + 1] = groups[bi]
+    run.t = run.t + bt
+  end
+end
+
 -- Chooses and orders n of the given groups (stages) so consecutive ones sit on the fastest links:
 -- minimises the sum of boundary times. Exact for up to 7 groups, greedy nearest-neighbour (from
 -- every start) beyond. Returns the ordered groups and the total boundary time.
@@ -208,20 +314,9 @@ function M.chain(machine, groups, n, bytes)
     end
     rec()
   else
-    for s = 1, #groups do
-      local order, used = {groups[s]}, {[s] = true}
-      while #order < n do
-        local bi, bt
-        for i, g in ipairs(groups) do
-          if not used[i] then
-            local t = M.boundary_time(machine, order[#order], g, bytes)
-            if not bt or t < bt then bi, bt = i, t end
-          end
-        end
-        used[bi] = true
-        order[#order + 1] = groups[bi]
-      end
-      consider(order)
+    for _, run in ipairs(greedy_state(machine, groups, bytes).starts) do
+      extend(machine, groups, run, n, bytes)
+      consider({table.unpack(run.order, 1, n)})
     end
   end
   return best, best_t

@@ -21,7 +21,7 @@ function M.pipeline(machine, groups, ranges)
     if i > 1 then
       local prev, ok = groups[i - 1], true
       for r = 1, #g do
-        if not machine.link(prev[(r - 1) % #prev + 1], g[r]).p2p then ok = false end
+        if not machine.p2p(prev[(r - 1) % #prev + 1], g[r]) then ok = false end
       end
       modes[i - 1] = ok and "peer" or "host_staged"
     end

@@ -63,7 +63,7 @@ void run_plans(PlansOptions o) {
   }
   std::vector<std::string> files;
   for (const auto& s : o.strategies) files.push_back(resolve_strategy(s));
-  auto cands = run_strategies(files, cfg, fig, topo, parse_set_options(o.sets), o.mem, o.lua);
+  auto cands = run_strategies(files, cfg, fig, CostModel(topo), parse_set_options(o.sets), o.mem, o.lua);
 
   nlohmann::json doc = {{"version", 1},
                         {"model", cfg.name},

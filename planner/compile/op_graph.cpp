@@ -1,5 +1,8 @@
 #include "planner/compile/op_graph.hpp"
 
+#include <cstring>
+#include <stdexcept>
+
 namespace peerplan {
 
 const char* to_string(OpKind k) {
@@ -8,14 +11,51 @@ const char* to_string(OpKind k) {
     case OpKind::Attention: return "attention";
     case OpKind::Elementwise: return "elementwise";
     case OpKind::Embedding: return "embedding";
-    case OpKind::AllReduce: return "all_reduce";
-    case OpKind::AllGather: return "all_gather";
-    case OpKind::ReduceScatter: return "reduce_scatter";
-    case OpKind::AllToAll: return "all_to_all";
-    case OpKind::Broadcast: return "broadcast";
+    case OpKind::AllReduce:
+    case OpKind::AllGather:
+    case OpKind::ReduceScatter:
+    case OpKind::AllToAll:
+    case OpKind::Broadcast: return coll_op_name(coll_op(k));
     case OpKind::Send: return "send";
   }
   return "?";
+}
+
+CollOp coll_op(OpKind k) {
+  switch (k) {
+    case OpKind::AllReduce: return CollOp::AllReduce;
+    case OpKind::AllGather: return CollOp::AllGather;
+    case OpKind::ReduceScatter: return CollOp::ReduceScatter;
+    case OpKind::AllToAll: return CollOp::AllToAll;
+    case OpKind::Broadcast: return CollOp::Broadcast;
+    default: throw std::invalid_argument(std::string("not a collective: ") + to_string(k));
+  }
+}
+
+uint64_t priced_hash(const Op& o) {
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  auto mix = [&h](uint64_t v) {  // splitmix64 per word: every input bit reaches every output bit
+    uint64_t z = (h ^ v) + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    h = z ^ (z >> 31);
+  };
+  auto add = [&mix](const auto& v) {
+    using T = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<T, std::vector<int>>) {
+      mix(v.size());
+      for (int x : v) mix(uint64_t(int64_t(x)));
+    } else if constexpr (std::is_floating_point_v<T>) {
+      double d = v == 0 ? 0.0 : double(v);  // -0.0 == 0.0, so they must hash alike
+      uint64_t bits;
+      std::memcpy(&bits, &d, sizeof bits);
+      mix(bits);
+    } else {
+      mix(uint64_t(int64_t(v)));
+    }
+  };
+  std::apply([&add](const auto&... f) { (add(f), ...); }, priced_fields(o));
+  return h;
 }
 
 const char* op_class(OpKind k) {

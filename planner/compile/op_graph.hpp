@@ -4,8 +4,12 @@
 // collectives. Dependencies are op ids; ids are dense 0..N-1 and deps always point backwards.
 #include <cstdint>
 #include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "planner/topology/collective.hpp"
 #include "planner/topology/topology.hpp"
 
 namespace peerplan {
@@ -28,6 +32,20 @@ inline bool is_collective(OpKind k) {
          k == OpKind::AllToAll || k == OpKind::Broadcast;
 }
 inline bool is_compute(OpKind k) { return k <= OpKind::Embedding; }
+// The NCCL collective a collective op runs (its name, size convention and bus factor live there).
+// Throws std::invalid_argument for a kind that is not a collective.
+CollOp coll_op(OpKind k);
+
+// What an Elementwise op computes, set by the compiler so the executor picks its kernel and shape
+// from the op rather than from its name. Prices do not depend on it (memory-bound: mem_bytes).
+enum class EwKind {
+  None,      // not an elementwise op
+  RmsNorm,   // each of [rows][cols] rows normalised (attn_norm, mlp_norm, final_norm)
+  Rotary,    // rotary embedding of q and k of `rows` tokens ([rows][cols]: cols = rotated values
+             // per token), K and V written into the cache
+  Residual,  // residual add over [rows][cols]
+  Act,       // MLP activation, [rows][cols] out: SiLU(gate) * up for a gated MLP (input [rows][2*cols])
+};
 
 struct Op {
   int id = 0;
@@ -42,12 +60,45 @@ struct Op {
   double mem_bytes = 0;     // HBM bytes the op must move (weights + activations + KV)
   int64_t attn_batch = 0, attn_q_len = 0, attn_context = 0, attn_heads = 0, attn_kv_heads = 0, attn_head_dim = 0;
   bool attn_prefill = false;
+  EwKind ew = EwKind::None;  // Elementwise: what it computes, over [ew_rows][ew_cols]
+  int64_t ew_rows = 0, ew_cols = 0;
   // Communication.
   int64_t bytes = 0;        // collective: per-rank buffer (nccl-tests "size"); Send: bytes moved
   TransferMode mode = TransferMode::PeerCopyEngine;
   bool p2p = true;          // collectives: NCCL P2P allowed
   std::vector<int> deps;
 };
+
+// Everything an op's price can depend on, in one place: the cost model's memo key and the
+// simulator's segment signature hash and compare exactly these. The other fields (id, name,
+// stage, layer, deps) only place the op in its graph. A new Op field must be added here or
+// counted in kOpPlacementFields: the static_assert below counts Op's fields to make sure.
+inline auto priced_fields(const Op& o) {
+  return std::tie(o.kind, o.gpus, o.m, o.n, o.k, o.batch_count, o.flops, o.mem_bytes, o.attn_batch, o.attn_q_len,
+                  o.attn_context, o.attn_heads, o.attn_kv_heads, o.attn_head_dim, o.attn_prefill, o.ew, o.ew_rows,
+                  o.ew_cols, o.bytes, o.mode, o.p2p);
+}
+inline constexpr size_t kOpPlacementFields = 5;  // id, name, stage, layer, deps
+// Hash of priced_fields (equal for ops that compare equal: -0.0 and 0.0 hash alike).
+uint64_t priced_hash(const Op& o);
+inline bool same_priced_fields(const Op& a, const Op& b) { return priced_fields(a) == priced_fields(b); }
+
+namespace detail {
+// Number of fields of an aggregate: the most initialisers T{...} accepts (what boost.pfr does).
+struct AnyField {
+  template <class T>
+  operator T() const;
+};
+template <class T, class... A>
+constexpr size_t aggregate_fields() {
+  if constexpr (requires { T{A{}..., AnyField{}}; }) return aggregate_fields<T, A..., AnyField>();
+  else return sizeof...(A);
+}
+}  // namespace detail
+static_assert(detail::aggregate_fields<Op>() ==
+                  std::tuple_size_v<decltype(priced_fields(std::declval<const Op&>()))> + kOpPlacementFields,
+              "Op has a field neither priced_fields() nor kOpPlacementFields accounts for: add it to priced_fields() "
+              "if it can change the op's time (else count it in kOpPlacementFields)");
 
 // The requests in one iteration, as the scheduler forms it.
 struct BatchShape {

@@ -10,30 +10,6 @@
 
 namespace peerplan {
 
-double bus_factor(OpKind op, int n) {
-  if (n < 1) throw std::invalid_argument("bus_factor: group of " + std::to_string(n));
-  double dn = double(n);
-  switch (op) {
-    case OpKind::AllReduce: return 2.0 * (dn - 1) / dn;
-    case OpKind::AllGather:
-    case OpKind::ReduceScatter:
-    case OpKind::AllToAll: return (dn - 1) / dn;
-    case OpKind::Broadcast: return n > 1 ? 1.0 : 0.0;
-    default: throw std::invalid_argument(std::string("bus_factor: not a collective: ") + to_string(op));
-  }
-}
-
-const char* nccl_op_name(OpKind op) {
-  switch (op) {
-    case OpKind::AllReduce: return "all_reduce";
-    case OpKind::AllGather: return "all_gather";
-    case OpKind::ReduceScatter: return "reduce_scatter";
-    case OpKind::AllToAll: return "all_to_all";
-    case OpKind::Broadcast: return "broadcast";
-    default: return "?";
-  }
-}
-
 namespace {
 int ring_steps(OpKind op, int n) {
   if (n <= 1) return 0;
@@ -43,7 +19,7 @@ int ring_steps(OpKind op, int n) {
 
 double ring_time_s(OpKind op, int n, double bytes, double bus_Bps, double step_latency_s, double base_latency_s) {
   if (n <= 1) return 0;
-  return base_latency_s + ring_steps(op, n) * step_latency_s + bus_factor(op, n) * bytes / bus_Bps;
+  return base_latency_s + ring_steps(op, n) * step_latency_s + bus_bytes(coll_op(op), n, bytes) / bus_Bps;
 }
 
 double tree_allreduce_time_s(int n, double bytes, double bus_Bps, double step_latency_s, double base_latency_s) {
@@ -90,7 +66,7 @@ CollectivePrice price_collective(OpKind op, const std::vector<int>& gpus, double
   double bus = ring_bus_bandwidth(topo, gpus, p2p, opt.link_efficiency, &lat, &hops);
   // Link load: each ring hop carries factor * bytes (all-to-all: its share to every peer, spread
   // over the ring's links in this approximation).
-  double per_hop = bus_factor(op, n) * bytes;
+  double per_hop = bus_bytes(coll_op(op), n, bytes);
   for (const auto& h : hops)
     for (int e : h) p.edge_bytes.push_back({e, per_hop});
 
@@ -99,7 +75,7 @@ CollectivePrice price_collective(OpKind op, const std::vector<int>& gpus, double
     p.seconds = t.seconds;
     p.source = t.source;
     p.algo = "measured";
-    p.bus_Bps = bus_factor(op, n) * bytes / t.seconds;
+    p.bus_Bps = bus_bytes(coll_op(op), n, bytes) / t.seconds;
     return p;
   }
   double step = lat + opt.nccl_step_latency_s;
@@ -113,7 +89,7 @@ CollectivePrice price_collective(OpKind op, const std::vector<int>& gpus, double
       p.algo = "tree";
     }
   }
-  p.bus_Bps = bus_factor(op, n) * bytes / p.seconds;
+  p.bus_Bps = bus_bytes(coll_op(op), n, bytes) / p.seconds;
   p.source = nominal_graph ? CostSource::Nominal : CostSource::Derived;
   return p;
 }

@@ -1,8 +1,7 @@
 #pragma once
-// Collective costs. nccl-tests' conventions: `bytes` is the per-rank buffer ("size"),
-// algBw = size / time and busBw = algBw * factor, factor being what each rank must move over its
-// slowest link relative to size (all-reduce 2(n-1)/n, all-gather / reduce-scatter / all-to-all
-// (n-1)/n, broadcast 1). A measured NCCL curve for the group is used when the profile has one;
+// Collective costs. nccl-tests' conventions (planner/topology/collective.hpp: names, size and
+// bus-bandwidth factor, defined once): `bytes` is the per-rank buffer ("size"), a ring moves
+// bus_bytes = factor * size per hop. A measured NCCL curve for the group is used when the profile has one;
 // otherwise a ring (and, for all-reduce, a tree) estimate over the graph, whichever is faster, as
 // NCCL's tuner picks.
 #include <string>
@@ -16,9 +15,6 @@
 #include "planner/topology/topology.hpp"
 
 namespace peerplan {
-
-double bus_factor(OpKind op, int n);          // throws std::invalid_argument for a non-collective
-const char* nccl_op_name(OpKind op);          // "all_reduce", ... (measurements' names)
 
 // Time of a ring collective moving factor*bytes per rank at bus_Bps, with `steps` latency hops.
 double ring_time_s(OpKind op, int n, double bytes, double bus_Bps, double step_latency_s, double base_latency_s);

@@ -1,7 +1,6 @@
 #include "planner/cost/cost_model.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <map>
 #include <optional>
 
@@ -95,7 +94,7 @@ OpCost CostModel::price_collective_op(const Op& op) const {
   const Machine& m = topo_.machine();
   const std::vector<CurvePoint>* pts = nullptr;
   if (m.measurements)
-    if (const CollectiveCurve* cc = m.measurements->find_collective(nccl_op_name(op.kind), op.gpus, op.p2p))
+    if (const CollectiveCurve* cc = m.measurements->find_collective(coll_op_name(coll_op(op.kind)), op.gpus, op.p2p))
       pts = &cc->points;
   bool nominal_graph = !m.measurements || m.measurements->transfers.empty();
   // A group spanning hosts without a curve of its own: NCCL's hierarchical algorithms.
@@ -112,54 +111,29 @@ OpCost CostModel::price_collective_op(const Op& op) const {
   return c;
 }
 
+PairTransfer CostModel::transfer(int src, int dst, TransferMode mode, double bytes) const {
+  return price_pair_transfer(topo_, src, dst, mode, bytes, opt_);
+}
+
 OpCost CostModel::price_send(const Op& op) const {
   OpCost c;
   if (op.gpus.size() != 2)
     throw RuntimeError("send op '" + op.name + "' has " + std::to_string(op.gpus.size()) + " GPUs; expected {src, dst}");
-  int src = op.gpus[0], dst = op.gpus[1];
-  if (src == dst) {
-    c.source = CostSource::Measured;  // same GPU: no transfer at all
-    return c;
-  }
-  Route r = topo_.route(src, dst, op.mode);
-  if (!r.valid)
+  const int src = op.gpus[0], dst = op.gpus[1];
+  PairTransfer t = transfer(src, dst, op.mode, double(op.bytes));
+  if (!t.route.valid)
     throw RuntimeError("send '" + op.name + "' gpu" + std::to_string(src) + " -> gpu" + std::to_string(dst) + " in mode " +
-                       to_string(op.mode) + " has no route: " + r.why_invalid);
-  const Measurements* meas = topo_.machine().measurements ? &*topo_.machine().measurements : nullptr;
-  const TransferCurve* curve = nullptr;
-  if (meas && r.network) {
-    curve = find_network_curve(topo_, meas, src, dst);  // the pair's, else its pair of hosts'
-  } else if (meas) {
-    curve = meas->find_transfer(src, dst, measurement_mode(op.mode));
-  }
-  TransferPrice p = price_transfer(r, curve, double(op.bytes), opt_);
-  c.seconds = p.seconds;
-  c.alpha_s = p.alpha_s;
-  c.rate_Bps = p.rate_Bps;
-  c.source = p.source;
-  c.edges = std::move(r.edges);
+                       to_string(op.mode) + " has no route: " + t.route.why_invalid);
+  c.seconds = t.price.seconds;
+  c.alpha_s = t.price.alpha_s;
+  c.rate_Bps = t.price.rate_Bps;
+  c.source = t.price.source;
+  c.edges = std::move(t.route.edges);
   return c;
 }
 
 const OpCost& CostModel::price(const Op& op, bool graph_launch) const {
-  std::array<int64_t, 14> key{};
-  key[0] = int64_t(op.kind);
-  key[1] = op.m;
-  key[2] = op.n;
-  key[3] = op.k;
-  key[4] = op.batch_count;
-  key[5] = op.attn_batch * 1000003 + op.attn_q_len;
-  key[6] = op.attn_context * 1000003 + op.attn_heads * 1009 + op.attn_kv_heads;
-  key[7] = op.attn_head_dim * 2 + (op.attn_prefill ? 1 : 0);
-  key[8] = op.bytes;
-  key[9] = int64_t(op.mode) * 4 + (op.p2p ? 2 : 0) + (graph_launch ? 1 : 0);
-  std::memcpy(&key[10], &op.flops, sizeof(double));
-  std::memcpy(&key[11], &op.mem_bytes, sizeof(double));
-  int64_t g = 0;
-  for (int x : op.gpus) g = g * 131 + x + 1;
-  key[12] = g;
-  key[13] = int64_t(op.gpus.size());
-  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  if (auto it = cache_.find(MemoProbe{&op, graph_launch}); it != cache_.end()) return it->second;
 
   OpCost c;
   if (is_compute(op.kind)) {
@@ -176,7 +150,10 @@ const OpCost& CostModel::price(const Op& op, bool graph_launch) const {
   } else {
     c = price_send(op);
   }
-  return cache_.emplace(key, std::move(c)).first->second;
+  MemoKey key{op, graph_launch};
+  key.op.name.clear();  // placement fields are not part of the key: keep the stored copy small
+  key.op.deps.clear();
+  return cache_.emplace(std::move(key), std::move(c)).first->second;
 }
 
 nlohmann::json CostModel::provenance() const {

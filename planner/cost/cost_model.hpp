@@ -3,7 +3,6 @@
 // collectives from measured NCCL curves or a graph estimate, sends from measured transfer curves
 // or nominal routes. Each price carries its CostSource. Lookups are memoised per op shape, so a
 // CostModel is NOT thread-safe: use one per thread.
-#include <array>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -13,6 +12,7 @@
 #include "planner/compile/op_graph.hpp"
 #include "planner/cost/cost_options.hpp"
 #include "planner/cost/cost_source.hpp"
+#include "planner/cost/transfer_cost.hpp"
 #include "planner/topology/topology.hpp"
 
 namespace peerplan {
@@ -44,6 +44,10 @@ class CostModel {
   // The reference stays valid for the CostModel's lifetime (prices are memoised).
   const OpCost& price(const Op& op, bool graph_launch) const;
 
+  // A point-to-point transfer alone on its route, by the one pricer (price_pair_transfer) with this
+  // model's options: what a Send op costs, what machine.transfer_time shows a strategy. Not memoised.
+  PairTransfer transfer(int src, int dst, TransferMode mode, double bytes) const;
+
   double launch_s(bool graph_launch) const;
   // Shortest time any compute kernel takes on `gpu`: the measured empty-kernel GPU time, else
   // CostOptions::min_kernel_s. Applied as max(priced time, floor) to every compute op.
@@ -63,19 +67,29 @@ class CostModel {
 
   const Topology& topo_;
   CostOptions opt_;
-  struct KeyHash {
-    size_t operator()(const std::array<int64_t, 14>& k) const {
-      uint64_t h = 0x9E3779B97F4A7C15ull;
-      for (int64_t v : k) {  // splitmix64 per word: every input bit reaches every output bit
-        uint64_t z = (h ^ uint64_t(v)) + 0x9E3779B97F4A7C15ull;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        h = z ^ (z >> 31);
-      }
-      return size_t(h);
-    }
+  // Memo key: the op's priced_fields (op_graph.hpp, so no field can be left out) and the launch
+  // mode. Stored with a copy of the op; looked up with a pointer to the caller's (no copy per hit).
+  struct MemoKey {
+    Op op;
+    bool graph_launch = false;
   };
-  mutable std::unordered_map<std::array<int64_t, 14>, OpCost, KeyHash> cache_;
+  struct MemoProbe {
+    const Op* op;
+    bool graph_launch;
+  };
+  struct MemoHash {
+    using is_transparent = void;
+    size_t operator()(const MemoKey& k) const { return size_t(priced_hash(k.op) ^ uint64_t(k.graph_launch)); }
+    size_t operator()(const MemoProbe& k) const { return size_t(priced_hash(*k.op) ^ uint64_t(k.graph_launch)); }
+  };
+  struct MemoEq {
+    using is_transparent = void;
+    static bool eq(const Op& a, bool ga, const Op& b, bool gb) { return ga == gb && same_priced_fields(a, b); }
+    bool operator()(const MemoKey& a, const MemoKey& b) const { return eq(a.op, a.graph_launch, b.op, b.graph_launch); }
+    bool operator()(const MemoProbe& a, const MemoKey& b) const { return eq(*a.op, a.graph_launch, b.op, b.graph_launch); }
+    bool operator()(const MemoKey& a, const MemoProbe& b) const { return eq(a.op, a.graph_launch, *b.op, b.graph_launch); }
+  };
+  mutable std::unordered_map<MemoKey, OpCost, MemoHash, MemoEq> cache_;
 };
 
 }  // namespace peerplan

@@ -27,16 +27,6 @@ std::vector<std::vector<int>> members_by_host(const Topology& topo, const std::v
   return out;
 }
 
-const TransferCurve* find_network_curve(const Topology& topo, const Measurements* meas, int src, int dst) {
-  if (!meas) return nullptr;
-  if (const TransferCurve* c = meas->find_transfer(src, dst, "net_nccl"); c && !c->points.empty()) return c;
-  for (const TransferCurve& t : meas->transfers)
-    if (t.mode == "net_nccl" && !t.points.empty() && t.src >= 0 && t.dst >= 0 && t.src < topo.gpu_count() &&
-        t.dst < topo.gpu_count() && topo.host_of(t.src) == topo.host_of(src) && topo.host_of(t.dst) == topo.host_of(dst))
-      return &t;
-  return nullptr;
-}
-
 double hierarchical_allreduce_s(double local_rs_s, double net_step_s, int hosts, double local_ag_s) {
   if (hosts < 1) throw std::invalid_argument("hierarchical_allreduce_s: " + std::to_string(hosts) + " hosts");
   return local_rs_s + 2.0 * double(hosts - 1) * net_step_s + local_ag_s;
@@ -69,7 +59,7 @@ std::string group_text(const std::vector<int>& g) { return fmt::format("{{{}}}",
 
 const std::vector<CurvePoint>* curve_of(const Measurements* meas, OpKind op, const std::vector<int>& g, bool p2p) {
   if (!meas) return nullptr;
-  const CollectiveCurve* c = meas->find_collective(nccl_op_name(op), g, p2p);
+  const CollectiveCurve* c = meas->find_collective(coll_op_name(coll_op(op)), g, p2p);
   return c && !c->points.empty() ? &c->points : nullptr;
 }
 
@@ -104,7 +94,7 @@ Part local_phase(OpKind op, const std::vector<int>& local, double bytes, bool p2
   ph.seconds = p.seconds;
   ph.source = p.source;
   ph.edge_bytes = std::move(p.edge_bytes);
-  ph.from = pts ? std::string("measured ") + nccl_op_name(op) + " curve of " + group_text(local)
+  ph.from = pts ? std::string("measured ") + coll_op_name(coll_op(op)) + " curve of " + group_text(local)
                 : p.algo + " estimate over the graph for " + group_text(local);
   return ph;
 }
@@ -246,8 +236,8 @@ std::optional<CollectivePrice> price_cross_host_collective(OpKind op, const std:
                        H, routes.size(), k);
   }
   p.source = src;
-  p.bus_Bps = p.seconds > 0 ? bus_factor(op, n) * bytes / p.seconds : 0;
-  p.inferred = {{"op", nccl_op_name(op)}, {"gpus", gpus},   {"hosts", H},       {"gpus_per_host", per_host},
+  p.bus_Bps = p.seconds > 0 ? bus_bytes(coll_op(op), n, bytes) / p.seconds : 0;
+  p.inferred = {{"op", coll_op_name(coll_op(op))}, {"gpus", gpus},   {"hosts", H},       {"gpus_per_host", per_host},
                 {"rule", rule},           {"sharing", k},   {"parts", parts}};
   return p;
 }

@@ -35,11 +35,6 @@ namespace peerplan {
 // Group members by host, each in group order; hosts in order of their first member.
 std::vector<std::vector<int>> members_by_host(const Topology& topo, const std::vector<int>& gpus);
 
-// The measured transfer curve between GPUs on different hosts: the pair's `net_nccl` curve, else
-// the one measured for the same ordered pair of hosts (an MPI profile samples one pair per pair
-// of hosts: docs/mpi.md); nullptr when neither exists.
-const TransferCurve* find_network_curve(const Topology& topo, const Measurements* meas, int src, int dst);
-
 // The closed forms above, as pure functions of their parts (unit-tested).
 double hierarchical_allreduce_s(double local_rs_s, double net_step_s, int hosts, double local_ag_s);
 // Bytes one inter-host all-reduce step puts through the most-shared edge.

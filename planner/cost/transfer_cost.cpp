@@ -7,16 +7,6 @@
 
 namespace peerplan {
 
-const char* measurement_mode(TransferMode m) {
-  switch (m) {
-    case TransferMode::PeerCopyEngine: return "p2p_ce";
-    case TransferMode::PeerKernel: return "p2p_sm_write";
-    case TransferMode::RuntimeNoP2P: return "nop2p_runtime";
-    case TransferMode::HostStaged: return "host_staged";
-  }
-  return "?";
-}
-
 TransferPrice price_transfer(const Route& route, const TransferCurve* curve, double bytes, const CostOptions& opt) {
   TransferPrice p;
   bytes = std::max(bytes, 0.0);
@@ -36,6 +26,22 @@ TransferPrice price_transfer(const Route& route, const TransferCurve* curve, dou
   p.seconds = p.alpha_s + (p.rate_Bps > 0 ? bytes / p.rate_Bps : 0);
   p.source = CostSource::Nominal;
   return p;
+}
+
+PairTransfer price_pair_transfer(const Topology& topo, int src, int dst, TransferMode mode, double bytes,
+                                 const CostOptions& opt) {
+  PairTransfer t;
+  if (src == dst) {  // same GPU: no transfer at all
+    t.route.valid = true;
+    t.route.mode = mode;
+    t.price.source = CostSource::Measured;
+    return t;
+  }
+  t.route = topo.route(src, dst, mode);
+  if (!t.route.valid) return t;
+  t.curve = pair_transfer_curve(topo, src, dst, mode);
+  t.price = price_transfer(t.route, t.curve, bytes, opt);
+  return t;
 }
 
 }  // namespace peerplan

@@ -9,11 +9,9 @@
 #include "planner/cost/cost_source.hpp"
 #include "planner/topology/measurements.hpp"
 #include "planner/topology/topology.hpp"
+#include "planner/topology/transfer_curves.hpp"
 
 namespace peerplan {
-
-// The measurements' mode name for a transfer mode ("p2p_ce", "p2p_sm_write", "nop2p_runtime", "host_staged").
-const char* measurement_mode(TransferMode m);
 
 struct TransferPrice {
   double seconds = 0;       // alone on an idle route
@@ -24,5 +22,18 @@ struct TransferPrice {
 
 // curve: the measured curve for (src, dst, mode), or nullptr. route: from Topology::route.
 TransferPrice price_transfer(const Route& route, const TransferCurve* curve, double bytes, const CostOptions& opt);
+
+// THE price of moving `bytes` from GPU src to dst in `mode`: what the simulator's sends
+// (CostModel::transfer) and a strategy's machine.transfer_time use. The curve is the one
+// pair_transfer_curve picks (topology/transfer_curves.hpp, which the topology views read too),
+// else none (the route's nominal figures). src == dst moves nothing (valid, 0 s, exact). An
+// invalid route comes back with route.valid false and no price.
+struct PairTransfer {
+  Route route;
+  TransferPrice price;
+  const TransferCurve* curve = nullptr;  // what it was priced from; nullptr: nominal
+};
+PairTransfer price_pair_transfer(const Topology& topo, int src, int dst, TransferMode mode, double bytes,
+                                 const CostOptions& opt);
 
 }  // namespace peerplan

@@ -160,7 +160,7 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
   mem.max_seqs = wl.max_num_seqs;
   mem.context = wl.max_context();
   mem.max_batched_tokens = wl.max_batched_tokens;
-  std::vector<CandidatePlan> cands = run_strategies(opt.strategy_files, cfg, fig, topo, opt.sets, mem);
+  std::vector<CandidatePlan> cands = run_strategies(opt.strategy_files, cfg, fig, CostModel(topo, opt.sim.cost), opt.sets, mem);
 
   std::vector<CandidateResult> jobs;
   for (const CandidatePlan& cp : cands) {

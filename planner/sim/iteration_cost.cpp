@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include <malloc.h>
 
@@ -143,23 +142,13 @@ const IterationCost& PlanPricer::price(const BatchShape& shape) {
 namespace {
 
 uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 1099511628211ull; }
-uint64_t mixd(uint64_t h, double d) {
-  uint64_t v;
-  std::memcpy(&v, &d, sizeof v);
-  return mix(h, v);
-}
 
 // Everything that decides a segment's simulated time, with dependencies relative to the segment.
 uint64_t segment_signature(const OpGraph& g, const std::vector<int>& seg) {
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < seg.size(); ++i) {
     const Op& o = g.ops[size_t(seg[i])];
-    for (int64_t v : {int64_t(o.kind), o.m, o.n, o.k, o.batch_count, o.attn_batch, o.attn_q_len, o.attn_context,
-                      o.attn_heads, o.attn_kv_heads, o.attn_head_dim, int64_t(o.attn_prefill), o.bytes,
-                      int64_t(o.mode), int64_t(o.p2p), int64_t(o.gpus.size())})
-      h = mix(h, uint64_t(v));
-    h = mixd(mixd(h, o.flops), o.mem_bytes);
-    for (int gpu : o.gpus) h = mix(h, uint64_t(gpu));
+    h = mix(h, priced_hash(o));  // every field the op's price depends on (op_graph.hpp)
     for (int d : o.deps) {
       int64_t rel = d >= seg.front() && d <= seg[i] ? int64_t(seg[i]) - d : -1;
       h = mix(h, uint64_t(rel));

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "planner/core/error.hpp"
-#include "planner/cost/transfer_cost.hpp"
 
 namespace peerplan {
 
@@ -76,7 +75,19 @@ nlohmann::json link_json(const Topology& t, int a, int b) {
 
 }  // namespace
 
-nlohmann::json machine_api_json(const Topology& t) {
+nlohmann::json link_api_json(const Topology& t, int a, int b) {
+  return a == b ? nlohmann::json{{"src", a}, {"dst", b}, {"self", true}, {"path_type", "X"}} : link_json(t, a, b);
+}
+
+namespace {
+nlohmann::json machine_json(const Topology& t, bool links_matrix);
+}
+
+nlohmann::json machine_api_json(const Topology& t) { return machine_json(t, true); }
+nlohmann::json machine_api_json_without_links(const Topology& t) { return machine_json(t, false); }
+
+namespace {
+nlohmann::json machine_json(const Topology& t, bool links_matrix) {
   const Machine& m = t.machine();
   const int n = t.gpu_count();
   std::vector<int> sym = t.symmetry_classes();
@@ -86,7 +97,7 @@ nlohmann::json machine_api_json(const Topology& t) {
                     {"peak_bf16_tflops", g.peak_bf16_tflops}, {"hbm_gbps", g.hbm_gbps},
                     {"symmetry_class", sym.at(size_t(g.id))}});
   nlohmann::json links = nlohmann::json::array();
-  for (int a = 0; a < n; ++a) {
+  for (int a = 0; a < (links_matrix ? n : 0); ++a) {
     nlohmann::json row = nlohmann::json::array();
     for (int b = 0; b < n; ++b) row.push_back(a == b ? nlohmann::json{{"src", a}, {"dst", b}, {"self", true}, {"path_type", "X"}} : link_json(t, a, b));
     links.push_back(row);
@@ -100,25 +111,20 @@ nlohmann::json machine_api_json(const Topology& t) {
           {"nvlink_islands", t.nvlink_islands()}, {"switch_groups", t.switch_groups()},
           {"socket_groups", t.socket_groups()}, {"symmetry_classes", by_class}};
 }
+}  // namespace
 
-TransferEstimate estimate_transfer(const Topology& topo, int src, int dst, double bytes, const std::string& mode) {
+TransferEstimate estimate_transfer(const CostModel& cost, int src, int dst, double bytes, const std::string& mode) {
   auto m = transfer_mode_from_string(mode);
   if (!m) throw InputError("", "mode", "one of peer, peer_kernel, nop2p, host_staged; got \"" + mode + "\"");
   TransferEstimate e;
-  Route r = topo.route(src, dst, *m);
-  if (!r.valid) {
-    e.why_invalid = r.why_invalid;
+  PairTransfer t = cost.transfer(src, dst, *m, bytes);
+  if (!t.route.valid) {
+    e.why_invalid = t.route.why_invalid;
     return e;
   }
-  // The cost model prices it: the measured curve when the profile has one, the route's nominal
-  // bottleneck and latency otherwise (it says which in `source`).
-  const Machine& mach = topo.machine();
-  const TransferCurve* curve =
-      mach.measurements ? mach.measurements->find_transfer(src, dst, measurement_mode(*m)) : nullptr;
-  TransferPrice price = price_transfer(r, curve, bytes, CostOptions{});
   e.valid = true;
-  e.seconds = price.seconds;
-  e.source = to_string(price.source);
+  e.seconds = t.price.seconds;
+  e.source = to_string(t.price.source);
   return e;
 }
 

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "planner/cost/cost_model.hpp"
 #include "planner/model/model_config.hpp"
 #include "planner/model/model_figures.hpp"
 #include "planner/topology/topology.hpp"
@@ -17,6 +18,11 @@ nlohmann::json model_api_json(const ModelConfig& cfg, const ModelFigures& fig);
 // Everything but the functions (lua_bindings adds transfer_time and link). `links` is [src][dst],
 // 0-based in C++ (the binding translates Lua's 1-based tables).
 nlohmann::json machine_api_json(const Topology& topo);
+// The same with `links` empty: the strategy runner fills machine.links lazily from link_api_json
+// (a 1024-GPU machine has a million ordered pairs; a script reads a few thousand).
+nlohmann::json machine_api_json_without_links(const Topology& topo);
+// One entry of `links`: the ordered pair a -> b (a == b gives the self entry).
+nlohmann::json link_api_json(const Topology& topo, int a, int b);
 
 struct TransferEstimate {
   bool valid = false;
@@ -25,8 +31,9 @@ struct TransferEstimate {
   std::string source;  // the cost model's CostSource: "measured", "interpolated", ..., "nominal"
 };
 // Time to move `bytes` from GPU src to dst in `mode` ("peer", "peer_kernel", "nop2p", "host_staged"),
-// priced by planner/cost (price_transfer): the profile's measured curve when there is one, else the
-// route's nominal bottleneck and latency. Throws InputError for an unknown mode.
-TransferEstimate estimate_transfer(const Topology& topo, int src, int dst, double bytes, const std::string& mode);
+// priced by the simulator's own pricer (CostModel::transfer: same options, same measured and
+// network curves), so a strategy is shown the price the simulation will charge. Throws InputError
+// for an unknown mode.
+TransferEstimate estimate_transfer(const CostModel& cost, int src, int dst, double bytes, const std::string& mode);
 
 }  // namespace peerplan

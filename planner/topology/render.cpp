@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "planner/topology/transfer_curves.hpp"
+
 namespace peerplan {
 
 namespace {
@@ -65,26 +67,21 @@ Figure peer_bandwidth(const Topology& t, int src, int dst) {
     f.available = false;
     return f;
   }
-  if (const auto& m = t.machine().measurements)
-    if (auto p = largest_point(m->find_transfer(src, dst, "p2p_ce"))) {
-      f.value = gbps_of(*p);
-      f.measured = true;
-      return f;
-    }
+  if (auto p = largest_point(pair_transfer_curve(t, src, dst, TransferMode::PeerCopyEngine))) {
+    f.value = gbps_of(*p);
+    f.measured = true;
+    return f;
+  }
   f.value = r.bottleneck_Bps / 1e9;
   return f;
 }
 
 Figure host_staged_bandwidth(const Topology& t, int src, int dst) {
   Figure f;
-  if (const auto& m = t.machine().measurements) {
-    const TransferCurve* c = m->find_transfer(src, dst, "host_staged", "numa_local");
-    if (!c) c = m->find_transfer(src, dst, "host_staged");
-    if (auto p = largest_point(c)) {
-      f.value = gbps_of(*p);
-      f.measured = true;
-      return f;
-    }
+  if (auto p = largest_point(pair_transfer_curve(t, src, dst, TransferMode::HostStaged))) {
+    f.value = gbps_of(*p);
+    f.measured = true;
+    return f;
   }
   Route r = t.route(src, dst, TransferMode::HostStaged);
   f.available = r.valid;

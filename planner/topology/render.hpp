@@ -16,10 +16,13 @@ struct Figure {
   bool available = true;   // false: the mode cannot be used on this pair (e.g. no peer access)
 };
 
-// Peer copy bandwidth src -> dst: median of the largest p2p_ce point if measured, else the
-// nominal bottleneck of the peer route. Unavailable without usable P2P.
+// Bandwidths are read from the curve the cost model prices the pair from (pair_transfer_curve,
+// transfer_curves.hpp): the throughput of its largest point, which is also the pricer's figure at
+// that size; else the route's nominal capacity (the pricer derates it by
+// CostOptions::link_efficiency and adds a set-up time).
+// Peer copy bandwidth src -> dst; unavailable without usable P2P.
 Figure peer_bandwidth(const Topology& t, int src, int dst);
-// Host-staged bandwidth: largest host_staged point (numa_local preferred), else nominal route.
+// Host-staged bandwidth (across hosts: the network curve the pricer uses).
 Figure host_staged_bandwidth(const Topology& t, int src, int dst);
 // One-way latency: measured sm_pingpong, else ce_small, else the nominal route latency (peer
 // route when usable, else host-staged).

@@ -7,13 +7,15 @@
 
 using namespace peerplan;
 
-TEST(CollectiveCost, BusFactorsAreNcclTests) {
-  EXPECT_DOUBLE_EQ(bus_factor(OpKind::AllReduce, 8), 2.0 * 7 / 8);
-  EXPECT_DOUBLE_EQ(bus_factor(OpKind::AllGather, 4), 3.0 / 4);
-  EXPECT_DOUBLE_EQ(bus_factor(OpKind::ReduceScatter, 2), 0.5);
-  EXPECT_DOUBLE_EQ(bus_factor(OpKind::AllToAll, 2), 0.5);
-  EXPECT_DOUBLE_EQ(bus_factor(OpKind::Broadcast, 4), 1.0);
-  EXPECT_THROW(bus_factor(OpKind::Gemm, 2), std::invalid_argument);
+TEST(CollectiveCost, OpKindsAreTheNcclCollectivesOfTheOneDefinition) {
+  // The compiler's collective kinds map onto planner/topology/collective.hpp, so the cost model and
+  // the profiler read the same names and bus factors (nccl-tests: broadcast busBw = algBw).
+  EXPECT_EQ(coll_op(OpKind::AllReduce), CollOp::AllReduce);
+  EXPECT_EQ(coll_op(OpKind::Broadcast), CollOp::Broadcast);
+  EXPECT_STREQ(to_string(OpKind::ReduceScatter), coll_op_name(CollOp::ReduceScatter));
+  EXPECT_DOUBLE_EQ(bus_bw_factor(coll_op(OpKind::AllToAll), 2), 0.5);
+  EXPECT_THROW(coll_op(OpKind::Gemm), std::invalid_argument) << "a GEMM is not a collective";
+  EXPECT_THROW(coll_op(OpKind::Send), std::invalid_argument) << "a Send is a copy, not an NCCL collective";
 }
 
 TEST(CollectiveCost, RingTimeIsLatencyPlusBusBytes) {

@@ -48,7 +48,7 @@ inline bool fuzz_lua(const std::string& data) {
   const ModelFixture& m = dense_model();
   const Topology& topo = two_gpus_measured();
   return accepts(path, [&] {
-    std::vector<CandidatePlan> plans = run_strategies({path}, m.cfg, m.fig, topo, {}, MemoryOptions{}, small_lua_limits());
+    std::vector<CandidatePlan> plans = run_strategies({path}, m.cfg, m.fig, CostModel(topo), {}, MemoryOptions{}, small_lua_limits());
     for (const auto& c : plans) {
       FUZZ_CHECK(!c.plan.stages.empty(), "a validated plan with no stages");
       for (int g : c.plan.all_gpus()) FUZZ_CHECK(g >= 0 && g < topo.gpu_count(), "a plan GPU outside the machine");

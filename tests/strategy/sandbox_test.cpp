@@ -31,7 +31,7 @@ Outcome run(const std::string& name, const std::string& script, LuaLimits limits
   Outcome o;
   auto t0 = std::chrono::steady_clock::now();
   try {
-    run_strategies({path}, m.cfg, m.fig, *topo, {}, MemoryOptions{}, limits);
+    run_strategies({path}, m.cfg, m.fig, CostModel(*topo), {}, MemoryOptions{}, limits);
   } catch (const InputError& e) {
     o.threw = true;
     o.message = e.what();

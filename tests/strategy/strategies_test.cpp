@@ -17,7 +17,7 @@ namespace {
 std::vector<CandidatePlan> run(const std::string& strategy, const std::string& model, const Topology& topo,
                                std::map<std::string, std::string> sets = {}) {
   auto m = testing::model(model);
-  return run_strategies({resolve_strategy(strategy)}, m.cfg, m.fig, topo, sets, MemoryOptions{});
+  return run_strategies({resolve_strategy(strategy)}, m.cfg, m.fig, CostModel(topo), sets, MemoryOptions{});
 }
 
 const CandidatePlan* find(const std::vector<CandidatePlan>& v, const std::string& name) {
@@ -159,7 +159,7 @@ TEST(Strategies, AUserStrategyInANewFileRunsWithoutRebuilding) {
   auto topo = testing::machine("nvl-2x4");
   auto m = testing::model("llama-3.1-8b");
   std::string file = testing::strategy_data("fast_chain_pipeline.lua");
-  auto plans = run_strategies({file}, m.cfg, m.fig, *topo, {}, MemoryOptions{});
+  auto plans = run_strategies({file}, m.cfg, m.fig, CostModel(*topo), {}, MemoryOptions{});
   ASSERT_EQ(plans.size(), 1u);
   const Plan& p = plans[0].plan;
   EXPECT_EQ(p.name, "chainpp4[0|2|4|6]");
@@ -179,7 +179,7 @@ TEST(Strategies, ScriptPlansAreValidatedNamingScriptAndIndex) {
       "                                    {gpus = {1}, layer_begin = 12, layer_end = model.layers}}, boundary_modes = {'peer'}}}\n"
       "end}\n");
   try {
-    run_strategies({bad}, m.cfg, m.fig, *topo, {}, MemoryOptions{});
+    run_strategies({bad}, m.cfg, m.fig, CostModel(*topo), {}, MemoryOptions{});
     FAIL();
   } catch (const InputError& e) {
     std::string w = e.what();
@@ -190,7 +190,7 @@ TEST(Strategies, ScriptPlansAreValidatedNamingScriptAndIndex) {
       "  return {{name = 'tp3', stages = {{gpus = {0, 1, 2}, layer_begin = 0, layer_end = model.layers}}}}\n"
       "end}\n");
   try {
-    run_strategies({tp3}, m.cfg, m.fig, *topo, {}, MemoryOptions{});
+    run_strategies({tp3}, m.cfg, m.fig, CostModel(*topo), {}, MemoryOptions{});
     FAIL();
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("a TP degree dividing the 32 attention heads"), std::string::npos) << e.what();
@@ -212,7 +212,7 @@ TEST(Strategies, EveryBuiltinOnEveryModelAndMachineCompiles) {
     auto m = testing::model(model);
     for (const auto& mf : machines) {
       Topology topo(load_machine(mf));
-      auto plans = run_strategies({}, m.cfg, m.fig, topo, {}, MemoryOptions{});
+      auto plans = run_strategies({}, m.cfg, m.fig, CostModel(topo), {}, MemoryOptions{});
       EXPECT_FALSE(plans.empty()) << model << " on " << mf;
       BatchShape b;
       b.prefill_seqs = 2, b.prefill_tokens = 300, b.prefill_context = 150, b.decode_seqs = 24, b.decode_context = 900;

@@ -1,12 +1,11 @@
 #include <gtest/gtest.h>
 
 #include "planner/core/error.hpp"
-#include "profiler/common/bus_bw.hpp"
+#include "planner/topology/collective.hpp"
 
 using namespace peerplan;
-using namespace peerplan::profiler;
 
-TEST(BusBw, FactorsAreNcclTests) {
+TEST(Collective, FactorsAreNcclTests) {
   // nccl-tests: all_reduce 2(n-1)/n; all_gather, reduce_scatter, alltoall (n-1)/n; others 1.
   EXPECT_DOUBLE_EQ(bus_bw_factor(CollOp::AllReduce, 2), 1.0);
   EXPECT_DOUBLE_EQ(bus_bw_factor(CollOp::AllReduce, 8), 1.75);
@@ -15,9 +14,14 @@ TEST(BusBw, FactorsAreNcclTests) {
   EXPECT_DOUBLE_EQ(bus_bw_factor(CollOp::AllToAll, 4), 0.75);
   EXPECT_DOUBLE_EQ(bus_bw_factor(CollOp::SendRecv, 8), 1.0);
   EXPECT_DOUBLE_EQ(bus_bw_factor(CollOp::Broadcast, 8), 1.0);
+  // nccl-tests broadcast.cu: busBw = algBw (factor 1) for any rank count, one rank included.
+  EXPECT_DOUBLE_EQ(bus_bw_factor(CollOp::Broadcast, 1), 1.0);
+  EXPECT_DOUBLE_EQ(bus_bw_factor(CollOp::AllReduce, 1), 0.0) << "one rank reduces nothing over a link";
+  EXPECT_DOUBLE_EQ(bus_bw_factor(CollOp::AllGather, 0), 0.0) << "an empty group moves nothing";
+  EXPECT_DOUBLE_EQ(bus_bytes(CollOp::AllReduce, 4, 1e9), 1.5e9) << "a ring all-reduce moves 2(n-1)/n of the buffer per hop";
 }
 
-TEST(BusBw, AlgAndBusBandwidthOfAMeasuredPoint) {
+TEST(Collective, AlgAndBusBandwidthOfAMeasuredPoint) {
   // 2 GiB all-gather on 2 GPUs in 3.58 ms: algBw 600 GB/s, busBw 300 (the nccl-tests target).
   int64_t b = int64_t(2) << 30;
   double t = double(b) / 600e9;
@@ -26,7 +30,7 @@ TEST(BusBw, AlgAndBusBandwidthOfAMeasuredPoint) {
   EXPECT_EQ(alg_bw_gbps(b, 0), 0.0) << "no division by zero for an empty timing";
 }
 
-TEST(BusBw, CountsFollowNcclTestsSizeConvention) {
+TEST(Collective, CountsFollowNcclTestsSizeConvention) {
   // all_gather: size is the receive buffer; each rank sends size / n.
   auto ag = coll_counts(CollOp::AllGather, 4, 4096, 4);
   EXPECT_EQ(ag.send_count, 256);
@@ -45,7 +49,7 @@ TEST(BusBw, CountsFollowNcclTestsSizeConvention) {
   EXPECT_EQ(ar.recv_count, 1024);
 }
 
-TEST(BusBw, OpNamesRoundTrip) {
+TEST(Collective, OpNamesRoundTrip) {
   for (CollOp op : all_coll_ops()) EXPECT_EQ(coll_op_from_name(coll_op_name(op)), op);
   EXPECT_THROW(coll_op_from_name("allreduce"), InputError) << "JSON uses all_reduce; a near miss must be an error";
 }

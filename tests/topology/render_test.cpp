@@ -8,6 +8,8 @@
 
 #include "planner/core/files.hpp"
 #include "planner/topology/render.hpp"
+#include "planner/topology/transfer_curves.hpp"
+#include "tests/cost/cost_test_util.hpp"
 #include "test_helpers.hpp"
 
 namespace peerplan {
@@ -85,6 +87,23 @@ TEST(Render, ProfileShowsMeasuredFiguresMarkedMeasured) {
   EXPECT_TRUE(contains(s, "1.50m")) << s;
   EXPECT_TRUE(contains(s, "31.5n")) << s;
   EXPECT_TRUE(contains(s, "measured profile, host testbox")) << s;
+}
+
+TEST(Render, FiguresComeFromTheCurveTheCostModelPricesFrom) {
+  // One rule picks a pair's curve (pair_transfer_curve) for the pricer and for `topo`: across
+  // hosts the host pair's network curve (measured on 0 -> 2 only: 30 us + bytes / 10 GB/s), so
+  // GPUs 1 -> 3 show that curve's throughput, measured, not the network route's nominal 25 GB/s.
+  Topology t(simtest::two_host_machine());
+  const TransferCurve* c = pair_transfer_curve(t, 1, 3, TransferMode::HostStaged);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->mode, "net_nccl");
+  Figure hs = host_staged_bandwidth(t, 1, 3);
+  EXPECT_TRUE(hs.measured);
+  const CurvePoint& last = c->points.back();
+  EXPECT_DOUBLE_EQ(hs.value, double(last.bytes) / last.time.median / 1e9);
+  EXPECT_FALSE(peer_bandwidth(t, 1, 3).available) << "no peer access between hosts";
+  EXPECT_TRUE(peer_bandwidth(t, 0, 1).measured) << "the pair's p2p_ce curve";
+  EXPECT_FALSE(peer_bandwidth(t, 1, 0).measured) << "no curve for 1 -> 0: nominal";
 }
 
 TEST(Render, ShippedH200ProfileShowsMeasuredFigures) {

@@ -1,7 +1,13 @@
 #include "planner/sim/serving.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <deque>
 #include <map>
+#include <numeric>
+
+#include <unistd.h>
 
 namespace peerplan {
 
@@ -24,7 +30,14 @@ struct ServingSim {
   std::vector<char> stage_busy;
   std::vector<std::deque<int64_t>> stage_queue;
   std::vector<double> stage_start;
+  // Request id -> index: ids 0..N-1 in order (what Workload::generate gives) need no table.
+  bool dense_ids = true;
   std::map<int64_t, size_t> req_index;
+  // Arrivals are fed to the queue one at a time (schedule_first keeps the order scheduling all of
+  // them up front gave), so the queue holds the requests in flight, not all of them.
+  std::vector<size_t> arrival_order;  // empty: the requests are already in arrival order
+  size_t next_arrival = 0;
+  int64_t finished = 0;
 
   ServingSim(const std::vector<Request>& r, Scheduler& s, IterationPricer& p, size_t lim)
       : reqs(r), sched(s), pricer(p), record_limit(lim) {
@@ -41,7 +54,15 @@ struct ServingSim {
     else s->stage_done(int(v & 255), v >> 8);
   }
 
+  size_t index_of(int64_t id) const { return dense_ids ? size_t(id) : req_index.at(id); }
+  void schedule_next_arrival() {
+    if (next_arrival >= reqs.size()) return;
+    size_t i = arrival_order.empty() ? next_arrival : arrival_order[next_arrival];
+    ++next_arrival;
+    q.schedule_first(reqs[i].arrival_s, dispatch, this, (int64_t(i) << 1) | kArrival);
+  }
   void arrive(size_t i) {
+    schedule_next_arrival();
     sched.add_request(reqs[i]);
     launch();
   }
@@ -98,9 +119,12 @@ struct ServingSim {
       run.seconds_by_source[size_t(k)] += c.seconds_by_source[size_t(k)];
     }
     for (const SchedulerEvent& e : sched.complete_iteration(f.it)) {
-      RequestTiming& t = run.requests[req_index.at(e.request_id)];
+      RequestTiming& t = run.requests[index_of(e.request_id)];
       if (e.kind == SchedulerEvent::Kind::FirstToken) t.first_token_s = q.now();
-      if (e.kind == SchedulerEvent::Kind::Finished) t.finish_s = q.now();
+      if (e.kind == SchedulerEvent::Kind::Finished) {
+        t.finish_s = q.now();
+        ++finished;
+      }
     }
     run.end_s = q.now();
     launch();
@@ -109,25 +133,64 @@ struct ServingSim {
 
 }  // namespace
 
+// Progress of a long run on stderr: after a few seconds, then every two (one line rewritten in
+// place on a terminal, a line each otherwise), so a run of millions of requests is not silent.
+class Progress {
+ public:
+  explicit Progress(bool on) : on_(on), tty_(on && isatty(STDERR_FILENO)), start_(Clock::now()), next_(start_ + kFirst) {}
+  void tick(int64_t finished, size_t total, double sim_s) {
+    if (!on_) return;
+    auto now = Clock::now();
+    if (now < next_) return;
+    next_ = now + kEvery;
+    shown_ = true;
+    double wall = std::chrono::duration<double>(now - start_).count();
+    std::fprintf(stderr, "%ssimulate: %lld / %zu requests finished, %.1f s simulated, %.0f s elapsed%s", tty_ ? "\r" : "",
+                 (long long)finished, total, sim_s, wall, tty_ ? "\033[K" : "\n");
+    std::fflush(stderr);
+  }
+  ~Progress() {
+    if (shown_ && tty_) std::fputs("\n", stderr);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::seconds kFirst{3}, kEvery{2};
+  bool on_, tty_, shown_ = false;
+  Clock::time_point start_, next_;
+};
+
 ServingRun run_serving(const std::vector<Request>& requests, Scheduler& sched, IterationPricer& pricer, int gpu_count,
-                       int edge_count, size_t record_limit) {
+                       int edge_count, size_t record_limit, bool progress) {
   ServingSim s(requests, sched, pricer, record_limit);
   s.run.gpu.assign(size_t(std::max(gpu_count, 0)), TimeSplit{});
   s.run.edge_bytes.assign(size_t(std::max(edge_count, 0)), 0.0);
   s.run.edge_busy_s.assign(size_t(std::max(edge_count, 0)), 0.0);
   s.run.requests.reserve(requests.size());
+  bool ordered = true;
   for (size_t i = 0; i < requests.size(); ++i) {
     const Request& r = requests[i];
-    s.req_index[r.id] = i;
+    s.dense_ids = s.dense_ids && r.id == int64_t(i);
+    ordered = ordered && (i == 0 || requests[i - 1].arrival_s <= r.arrival_s);
     RequestTiming t;
     t.id = r.id;
     t.arrival_s = r.arrival_s;
     t.prompt_tokens = r.prompt_tokens;
     t.output_tokens = r.output_tokens;
     s.run.requests.push_back(t);
-    s.q.schedule(r.arrival_s, ServingSim::dispatch, &s, (int64_t(i) << 1) | kArrival);
   }
-  s.q.run();
+  if (!s.dense_ids)
+    for (size_t i = 0; i < requests.size(); ++i) s.req_index[requests[i].id] = i;
+  if (!ordered) {  // the queue would run them by (time, index): the same order, stably sorted
+    s.arrival_order.resize(requests.size());
+    std::iota(s.arrival_order.begin(), s.arrival_order.end(), size_t(0));
+    std::stable_sort(s.arrival_order.begin(), s.arrival_order.end(),
+                     [&](size_t a, size_t b) { return requests[a].arrival_s < requests[b].arrival_s; });
+  }
+  s.schedule_next_arrival();
+  Progress shown(progress);
+  for (uint64_t n = 0; s.q.step(); ++n)
+    if ((n & 4095) == 0) shown.tick(s.finished, requests.size(), s.q.now());
   s.run.events = s.q.events_run();
   return std::move(s.run);
 }

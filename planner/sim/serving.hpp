@@ -34,7 +34,9 @@ struct ServingRun {
 };
 
 // Throws InputError (from the scheduler) for a request that can never fit the KV cache.
+// Arrivals enter the event queue one at a time, so its size follows the requests in flight.
+// `progress`: report on stderr when the run takes more than a few seconds.
 ServingRun run_serving(const std::vector<Request>& requests, Scheduler& sched, IterationPricer& pricer,
-                       int gpu_count, int edge_count, size_t record_limit = 0);
+                       int gpu_count, int edge_count, size_t record_limit = 0, bool progress = false);
 
 }  // namespace peerplan

@@ -50,7 +50,7 @@ Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFi
   if (opt.memory && opt.memory->max_seqs_that_fit > 0 && opt.memory_context > 0)
     sim.scheduler.kv_capacity_tokens = opt.memory->max_seqs_that_fit * opt.memory_context;
   Scheduler sched(sim.scheduler);
-  sim.run = run_serving(requests, sched, pricer, topo.gpu_count(), topo.edge_count(), opt.record_limit);
+  sim.run = run_serving(requests, sched, pricer, topo.gpu_count(), topo.edge_count(), opt.record_limit, opt.progress);
   sim.distinct_shapes = pricer.distinct_shapes();
 
   Slo slo{workload.slo_ttft_s, workload.slo_tpot_s, workload.slo_e2e_p99_s};

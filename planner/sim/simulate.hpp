@@ -21,6 +21,7 @@ struct SimulateOptions {
   std::optional<MemoryReport> memory;
   int64_t memory_context = 0;   // the context the memory check assumed (tokens per sequence)
   size_t record_limit = 0;      // stage executions kept for a trace
+  bool progress = false;        // report a long run's progress on stderr (one simulation at a time only)
 };
 
 struct Simulation {

@@ -106,16 +106,15 @@ Route network_route_or_throw(const Topology& topo, int a, int b) {
   return r;
 }
 
-// One network transfer of `bytes` from a to b alone on its route.
-Part net_transfer(const Topology& topo, const Measurements* meas, const Route& r, int a, int b, double bytes,
-                  const CostOptions& opt) {
-  const TransferCurve* c = find_network_curve(topo, meas, a, b);
-  TransferPrice t = price_transfer(r, c, bytes, opt);
+// One network transfer of `bytes` from a to b alone on its route (r, the network route), priced
+// as every transfer is (price_pair_transfer: the pair's or its hosts' net_nccl curve, else nominal).
+Part net_transfer(const Topology& topo, const Route& r, int a, int b, double bytes, const CostOptions& opt) {
+  PairTransfer t = price_pair_transfer(topo, a, b, r.mode, bytes, opt);
   Part p;
-  p.seconds = t.seconds;
-  p.source = t.source;
-  p.from = c ? fmt::format("net_nccl curve gpu{}->gpu{}", c->src, c->dst)
-             : fmt::format("nominal network route gpu{}->gpu{} ({:.1f} GB/s)", a, b, r.bottleneck_Bps * 1e-9);
+  p.seconds = t.price.seconds;
+  p.source = t.price.source;
+  p.from = t.curve ? fmt::format("net_nccl curve gpu{}->gpu{}", t.curve->src, t.curve->dst)
+                   : fmt::format("nominal network route gpu{}->gpu{} ({:.1f} GB/s)", a, b, r.bottleneck_Bps * 1e-9);
   return p;
 }
 
@@ -187,7 +186,7 @@ std::optional<CollectivePrice> price_cross_host_collective(OpKind op, const std:
     double step = 0;
     for (int h = 0; h < H; ++h) {  // rail 0's hop out of each host: the slowest host pair decides
       const size_t i = size_t(h);
-      Part t = net_transfer(topo, meas, routes[i], ends[i].first, ends[i].second, step_bytes, opt);
+      Part t = net_transfer(topo, routes[i], ends[i].first, ends[i].second, step_bytes, opt);
       step = std::max(step, t.seconds);
       if (h == 0 || t.from != parts.back().value("from", std::string()))
         take(t, "inter-host all-reduce step", {ends[i].first, ends[i].second});
@@ -220,7 +219,7 @@ std::optional<CollectivePrice> price_cross_host_collective(OpKind op, const std:
     double cross = 0;
     size_t worst = 0;
     for (size_t i = 0; i < routes.size(); ++i) {
-      Part t = net_transfer(topo, meas, routes[i], ends[i].first, ends[i].second, slow[i] * flow_bytes, opt);
+      Part t = net_transfer(topo, routes[i], ends[i].first, ends[i].second, slow[i] * flow_bytes, opt);
       if (t.seconds > cross) {
         cross = t.seconds;
         worst = i;
@@ -228,7 +227,7 @@ std::optional<CollectivePrice> price_cross_host_collective(OpKind op, const std:
       k = std::max(k, slow[i]);
       for (int e : routes[i].edges) p.edge_bytes.push_back({e, flow_bytes});
     }
-    take(net_transfer(topo, meas, routes[worst], ends[worst].first, ends[worst].second, slow[worst] * flow_bytes, opt),
+    take(net_transfer(topo, routes[worst], ends[worst].first, ends[worst].second, slow[worst] * flow_bytes, opt),
          "cross-host sends (slowest flow)", {ends[worst].first, ends[worst].second});
     p.seconds = cross_host_alltoall_s(local, cross);
     rule = fmt::format("no measured curve for this group: all-to-all across {} hosts = max(intra-host all-to-all, "

@@ -36,6 +36,7 @@ inline LuaLimits small_lua_limits() {
   l.instructions = 1'000'000;
   l.seconds = 1.0;  // wall clock is a backstop for slow C calls; loops hit the instruction budget in ~10 ms
   l.memory_bytes = 8LL << 20;
+  l.isolate = false;  // in this process: libFuzzer must see the coverage (a child's is lost)
   return l;
 }
 

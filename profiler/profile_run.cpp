@@ -60,7 +60,7 @@ void run_profile(const ProfileOptions& opts) {
   auto selected = select_measurements(opts.only, opts.skip);
   // Load the models now, so a bad --model fails before minutes of measuring.
   for (const auto* m : selected)
-    if (std::string(m->name) == "gemm" || std::string(m->name) == "attention") { load_profile_models(opts.models); break; }
+    if (m->uses_models) { load_profile_models(opts.models); break; }
 
   Machine machine = discover_machine();
   if (!opts.name.empty()) machine.name = opts.name;
@@ -106,7 +106,7 @@ void run_profile(const ProfileOptions& opts) {
   for (const auto* m : todo) {
     progress.begin(m->name, m->est_seconds * (opts.quick ? 0.2 : 1.0));
     auto t0 = std::chrono::steady_clock::now();
-    measure_fn(m->name)(ctx);
+    measure_fn(*m)(ctx);
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ms.extra["timing_s"][m->name] = dt;
     progress.end();

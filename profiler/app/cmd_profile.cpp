@@ -91,7 +91,7 @@ void add_profile_command(CLI::App& app, bool built_with_mpi) {
     o->progress = !*no_progress;
     // Validate everything that needs no GPU first, so mistakes are reported in every build.
     profiler::plan_sweep(*o);
-    profiler::select_measurements(o->only, o->skip);
+    profiler::select_measurements(o->only, o->skip, o->mpi ? profiler::RunMode::Mpi : profiler::RunMode::SingleProcess);
     if ((o->mpi_split_hosts || o->mpi_all_pairs) && !o->mpi)
       throw InputError("", o->mpi_split_hosts ? "--mpi-split-hosts" : "--all-pairs", "only with --mpi (under mpirun)");
     check_mpi_launch(o->mpi, built_with_mpi, launcher_size_from_env());

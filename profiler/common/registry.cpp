@@ -10,24 +10,14 @@
 namespace peerplan::profiler {
 
 const std::vector<MeasurementInfo>& measurement_table() {
-  // Order matters: cheap checks first, so a crash in a late, long measurement loses little
-  // (a checkpoint is written after each entry).
-  static const std::vector<MeasurementInfo> table = {
-      {"launch_overhead", "compute", Scope::PerGpu, "empty-kernel launch overhead (back-to-back launches)", 0.2},
-      {"hbm", "compute", Scope::PerGpu, "device-local copy bandwidth, cudaMemcpyAsync D2D (HBM read+write)", 0.5},
-      {"h2d_d2h", "host", Scope::PerGpu, "pinned host -> device and device -> host, copy engine", 1.5},
-      {"p2p_ce", "transfer", Scope::Pair, "peer copy by copy engine, one direction (cudaMemcpyPeerAsync, peer access on)", 1.0},
-      {"p2p_ce_bidir", "transfer", Scope::Pair, "peer copy by copy engine, both directions at once (two streams)", 1.0},
-      {"p2p_sm", "transfer", Scope::Pair, "peer access by an SM kernel: dst reads src's memory, src writes dst's memory", 1.5},
-      {"nop2p_runtime", "transfer", Scope::Pair, "cudaMemcpyPeerAsync with peer access NOT enabled (the runtime stages it)", 2.0},
-      {"host_staged", "transfer", Scope::Pair, "D2H + H2D via pinned host memory, chunked, two streams; NUMA-local and remote", 3.0},
-      {"latency_ce", "latency", Scope::Pair, "copy-engine latency of a 4-byte peer copy", 0.3},
-      {"latency_sm", "latency", Scope::Pair, "SM latency: dependent loads through peer memory (nvbandwidth), and a ping-pong (one-way)", 0.3},
-      {"nccl", "collective", Scope::Group, "NCCL all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast", 6.0},
-      {"nccl_nop2p", "collective", Scope::Group, "the same collectives with NCCL_P2P_DISABLE=1 (child process)", 10.0},
-      {"gemm", "compute", Scope::Once, "bf16 cuBLASLt GEMMs of the models' shapes (TP 1..N, tokens 1..8192)", 10.0},
-      {"attention", "compute", Scope::Once, "attention decode/prefill kernels of the executor over batch x context", 4.0},
-  };
+  static const std::vector<MeasurementInfo> table = [] {
+    std::vector<MeasurementInfo> t;
+#define PEERPLAN_ROW(name, group, scope, mpi, models, est, help) \
+  t.push_back({#name, group, Scope::scope, MpiRun::mpi, models, est, help, t.size()});
+    PEERPLAN_MEASUREMENTS(PEERPLAN_ROW)
+#undef PEERPLAN_ROW
+    return t;
+  }();
   return table;
 }
 
@@ -43,6 +33,16 @@ const char* to_string(Scope s) {
     case Scope::PerGpu: return "each GPU";
     case Scope::Group: return "GPU groups";
     case Scope::Once: return "GPU 0";
+  }
+  return "?";
+}
+
+const char* to_string(MpiRun r) {
+  switch (r) {
+    case MpiRun::EachRank: return "each rank";
+    case MpiRun::RankZero: return "rank 0";
+    case MpiRun::Own: return "ranks";  // its own MPI code (IPC, shared memory, NCCL per rank)
+    case MpiRun::None: return "-";
   }
   return "?";
 }
@@ -67,26 +67,41 @@ std::vector<std::string> split_names(const std::vector<std::string>& args) {
   return out;
 }
 
-std::string valid_names() {
-  std::string s;
+std::string valid_names(RunMode mode) {
+  std::vector<std::string> names;
   std::set<std::string> groups;
-  for (const auto& m : measurement_table()) {
-    s += (s.empty() ? "" : ", ") + std::string(m.name);
-    groups.insert(m.group);
-  }
-  std::string g;
-  for (const auto& x : groups) g += (g.empty() ? "" : ", ") + x;
-  return "one of the measurement names " + s + "; or a group: " + g + " (see `peerplan profile --list`)";
+  for (const auto& m : measurement_table())
+    if (m.runs_in(mode)) {
+      names.push_back(m.name);
+      groups.insert(m.group);
+    }
+  return fmt::format("one of the measurement names{} {}; or a group: {} (see `peerplan profile --list`)",
+                     mode == RunMode::Mpi ? " that run with --mpi:" : "", fmt::join(names, ", "),
+                     fmt::join(groups, ", "));
 }
 
-// Expands a name or group into table entries; throws for unknown names.
-std::set<std::string> expand(const std::vector<std::string>& names, const char* option) {
+// Expands names and groups into table entries that run in `mode`; throws for unknown names, for
+// names without an entry in `mode`, and for groups with no member in `mode`.
+std::set<std::string> expand(const std::vector<std::string>& names, const char* option, RunMode mode) {
   std::set<std::string> out;
   for (const auto& n : names) {
-    bool hit = false;
+    if (const MeasurementInfo* m = find_measurement(n)) {
+      if (!m->runs_in(mode))
+        throw InputError("", option,
+                         "'" + n + "' runs only in a single process (it has no MPI entry): measure it with `peerplan "
+                         "profile --only " + n + "` without --mpi; expected " + valid_names(mode));
+      out.insert(m->name);
+      continue;
+    }
+    bool group = false, member = false;
     for (const auto& m : measurement_table())
-      if (n == m.name || n == m.group) { out.insert(m.name); hit = true; }
-    if (!hit) throw InputError("", option, "'" + n + "' is unknown; expected " + valid_names());
+      if (n == m.group) {
+        group = true;
+        if (m.runs_in(mode)) { out.insert(m.name); member = true; }
+      }
+    if (!group) throw InputError("", option, "'" + n + "' is unknown; expected " + valid_names(mode));
+    if (!member)
+      throw InputError("", option, "group '" + n + "' has no measurement that runs with --mpi; expected " + valid_names(mode));
   }
   return out;
 }
@@ -94,13 +109,14 @@ std::set<std::string> expand(const std::vector<std::string>& names, const char* 
 }  // namespace
 
 std::vector<const MeasurementInfo*> select_measurements(const std::vector<std::string>& only,
-                                                        const std::vector<std::string>& skip) {
+                                                        const std::vector<std::string>& skip, RunMode mode) {
   auto only_names = split_names(only);
   auto skip_names = split_names(skip);
-  std::set<std::string> keep = expand(only_names, "--only");
-  std::set<std::string> drop = expand(skip_names, "--skip");
+  std::set<std::string> keep = expand(only_names, "--only", mode);
+  std::set<std::string> drop = expand(skip_names, "--skip", mode);
   std::vector<const MeasurementInfo*> out;
   for (const auto& m : measurement_table()) {
+    if (!m.runs_in(mode)) continue;
     if (!only_names.empty() && !keep.count(m.name)) continue;
     if (drop.count(m.name)) continue;
     out.push_back(&m);
@@ -112,10 +128,14 @@ std::vector<const MeasurementInfo*> select_measurements(const std::vector<std::s
 }
 
 std::string format_measurement_list() {
-  std::string s = fmt::format("{:<16} {:<11} {:<14} {}\n", "NAME", "GROUP", "RUNS ON", "WHAT IT MEASURES");
+  std::string s = fmt::format("{:<16} {:<11} {:<14} {:<11} {}\n", "NAME", "GROUP", "RUNS ON", "WITH --MPI",
+                              "WHAT IT MEASURES");
   for (const auto& m : measurement_table())
-    s += fmt::format("{:<16} {:<11} {:<14} {}\n", m.name, m.group, to_string(m.scope), m.description);
-  s += "\nSelect with --only NAME|GROUP[,...] and --skip NAME|GROUP[,...]; groups select all their members.\n";
+    s += fmt::format("{:<16} {:<11} {:<14} {:<11} {}\n", m.name, m.group, to_string(m.scope), to_string(m.mpi),
+                     m.description);
+  s += "\nSelect with --only NAME|GROUP[,...] and --skip NAME|GROUP[,...]; groups select all their members.\n"
+       "With --mpi only the measurements with an entry in WITH --MPI run (a group selects those of its members);\n"
+       "naming one marked '-' is an error: run it without --mpi.\n";
   return s;
 }
 

@@ -1,13 +1,14 @@
 #pragma once
 // What every measurement gets: the machine (discovered), the measurements being filled, the sweep
-// plan, the options and the progress bar. One function per measurement file, listed in
-// measure/table.cpp against the registry (profiler/common/registry.hpp).
+// plan, the options and the progress bar. One function per measurement file, named by its row of
+// the registry table (profiler/common/registry.hpp).
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "planner/topology/machine.hpp"
 #include "profiler/common/progress.hpp"
+#include "profiler/common/registry.hpp"
 #include "profiler/common/sweep.hpp"
 #include "profiler/profile_api.hpp"
 
@@ -36,24 +37,15 @@ struct Context {
 
 using MeasureFn = void (*)(Context&);
 
-// Implementations (one per file in profiler/measure/).
-void measure_launch_overhead(Context&);
-void measure_hbm(Context&);
-void measure_h2d_d2h(Context&);
-void measure_p2p_ce(Context&);
-void measure_p2p_ce_bidir(Context&);
-void measure_p2p_sm(Context&);
-void measure_nop2p_runtime(Context&);
-void measure_host_staged(Context&);
-void measure_latency_ce(Context&);
-void measure_latency_sm(Context&);
-void measure_nccl(Context&);
-void measure_nccl_nop2p(Context&);
-void measure_gemm(Context&);
-void measure_attention(Context&);
+// The single-process entries, one per row of the registry table: `measure_<name>`, defined in
+// profiler/measure/<name>.cpp.
+#define PEERPLAN_DECLARE_MEASURE(name, group, scope, mpi, models, est, help) void measure_##name(Context&);
+PEERPLAN_MEASUREMENTS(PEERPLAN_DECLARE_MEASURE)
+#undef PEERPLAN_DECLARE_MEASURE
 
-// The implementation registered for `name` (the registry's names); throws if there is none, so a
-// registry entry without code cannot slip through.
+// The single-process entry of a registry row (every row has one).
+MeasureFn measure_fn(const MeasurementInfo& m);
+// The same by name; throws RuntimeError for a name that is not in the table.
 MeasureFn measure_fn(const std::string& name);
 
 }  // namespace peerplan::profiler

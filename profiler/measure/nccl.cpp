@@ -1,36 +1,12 @@
-// NCCL collectives measured as nccl-tests does: all communicators in one process
-// (ncclCommInitAll), one group call per iteration over all ranks, warm-up, then timed regions of
-// several back-to-back iterations; algBw/busBw by nccl-tests' formulas (common/bus_bw.hpp).
-// Data: float sums (nccl-tests' default -d float -o sum); results verified after each op's sweep.
-#include <algorithm>
-#include <cstdlib>
-
+// NCCL collectives in one process, as nccl-tests runs them: all communicators of a group in this
+// process (ncclCommInitAll), one group call per iteration over all ranks, timed on the first
+// rank's stream with the others joined (common sweep loop: nccl_sweep.cpp).
 #include <nccl.h>
 
-#include "profiler/common/bus_bw.hpp"
 #include "profiler/measure/curve.hpp"
 #include "profiler/measure/nccl_sweep.hpp"
 
 namespace peerplan::profiler {
-
-std::vector<std::vector<int>> nccl_groups(int n, bool all_groups) {
-  std::vector<std::vector<int>> g;
-  if (n < 2) return g;
-  std::vector<int> full;
-  for (int i = 0; i < n; ++i) full.push_back(i);
-  g.push_back(full);
-  if (all_groups) {
-    for (unsigned mask = 1; mask < (1u << n); ++mask) {
-      std::vector<int> s;
-      for (int i = 0; i < n; ++i) if (mask & (1u << i)) s.push_back(i);
-      if (s.size() >= 2 && s.size() < size_t(n)) g.push_back(s);
-    }
-  } else if (n > 2) {
-    for (int i = 0; i < n; ++i)
-      for (int j = i + 1; j < n; ++j) g.push_back({i, j});
-  }
-  return g;
-}
 
 namespace {
 
@@ -39,130 +15,63 @@ struct Rank {
   gpu::DeviceBuffer send, recv;
 };
 
-void enqueue(CollOp op, const gpu::NcclComms& comms, std::vector<Rank>& ranks, const CollCounts& c) {
-  int n = comms.size();
-  NCCL_CHECK(ncclGroupStart());
-  for (int r = 0; r < n; ++r)
-    enqueue_collective_rank(op, comms[r], r, n, ranks[size_t(r)].send.as<float>(), ranks[size_t(r)].recv.as<float>(), c,
-                            ranks[size_t(r)].stream);
-  NCCL_CHECK(ncclGroupEnd());
-}
+// One group's communicators and buffers; send buffers hold rank + 1 (what the check expects).
+struct InProcessGroup {
+  std::vector<int> devs;
+  gpu::NcclComms comms;
+  std::vector<Rank> ranks;
+  std::vector<const gpu::Stream*> others;  // every rank's stream but the first (the timing one)
 
-size_t verify(CollOp op, int n, std::vector<Rank>& ranks, const std::vector<int>& devs, const CollCounts& c) {
-  size_t bad = 0;
-  for (int r = 0; r < n; ++r)
-    bad += verify_collective_rank(op, r, n, devs[size_t(r)], ranks[size_t(r)].recv.as<float>(), c, ranks[size_t(r)].stream);
-  return bad;
-}
+  InProcessGroup(const std::vector<int>& d, int64_t maxb) : devs(d), comms(d) {
+    for (int dev : devs) ranks.push_back({gpu::Stream(dev), gpu::DeviceBuffer(dev, size_t(maxb)), gpu::DeviceBuffer(dev, size_t(maxb))});
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      gpu::ScopedDevice g(devs[r]);
+      gpu::launch_fill_float(ranks[r].send.as<float>(), size_t(maxb) / 4, float(r + 1), ranks[r].stream);
+      ranks[r].stream.synchronize();
+    }
+    for (size_t r = 1; r < ranks.size(); ++r) others.push_back(&ranks[r].stream);
+  }
+
+  void enqueue(CollOp op, const CollCounts& c) {
+    const int n = comms.size();
+    NCCL_CHECK(ncclGroupStart());
+    for (int r = 0; r < n; ++r)
+      enqueue_collective_rank(op, comms[r], r, n, ranks[size_t(r)].send.as<float>(), ranks[size_t(r)].recv.as<float>(),
+                              c, ranks[size_t(r)].stream);
+    NCCL_CHECK(ncclGroupEnd());
+  }
+
+  size_t wrong_values(CollOp op, const CollCounts& c) {
+    const int n = comms.size();
+    size_t bad = 0;
+    for (int r = 0; r < n; ++r)
+      bad += verify_collective_rank(op, r, n, devs[size_t(r)], ranks[size_t(r)].recv.as<float>(), c,
+                                    ranks[size_t(r)].stream);
+    return bad;
+  }
+};
 
 }  // namespace
 
-void enqueue_collective_rank(CollOp op, ncclComm_t comm, int r, int n, const float* s, float* d, const CollCounts& c,
-                             cudaStream_t st) {
-  switch (op) {
-    case CollOp::AllReduce: NCCL_CHECK(ncclAllReduce(s, d, size_t(c.send_count), ncclFloat, ncclSum, comm, st)); break;
-    case CollOp::AllGather: NCCL_CHECK(ncclAllGather(s, d, size_t(c.send_count), ncclFloat, comm, st)); break;
-    case CollOp::ReduceScatter: NCCL_CHECK(ncclReduceScatter(s, d, size_t(c.recv_count), ncclFloat, ncclSum, comm, st)); break;
-    case CollOp::AllToAll: {
-      size_t chunk = size_t(c.send_count / n);
-      NCCL_CHECK(ncclGroupStart());
-      for (int p = 0; p < n; ++p) {
-        NCCL_CHECK(ncclSend(s + size_t(p) * chunk, chunk, ncclFloat, p, comm, st));
-        NCCL_CHECK(ncclRecv(d + size_t(p) * chunk, chunk, ncclFloat, p, comm, st));
-      }
-      NCCL_CHECK(ncclGroupEnd());
-      break;
-    }
-    case CollOp::SendRecv:  // ring shift, as nccl-tests' sendrecv_perf
-      NCCL_CHECK(ncclGroupStart());
-      NCCL_CHECK(ncclSend(s, size_t(c.send_count), ncclFloat, (r + 1) % n, comm, st));
-      NCCL_CHECK(ncclRecv(d, size_t(c.recv_count), ncclFloat, (r - 1 + n) % n, comm, st));
-      NCCL_CHECK(ncclGroupEnd());
-      break;
-    case CollOp::Broadcast: NCCL_CHECK(ncclBroadcast(s, d, size_t(c.send_count), ncclFloat, 0, comm, st)); break;
-  }
-}
-
-size_t verify_collective_rank(CollOp op, int r, int n, int device, const float* out, const CollCounts& c,
-                              cudaStream_t stream) {
-  float sum = float(n * (n + 1) / 2);
-  gpu::ScopedDevice d(device);
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  gpu::DeviceBuffer err(device, sizeof(unsigned long long));
-  CUDA_CHECK(cudaMemset(err.get(), 0, sizeof(unsigned long long)));
-  auto check = [&](size_t off, size_t count, float v) { gpu::launch_count_ne_float(out + off, count, v, err.as<unsigned long long>(), nullptr); };
-  switch (op) {
-    case CollOp::AllReduce: check(0, size_t(c.recv_count), sum); break;
-    case CollOp::ReduceScatter: check(0, size_t(c.recv_count), sum); break;
-    case CollOp::Broadcast: check(0, size_t(c.recv_count), 1.0f); break;
-    case CollOp::SendRecv: check(0, size_t(c.recv_count), float((r - 1 + n) % n + 1)); break;
-    case CollOp::AllGather:
-    case CollOp::AllToAll: {
-      size_t chunk = size_t(c.recv_count / n);
-      for (int p = 0; p < n; ++p) check(size_t(p) * chunk, chunk, float(p + 1));
-      break;
-    }
-  }
-  unsigned long long h = 0;
-  CUDA_CHECK(cudaMemcpy(&h, err.get(), sizeof h, cudaMemcpyDeviceToHost));
-  return size_t(h);
-}
-
 void run_nccl_sweep(Context& ctx, const std::vector<int64_t>& sizes, bool p2p) {
-  auto groups = nccl_groups(ctx.gpus(), ctx.opts.all_groups);
-  int64_t maxb = sizes.back();
-  const auto& ops = all_coll_ops();
-  size_t total = groups.size() * ops.size(), step = 0;
+  const auto groups = nccl_groups(ctx.gpus(), ctx.opts.all_groups);
+  const int64_t maxb = sizes.back();
   gpu::BlockingGate gate;
-  for (const auto& devs : groups) {
-    int n = int(devs.size());
-    gpu::NcclComms comms(devs);
-    std::vector<Rank> ranks;
-    for (int d : devs) ranks.push_back({gpu::Stream(d), gpu::DeviceBuffer(d, size_t(maxb)), gpu::DeviceBuffer(d, size_t(maxb))});
-    for (int r = 0; r < n; ++r) {
-      gpu::ScopedDevice g(devs[size_t(r)]);
-      gpu::launch_fill_float(ranks[size_t(r)].send.as<float>(), size_t(maxb) / 4, float(r + 1), ranks[size_t(r)].stream);
-      ranks[size_t(r)].stream.synchronize();
-    }
-    std::vector<const gpu::Stream*> others;
-    for (int r = 1; r < n; ++r) others.push_back(&ranks[size_t(r)].stream);
-    for (CollOp op : ops) {
-      CollectiveCurve curve;
-      curve.op = coll_op_name(op);
-      curve.gpus = devs;
-      curve.p2p = p2p;
-      CollCounts last{};
-      for (size_t i = 0; i < sizes.size(); ++i) {
-        CollCounts c = coll_counts(op, n, sizes[i], 4);
-        if (c.size_bytes <= 0 || c.send_count <= 0) continue;
-        std::string grp;
-        for (int d : devs) grp += (grp.empty() ? "" : ",") + std::to_string(d);
-        ctx.progress.update((double(step) + double(i) / sizes.size()) / double(total),
-                            std::string(p2p ? "" : "p2p-off ") + curve.op + " [" + grp + "] " + format_size(c.size_bytes));
-        // Expected ~100 GB/s algBw (lower without P2P): iterations per region so small sizes are
-        // timed over >= ~0.5 ms, like nccl-tests' 20 iterations; at most 20.
-        int reps = reps_for(c.size_bytes, p2p ? 300 : 20, 500e-6, 20);
-        // The first warm-up is not gated: NCCL connects lazily inside the first calls and must not
-        // wait on a stream that a spin kernel holds.
-        bool gated = false;
-        auto region = [&] {
-          return gpu::time_region(gated ? &gate : nullptr, ranks[0].stream, others, [&] {
-            for (int k = 0; k < reps; ++k) enqueue(op, comms, ranks, c);
-          });
-        };
-        for (int w = 0; w < std::max(1, ctx.plan.warmup); ++w) { region(); gated = true; }
-        std::vector<double> t;
-        for (int s = 0; s < ctx.plan.samples; ++s) t.push_back(region() / reps);
-        curve.points.push_back({c.size_bytes, compute_stats(std::move(t))});
-        last = c;
-      }
-      size_t bad = verify(op, n, ranks, devs, last);
-      if (bad)
-        throw RuntimeError(std::string("NCCL ") + curve.op + (p2p ? "" : " (P2P disabled)") + ": " + std::to_string(bad) +
-                           " wrong values after the timed loop");
-      ctx.ms.collectives.push_back(std::move(curve));
-      ++step;
-    }
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    InProcessGroup in(groups[gi], maxb);
+    CollectiveGroup group;
+    group.gpus = groups[gi];
+    group.ranks = int(groups[gi].size());
+    group.p2p = p2p;
+    group.progress_prefix = p2p ? "" : "p2p-off ";
+    group.where = p2p ? "" : " (P2P disabled)";
+    group.time_region = [&](CollOp op, const CollCounts& c, int reps, bool gated) {
+      return gpu::time_region(gated ? &gate : nullptr, in.ranks[0].stream, in.others, [&] {
+        for (int k = 0; k < reps; ++k) in.enqueue(op, c);
+      });
+    };
+    group.wrong_values = [&](CollOp op, const CollCounts& c) { return in.wrong_values(op, c); };
+    sweep_collectives(ctx, group, sizes, gi, groups.size());
   }
 }
 

@@ -1,34 +1,24 @@
-// The GPU side of the one registry table: name -> implementation. The names, groups and
-// descriptions live in profiler/common/registry.cpp; check_table() makes the two agree.
-#include <map>
-
+// The single-process entries of the registry table, in its row order (one table: the rows live in
+// profiler/common/registry.hpp; a row without its measure_<name> fails to link).
 #include "planner/core/error.hpp"
 #include "profiler/common/registry.hpp"
 #include "profiler/measure/context.hpp"
 
 namespace peerplan::profiler {
 
-namespace {
-const std::map<std::string, MeasureFn>& impls() {
-  static const std::map<std::string, MeasureFn> m = {
-      {"launch_overhead", measure_launch_overhead}, {"hbm", measure_hbm},
-      {"h2d_d2h", measure_h2d_d2h},                 {"p2p_ce", measure_p2p_ce},
-      {"p2p_ce_bidir", measure_p2p_ce_bidir},       {"p2p_sm", measure_p2p_sm},
-      {"nop2p_runtime", measure_nop2p_runtime},     {"host_staged", measure_host_staged},
-      {"latency_ce", measure_latency_ce},           {"latency_sm", measure_latency_sm},
-      {"nccl", measure_nccl},                       {"nccl_nop2p", measure_nccl_nop2p},
-      {"gemm", measure_gemm},                       {"attention", measure_attention},
+MeasureFn measure_fn(const MeasurementInfo& m) {
+  static const MeasureFn fns[] = {
+#define PEERPLAN_ENTRY(name, group, scope, mpi, models, est, help) measure_##name,
+      PEERPLAN_MEASUREMENTS(PEERPLAN_ENTRY)
+#undef PEERPLAN_ENTRY
   };
-  for (const auto& info : measurement_table())
-    if (!m.count(info.name)) throw RuntimeError(std::string("registry entry '") + info.name + "' has no implementation");
-  return m;
+  return fns[m.index];
 }
-}  // namespace
 
 MeasureFn measure_fn(const std::string& name) {
-  auto it = impls().find(name);
-  if (it == impls().end()) throw RuntimeError("no measurement implementation named '" + name + "'");
-  return it->second;
+  const MeasurementInfo* m = find_measurement(name);
+  if (!m) throw RuntimeError("no measurement named '" + name + "' in the registry table");
+  return measure_fn(*m);
 }
 
 std::vector<std::pair<int, int>> Context::usable_pairs() const {

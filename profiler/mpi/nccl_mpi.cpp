@@ -41,6 +41,10 @@ std::string group_label(const std::vector<int>& g) { return fmt::format("{}", fm
 
 void mpi_measure_nccl(MpiContext& m) {
   Context& ctx = m.ctx;
+  if (m.shared_gpus) {
+    if (m.me == 0) ctx.not_applicable("nccl", "PEERPLAN_MPI_SHARE_GPU: NCCL refuses two ranks on one GPU");
+    return;
+  }
   const auto& sizes = ctx.plan.collective_sizes;
   auto groups = nccl_groups(m.layout.size(), ctx.opts.all_groups);
   if (groups.empty()) {
@@ -48,7 +52,6 @@ void mpi_measure_nccl(MpiContext& m) {
     return;
   }
   const int64_t maxb = sizes.back();
-  const auto& ops = all_coll_ops();
   gpu::BlockingGate gate;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const auto& devs = groups[gi];
@@ -62,38 +65,23 @@ void mpi_measure_nccl(MpiContext& m) {
     gpu::DeviceBuffer send(m.device, size_t(maxb)), recv(m.device, size_t(maxb));
     gpu::launch_fill_float(send.as<float>(), size_t(maxb) / 4, float(r + 1), stream);
     stream.synchronize();
-    for (size_t oi = 0; oi < ops.size(); ++oi) {
-      CollOp op = ops[oi];
-      CollectiveCurve curve;
-      curve.op = coll_op_name(op);
-      curve.gpus = devs;
-      curve.p2p = true;
-      CollCounts last{};
-      for (size_t i = 0; i < sizes.size(); ++i) {
-        CollCounts c = coll_counts(op, n, sizes[i], 4);
-        if (c.size_bytes <= 0 || c.send_count <= 0) continue;
-        ctx.progress.update((double(gi * ops.size() + oi) + double(i) / double(sizes.size())) / double(groups.size() * ops.size()),
-                            curve.op + " [" + group_label(devs) + "] " + format_size(c.size_bytes) + " (MPI)");
-        int reps = reps_for(c.size_bytes, 300, 500e-6, 20);
-        bool gated = false;  // NCCL connects inside the first calls: never behind a spinning gate
-        auto region = [&] {
-          double t = gpu::time_region(gated ? &gate : nullptr, stream, {}, [&] {
-            for (int k = 0; k < reps; ++k) enqueue_collective_rank(op, comm.get(), r, n, send.as<float>(), recv.as<float>(), c, stream);
-          }, [&] { sc.barrier(); });
-          return sc.allreduce_sum(t) / n;
-        };
-        for (int w = 0; w < std::max(1, ctx.plan.warmup); ++w) { region(); gated = true; }
-        std::vector<double> t;
-        for (int s = 0; s < ctx.plan.samples; ++s) t.push_back(region() / reps);
-        curve.points.push_back({c.size_bytes, compute_stats(std::move(t))});
-        last = c;
-      }
-      double bad = sc.allreduce_sum(double(verify_collective_rank(op, r, n, m.device, recv.as<float>(), last, stream)));
-      if (bad > 0)
-        throw RuntimeError("NCCL " + curve.op + " over MPI on [" + group_label(devs) + "]: " + std::to_string(int64_t(bad)) +
-                           " wrong values after the timed loop");
-      if (r == 0) ctx.ms.collectives.push_back(std::move(curve));  // the group's first rank records it
-    }
+    CollectiveGroup group;
+    group.gpus = devs;
+    group.ranks = n;
+    group.records = r == 0;  // the group's first rank records it
+    group.progress_suffix = " (MPI)";
+    group.where = " over MPI on [" + group_label(devs) + "]";
+    // Each member times its own stream; members meet at a barrier before opening their gates.
+    group.time_region = [&](CollOp op, const CollCounts& c, int reps, bool gated) {
+      double t = gpu::time_region(gated ? &gate : nullptr, stream, {}, [&] {
+        for (int k = 0; k < reps; ++k) enqueue_collective_rank(op, comm.get(), r, n, send.as<float>(), recv.as<float>(), c, stream);
+      }, [&] { sc.barrier(); });
+      return sc.allreduce_sum(t) / n;
+    };
+    group.wrong_values = [&](CollOp op, const CollCounts& c) {
+      return size_t(sc.allreduce_sum(double(verify_collective_rank(op, r, n, m.device, recv.as<float>(), c, stream))));
+    };
+    sweep_collectives(ctx, group, sizes, gi, groups.size());
   }
 }
 

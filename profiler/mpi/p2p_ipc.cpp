@@ -51,9 +51,8 @@ SweepSpec ipc_copy_spec(const Context& ctx, std::string label, void* dst, const 
   return spec;
 }
 
-}  // namespace
-
-void mpi_measure_p2p_ce(MpiContext& m) {
+// Same-host ordered pairs through CUDA IPC.
+void ipc_p2p_ce(MpiContext& m) {
   Context& ctx = m.ctx;
   PairPlan plan = plan_pairs(m.layout, false);
   std::vector<std::pair<int, int>> pairs;
@@ -101,8 +100,19 @@ void mpi_measure_p2p_ce(MpiContext& m) {
   }
 }
 
+}  // namespace
+
+void mpi_measure_p2p_ce(MpiContext& m) {
+  ipc_p2p_ce(m);
+  if (!m.shared_gpus) mpi_measure_network(m);  // cross-host pairs; NCCL refuses two ranks on one GPU
+}
+
 void mpi_measure_p2p_ce_bidir(MpiContext& m) {
   Context& ctx = m.ctx;
+  if (m.shared_gpus) {
+    if (m.me == 0) ctx.not_applicable("p2p_ce_bidir", "PEERPLAN_MPI_SHARE_GPU: both directions would share one GPU's copy engines");
+    return;
+  }
   PairPlan plan = plan_pairs(m.layout, false);
   std::vector<std::pair<int, int>> pairs;  // unordered, usable both ways
   for (auto [a, b] : plan.intra)

@@ -68,11 +68,17 @@ class Builder {
     op.mem_bytes = double(m * k + k * n + m * n) * double(d_) * double(batch);
     add(std::move(op));
   }
+  // What an elementwise op computes and its [rows][cols] shape, for the executor's kernel.
+  struct Ew {
+    EwKind kind;
+    int64_t rows, cols;
+  };
   // Memory-bound op over `elems` elements, touched `rw` times (reads + writes), plus weights.
-  void elementwise(const std::string& name, int stage, int layer, int gpu, int64_t elems, int rw,
+  void elementwise(const std::string& name, Ew ew, int stage, int layer, int gpu, int64_t elems, int rw,
                    double flops_per_elem, int64_t weight_elems = 0) {
     if (elems <= 0) return;
     Op op = base(OpKind::Elementwise, name, stage, layer, {gpu});
+    op.ew = ew.kind, op.ew_rows = ew.rows, op.ew_cols = ew.cols;
     op.flops = flops_per_elem * double(elems);
     op.mem_bytes = double(elems * rw + weight_elems) * double(d_);
     add(std::move(op));
@@ -195,24 +201,30 @@ OpGraph compile_iteration(const Plan& plan, const ModelConfig& cfg, const ModelF
         if (const MatrixShard* ms = find(r, name)) B.gemm(L + name, s, l, gpu, m, ms->n, ms->k, ms->count);
       };
       // --- attention block ---
-      each([&](int, int gpu) { B.elementwise(L + "attn_norm", s, l, gpu, T * H, 2, 4.0, H); });
+      each([&](int, int gpu) { B.elementwise(L + "attn_norm", {EwKind::RmsNorm, T, H}, s, l, gpu, T * H, 2, 4.0, H); });
       each([&](int r, int gpu) {
         for (const auto& ms : shards[size_t(r)])
           if (is_attn_in(ms.name)) B.gemm(L + ms.name, s, l, gpu, T, ms.n, ms.k, ms.count);
       });
-      each([&](int, int gpu) { B.elementwise(L + "rotary", s, l, gpu, T * (a.heads + a.kv_heads) * a.rope_dim, 2, 3.0); });
+      each([&](int, int gpu) {
+        const int64_t rotated = (a.heads + a.kv_heads) * a.rope_dim;  // values rotated per token
+        B.elementwise(L + "rotary", {EwKind::Rotary, T, rotated}, s, l, gpu, T * rotated, 2, 3.0);
+      });
       each([&](int, int gpu) { attention_ops(B, cfg, a, rb, s, l, gpu, d); });
       each([&](int r, int gpu) { gemm_named(r, gpu, "o", T); });
       if (lay.tp > 1) B.collective(OpKind::AllReduce, L + "attn_allreduce", s, l, st.gpus, T * H * d);
-      each([&](int, int gpu) { B.elementwise(L + "attn_residual", s, l, gpu, T * H, 3, 1.0); });
-      each([&](int, int gpu) { B.elementwise(L + "mlp_norm", s, l, gpu, T * H, 2, 4.0, H); });
+      each([&](int, int gpu) {
+        B.elementwise(L + "attn_residual", {EwKind::Residual, T, H}, s, l, gpu, T * H, 3, 1.0);
+      });
+      each([&](int, int gpu) { B.elementwise(L + "mlp_norm", {EwKind::RmsNorm, T, H}, s, l, gpu, T * H, 2, 4.0, H); });
       // --- MLP block ---
       if (!lf.moe) {
         each([&](int r, int gpu) {
           const MatrixShard* up = find(r, cfg.gated_mlp ? "gate_up" : "up");
           gemm_named(r, gpu, cfg.gated_mlp ? "gate_up" : "up", T);
           int64_t inter = up ? (cfg.gated_mlp ? up->n / 2 : up->n) : 0;
-          B.elementwise(L + "act", s, l, gpu, T * inter, cfg.gated_mlp ? 3 : 2, 5.0);  // SiLU(gate) * up
+          // SiLU(gate) * up
+          B.elementwise(L + "act", {EwKind::Act, T, inter}, s, l, gpu, T * inter, cfg.gated_mlp ? 3 : 2, 5.0);
           gemm_named(r, gpu, "down", T);
         });
         if (lay.tp > 1) B.collective(OpKind::AllReduce, L + "mlp_allreduce", s, l, st.gpus, T * H * d);
@@ -226,13 +238,14 @@ OpGraph compile_iteration(const Plan& plan, const ModelConfig& cfg, const ModelF
         each([&](int r, int gpu) {
           if (const MatrixShard* sh = find(r, "shared.gate_up")) {
             B.gemm(L + "shared.gate_up", s, l, gpu, T, sh->n, sh->k, 1);
-            B.elementwise(L + "shared.act", s, l, gpu, T * sh->n / 2, 3, 5.0);
+            B.elementwise(L + "shared.act", {EwKind::Act, T, sh->n / 2}, s, l, gpu, T * sh->n / 2, 3, 5.0);
             gemm_named(r, gpu, "shared.down", T);
             gemm_named(r, gpu, "shared_gate", T);
           }
           if (const MatrixShard* eg = find(r, "expert.gate_up"); eg && eg->count > 0) {
             B.gemm(L + "expert.gate_up", s, l, gpu, per_expert, eg->n, eg->k, eg->count);
-            B.elementwise(L + "expert.act", s, l, gpu, per_expert * eg->count * eg->n / 2, 3, 5.0);
+            B.elementwise(L + "expert.act", {EwKind::Act, per_expert * eg->count, eg->n / 2}, s, l, gpu,
+                          per_expert * eg->count * eg->n / 2, 3, 5.0);
             gemm_named(r, gpu, "expert.down", per_expert);
           }
         });
@@ -245,12 +258,14 @@ OpGraph compile_iteration(const Plan& plan, const ModelConfig& cfg, const ModelF
                        T * H * d);
         }
       }
-      each([&](int, int gpu) { B.elementwise(L + "mlp_residual", s, l, gpu, T * H, 3, 1.0); });
+      each([&](int, int gpu) {
+        B.elementwise(L + "mlp_residual", {EwKind::Residual, T, H}, s, l, gpu, T * H, 3, 1.0);
+      });
     }
     if (st.lm_head) {
       const int64_t vocab_local = ceil_div(cfg.vocab, lay.tp);
       each([&](int, int gpu) {
-        B.elementwise("final_norm", s, -1, gpu, T * H, 2, 4.0, H);
+        B.elementwise("final_norm", {EwKind::RmsNorm, T, H}, s, -1, gpu, T * H, 2, 4.0, H);
         // Logits only for each sequence's last position (what the sampler needs, as vLLM).
         B.gemm("lm_head", s, -1, gpu, rb.seqs(), vocab_local, H);
       });

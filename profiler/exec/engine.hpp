@@ -77,14 +77,36 @@ class Engine {
 
  private:
   struct StageGraph;
+  // Scratch elements (bf16) each GPU's X, Y and Z buffers need for the worst-case iterations.
+  struct ScratchNeed {
+    int64_t x = 0, y = 0, z = 0;
+  };
   GpuState& gpu(int id);
+  // Construction (engine_alloc.cpp, engine_comm.cpp).
+  void make_gpu_states();
+  void enable_peer_access();
+  std::map<int, ScratchNeed> scratch_needs(const std::vector<OpGraph>& worst) const;
+  void allocate(GpuState& g, const ScratchNeed& need);
+  void allocate_kv_cache(GpuState& g);
+  void allocate_metadata(GpuState& g, int64_t tok_cap, int64_t seq_cap);
+  void create_rank_comms(const std::vector<OpGraph>& worst);
   void upload_meta(const std::vector<SeqRun>& seqs, int slot);
+  // Op dispatch (engine_ops.cpp): one function per op kind.
   void run_op(const Op& op, int slot, std::vector<cudaEvent_t>* send_done);
+  void run_gemm(const Op& op, GpuState& g);
+  void run_embedding(GpuState& g);
+  void run_attention(const Op& op, GpuState& g);
+  void run_elementwise(const Op& op, GpuState& g);
+  // Collectives and stage boundaries (engine_comm.cpp).
+  void ncclgroup_collective(const Op& op);
+  void send_between_ranks(const Op& op, int slot);
+  void send_in_process(const Op& op, int slot, std::vector<cudaEvent_t>* send_done);
+  // Stages: eager launch, CUDA-graph capture and replay (engine_graph.cpp).
   void run_stage_eager(const OpGraph& g, int stage, int slot);
   void run_sends(const OpGraph& g, int stage, int slot);
   bool run_stage_graph(const OpGraph& g, int stage, int64_t padded, int slot);
-  void stage_fence(int stage, int slot);  // stage's streams wait for the previous stage's sends
-  void ncclgroup_collective(const Op& op);
+  std::unique_ptr<StageGraph> capture_stage(const OpGraph& g, int stage, int slot, const std::vector<int>& loc);
+  void replay_stage(const StageGraph& sg, const std::vector<int>& loc);
   // MPI mode.
   bool mine(const Op& op) const;  // an op this rank takes part in (always true in one process)
   ncclComm_t rank_comm(const std::vector<int>& group, int kind);  // kind 0: plan group, 1: completion

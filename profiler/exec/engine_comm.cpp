@@ -1,0 +1,210 @@
+// Collectives and stage boundaries: NCCL collectives over the plan's groups (one process: all
+// members' communicators in one group call; MPI: this rank's member on a ncclCommInitRank
+// communicator), stage-boundary sends (peer copy, host staging, or NCCL send/recv between ranks)
+// and, under MPI, the completion message from the last stage to rank 0.
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "planner/core/error.hpp"
+#include "profiler/exec/engine_state.hpp"
+#include "profiler/gpu/cuda_check.hpp"
+
+namespace peerplan::exec {
+
+namespace {
+
+constexpr int64_t kStageChunk = int64_t(4) << 20;  // host-staged copies: 4 MiB chunks, two streams
+
+// One member's part of a collective (one of n on communicator c), on its compute stream.
+void enqueue_collective(const Op& op, GpuState& g, ncclComm_t c, int n) {
+  void* y = g.Y.get();
+  void* z = g.Z.get();
+  const size_t elems = size_t(op.bytes / 2);
+  switch (op.kind) {
+    case OpKind::AllReduce: NCCL_CHECK(ncclAllReduce(y, y, elems, ncclBfloat16, ncclSum, c, g.stream)); break;
+    case OpKind::AllGather: NCCL_CHECK(ncclAllGather(y, z, elems / size_t(n), ncclBfloat16, c, g.stream)); break;
+    case OpKind::ReduceScatter:
+      NCCL_CHECK(ncclReduceScatter(y, z, elems / size_t(n), ncclBfloat16, ncclSum, c, g.stream));
+      break;
+    case OpKind::Broadcast: NCCL_CHECK(ncclBroadcast(y, y, elems, ncclBfloat16, 0, c, g.stream)); break;
+    case OpKind::AllToAll: {
+      // Uniform routing as the compiler assumes: each peer gets an equal share.
+      const size_t per = elems / size_t(n);
+      for (int p = 0; p < n; ++p) {
+        NCCL_CHECK(ncclSend(g.Y.as<bf16>() + size_t(p) * per, per, ncclBfloat16, p, c, g.stream));
+        NCCL_CHECK(ncclRecv(g.Z.as<bf16>() + size_t(p) * per, per, ncclBfloat16, p, c, g.stream));
+      }
+      break;
+    }
+    default: break;
+  }
+}
+
+// Device -> pinned host -> device in chunks over two streams per side, so the PCIe directions
+// overlap (what an application does without P2P).
+void staged_copy(GpuState& src, GpuState& dst, void* to, size_t bytes) {
+  {
+    gpu::ScopedDevice d(src.dev);
+    cudaEvent_t ready = src.next_event();
+    CUDA_CHECK(cudaEventRecord(ready, src.stream));
+    CUDA_CHECK(cudaStreamWaitEvent(src.copy[0], ready, 0));
+    CUDA_CHECK(cudaStreamWaitEvent(src.copy[1], ready, 0));
+  }
+  char* host = src.staging.as<char>();
+  int c = 0;
+  for (size_t off = 0; off < bytes; off += size_t(kStageChunk), ++c) {
+    const size_t n = std::min(size_t(kStageChunk), bytes - off);
+    cudaEvent_t down;
+    {
+      gpu::ScopedDevice d(src.dev);
+      CUDA_CHECK(cudaMemcpyAsync(host + off, src.hidden.as<char>() + off, n, cudaMemcpyDeviceToHost, src.copy[c % 2]));
+      down = src.next_event();
+      CUDA_CHECK(cudaEventRecord(down, src.copy[c % 2]));
+    }
+    gpu::ScopedDevice d(dst.dev);
+    CUDA_CHECK(cudaStreamWaitEvent(dst.copy[c % 2], down, 0));
+    CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(to) + off, host + off, n, cudaMemcpyHostToDevice, dst.copy[c % 2]));
+  }
+  gpu::ScopedDevice d(dst.dev);
+  for (int i = 0; i < 2; ++i) {
+    cudaEvent_t e = dst.next_event();
+    CUDA_CHECK(cudaEventRecord(e, dst.copy[i]));
+    CUDA_CHECK(cudaStreamWaitEvent(dst.stream, e, 0));
+  }
+  // The source may overwrite `hidden` only after the staging copies read it.
+  gpu::ScopedDevice d3(src.dev);
+  for (int i = 0; i < 2; ++i) {
+    cudaEvent_t e = src.next_event();
+    CUDA_CHECK(cudaEventRecord(e, src.copy[i]));
+    CUDA_CHECK(cudaStreamWaitEvent(src.stream, e, 0));
+  }
+}
+
+}  // namespace
+
+void Engine::ncclgroup_collective(const Op& op) {
+  std::vector<int> key = op.gpus;
+  std::sort(key.begin(), key.end());
+  if (bus_) {
+    // One member per process: this rank's part, on the group's communicator from ncclCommInitRank.
+    const int me = bus_->rank();
+    const auto pos = std::find(key.begin(), key.end(), me);
+    if (pos == key.end()) return;
+    ncclComm_t c = rank_comm(key, 0);
+    GpuState& g = gpu(me);
+    gpu::ScopedDevice d(g.dev);
+    NCCL_CHECK(ncclGroupStart());  // all-to-all: the sends and receives as one group
+    enqueue_collective(op, g, c, int(key.size()));
+    NCCL_CHECK(ncclGroupEnd());
+    return;
+  }
+  auto it = comms_.find(key);
+  if (it == comms_.end()) it = comms_.emplace(key, std::make_unique<gpu::NcclComms>(key)).first;
+  gpu::NcclComms& comms = *it->second;
+  const int n = comms.size();
+  NCCL_CHECK(ncclGroupStart());
+  for (int r = 0; r < n; ++r) {
+    GpuState& g = gpu(comms.devices()[size_t(r)]);
+    gpu::ScopedDevice d(g.dev);
+    enqueue_collective(op, g, comms[r], n);
+  }
+  NCCL_CHECK(ncclGroupEnd());
+}
+
+void Engine::send_between_ranks(const Op& op, int slot) {
+  // Between processes a stage boundary is an NCCL send/recv on the pair's communicator, as
+  // multi-process engines (vLLM, SGLang, TensorRT-LLM pipeline parallelism) pass activations;
+  // with --p2p off NCCL_P2P_DISABLE=1 makes NCCL stage it through shared host memory.
+  const int src = op.gpus[0], dst = op.gpus[1], me = bus_->rank();
+  if (me != src && me != dst) return;
+  ncclComm_t c = rank_comm({std::min(src, dst), std::max(src, dst)}, 0);
+  const int peer = (me == src ? dst : src) == std::min(src, dst) ? 0 : 1;
+  GpuState& g = gpu(me);
+  gpu::ScopedDevice d(g.dev);
+  if (me == src) NCCL_CHECK(ncclSend(g.hidden.get(), size_t(op.bytes), ncclInt8, peer, c, g.stream));
+  else NCCL_CHECK(ncclRecv(g.recv[size_t(slot)].get(), size_t(op.bytes), ncclInt8, peer, c, g.stream));
+}
+
+void Engine::send_in_process(const Op& op, int slot, std::vector<cudaEvent_t>* send_done) {
+  GpuState& src = gpu(op.gpus[0]);
+  GpuState& dst = gpu(op.gpus[1]);
+  const size_t bytes = size_t(op.bytes);
+  void* to = dst.recv[size_t(slot)].get();
+  if (op.mode == TransferMode::HostStaged) return staged_copy(src, dst, to, bytes);
+  gpu::ScopedDevice d(src.dev);
+  CUDA_CHECK(cudaMemcpyPeerAsync(to, dst.id, src.hidden.get(), src.id, bytes, src.stream));
+  cudaEvent_t e = src.next_event();
+  CUDA_CHECK(cudaEventRecord(e, src.stream));
+  if (send_done) send_done->push_back(e);
+  gpu::ScopedDevice d2(dst.dev);
+  CUDA_CHECK(cudaStreamWaitEvent(dst.stream, e, 0));
+}
+
+ncclComm_t Engine::rank_comm(const std::vector<int>& group, int kind) {
+  auto key = std::make_pair(kind, group);
+  auto it = rank_comms_.find(key);
+  if (it != rank_comms_.end()) return it->second;
+  const int me = bus_->rank();
+  const auto pos = std::find(group.begin(), group.end(), me);
+  if (pos == group.end())
+    throw RuntimeError(fmt::format("executor: rank {} asked for a communicator of a group it is not in", me));
+  // The unique id from the group's first member, sent over MPI; then every member joins.
+  ncclUniqueId uid{};
+  if (group.front() == me) NCCL_CHECK(ncclGetUniqueId(&uid));
+  bus_->share_id(&uid, sizeof uid, group);
+  gpu::ScopedDevice d(bus_->device());
+  ncclComm_t c = nullptr;
+  NCCL_CHECK(ncclCommInitRank(&c, int(group.size()), uid, int(pos - group.begin())));
+  return rank_comms_.emplace(key, c).first->second;
+}
+
+void Engine::create_rank_comms(const std::vector<OpGraph>& worst) {
+  // Every communicator the plan's iterations use, created here in one sorted order on every rank
+  // (ncclCommInitRank blocks until the group's members join; one global order cannot deadlock):
+  // the collectives' groups and stage-boundary pairs of the worst-case iterations, then the
+  // completion pairs (rank 0 with each other GPU of the last stage). A group an iteration needs
+  // later and is missing here is created on first use, in op order.
+  std::set<std::vector<int>> groups;
+  for (const OpGraph& g : worst)
+    for (const Op& op : g.ops) {
+      if (!is_collective(op.kind) && op.kind != OpKind::Send) continue;
+      std::vector<int> key = op.gpus;
+      std::sort(key.begin(), key.end());
+      groups.insert(key);
+    }
+  for (const auto& key : groups)
+    if (std::binary_search(key.begin(), key.end(), bus_->rank())) rank_comm(key, 0);
+  for (int x : plan_.stages.back().gpus)
+    if (x != 0 && (bus_->rank() == 0 || bus_->rank() == x)) rank_comm({0, x}, 1);
+}
+
+void Engine::signal_done() {
+  const std::vector<int>& last = plan_.stages.back().gpus;
+  const int me = bus_->rank();
+  if (me != 0) {
+    if (!local(me) || std::find(last.begin(), last.end(), me) == last.end()) return;
+    GpuState& g = gpu(me);
+    ncclComm_t c = rank_comm({0, me}, 1);
+    gpu::ScopedDevice d(g.dev);
+    NCCL_CHECK(ncclSend(g.token.get(), 1, ncclInt8, 0, c, g.stream));
+    return;
+  }
+  // Rank 0: its "finish" stream waits for its own work of the iteration, then for a byte from
+  // every other GPU of the last stage, as an engine's driver waits for the sampled tokens.
+  GpuState& g = gpu(0);
+  std::vector<std::pair<int, ncclComm_t>> from;
+  for (int x : last)
+    if (x != 0) from.emplace_back(x, rank_comm({0, x}, 1));
+  gpu::ScopedDevice d(g.dev);
+  cudaEvent_t e = g.next_event();
+  CUDA_CHECK(cudaEventRecord(e, g.stream));
+  CUDA_CHECK(cudaStreamWaitEvent(g.finish, e, 0));
+  if (from.empty()) return;
+  NCCL_CHECK(ncclGroupStart());
+  for (auto& [x, c] : from) NCCL_CHECK(ncclRecv(g.token.as<char>() + (x % 256), 1, ncclInt8, 1, c, g.finish));
+  NCCL_CHECK(ncclGroupEnd());
+}
+
+}  // namespace peerplan::exec

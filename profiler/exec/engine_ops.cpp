@@ -1,0 +1,172 @@
+// Op dispatch: each compute op of the graph becomes the kernel an inference engine runs for it
+// (cuBLASLt GEMMs on synthetic weights, the executor's attention kernels, the elementwise kernel
+// the compiler typed the op with); collectives and sends go to engine_comm.cpp.
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <tuple>
+
+#include "planner/core/error.hpp"
+#include "profiler/exec/engine_state.hpp"
+#include "profiler/gpu/cuda_check.hpp"
+#include "profiler/kernels/attention.hpp"
+#include "profiler/kernels/elementwise.hpp"
+
+namespace peerplan::exec {
+
+namespace kn = peerplan::kernels;
+
+void Engine::run_op(const Op& op, int slot, std::vector<cudaEvent_t>* send_done) {
+  if (is_collective(op.kind)) return ncclgroup_collective(op);
+  if (op.kind == OpKind::Send) return bus_ ? send_between_ranks(op, slot) : send_in_process(op, slot, send_done);
+  GpuState& g = gpu(op.gpus[0]);
+  gpu::ScopedDevice d(g.dev);
+  switch (op.kind) {
+    case OpKind::Gemm: return run_gemm(op, g);
+    case OpKind::Embedding: return run_embedding(g);
+    case OpKind::Attention: return run_attention(op, g);
+    case OpKind::Elementwise: return run_elementwise(op, g);
+    default: return;
+  }
+}
+
+void Engine::run_gemm(const Op& op, GpuState& g) {
+  const std::string& key = op.name;
+  auto it = g.weights.find(key);
+  const int64_t welems = op.n * op.k * op.batch_count;
+  if (it == g.weights.end() || int64_t(it->second.bytes()) < welems * 2) {
+    gpu::DeviceBuffer w(g.dev, size_t(welems) * 2);
+    kn::fill_random(w.as<bf16>(), welems, opt_.seed * 1000003 + std::hash<std::string>{}(key), 0.02f, g.stream);
+    it = g.weights.insert_or_assign(key, std::move(w)).first;
+  }
+  for (int64_t e = 0; e < op.batch_count; ++e)
+    g.gemm->run(g.X.as<bf16>() + e * op.m * op.k, it->second.as<bf16>() + e * op.n * op.k,
+                g.Y.as<bf16>() + e * op.m * op.n, op.m, op.n, op.k, g.stream);
+}
+
+void Engine::run_embedding(GpuState& g) {
+  const int64_t H = cfg_.hidden;
+  const int64_t vocab_local = (cfg_.vocab + g.tp - 1) / g.tp;
+  auto it = g.weights.find("embed");
+  if (it == g.weights.end()) {
+    gpu::DeviceBuffer w(g.dev, size_t(vocab_local * H) * 2);
+    kn::fill_random(w.as<bf16>(), vocab_local * H, opt_.seed * 7919 + g.id, 0.02f, g.stream);
+    it = g.weights.emplace("embed", std::move(w)).first;
+  }
+  kn::embedding_gather(g.m(g.o_ids), it->second.as<bf16>(), g.hidden.as<bf16>(), g.ntok, vocab_local, H, g.stream);
+}
+
+void Engine::run_attention(const Op& op, GpuState& g) {
+  auto& kv = g.kv.at(op.layer);
+  const int64_t qkv_w = (g.heads + 2 * g.kv_heads) * g.head_dim;
+  if (op.attn_prefill) {
+    kn::PrefillAttention a;
+    a.q = g.qkv.as<bf16>();
+    a.q_row_stride = qkv_w;
+    a.k_cache = kv.first.as<bf16>();
+    a.v_cache = kv.second.as<bf16>();
+    a.slots = g.m(g.o_pfslot);
+    a.q_start = g.m(g.o_qstart);
+    a.seq_lens = g.m(g.o_pflen);
+    a.out = g.Z.as<bf16>();
+    a.num_seqs = int(g.npf_seqs);
+    a.max_q_len = int(g.max_q);
+    a.heads = int(g.heads);
+    a.kv_heads = int(g.kv_heads);
+    a.head_dim = int(g.head_dim);
+    a.max_ctx = int(max_ctx_);
+    return kn::prefill_attention(a, g.stream);
+  }
+  kn::DecodeAttention a;
+  a.q = g.qkv.as<bf16>() + g.npf_tok * qkv_w;
+  a.q_row_stride = qkv_w;
+  a.k_cache = kv.first.as<bf16>();
+  a.v_cache = kv.second.as<bf16>();
+  a.slots = g.m(g.o_dcslot);
+  a.seq_lens = g.m(g.o_dclen);
+  a.out = g.Z.as<bf16>() + g.npf_tok * g.heads * g.head_dim;
+  a.workspace = g.attn_ws.as<float>();
+  a.batch = int(g.ndc);
+  a.heads = int(g.heads);
+  a.kv_heads = int(g.kv_heads);
+  a.head_dim = int(g.head_dim);
+  a.max_ctx = int(max_ctx_);
+  kn::decode_attention(a, sm_count_, g.stream);
+}
+
+void Engine::run_elementwise(const Op& op, GpuState& g) {
+  // Norms, residual adds and rotary run over the tokens this GPU holds in this iteration (g.ntok,
+  // from the uploaded metadata; the compiler's ew_rows is the per-rank share rounded up when
+  // dp > 1); the activation over the compiler's [rows][cols], as the GEMMs around it.
+  cudaStream_t s = g.stream;
+  switch (op.ew) {
+    case EwKind::RmsNorm:
+      return kn::rmsnorm(g.hidden.as<bf16>(), g.normw.as<bf16>(), g.Z.as<bf16>(), g.ntok, op.ew_cols, 1e-5f, s);
+    case EwKind::Residual: return kn::residual_add(g.hidden.as<bf16>(), g.Z.as<bf16>(), g.ntok * op.ew_cols, s);
+    case EwKind::Rotary: {
+      kn::RotaryCache r;
+      r.qkv = g.qkv.as<bf16>();
+      r.positions = g.m(g.o_pos);
+      r.token_slot = g.m(g.o_slot);
+      auto& kv = g.kv.at(op.layer);
+      r.k_cache = kv.first.as<bf16>();
+      r.v_cache = kv.second.as<bf16>();
+      r.tokens = g.ntok;
+      r.heads = int(g.heads);
+      r.kv_heads = int(g.kv_heads);
+      r.head_dim = int(g.head_dim);
+      r.max_ctx = int(max_ctx_);
+      return kn::rotary_and_cache(r, s);
+    }
+    case EwKind::Act: {
+      // SiLU(gate) * up: the gate_up GEMM's [rows][2 * cols] output in Y; cols in whole 8-element
+      // vectors (the kernel's), as the engine always ran it.
+      const int64_t cols = std::max<int64_t>(8, op.ew_cols);
+      const int64_t rows = std::max<int64_t>(1, op.ew_rows);
+      return kn::silu_mul(g.Y.as<bf16>(), g.Z.as<bf16>(), rows, cols / 8 * 8, s);
+    }
+    case EwKind::None: break;
+  }
+  throw RuntimeError("executor: elementwise op " + op.name + " has no kind (planner/compile/compiler.cpp types every "
+                     "elementwise op it emits)");
+}
+
+int64_t Engine::warm_gemm_plans(int64_t max_tokens, int64_t max_seqs) {
+  // The GEMM dimensions depend on the total token count (and, for the LM head, on the number of
+  // sequences), so one-sequence prefills of every length and decodes of every batch cover them.
+  // Then one GEMM per distinct kernel configuration, at its smallest M: cuBLASLt's first call of a
+  // kernel costs ~2.5 ms of host time (measured: 2.4-3.5 ms for 8B shapes on H200), which
+  // otherwise lands inside the first serving iterations that need it (as TTFT).
+  std::set<std::tuple<int, int64_t, int64_t, int64_t>> seen;
+  std::map<std::tuple<int, int64_t, int64_t, uint64_t>, int64_t> kernels;  // (gpu, n, k, algo) -> smallest M
+  auto add = [&](const BatchShape& sh) {
+    for (const Op& op : compile(sh).ops) {
+      if (op.kind != OpKind::Gemm || !local(op.gpus[0]) || !seen.emplace(op.gpus[0], op.m, op.n, op.k).second) continue;
+      const uint64_t algo = gpu(op.gpus[0]).gemm->prepare(op.m, op.n, op.k);
+      auto [it, fresh] = kernels.emplace(std::make_tuple(op.gpus[0], op.n, op.k, algo), op.m);
+      if (!fresh) it->second = std::min(it->second, op.m);
+    }
+  };
+  for (int64_t t = 1; t <= max_tokens; ++t) add(BatchShape{1, t, t, 0, 0});
+  for (int64_t b = 1; b <= padded_batch(max_seqs); ++b) add(BatchShape{0, 0, 0, b, 2});
+  for (const auto& [key, m] : kernels) {
+    const auto& [id, n, k, algo] = key;
+    GpuState& g = gpu(id);
+    if (m * k > g.cap_x || m * n > g.cap_y) continue;  // cannot happen: X/Y hold the largest iteration
+    // The weights: borrowed from Z when n x k fits there, else allocated for the call (start-up only).
+    gpu::DeviceBuffer w;
+    const bf16* wp = nullptr;
+    if (n * k <= g.cap_z) wp = g.Z.as<bf16>();
+    else {
+      w = gpu::DeviceBuffer(g.dev, size_t(n * k) * 2);
+      wp = w.as<bf16>();
+    }
+    g.gemm->run(g.X.as<bf16>(), wp, g.Y.as<bf16>(), m, n, k, g.stream);
+    if (w.get()) g.stream.synchronize();
+  }
+  for (auto& [id, gp] : state_) gp->stream.synchronize();
+  warm_kernels_ = int64_t(kernels.size());
+  return int64_t(seen.size());
+}
+
+}  // namespace peerplan::exec

@@ -1,0 +1,73 @@
+#pragma once
+// The engine's per-GPU device state, shared by its files (engine.cpp: the iteration loop;
+// engine_alloc.cpp: buffers; engine_ops.cpp: compute ops; engine_comm.cpp: collectives and
+// stage boundaries; engine_graph.cpp: CUDA-graph capture and replay). Internal to profiler/exec.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "profiler/exec/engine.hpp"
+#include "profiler/gpu/gemm.hpp"
+#include "profiler/gpu/raii.hpp"
+
+namespace peerplan::exec {
+
+using bf16 = __nv_bfloat16;
+
+// Activations live in per-GPU scratch buffers (X: GEMM inputs, Y: GEMM outputs, Z: other outputs,
+// hidden, qkv) filled with random values once; values are meaningless by design (synthetic
+// weights), but every kernel reads and writes exactly the bytes, shapes and KV-cache positions of
+// the real iteration, which is what its time depends on.
+struct GpuState {
+  int id = 0;
+  int dev = 0;  // CUDA ordinal: = id in one process; the rank's local rank under MPI
+  int stage = 0, rank = 0, dp = 1, tp = 1;
+  int64_t heads = 0, kv_heads = 0, head_dim = 0;  // attention shard
+  gpu::Stream stream;
+  gpu::Stream copy[2];
+  std::unique_ptr<gpu::GemmRunner> gemm;
+  std::map<std::string, gpu::DeviceBuffer> weights;
+  gpu::DeviceBuffer X, Y, Z, hidden, qkv, normw, attn_ws;
+  int64_t cap_x = 0, cap_y = 0, cap_z = 0;
+  std::map<int, std::pair<gpu::DeviceBuffer, gpu::DeviceBuffer>> kv;  // layer -> K, V
+  gpu::DeviceBuffer meta;                       // int32 metadata (see the offsets below)
+  std::vector<gpu::PinnedHostBuffer> meta_host;  // one per in-flight slot
+  std::vector<gpu::DeviceBuffer> recv;           // stage-boundary receive buffer per slot
+  gpu::PinnedHostBuffer staging;                 // host-staged sends out of this GPU
+  std::vector<gpu::Event> start, done;           // per slot (timing events: per-iteration records)
+  gpu::Event epoch;                              // GPU time 0 of the per-iteration records
+  gpu::Stream finish;                            // MPI, rank 0: receives the last stage's "done"
+  gpu::DeviceBuffer token;                       // MPI: the one-byte "done" messages
+  std::vector<gpu::Event> pool;                  // sync events (fork/join, sends, chunks)
+  size_t pool_next = 0;
+  // This iteration on this GPU.
+  int64_t ntok = 0, npf_seqs = 0, ndc = 0, npf_tok = 0, max_q = 0;
+  // Metadata layout (int32 offsets).
+  int64_t o_pos = 0, o_slot = 0, o_ids = 0, o_qstart = 0, o_pflen = 0, o_pfslot = 0, o_dclen = 0, o_dcslot = 0,
+          meta_ints = 0;
+  cudaEvent_t next_event() {
+    cudaEvent_t e = pool[pool_next % pool.size()].get();
+    ++pool_next;
+    return e;
+  }
+  int* m(int64_t off) const { return meta.as<int>() + off; }
+};
+
+struct Engine::StageGraph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ~StageGraph() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+  }
+};
+
+// `waiter`'s stream waits for all work enqueued so far on `signaller`'s stream (an event from
+// the signaller's pool, recorded on its device).
+void stream_wait(GpuState& waiter, GpuState& signaller);
+
+}  // namespace peerplan::exec

@@ -10,6 +10,7 @@
 #include "planner/core/error.hpp"
 #include "profiler/discovery/discovery.hpp"
 #include "profiler/exec/executor.hpp"
+#include "profiler/gpu/cuda_check.hpp"
 #ifdef PEERPLAN_WITH_MPI
 #include "profiler/common/rank_preflight.hpp"
 #include "profiler/exec/mpi_bus.hpp"
@@ -31,24 +32,25 @@ ExecOptions exec_options(const ExecSettings& s, RankBus* bus) {
 }
 
 #ifdef PEERPLAN_WITH_MPI
-// `--mpi`, inside an mpi::Session: this rank's description with its GPU's UUID and memory (for
-// MpiBus and the preflight of the ranks' GPUs).
+// `--mpi`, inside an mpi::Session: this rank's description with its GPU's UUID and memory (from
+// the one discovery, profiler::cuda_gpus), for MpiBus and the preflight of the ranks' GPUs; the
+// rank's device is made current.
 profiler::RankInfo describe_rank_gpu(bool* share) {
   profiler::RankInfo me = describe_mpi_rank();
-  describe_gpu(me.device, &me.device_count, &me.uuid);
+  const std::vector<GpuSpec> gpus = profiler::cuda_gpus();
+  me.device_count = int(gpus.size());
   // Smoke-test mode for a one-GPU machine (as `profile --mpi`): ranks share the GPU, so the
   // message flow with real followers runs; a plan must then leave the sharing ranks idle
   // (NCCL refuses two ranks of one communicator on one GPU).
   const char* share_env = std::getenv("PEERPLAN_MPI_SHARE_GPU");
   *share = share_env && std::string(share_env) == "1";
-  if (*share && me.device_count > 0 && me.device >= me.device_count) {
-    me.device %= me.device_count;
-    describe_gpu(me.device, &me.device_count, &me.uuid);
-  }
+  if (*share && me.device_count > 0 && me.device >= me.device_count) me.device %= me.device_count;
+  if (me.device < 0 || me.device >= me.device_count) return me;  // the rank layout says what is wrong
+  CUDA_CHECK(cudaSetDevice(me.device));
   // The GPU's memory travels with the rank's description, so the preflight can check a plan
   // whose GPUs are on other hosts (rank_preflight.hpp).
-  const HostInfo here = profiler::discover_host();
-  if (me.device >= 0 && size_t(me.device) < here.gpus.size()) me.memory_bytes = here.gpus[size_t(me.device)].memory_bytes;
+  me.uuid = gpus[size_t(me.device)].uuid;
+  me.memory_bytes = gpus[size_t(me.device)].memory_bytes;
   return me;
 }
 

@@ -51,10 +51,6 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
 int64_t kv_slots_that_fit(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,
                           int64_t max_ctx, int64_t max_tokens, RankBus* bus = nullptr);
 
-// This process's view of CUDA for the MPI rank layout: makes `device` current and returns the
-// number of GPUs it sees and the device's UUID (32 hex digits, as cudaDeviceProp holds it).
-void describe_gpu(int device, int* device_count, std::string* uuid);
-
 // Every kernel against a CPU fp64 reference on fresh random inputs, outputs poisoned first.
 std::vector<SelfTestResult> kernel_self_test(int device, uint64_t seed);
 

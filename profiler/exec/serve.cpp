@@ -29,17 +29,6 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 
 }  // namespace
 
-void describe_gpu(int device, int* device_count, std::string* uuid) {
-  CUDA_CHECK(cudaGetDeviceCount(device_count));
-  uuid->clear();
-  if (device < 0 || device >= *device_count) return;  // the rank layout check says what is wrong
-  CUDA_CHECK(cudaSetDevice(device));
-  cudaDeviceProp p{};
-  CUDA_CHECK(cudaGetDeviceProperties(&p, device));
-  const unsigned char* u = reinterpret_cast<const unsigned char*>(p.uuid.bytes);
-  for (int i = 0; i < 16; ++i) *uuid += fmt::format("{:02x}", u[i]);
-}
-
 int64_t kv_slots_that_fit(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,
                           int64_t max_ctx, int64_t max_tokens, RankBus* bus) {
   std::vector<GpuFreeMemory> free;

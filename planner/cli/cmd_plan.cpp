@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "planner/cli/commands.hpp"
+#include "planner/cli/option_checks.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
 #include "planner/model/model_config.hpp"
@@ -30,7 +31,7 @@ struct PlanCmd {
   int64_t requests = 0;
   std::vector<std::string> strategies, sets;
   std::string json_out, csv_out, report_dir, trace_out, best_out;
-  bool json_stdout = false, no_p2p_compare = false;
+  bool json_stdout = false, no_p2p_compare = false, drop_over_context = false;
   int validate = 0;               // execute the top K ranked plans on this host's GPUs
   std::string validate_out;       // reports of those runs: DIR/<rank>/
   bool allow_other_host = false;
@@ -92,12 +93,19 @@ void validate_plans(GpuBackend& gpu, const std::vector<Plan>& plans, const PlanC
 
 // The search and everything it prints and writes; executes nothing.
 SearchResult search_and_report(const PlanCmd& o) {
+  // Every output or none (planner/core/files.hpp); two on one path are refused before the search.
+  OutputSet outputs;
+  if (!o.json_out.empty()) outputs.claim("--json-out", o.json_out);
+  if (!o.csv_out.empty()) outputs.claim("--csv", o.csv_out);
+  if (!o.best_out.empty()) outputs.claim("--best-out", o.best_out);
+  if (!o.trace_out.empty()) outputs.claim("--trace", o.trace_out);
   auto obj = objective_from_string(o.objective);
   ModelConfig cfg = load_model_config(resolve_model_path(o.model));
   ModelFigures fig = derive_figures(cfg);
   Machine machine = load_machine(resolve_machine_path(o.machine));
   Topology topo(machine);
   Workload w = load_workload(resolve_workload_path(o.workload));
+  bind_model_context(w, cfg.max_context, cfg.name, o.drop_over_context);
 
   SearchOptions so;
   so.objective = *obj;
@@ -108,17 +116,15 @@ SearchResult search_and_report(const PlanCmd& o) {
   so.threads = o.threads;
   so.sim.pricer.per_octave = o.per_octave;
   SearchResult r = search_plans(cfg, fig, topo, w, so);
+  if (std::string note = over_context_note(r.workload); !note.empty()) std::cerr << "peerplan: note: " << note << "\n";
 
   if (o.json_stdout) std::cout << search_to_json(r).dump(2) << "\n";
   else std::cout << fmt::format("{} on {}\n", cfg.name, machine.name) << ranked_table(r);
-  if (!o.json_out.empty()) write_file_atomic(o.json_out, search_to_json(r).dump(2) + "\n");
-  if (!o.csv_out.empty()) write_file_atomic(o.csv_out, search_to_csv(r));
-  if (!o.report_dir.empty()) {
-    std::string note = write_report_dir(r, o.report_dir);
-    std::cerr << "report: " << o.report_dir << "/report.md" << (note.empty() ? "" : " (" + note + ")") << "\n";
-  }
+  if (!o.json_out.empty()) outputs.add("--json-out", o.json_out, search_to_json(r).dump(2) + "\n");
+  if (!o.csv_out.empty()) outputs.add("--csv", o.csv_out, search_to_csv(r));
+  if (!o.report_dir.empty()) stage_report_dir(r, o.report_dir, outputs);
   if (r.recommended >= 0 && !o.best_out.empty())
-    write_file_atomic(o.best_out, plan_to_json(r.ranked[size_t(r.recommended)].plan).dump(2) + "\n");
+    outputs.add("--best-out", o.best_out, plan_to_json(r.ranked[size_t(r.recommended)].plan).dump(2) + "\n");
   if (r.recommended >= 0 && !o.trace_out.empty()) {
     // Re-simulate the recommended plan with its stage executions recorded.
     const CandidateResult& best = r.ranked[size_t(r.recommended)];
@@ -129,9 +135,14 @@ SearchResult search_and_report(const PlanCmd& o) {
     auto reqs = r.workload.generate();
     Simulation s = simulate_plan(best.plan, cfg, fig, topo, r.workload, reqs, sim);
     CostModel cost(topo, sim.cost);
-    write_file_atomic(o.trace_out, chrome_trace(best.plan, cfg, fig, cost, s.run, sim.pricer, s.metrics.provenance).dump() + "\n");
-    std::cerr << "trace: " << o.trace_out << " (open in https://ui.perfetto.dev)\n";
+    outputs.add("--trace", o.trace_out, chrome_trace(best.plan, cfg, fig, cost, s.run, sim.pricer, s.metrics.provenance).dump() + "\n");
   }
+  outputs.commit();
+  if (!o.report_dir.empty()) {
+    std::string note = draw_report_plots(o.report_dir);
+    std::cerr << "report: " << o.report_dir << "/report.md" << (note.empty() ? "" : " (" + note + ")") << "\n";
+  }
+  if (r.recommended >= 0 && !o.trace_out.empty()) std::cerr << "trace: " << o.trace_out << " (open in https://ui.perfetto.dev)\n";
   return r;
 }
 
@@ -236,7 +247,11 @@ void add_plan_command(CLI::App& app, const Executable& exe) {
   sub->add_option("--trace", o->trace_out, "Write a Chrome/Perfetto trace of the recommended plan to this file");
   sub->add_option("--best-out", o->best_out, "Write the recommended plan's JSON (for simulate/validate)");
   sub->add_flag("--no-p2p-compare", o->no_p2p_compare, "Do not simulate the P2P-off variant of each plan");
-  sub->add_option("--threads", o->threads, "Candidates simulated in parallel")->capture_default_str();
+  sub->add_option("--threads", o->threads, "Candidates simulated in parallel")
+      ->capture_default_str()->check(integer_in(1, 1024, "threads"));
+  sub->add_flag("--drop-over-context", o->drop_over_context,
+                "Drop requests whose prompt is longer than the model's context (as serving engines refuse them) "
+                "instead of refusing the workload; the count is reported");
   sub->add_option("--validate", o->validate,
                   "Execute the top K ranked plans on this host's GPUs and compare each with its prediction, as "
                   "`peerplan validate` does (needs a CUDA build and a profile of this host as --machine)");
@@ -249,7 +264,7 @@ void add_plan_command(CLI::App& app, const Executable& exe) {
                 "(docs/mpi.md)");
   sub->add_option("--shape-points", o->per_octave,
                   "Iteration shapes are priced on a grid of this many points per octave (0: exact, slow)")
-      ->capture_default_str();
+      ->capture_default_str()->check(integer_in(0, 1024, "points per octave"));
   sub->callback([o, exe] { run_plan(exe, *o); });
 }
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "planner/cli/commands.hpp"
+#include "planner/cli/option_checks.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
 #include "planner/model/model_config.hpp"
@@ -133,17 +134,22 @@ void add_plans_command(CLI::App& app) {
   sub->add_option("--strategy,-s", o->strategies, "Strategy name (plugins/) or Lua file; repeatable; default: all built-ins");
   sub->add_option("--set", o->sets, "key=value for a strategy parameter (repeatable), typed against its declaration");
   sub->add_option("--workload,-w", o->workload, "Take max-seqs, context and max-batched-tokens from this workload");
-  sub->add_option("--max-seqs", o->mem.max_seqs, "Sequences the KV cache must hold")->capture_default_str();
-  sub->add_option("--context", o->mem.context, "Tokens per sequence (prompt + output)")->capture_default_str();
+  sub->add_option("--max-seqs", o->mem.max_seqs, "Sequences the KV cache must hold")
+      ->capture_default_str()->check(integer_in(1, 1'000'000, "sequences"));
+  sub->add_option("--context", o->mem.context, "Tokens per sequence (prompt + output)")
+      ->capture_default_str()->check(integer_in(1, 200'000'000, "tokens"));
   sub->add_option("--max-batched-tokens", o->mem.max_batched_tokens, "Tokens per iteration (sizes activations)")
-      ->capture_default_str();
+      ->capture_default_str()->check(integer_in(1, 100'000'000, "tokens"));
   sub->add_option("--reserve-fraction", o->mem.reserve_fraction, "Per-GPU reserve as a fraction of its memory")
       ->capture_default_str()->check(CLI::Range(0.0, 0.9));
   sub->add_option("--reserve-bytes", o->mem.reserve_bytes, "Fixed per-GPU reserve in bytes, added to the fraction")
-      ->capture_default_str();
-  sub->add_option("--lua-instructions", o->lua.instructions, "Instruction budget per script call")->capture_default_str();
-  sub->add_option("--lua-seconds", o->lua.seconds, "Wall-clock limit per script call")->capture_default_str();
-  sub->add_option("--lua-memory-mib", o->lua_memory_mib, "Memory cap per script")->capture_default_str();
+      ->capture_default_str()->check(integer_in(0, 1LL << 50, "bytes"));
+  sub->add_option("--lua-instructions", o->lua.instructions, "Instruction budget per script call")
+      ->capture_default_str()->check(integer_in(1, 1'000'000'000'000'000LL, "instructions"));
+  sub->add_option("--lua-seconds", o->lua.seconds, "Wall-clock limit per script call")
+      ->capture_default_str()->check(finite_in(0.001, 86400, "seconds"));
+  sub->add_option("--lua-memory-mib", o->lua_memory_mib, "Memory cap per script")
+      ->capture_default_str()->check(finite_in(1, 1 << 20, "MiB"));
   sub->add_flag("--json", o->json, "Print JSON (plans + memory per GPU) instead of the table");
   sub->add_option("--out,-o", o->out, "Also write the JSON to this file (atomically)");
   sub->callback([o] { run_plans(*o); });

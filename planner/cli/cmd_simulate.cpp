@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "planner/cli/commands.hpp"
+#include "planner/cli/option_checks.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
 #include "planner/model/model_config.hpp"
@@ -26,6 +27,7 @@ struct SimCmd {
   int per_octave = 16;
   int trace_records = 400;
   bool json = false;
+  bool drop_over_context = false;
 };
 
 void run_simulate(const SimCmd& o) {
@@ -35,6 +37,8 @@ void run_simulate(const SimCmd& o) {
   Topology topo(machine);
   Workload w = load_workload(resolve_workload_path(o.workload));
   apply_overrides(w, WorkloadOverrides{o.rate, o.requests});
+  bind_model_context(w, cfg.max_context, cfg.name, o.drop_over_context);
+  if (std::string note = over_context_note(w); !note.empty()) std::cerr << "peerplan: note: " << note << "\n";
   Plan plan = load_plan(o.plan);
   validate_plan(plan, cfg.layers, cfg.experts, machine.gpu_count(), o.plan);
 
@@ -51,6 +55,7 @@ void run_simulate(const SimCmd& o) {
   so.memory = mr;
   so.memory_context = mem.context;
   so.record_limit = o.trace.empty() ? 0 : size_t(std::max(0, o.trace_records));
+  so.progress = true;  // one simulation: a long one reports on stderr (planner/sim/serving.cpp)
   auto reqs = w.generate();
   Simulation s = simulate_plan(plan, cfg, fig, topo, w, reqs, so);
   const Metrics& m = s.metrics;
@@ -113,8 +118,13 @@ void add_simulate_command(CLI::App& app) {
   sub->add_option("--out,-o", o->out, "Write the metrics JSON here");
   sub->add_flag("--json", o->json, "Print the metrics JSON instead of the summary");
   sub->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of the first iterations here");
-  sub->add_option("--trace-iterations", o->trace_records, "Stage executions kept in the trace")->capture_default_str();
-  sub->add_option("--shape-points", o->per_octave, "Shape grid points per octave (0: exact pricing)")->capture_default_str();
+  sub->add_option("--trace-iterations", o->trace_records, "Stage executions kept in the trace")
+      ->capture_default_str()->check(integer_in(0, 1'000'000, "stage executions"));
+  sub->add_option("--shape-points", o->per_octave, "Shape grid points per octave (0: exact pricing)")
+      ->capture_default_str()->check(integer_in(0, 1024, "points per octave"));
+  sub->add_flag("--drop-over-context", o->drop_over_context,
+                "Drop requests whose prompt is longer than the model's context (as serving engines refuse them) "
+                "instead of refusing the workload; the count is reported");
   sub->callback([o] { run_simulate(*o); });
 }
 

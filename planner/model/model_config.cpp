@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "planner/core/error.hpp"
+#include "planner/core/files.hpp"
 #include "planner/core/json_in.hpp"
 
 namespace peerplan {
@@ -285,7 +286,7 @@ std::vector<std::string> supported_architectures() {
 }
 
 ModelConfig load_model_config(const std::string& path) {
-  json j = load_json_file(path);
+  json j = load_json_file(path, file_kind::kModelConfig);
   ModelConfig c = from_json(j, path);
   c.name = name_from_path(path);  // the directory users name it by, not the hub id
   return c;

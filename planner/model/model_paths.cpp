@@ -47,7 +47,8 @@ std::vector<std::string> shipped_workload_names() { return list_shipped("models/
 std::string resolve_model_path(const std::string& name_or_path) {
   if (name_or_path.empty()) throw InputError("", "model", "expected a config.json path or a shipped model name");
   std::error_code ec;
-  if (fs::is_regular_file(name_or_path, ec)) return name_or_path;
+  // Anything at the path (a FIFO, a symlink loop...) is the user's file: the reader says what is wrong.
+  if (path_present(name_or_path) && !fs::is_directory(name_or_path, ec)) return name_or_path;
   if (fs::is_directory(name_or_path, ec)) {
     fs::path p = fs::path(name_or_path) / "config.json";
     if (fs::is_regular_file(p, ec)) return p.string();
@@ -65,7 +66,7 @@ std::string resolve_model_path(const std::string& name_or_path) {
 std::string resolve_workload_path(const std::string& name_or_path) {
   if (name_or_path.empty()) throw InputError("", "workload", "expected a workload JSON path or a shipped workload name");
   std::error_code ec;
-  if (fs::is_regular_file(name_or_path, ec)) return name_or_path;
+  if (path_present(name_or_path) && !fs::is_directory(name_or_path, ec)) return name_or_path;  // the reader says what is wrong
   if (name_or_path.find('/') == std::string::npos) {
     std::string base = name_or_path;
     if (base.size() > 5 && base.compare(base.size() - 5, 5, ".json") == 0) base.resize(base.size() - 5);

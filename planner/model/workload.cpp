@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "planner/core/error.hpp"
+#include "planner/core/files.hpp"
 #include "planner/core/json_in.hpp"
 #include "planner/model/workload_trace.hpp"
 
@@ -175,9 +176,6 @@ Workload from_json(const json& root, const std::string& origin) {
     w.arrival = Workload::Arrival::Trace;
     trace = load_trace_for(arr, "file");
     have_trace = true;
-    w.trace_arrivals_s = trace.timestamps_s;
-    w.trace_prompt_tokens = trace.prompt_tokens;
-    w.trace_output_tokens = trace.output_tokens;
     double span = trace.timestamps_s.back() - trace.timestamps_s.front();
     w.rate_rps = span > 0 ? double(trace.timestamps_s.size() - 1) / span : 0;  // informative only
   } else {
@@ -199,6 +197,11 @@ Workload from_json(const json& root, const std::string& origin) {
 
   w.prompt = parse_length(in, "prompt_tokens", have_trace ? &trace : nullptr, have_trace ? &trace.prompt_tokens : nullptr);
   w.output = parse_length(in, "output_tokens", have_trace ? &trace : nullptr, have_trace ? &trace.output_tokens : nullptr);
+  if (have_trace) {  // moved, not copied: a trace of millions of rows is read once and held once
+    w.trace_arrivals_s = std::move(trace.timestamps_s);
+    w.trace_prompt_tokens = std::move(trace.prompt_tokens);
+    w.trace_output_tokens = std::move(trace.output_tokens);
+  }
 
   if (auto b = in.opt("batching")) {
     if (!b->is_object()) in.fail("batching", "expected an object: {max_num_seqs, max_batched_tokens, chunked_prefill}");
@@ -226,8 +229,30 @@ Workload from_json(const json& root, const std::string& origin) {
 }  // namespace
 
 Workload load_workload(const std::string& path) {
-  json j = load_json_file(path);
+  json j = load_json_file(path, file_kind::kWorkload);
   return from_json(j, path);
+}
+
+void bind_model_context(Workload& w, int64_t context, const std::string& model, bool drop) {
+  if (context <= 0) return;
+  w.model_context = context;
+  w.model_name = model;
+  w.drop_over_context = drop;
+}
+
+int64_t requests_dropped_over_context(const Workload& w) {
+  if (w.model_context <= 0 || w.num_requests <= 0) return 0;
+  int64_t n = w.num_requests;
+  if (w.arrival == Workload::Arrival::Trace) n = std::min<int64_t>(n, int64_t(w.trace_arrivals_s.size()));
+  return n - int64_t(w.generate().size());
+}
+
+std::string over_context_note(const Workload& w) {
+  const int64_t dropped = requests_dropped_over_context(w);
+  if (dropped == 0) return "";
+  return "dropped " + std::to_string(dropped) + " request" + (dropped == 1 ? "" : "s") +
+         " whose prompt is longer than the context of " + w.model_name + " (" + std::to_string(w.model_context) +
+         " tokens), as --drop-over-context asks";
 }
 
 Workload parse_workload(const std::string& json_text, const std::string& origin) {

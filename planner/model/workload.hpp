@@ -47,7 +47,14 @@ struct Workload {
   double slo_tpot_s = 0.1;
   double slo_e2e_p99_s = 60.0;
 
-  // Deterministic for a given seed.
+  // The model's context (max_position_embeddings), bound by bind_model_context: a request whose
+  // prompt is longer cannot be served. 0: not bound.
+  int64_t model_context = 0;
+  std::string model_name;
+  bool drop_over_context = false;  // drop such requests (as serving engines refuse them) instead of refusing the workload
+
+  // Deterministic for a given seed. Throws InputError when a prompt is over model_context (unless
+  // drop_over_context, which removes those requests and numbers the rest 0..n-1).
   std::vector<Request> generate() const;
   int64_t max_context() const;  // upper bound on prompt + output tokens
 };
@@ -68,6 +75,15 @@ struct WorkloadOverrides {
   int64_t num_requests = 0;
 };
 void apply_overrides(Workload& w, const WorkloadOverrides& o);
+
+// Binds `context` (the model's max_position_embeddings; 0: unknown, nothing bound) to `w`: from
+// then on generate() refuses a prompt longer than it (InputError naming the workload and the
+// model, with the count), or drops those requests when `drop` (--drop-over-context).
+void bind_model_context(Workload& w, int64_t context, const std::string& model, bool drop);
+// How many requests generate() drops (0 when nothing is bound); throws as generate() does.
+int64_t requests_dropped_over_context(const Workload& w);
+// "dropped 3 requests whose prompt is longer than ..." for the user, "" when none was dropped.
+std::string over_context_note(const Workload& w);
 Workload parse_workload(const std::string& json_text, const std::string& origin);
 
 // A workload argument: a JSON path or a shipped name ("chat" -> models/workloads/chat.json).

@@ -6,6 +6,8 @@
 
 #include "planner/model/workload.hpp"
 
+#include "planner/core/error.hpp"
+
 namespace peerplan {
 
 namespace {
@@ -85,6 +87,29 @@ double LengthDist::mean() const {
   return 1;
 }
 
+// Prompts longer than the model's context: refused, or removed under drop_over_context.
+static void drop_or_refuse_over_context(const Workload& w, std::vector<Request>& reqs) {
+  int64_t over = 0, longest = 0;
+  for (const Request& r : reqs)
+    if (r.prompt_tokens > w.model_context) {
+      ++over;
+      longest = std::max(longest, r.prompt_tokens);
+    }
+  if (over == 0) return;
+  if (!w.drop_over_context)
+    throw InputError(w.source_file, "prompt_tokens",
+                     std::to_string(over) + " of " + std::to_string(reqs.size()) +
+                         " requests have prompts longer than the context of " + w.model_name + " (" +
+                         std::to_string(w.model_context) + " tokens; the longest has " + std::to_string(longest) +
+                         "); shorten them, or pass --drop-over-context to drop them as serving engines refuse them");
+  std::erase_if(reqs, [&](const Request& r) { return r.prompt_tokens > w.model_context; });
+  for (size_t i = 0; i < reqs.size(); ++i) reqs[i].id = int64_t(i);
+  if (reqs.empty())
+    throw InputError(w.source_file, "prompt_tokens", "every request's prompt is longer than the context of " +
+                                                         w.model_name + " (" + std::to_string(w.model_context) +
+                                                         " tokens): nothing is left to simulate");
+}
+
 std::vector<Request> Workload::generate() const {
   std::mt19937_64 arrivals(stream_seed(seed, 0)), prompts(stream_seed(seed, 1)), outputs(stream_seed(seed, 2));
   int64_t n = num_requests;
@@ -105,6 +130,7 @@ std::vector<Request> Workload::generate() const {
     r.output_tokens = output.replay && size_t(i) < output.samples.size() ? output.samples[size_t(i)] : output.sample(outputs);
     out.push_back(r);
   }
+  if (model_context > 0) drop_or_refuse_over_context(*this, out);
   return out;
 }
 
@@ -120,7 +146,9 @@ int64_t Workload::max_context() const {
     }
     return 1;
   };
-  return hi(prompt) + hi(output);
+  int64_t p = hi(prompt);
+  if (model_context > 0 && drop_over_context) p = std::min(p, model_context);  // longer ones are dropped
+  return p + hi(output);
 }
 
 }  // namespace peerplan

@@ -281,7 +281,7 @@ Machine parse_machine_json(const std::string& text, const std::string& origin) {
 }
 
 Machine load_machine(const std::string& path) {
-  std::string text = read_text_file(path);
+  std::string text = read_input_file(path, file_kind::kMachine);
   if (text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);  // UTF-8 BOM
   size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '<') return parse_nccl_xml(text, path);
@@ -356,11 +356,11 @@ nlohmann::json machine_to_json(const Machine& m) {
 
 std::string resolve_machine_path(const std::string& name) {
   if (name.empty()) throw InputError("", "--machine", "expected a machine file or a shipped machine name");
-  if (fs::exists(name)) return name;
+  if (path_present(name)) return name;  // whatever it is (a FIFO, a symlink loop): the reader says what is wrong
   bool looks_like_path = name.find('/') != std::string::npos || name.ends_with(".json") || name.ends_with(".xml");
   if (looks_like_path) {
     std::string p = find_data_file(name);
-    if (fs::exists(p)) return p;
+    if (path_present(p)) return p;
     throw InputError(name, "", "cannot open file (does it exist and is it readable?)");
   }
   std::string p = find_data_file("models/hardware/" + name + ".json");

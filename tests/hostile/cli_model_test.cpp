@@ -74,11 +74,12 @@ TEST(CliModelHostile, ImplausiblyLargeSizesAreRefusedNotOverflowed) {
 }
 
 TEST(CliModelHostile, HundredMegabyteConfigIsHandled) {
-  // Generated at test time (never committed): a 100 MB field, then a wrong type after it.
+  // Generated at test time (never committed): a 100 MB field, then a wrong type after it. Over the
+  // 16 MiB cap of a model config (issue 21): refused by its size before it is read or parsed.
   nlohmann::json j = llama();
   j["padding"] = std::string(100u << 20, 'x');
   j["num_hidden_layers"] = "thirty-two";
-  expect_model_rejected(j.dump(), {"num_hidden_layers"});
+  expect_model_rejected(j.dump(), {"over the 16.0 MiB cap for a model config file"});
 }
 
 TEST(CliModelHostile, MissingFileAndDirectoryWithoutConfig) {

@@ -4,6 +4,7 @@
 // deadline (a hang is a failure, not a stuck CI job).
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,12 +35,23 @@ struct CliResult {
   int signal = 0;          // the signal that ended it, if any
   bool timed_out = false;
   std::string out, err;
+  long max_rss_kib = 0;    // peak resident memory of the child
+  double wall_s = 0;
   std::string describe() const;  // for failure messages
 };
 
-// Runs PEERPLAN_BINARY with `args` (no shell), cwd = `cwd` (or the current one when empty).
+struct RunOptions {
+  std::string cwd;                                         // "" = the current directory
+  std::chrono::milliseconds deadline = std::chrono::seconds(60);
+  std::string stdout_path;                                 // the child's stdout, e.g. /dev/full ("" = captured)
+  std::function<void(int pid)> while_running;              // called every few ms until the child ends
+};
+
+// Runs PEERPLAN_BINARY (or $PEERPLAN_HOSTILE_BINARY, to show that a new test fails on an older
+// build) with `args` (no shell), cwd = `cwd` (or the current one when empty).
 CliResult run_peerplan(const std::vector<std::string>& args, const std::string& cwd = "",
                        std::chrono::seconds deadline = std::chrono::seconds(60));
+CliResult run_peerplan(const std::vector<std::string>& args, const RunOptions& options);
 
 std::string read_file(const std::string& path);
 

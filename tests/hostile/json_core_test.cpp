@@ -4,9 +4,12 @@
 #include <cmath>
 #include <string>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "planner/core/error.hpp"
+#include "planner/core/files.hpp"
 #include "planner/core/json_in.hpp"
 #include "tests/hostile/hostile_support.hpp"
 
@@ -18,9 +21,9 @@ using peerplan::hostile::ScratchDir;
 namespace {
 
 // Loads `path` and returns the InputError it must throw (fails the test if it throws anything else).
-InputError load_error(const std::string& path) {
+InputError load_error(const std::string& path, const peerplan::FileKind& kind = peerplan::file_kind::kAny) {
   try {
-    (void)peerplan::load_json_file(path);
+    (void)peerplan::load_json_file(path, kind);
   } catch (const InputError& e) {
     return e;
   } catch (const std::exception& e) {
@@ -55,7 +58,7 @@ TEST(JsonCoreHostile, TruncatedFileGivesLineAndColumn) {
 TEST(JsonCoreHostile, MissingFileSaysSo) {
   ScratchDir d;
   auto e = load_error((d / "nope.json").string());
-  EXPECT_NE(std::string(e.what()).find("cannot open"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("no such file"), std::string::npos) << e.what();
 }
 
 TEST(JsonCoreHostile, DirectoryInsteadOfFileIsNotCalledEmpty) {
@@ -151,12 +154,13 @@ TEST(JsonCoreHostile, InvalidUtf8AndNulBytesAreSyntaxErrors) {
 
 TEST(JsonCoreHostile, HundredMegabyteFileIsHandledAndTheFieldIsNamed) {
   // Generated here, never committed: a 100 MB string field, then a wrong-typed field after it.
+  // Read as a metrics file (128 MiB cap): within the cap, the parser must cope.
   ScratchDir d;
   std::string big = "{\"padding\": \"" + std::string(100u << 20, 'x') + "\", \"hidden_size\": \"big\"}";
   std::string path = d.write("huge.json", big);
   big.clear();
   big.shrink_to_fit();
-  json j = peerplan::load_json_file(path);
+  json j = peerplan::load_json_file(path, peerplan::file_kind::kMetrics);
   try {
     (void)JsonIn(j, path).positive_int("hidden_size");
     FAIL() << "string accepted as an integer";
@@ -164,6 +168,15 @@ TEST(JsonCoreHostile, HundredMegabyteFileIsHandledAndTheFieldIsNamed) {
     EXPECT_EQ(e.file(), path);
     EXPECT_EQ(e.field(), "hidden_size");
   }
+}
+
+TEST(JsonCoreHostile, AHundredMegabyteFileOverItsKindsCapIsRefusedBeforeParsing) {
+  // The same file as a model config (16 MiB cap): refused by its size, naming size and cap.
+  ScratchDir d;
+  std::string path = d.write("config.json", "{");
+  ASSERT_EQ(truncate(path.c_str(), 100LL << 20), 0);
+  auto e = load_error(path, peerplan::file_kind::kModelConfig);
+  EXPECT_NE(std::string(e.what()).find("100.0 MiB (104857600 bytes), over the 16.0 MiB cap"), std::string::npos) << e.what();
 }
 
 TEST(JsonCoreHostile, HundredMegabyteTruncatedFileGivesAPosition) {
@@ -174,7 +187,7 @@ TEST(JsonCoreHostile, HundredMegabyteTruncatedFileGivesAPosition) {
   std::string path = d.write("huge.json", big);  // never closed
   big.clear();
   big.shrink_to_fit();
-  auto e = load_error(path);
+  auto e = load_error(path, peerplan::file_kind::kMetrics);  // within its 128 MiB cap
   EXPECT_NE(std::string(e.what()).find("malformed JSON at line"), std::string::npos) << std::string(e.what()).substr(0, 300);
 }
 

@@ -188,6 +188,160 @@ SelfTestResult prefill_case(int dev, std::mt19937_64& rng, int D, int kvh, int g
                  dout, ref);
 }
 
+// ---- decode attention: head_dim 64 and 128, GQA groups 1..16, split-K (several chunks, the
+// last one partial; lengths off the 16-token step) and single-chunk grids, slots and none ----
+void decode_attention_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt19937_64& rng) {
+  auto dec = [&](int D, int kvh, int group, int max_ctx, std::vector<int> lens, std::vector<int> slot_of,
+                 int slots) {
+    out.push_back(decode_case(dev, sms, rng, D, kvh, group, max_ctx, lens, slot_of, slots));
+  };
+  dec(128, 2, 4, 1500, {1, 333, 1500}, {2, 0, 3}, 4);
+  dec(128, 2, 8, 1500, {1, 333, 1500}, {2, 0, 3}, 4);
+  dec(128, 1, 16, 700, {700, 65, 17}, {1, 2, 0}, 3);
+  dec(128, 4, 1, 2000, {1999, 64, 1000, 5}, {}, 4);  // MHA, no slot table
+  dec(64, 2, 4, 1100, {1, 129, 1100}, {1, 2, 0}, 3);
+  dec(64, 3, 8, 300, {300, 2}, {}, 2);
+  dec(128, 8, 4, 64, {64, 1, 37}, {0, 2, 1}, 3);  // capacity 64: one chunk per sequence, no merge
+  // 40 sequences x 8 kv heads: few chunks per sequence, so each warp runs several 16-token steps
+  // (the running softmax across steps); lengths spread over the capacity.
+  std::vector<int> lens40, perm40;
+  for (int i = 0; i < 40; ++i) {
+    lens40.push_back(1 + (i * 97) % 520);
+    perm40.push_back((i * 7 + 3) % 41);
+  }
+  dec(128, 8, 8, 520, lens40, perm40, 41);
+  for (auto& l : lens40) l = std::min(600, l + 80);
+  dec(64, 8, 2, 600, lens40, {}, 40);
+  // Cluster-merged splits (Hopper): 16 (sequence, kv head) pairs -> 8 splits per pair, most of
+  // them past the end of the short sequences; 66 x 8 pairs -> 2 splits.
+  dec(128, 4, 4, 700, {700, 1, 333, 64}, {3, 1, 0, 2}, 4);
+  std::vector<int> lens66;
+  for (int i = 0; i < 66; ++i) lens66.push_back(1 + (i * 61) % 200);
+  dec(64, 8, 1, 200, lens66, {}, 66);
+}
+
+// ---- prefill attention: head_dim 64 and 128, GQA groups 1/4/8, lengths off the 64-row and
+// 64-key tiles, chunks continuing a cached context, several packed sequences, slots and none ----
+void prefill_attention_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) {
+  auto pre = [&](int D, int kvh, int group, int max_ctx, std::vector<int> qlen, std::vector<int> ctx,
+                 std::vector<int> slot_of, int slots) {
+    out.push_back(prefill_case(dev, rng, D, kvh, group, max_ctx, qlen, ctx, slot_of, slots));
+  };
+  pre(128, 2, 4, 400, {150, 37}, {150, 300}, {1, 0}, 2);
+  pre(128, 1, 8, 1100, {300, 1, 129}, {1000, 1, 129}, {2, 0, 1}, 3);
+  pre(64, 3, 1, 260, {1, 64, 130, 65}, {1, 100, 257, 65}, {}, 4);
+  pre(64, 2, 4, 200, {200, 63}, {200, 190}, {1, 0}, 2);
+}
+
+// ---- RMSNorm and fused add + RMSNorm ----
+void norm_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) {
+  const int T = 7, Hd = 4096;
+  Host x = random_host(size_t(T * Hd), rng), res = random_host(x.v.size(), rng), w = random_host(size_t(Hd), rng);
+  auto dx = upload(dev, x.v), dw = upload(dev, w.v), dres = upload(dev, res.v);
+  auto dout = poisoned(dev, x.v.size());
+  kn::rmsnorm(dx.as<bf16>(), dw.as<bf16>(), dout.as<bf16>(), T, Hd, 1e-5f, nullptr);
+  std::vector<double> ref(x.v.size()), ref2(x.v.size());
+  for (int t = 0; t < T; ++t) {
+    double ss = 0, ss2 = 0;
+    for (int i = 0; i < Hd; ++i) {
+      ss += x.d[size_t(t * Hd + i)] * x.d[size_t(t * Hd + i)];
+      const double s = x.d[size_t(t * Hd + i)] + res.d[size_t(t * Hd + i)];
+      ss2 += s * s;
+    }
+    const double inv = 1.0 / std::sqrt(ss / Hd + 1e-5), inv2 = 1.0 / std::sqrt(ss2 / Hd + 1e-5);
+    for (int i = 0; i < Hd; ++i) {
+      ref[size_t(t * Hd + i)] = x.d[size_t(t * Hd + i)] * inv * w.d[size_t(i)];
+      ref2[size_t(t * Hd + i)] = (x.d[size_t(t * Hd + i)] + res.d[size_t(t * Hd + i)]) * inv2 * w.d[size_t(i)];
+    }
+  }
+  out.push_back(compare("rmsnorm", "7 x 4096", dout, ref));
+  auto dout2 = poisoned(dev, x.v.size());
+  kn::add_rmsnorm(dx.as<bf16>(), dres.as<bf16>(), dw.as<bf16>(), dout2.as<bf16>(), T, Hd, 1e-5f, nullptr);
+  out.push_back(compare("add_rmsnorm", "7 x 4096", dout2, ref2));
+}
+
+// ---- SiLU * mul, residual add, embedding gather ----
+void mlp_and_embedding_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) {
+  const int T = 5, I = 1432;
+  Host in = random_host(size_t(T * 2 * I), rng, 4.0);
+  auto din = upload(dev, in.v);
+  auto dout = poisoned(dev, size_t(T * I));
+  kn::silu_mul(din.as<bf16>(), dout.as<bf16>(), T, I, nullptr);
+  std::vector<double> ref(size_t(T * I));
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < I; ++i) {
+      const double g = in.d[size_t(t * 2 * I + i)], u = in.d[size_t(t * 2 * I + I + i)];
+      ref[size_t(t * I + i)] = g / (1 + std::exp(-g)) * u;
+    }
+  out.push_back(compare("silu_mul", "5 x 1432", dout, ref));
+
+  Host a = random_host(8192, rng), b = random_host(8192, rng);
+  auto da = upload(dev, a.v), db = upload(dev, b.v);
+  kn::residual_add(da.as<bf16>(), db.as<bf16>(), 8192, nullptr);
+  std::vector<double> rs(8192);
+  for (size_t i = 0; i < rs.size(); ++i) rs[i] = a.d[i] + b.d[i];
+  out.push_back(compare("residual_add", "8192", da, rs));
+
+  const int vocab = 1000, Hd = 256;
+  Host table = random_host(size_t(vocab * Hd), rng);
+  std::vector<int> ids{5, 999, 0, 42, 1000 /* outside the shard: zeros */};
+  auto dt = upload(dev, table.v), di = upload_int(dev, ids);
+  auto de = poisoned(dev, ids.size() * Hd);
+  kn::embedding_gather(di.as<int>(), dt.as<bf16>(), de.as<bf16>(), int64_t(ids.size()), vocab, Hd, nullptr);
+  std::vector<double> re(ids.size() * Hd, 0.0);
+  for (size_t t = 0; t < ids.size(); ++t)
+    if (ids[t] < vocab)
+      for (int i = 0; i < Hd; ++i) re[t * Hd + size_t(i)] = table.d[size_t(ids[t] * Hd + i)];
+  out.push_back(compare("embedding_gather", "5 ids x 256", de, re));
+}
+
+// ---- rotary + KV-cache write: check the rotated q and the cached k and v ----
+void rotary_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) {
+  const int T = 3, heads = 4, kvh = 2, D = 128, max_ctx = 64, slots = 2;
+  const float theta = 500000.f;
+  const int row = (heads + 2 * kvh) * D;
+  Host qkv = random_host(size_t(T * row), rng);
+  std::vector<int> pos{0, 17, 63}, tslot{1, 0, 1};
+  auto dqkv = upload(dev, qkv.v), dp = upload_int(dev, pos), dsl = upload_int(dev, tslot);
+  auto dk = poisoned(dev, size_t(slots) * kvh * max_ctx * D), dv = poisoned(dev, size_t(slots) * kvh * max_ctx * D);
+  kn::RotaryCache r;
+  r.qkv = dqkv.as<bf16>();
+  r.positions = dp.as<int>();
+  r.token_slot = dsl.as<int>();
+  r.k_cache = dk.as<bf16>();
+  r.v_cache = dv.as<bf16>();
+  r.tokens = T, r.heads = heads, r.kv_heads = kvh, r.head_dim = D, r.max_ctx = max_ctx, r.theta = theta;
+  kn::rotary_and_cache(r, nullptr);
+  std::vector<double> rq(qkv.d);
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < heads + kvh; ++h)
+      for (int j = 0; j < D / 2; ++j) {
+        const double f = std::pow(double(theta), -2.0 * j / D), ang = pos[size_t(t)] * f;
+        const size_t i0 = size_t(t * row + h * D + j), i1 = i0 + D / 2;
+        rq[i0] = qkv.d[i0] * std::cos(ang) - qkv.d[i1] * std::sin(ang);
+        rq[i1] = qkv.d[i1] * std::cos(ang) + qkv.d[i0] * std::sin(ang);
+      }
+  out.push_back(compare("rotary(q,k in place)", "3 tokens heads=4 kv=2 D=128", dqkv, rq));
+  // Gather the cached rows back and compare with rotated k / raw v.
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<bf16> hk(size_t(slots) * kvh * max_ctx * D), hv(hk.size());
+  CUDA_CHECK(cudaMemcpy(hk.data(), dk.get(), hk.size() * 2, cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(hv.data(), dv.get(), hv.size() * 2, cudaMemcpyDeviceToHost));
+  std::vector<bf16> got;
+  std::vector<double> ref;
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < kvh; ++h)
+      for (int d = 0; d < D; ++d) {
+        const size_t c = size_t(((tslot[size_t(t)] * kvh + h) * max_ctx + pos[size_t(t)]) * D + d);
+        got.push_back(hk[c]);
+        ref.push_back(rq[size_t(t * row + (heads + h) * D + d)]);
+        got.push_back(hv[c]);
+        ref.push_back(qkv.d[size_t(t * row + (heads + kvh + h) * D + d)]);
+      }
+  gpu::DeviceBuffer dg = upload(dev, got);
+  out.push_back(compare("kv_cache_write", "3 tokens kv=2 D=128", dg, ref));
+}
+
 }  // namespace
 
 std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
@@ -198,163 +352,19 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
 
   std::fprintf(stderr, "self-test: %s\n", "decode attention");
-  // ---- decode attention: head_dim 64 and 128, GQA groups 1..16, split-K (several chunks, the
-  // last one partial; lengths off the 16-token step) and single-chunk grids, slots and none ----
-  {
-    auto dec = [&](int D, int kvh, int group, int max_ctx, std::vector<int> lens, std::vector<int> slot_of,
-                   int slots) {
-      out.push_back(decode_case(dev, sms, rng, D, kvh, group, max_ctx, lens, slot_of, slots));
-    };
-    dec(128, 2, 4, 1500, {1, 333, 1500}, {2, 0, 3}, 4);
-    dec(128, 2, 8, 1500, {1, 333, 1500}, {2, 0, 3}, 4);
-    dec(128, 1, 16, 700, {700, 65, 17}, {1, 2, 0}, 3);
-    dec(128, 4, 1, 2000, {1999, 64, 1000, 5}, {}, 4);  // MHA, no slot table
-    dec(64, 2, 4, 1100, {1, 129, 1100}, {1, 2, 0}, 3);
-    dec(64, 3, 8, 300, {300, 2}, {}, 2);
-    dec(128, 8, 4, 64, {64, 1, 37}, {0, 2, 1}, 3);  // capacity 64: one chunk per sequence, no merge
-    // 40 sequences x 8 kv heads: few chunks per sequence, so each warp runs several 16-token steps
-    // (the running softmax across steps); lengths spread over the capacity.
-    std::vector<int> lens40, perm40;
-    for (int i = 0; i < 40; ++i) {
-      lens40.push_back(1 + (i * 97) % 520);
-      perm40.push_back((i * 7 + 3) % 41);
-    }
-    dec(128, 8, 8, 520, lens40, perm40, 41);
-    for (auto& l : lens40) l = std::min(600, l + 80);
-    dec(64, 8, 2, 600, lens40, {}, 40);
-    // Cluster-merged splits (Hopper): 16 (sequence, kv head) pairs -> 8 splits per pair, most of
-    // them past the end of the short sequences; 66 x 8 pairs -> 2 splits.
-    dec(128, 4, 4, 700, {700, 1, 333, 64}, {3, 1, 0, 2}, 4);
-    std::vector<int> lens66;
-    for (int i = 0; i < 66; ++i) lens66.push_back(1 + (i * 61) % 200);
-    dec(64, 8, 1, 200, lens66, {}, 66);
-  }
+  decode_attention_cases(out, dev, sms, rng);
 
   std::fprintf(stderr, "self-test: %s\n", "prefill attention");
-  // ---- prefill attention: head_dim 64 and 128, GQA groups 1/4/8, lengths off the 64-row and
-  // 64-key tiles, chunks continuing a cached context, several packed sequences, slots and none ----
-  {
-    auto pre = [&](int D, int kvh, int group, int max_ctx, std::vector<int> qlen, std::vector<int> ctx,
-                   std::vector<int> slot_of, int slots) {
-      out.push_back(prefill_case(dev, rng, D, kvh, group, max_ctx, qlen, ctx, slot_of, slots));
-    };
-    pre(128, 2, 4, 400, {150, 37}, {150, 300}, {1, 0}, 2);
-    pre(128, 1, 8, 1100, {300, 1, 129}, {1000, 1, 129}, {2, 0, 1}, 3);
-    pre(64, 3, 1, 260, {1, 64, 130, 65}, {1, 100, 257, 65}, {}, 4);
-    pre(64, 2, 4, 200, {200, 63}, {200, 190}, {1, 0}, 2);
-  }
+  prefill_attention_cases(out, dev, rng);
 
   std::fprintf(stderr, "self-test: %s\n", "RMSNorm");
-  // ---- RMSNorm and fused add + RMSNorm ----
-  {
-    const int T = 7, Hd = 4096;
-    Host x = random_host(size_t(T * Hd), rng), res = random_host(x.v.size(), rng), w = random_host(size_t(Hd), rng);
-    auto dx = upload(dev, x.v), dw = upload(dev, w.v), dres = upload(dev, res.v);
-    auto dout = poisoned(dev, x.v.size());
-    kn::rmsnorm(dx.as<bf16>(), dw.as<bf16>(), dout.as<bf16>(), T, Hd, 1e-5f, nullptr);
-    std::vector<double> ref(x.v.size()), ref2(x.v.size());
-    for (int t = 0; t < T; ++t) {
-      double ss = 0, ss2 = 0;
-      for (int i = 0; i < Hd; ++i) {
-        ss += x.d[size_t(t * Hd + i)] * x.d[size_t(t * Hd + i)];
-        const double s = x.d[size_t(t * Hd + i)] + res.d[size_t(t * Hd + i)];
-        ss2 += s * s;
-      }
-      const double inv = 1.0 / std::sqrt(ss / Hd + 1e-5), inv2 = 1.0 / std::sqrt(ss2 / Hd + 1e-5);
-      for (int i = 0; i < Hd; ++i) {
-        ref[size_t(t * Hd + i)] = x.d[size_t(t * Hd + i)] * inv * w.d[size_t(i)];
-        ref2[size_t(t * Hd + i)] = (x.d[size_t(t * Hd + i)] + res.d[size_t(t * Hd + i)]) * inv2 * w.d[size_t(i)];
-      }
-    }
-    out.push_back(compare("rmsnorm", "7 x 4096", dout, ref));
-    auto dout2 = poisoned(dev, x.v.size());
-    kn::add_rmsnorm(dx.as<bf16>(), dres.as<bf16>(), dw.as<bf16>(), dout2.as<bf16>(), T, Hd, 1e-5f, nullptr);
-    out.push_back(compare("add_rmsnorm", "7 x 4096", dout2, ref2));
-  }
+  norm_cases(out, dev, rng);
 
   std::fprintf(stderr, "self-test: %s\n", "SiLU");
-  // ---- SiLU * mul, residual add, embedding gather ----
-  {
-    const int T = 5, I = 1432;
-    Host in = random_host(size_t(T * 2 * I), rng, 4.0);
-    auto din = upload(dev, in.v);
-    auto dout = poisoned(dev, size_t(T * I));
-    kn::silu_mul(din.as<bf16>(), dout.as<bf16>(), T, I, nullptr);
-    std::vector<double> ref(size_t(T * I));
-    for (int t = 0; t < T; ++t)
-      for (int i = 0; i < I; ++i) {
-        const double g = in.d[size_t(t * 2 * I + i)], u = in.d[size_t(t * 2 * I + I + i)];
-        ref[size_t(t * I + i)] = g / (1 + std::exp(-g)) * u;
-      }
-    out.push_back(compare("silu_mul", "5 x 1432", dout, ref));
-
-    Host a = random_host(8192, rng), b = random_host(8192, rng);
-    auto da = upload(dev, a.v), db = upload(dev, b.v);
-    kn::residual_add(da.as<bf16>(), db.as<bf16>(), 8192, nullptr);
-    std::vector<double> rs(8192);
-    for (size_t i = 0; i < rs.size(); ++i) rs[i] = a.d[i] + b.d[i];
-    out.push_back(compare("residual_add", "8192", da, rs));
-
-    const int vocab = 1000, Hd = 256;
-    Host table = random_host(size_t(vocab * Hd), rng);
-    std::vector<int> ids{5, 999, 0, 42, 1000 /* outside the shard: zeros */};
-    auto dt = upload(dev, table.v), di = upload_int(dev, ids);
-    auto de = poisoned(dev, ids.size() * Hd);
-    kn::embedding_gather(di.as<int>(), dt.as<bf16>(), de.as<bf16>(), int64_t(ids.size()), vocab, Hd, nullptr);
-    std::vector<double> re(ids.size() * Hd, 0.0);
-    for (size_t t = 0; t < ids.size(); ++t)
-      if (ids[t] < vocab)
-        for (int i = 0; i < Hd; ++i) re[t * Hd + size_t(i)] = table.d[size_t(ids[t] * Hd + i)];
-    out.push_back(compare("embedding_gather", "5 ids x 256", de, re));
-  }
+  mlp_and_embedding_cases(out, dev, rng);
 
   std::fprintf(stderr, "self-test: %s\n", "rotary");
-  // ---- rotary + KV-cache write: check the rotated q and the cached k and v ----
-  {
-    const int T = 3, heads = 4, kvh = 2, D = 128, max_ctx = 64, slots = 2;
-    const float theta = 500000.f;
-    const int row = (heads + 2 * kvh) * D;
-    Host qkv = random_host(size_t(T * row), rng);
-    std::vector<int> pos{0, 17, 63}, tslot{1, 0, 1};
-    auto dqkv = upload(dev, qkv.v), dp = upload_int(dev, pos), dsl = upload_int(dev, tslot);
-    auto dk = poisoned(dev, size_t(slots) * kvh * max_ctx * D), dv = poisoned(dev, size_t(slots) * kvh * max_ctx * D);
-    kn::RotaryCache r;
-    r.qkv = dqkv.as<bf16>();
-    r.positions = dp.as<int>();
-    r.token_slot = dsl.as<int>();
-    r.k_cache = dk.as<bf16>();
-    r.v_cache = dv.as<bf16>();
-    r.tokens = T, r.heads = heads, r.kv_heads = kvh, r.head_dim = D, r.max_ctx = max_ctx, r.theta = theta;
-    kn::rotary_and_cache(r, nullptr);
-    std::vector<double> rq(qkv.d);
-    for (int t = 0; t < T; ++t)
-      for (int h = 0; h < heads + kvh; ++h)
-        for (int j = 0; j < D / 2; ++j) {
-          const double f = std::pow(double(theta), -2.0 * j / D), ang = pos[size_t(t)] * f;
-          const size_t i0 = size_t(t * row + h * D + j), i1 = i0 + D / 2;
-          rq[i0] = qkv.d[i0] * std::cos(ang) - qkv.d[i1] * std::sin(ang);
-          rq[i1] = qkv.d[i1] * std::cos(ang) + qkv.d[i0] * std::sin(ang);
-        }
-    out.push_back(compare("rotary(q,k in place)", "3 tokens heads=4 kv=2 D=128", dqkv, rq));
-    // Gather the cached rows back and compare with rotated k / raw v.
-    CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<bf16> hk(size_t(slots) * kvh * max_ctx * D), hv(hk.size());
-    CUDA_CHECK(cudaMemcpy(hk.data(), dk.get(), hk.size() * 2, cudaMemcpyDeviceToHost));
-    CUDA_CHECK(cudaMemcpy(hv.data(), dv.get(), hv.size() * 2, cudaMemcpyDeviceToHost));
-    std::vector<bf16> got;
-    std::vector<double> ref;
-    for (int t = 0; t < T; ++t)
-      for (int h = 0; h < kvh; ++h)
-        for (int d = 0; d < D; ++d) {
-          const size_t c = size_t(((tslot[size_t(t)] * kvh + h) * max_ctx + pos[size_t(t)]) * D + d);
-          got.push_back(hk[c]);
-          ref.push_back(rq[size_t(t * row + (heads + h) * D + d)]);
-          got.push_back(hv[c]);
-          ref.push_back(qkv.d[size_t(t * row + (heads + kvh + h) * D + d)]);
-        }
-    gpu::DeviceBuffer dg = upload(dev, got);
-    out.push_back(compare("kv_cache_write", "3 tokens kv=2 D=128", dg, ref));
-  }
+  rotary_cases(out, dev, rng);
   return out;
 }
 

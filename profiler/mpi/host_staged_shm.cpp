@@ -115,6 +115,100 @@ struct Sequencer {
   uint32_t last[2] = {0, 0};  // last sequence number put in each slot
 };
 
+// One pair's staging on this rank (source or destination): the shared segment and its flags, this
+// rank's buffer and two copy streams, and the chunk sequence both sides walk in the same order.
+struct StagedPair {
+  int src = 0, dst = 0, peer = 0;
+  bool is_src = false;
+  uint32_t seed = 0;
+  std::unique_ptr<SharedPinned> shm;
+  Flags f{};
+  gpu::DeviceBuffer buf;
+  gpu::Stream st[2];
+  Sequencer sq;
+  // Calls each(slot, offset, bytes) for the chunks of a transfer of `bytes`, alternating slots.
+  template <class F>
+  void chunks(int64_t bytes, F&& each) const {
+    for (int64_t off = 0, i = 0; off < bytes; off += kChunk, ++i) each(int(i % 2), off, size_t(std::min(kChunk, bytes - off)));
+  }
+};
+
+// The source creates the segment (on its GPU's NUMA node) and unlinks it once the destination has
+// mapped it too: nothing is left in /dev/shm after a crash.
+std::unique_ptr<SharedPinned> open_segment(const MpiContext& m, const StagedPair& p, size_t seg_bytes, int numa) {
+  std::string name = "/peerplan-" + std::to_string(m.job) + "-" + std::to_string(p.src) + "-" + std::to_string(p.dst);
+  std::unique_ptr<SharedPinned> shm;
+  int token = 0;
+  if (p.is_src) {
+    shm = std::make_unique<SharedPinned>(name, seg_bytes, true, numa);
+    mpi::send_bytes(&token, sizeof token, p.peer, kTagShm);   // created
+    mpi::recv_bytes(&token, sizeof token, p.peer, kTagShm);   // mapped by the destination
+    shm_unlink(name.c_str());
+  } else {
+    mpi::recv_bytes(&token, sizeof token, p.peer, kTagShm);
+    shm = std::make_unique<SharedPinned>(name, seg_bytes, false, -1);
+    mpi::send_bytes(&token, sizeof token, p.peer, kTagShm);
+  }
+  return shm;
+}
+
+// Source: D2H into the slots behind the destination's "free" flags, timed by sweep_transfer; the
+// destination reports each size's wrong words.
+void send_side(Context& ctx, gpu::BlockingGate& gate, StagedPair& p, const StreamMemOps& ops, int numa, double from,
+               double to) {
+  SweepSpec spec;
+  spec.label = "gpu" + std::to_string(p.src) + "->shm->gpu" + std::to_string(p.dst);
+  spec.sizes = ctx.plan.transfer_sizes;
+  spec.expected_gbps = kExpectedGbps;
+  spec.timing = &p.st[0];
+  spec.others = {&p.st[1]};
+  int64_t cur_bytes = -1;
+  int calls = 0, reps = 0;
+  spec.enqueue = [&](int64_t bytes) {
+    if (bytes != cur_bytes) { cur_bytes = bytes; calls = 0; reps = reps_for(bytes, spec.expected_gbps, spec.region_target_s, spec.max_reps); }
+    p.chunks(bytes, [&](int slot, int64_t off, size_t n) {
+      uint32_t seq = ++p.sq.seq;
+      if (p.sq.last[slot]) STREAM_OP_CHECK(ops.wait(p.st[slot], p.f.free[slot], p.sq.last[slot], CU_STREAM_WAIT_VALUE_GEQ));
+      CUDA_CHECK(cudaMemcpyAsync(p.shm->data() + slot * kChunk, p.buf.as<char>() + off, n, cudaMemcpyDeviceToHost, p.st[slot]));
+      STREAM_OP_CHECK(ops.write(p.st[slot], p.f.full[slot], seq, CU_STREAM_WRITE_VALUE_DEFAULT));
+      p.sq.last[slot] = seq;
+    });
+    // Region end: the timing stream waits until the destination has drained both slots.
+    if (++calls % reps == 0)
+      for (int s = 0; s < 2; ++s)
+        if (p.sq.last[s]) STREAM_OP_CHECK(ops.wait(p.st[0], p.f.free[s], p.sq.last[s], CU_STREAM_WAIT_VALUE_GEQ));
+  };
+  spec.verify = [&](int64_t) {
+    unsigned long long bad = 0;
+    mpi::recv_bytes(&bad, sizeof bad, p.peer, kTagBad);
+    return size_t(bad);
+  };
+  TransferCurve c{p.src, p.dst, "host_staged", numa >= 0 ? "numa_local" : "", {}};
+  c.points = sweep_transfer(ctx, gate, spec, from, to);
+  ctx.ms.transfers.push_back(std::move(c));
+}
+
+// Destination: the mirror of sweep_transfer's loop (same sizes, regions and reps, no timing): H2D
+// out of each slot once its "full" flag arrives, then "free" back; after each size the data check.
+void receive_side(Context& ctx, int device, StagedPair& p, const StreamMemOps& ops) {
+  for (int64_t bytes : ctx.plan.transfer_sizes) {
+    int reps = reps_for(bytes, kExpectedGbps, SweepSpec{}.region_target_s, SweepSpec{}.max_reps);
+    for (int region = 0; region < ctx.plan.warmup + ctx.plan.samples; ++region)
+      for (int r = 0; r < reps; ++r)
+        p.chunks(bytes, [&](int slot, int64_t off, size_t n) {
+          uint32_t seq = ++p.sq.seq;
+          STREAM_OP_CHECK(ops.wait(p.st[slot], p.f.full[slot], seq, CU_STREAM_WAIT_VALUE_GEQ));
+          CUDA_CHECK(cudaMemcpyAsync(p.buf.as<char>() + off, p.shm->data() + slot * kChunk, n, cudaMemcpyHostToDevice, p.st[slot]));
+          STREAM_OP_CHECK(ops.write(p.st[slot], p.f.free[slot], seq, CU_STREAM_WRITE_VALUE_DEFAULT));
+          p.sq.last[slot] = seq;
+        });
+    p.st[0].synchronize();
+    p.st[1].synchronize();
+    unsigned long long bad = gpu::count_pattern_errors(p.buf.get(), device, size_t(bytes) / 4, p.seed);
+    mpi::send_bytes(&bad, sizeof bad, p.peer, kTagBad);
+  }
+}
+
 }  // namespace
 
 void mpi_measure_host_staged(MpiContext& m) {
@@ -133,86 +227,25 @@ void mpi_measure_host_staged(MpiContext& m) {
       mpi::barrier();
       continue;
     }
-    const bool is_src = m.me == src;
-    const int peer = is_src ? dst : src;
-    const uint32_t seed = 0x88000000u + uint32_t(src * 16 + dst);
+    gpu::ScopedDevice dev(m.device);  // before p: its buffers and streams are freed on this device
+    StagedPair p;
+    p.src = src, p.dst = dst, p.is_src = m.me == src, p.peer = p.is_src ? dst : src;
+    p.seed = 0x88000000u + uint32_t(src * 16 + dst);
     // The source GPU's NUMA node on its host (the merged machine shifts NUMA indices per host).
     const int numa = m.ctx.machine.gpus[size_t(m.device)].numa;  // valid on the source rank, which places the memory
-    std::string name = "/peerplan-" + std::to_string(m.job) + "-" + std::to_string(src) + "-" + std::to_string(dst);
-    gpu::ScopedDevice dev(m.device);
-    std::unique_ptr<SharedPinned> shm;
-    int token = 0;
-    if (is_src) {
-      shm = std::make_unique<SharedPinned>(name, seg_bytes, true, numa);
-      mpi::send_bytes(&token, sizeof token, peer, kTagShm);   // created
-      mpi::recv_bytes(&token, sizeof token, peer, kTagShm);   // mapped by the destination
-      shm_unlink(name.c_str());  // both hold it mapped; nothing is left in /dev/shm after a crash
-    } else {
-      mpi::recv_bytes(&token, sizeof token, peer, kTagShm);
-      shm = std::make_unique<SharedPinned>(name, seg_bytes, false, -1);
-      mpi::send_bytes(&token, sizeof token, peer, kTagShm);
-    }
-    Flags f{{shm->flag(0), shm->flag(64)}, {shm->flag(128), shm->flag(192)}};
-    gpu::DeviceBuffer buf(m.device, size_t(maxb));
-    if (is_src) gpu::launch_fill_pattern(buf.as<uint32_t>(), size_t(maxb) / 4, seed, nullptr);
-    else CUDA_CHECK(cudaMemset(buf.get(), 0, size_t(maxb)));
+    p.shm = open_segment(m, p, seg_bytes, numa);
+    p.f = Flags{{p.shm->flag(0), p.shm->flag(64)}, {p.shm->flag(128), p.shm->flag(192)}};
+    p.buf = gpu::DeviceBuffer(m.device, size_t(maxb));
+    if (p.is_src) gpu::launch_fill_pattern(p.buf.as<uint32_t>(), size_t(maxb) / 4, p.seed, nullptr);
+    else CUDA_CHECK(cudaMemset(p.buf.get(), 0, size_t(maxb)));
     CUDA_CHECK(cudaDeviceSynchronize());
-    gpu::Stream st[2] = {gpu::Stream(m.device), gpu::Stream(m.device)};
-    Sequencer sq;
+    p.st[0] = gpu::Stream(m.device);
+    p.st[1] = gpu::Stream(m.device);
     const StreamMemOps ops;
-    auto chunks = [&](int64_t bytes, auto&& each) {
-      for (int64_t off = 0, i = 0; off < bytes; off += kChunk, ++i) each(int(i % 2), off, size_t(std::min(kChunk, bytes - off)));
-    };
-    if (is_src) {
-      SweepSpec spec;
-      spec.label = "gpu" + std::to_string(src) + "->shm->gpu" + std::to_string(dst);
-      spec.sizes = ctx.plan.transfer_sizes;
-      spec.expected_gbps = kExpectedGbps;
-      spec.timing = &st[0];
-      spec.others = {&st[1]};
-      int64_t cur_bytes = -1;
-      int calls = 0, reps = 0;
-      spec.enqueue = [&](int64_t bytes) {
-        if (bytes != cur_bytes) { cur_bytes = bytes; calls = 0; reps = reps_for(bytes, spec.expected_gbps, spec.region_target_s, spec.max_reps); }
-        chunks(bytes, [&](int slot, int64_t off, size_t n) {
-          uint32_t seq = ++sq.seq;
-          if (sq.last[slot]) STREAM_OP_CHECK(ops.wait(st[slot], f.free[slot], sq.last[slot], CU_STREAM_WAIT_VALUE_GEQ));
-          CUDA_CHECK(cudaMemcpyAsync(shm->data() + slot * kChunk, buf.as<char>() + off, n, cudaMemcpyDeviceToHost, st[slot]));
-          STREAM_OP_CHECK(ops.write(st[slot], f.full[slot], seq, CU_STREAM_WRITE_VALUE_DEFAULT));
-          sq.last[slot] = seq;
-        });
-        // Region end: the timing stream waits until the destination has drained both slots.
-        if (++calls % reps == 0)
-          for (int s = 0; s < 2; ++s)
-            if (sq.last[s]) STREAM_OP_CHECK(ops.wait(st[0], f.free[s], sq.last[s], CU_STREAM_WAIT_VALUE_GEQ));
-      };
-      spec.verify = [&](int64_t) {
-        unsigned long long bad = 0;
-        mpi::recv_bytes(&bad, sizeof bad, peer, kTagBad);
-        return size_t(bad);
-      };
-      TransferCurve c{src, dst, "host_staged", numa >= 0 ? "numa_local" : "", {}};
-      c.points = sweep_transfer(ctx, gate, spec, double(k) / double(plan.intra.size()), double(k + 1) / double(plan.intra.size()));
-      ctx.ms.transfers.push_back(std::move(c));
-    } else {
-      // The mirror of sweep_transfer's loop: same sizes, regions and reps, no timing.
-      for (int64_t bytes : ctx.plan.transfer_sizes) {
-        int reps = reps_for(bytes, kExpectedGbps, SweepSpec{}.region_target_s, SweepSpec{}.max_reps);
-        for (int region = 0; region < ctx.plan.warmup + ctx.plan.samples; ++region)
-          for (int r = 0; r < reps; ++r)
-            chunks(bytes, [&](int slot, int64_t off, size_t n) {
-              uint32_t seq = ++sq.seq;
-              STREAM_OP_CHECK(ops.wait(st[slot], f.full[slot], seq, CU_STREAM_WAIT_VALUE_GEQ));
-              CUDA_CHECK(cudaMemcpyAsync(buf.as<char>() + off, shm->data() + slot * kChunk, n, cudaMemcpyHostToDevice, st[slot]));
-              STREAM_OP_CHECK(ops.write(st[slot], f.free[slot], seq, CU_STREAM_WRITE_VALUE_DEFAULT));
-              sq.last[slot] = seq;
-            });
-        st[0].synchronize();
-        st[1].synchronize();
-        unsigned long long bad = gpu::count_pattern_errors(buf.get(), m.device, size_t(bytes) / 4, seed);
-        mpi::send_bytes(&bad, sizeof bad, peer, kTagBad);
-      }
-    }
+    if (p.is_src)
+      send_side(ctx, gate, p, ops, numa, double(k) / double(plan.intra.size()), double(k + 1) / double(plan.intra.size()));
+    else
+      receive_side(ctx, m.device, p, ops);
     CUDA_CHECK(cudaDeviceSynchronize());
     mpi::barrier();
   }

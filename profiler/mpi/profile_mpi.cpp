@@ -36,17 +36,6 @@ namespace peerplan::profiler {
 
 namespace {
 
-std::string uuid_of(int device) {
-  cudaDeviceProp p{};
-  CUDA_CHECK(cudaGetDeviceProperties(&p, device));
-  std::string s = "GPU-";
-  for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';  // nvidia-smi's 8-4-4-4-12 form, as discovery writes it
-    s += fmt::format("{:02x}", static_cast<unsigned char>(p.uuid.bytes[i]));
-  }
-  return s;
-}
-
 // A one-host machine in CUDA ordinals for the per-GPU measurements: only this rank's GPU is filled
 // in (NUMA node, SM count); the count matches the host so TP degrees are those of the host.
 Machine local_machine(const Machine& global, const RankLayout& layout, int me, int device, int device_count) {
@@ -118,7 +107,10 @@ struct Ranks {
 
 Ranks describe_ranks(const ProfileOptions& opts, int me, int n) {
   Ranks out;
-  CUDA_CHECK(cudaGetDeviceCount(&out.count));
+  // The host's GPUs as discovery lists them (one definition of their UUIDs); none when no GPU is
+  // usable, which make_rank_layout refuses with the rank and host named.
+  const std::vector<GpuSpec> gpus = cuda_gpus();
+  out.count = int(gpus.size());
   // Smoke-test mode for one-GPU machines: ranks share the GPU, so the cross-process paths (IPC,
   // shared-memory staging, gathering, merging) run for real; its figures describe no real pair.
   const char* share_env = std::getenv("PEERPLAN_MPI_SHARE_GPU");
@@ -126,7 +118,7 @@ Ranks describe_ranks(const ProfileOptions& opts, int me, int n) {
   const int count = out.count;
   int lrank = mpi::local_rank();
   RankInfo mine{me, mpi::processor_name(), lrank, mpi::local_size(), out.share && count > 0 ? lrank % count : lrank, count, ""};
-  if (mine.device < count) mine.uuid = uuid_of(mine.device);
+  if (mine.device < count) mine.uuid = gpus[size_t(mine.device)].uuid;
   std::vector<RankInfo> infos;
   auto all = mpi::allgather_strings(rank_info_to_json(mine).dump());
   for (int r = 0; r < n; ++r) infos.push_back(rank_info_from_json(all[size_t(r)], "rank " + std::to_string(r) + "'s description"));

@@ -27,7 +27,8 @@ echo "peerplan scale bench, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), $bin"
 for h in "${hosts[@]}"; do
   python3 "$here/bench/make_machine.py" "$h" "$tmp/m.json"
   n=$((h * 8))
-  measure "topo, $n GPUs" "$bin" topo --machine "$tmp/m.json" --format json
+  measure "topo (matrix), $n GPUs" "$bin" topo --machine "$tmp/m.json"
+  measure "topo --format json, $n GPUs" "$bin" topo --machine "$tmp/m.json" --format json
   measure "plans (all built-ins), llama-3.1-70b, $n GPUs" "$bin" plans --model llama-3.1-70b --machine "$tmp/m.json" --json
   grep -c '"name"' "$tmp/out" > /dev/null && printf '%-44s %s plans\n' "" "$(python3 -c "import json,sys; print(len(json.load(open('$tmp/out'))['plans']))")"
   grep -h "warning" "$tmp/err" | head -3 || true

@@ -242,10 +242,12 @@ end
 
 -- Greedy chains, kept per groups table between calls: a greedy nearest-neighbour order is the
 -- same whatever its length, so the orders for n = 2, 3, ... extend one another (strategies ask
--- for every depth). Beyond M.window groups, each step looks at the next M.window unused groups in
--- list order (groups are listed by GPU id, so neighbours come first) and starts from one group per
--- symmetry signature of its first GPU (at most 8): exact for up to M.window groups.
+-- for every depth). Beyond M.all_starts groups, the walks start from one group per symmetry class
+-- of its first GPU (at most 8) instead of from every group; beyond M.window groups, each step looks
+-- at the next M.window unused groups in list order (groups are listed by GPU id, so neighbours
+-- come first).
 M.window = 64
+M.all_starts = 16  -- up to this many groups, the walk starts from every group
 local greedy_cache = setmetatable({}, {__mode = "k"})
 
 local function greedy_state(machine, groups, bytes)
@@ -254,7 +256,7 @@ local function greedy_state(machine, groups, bytes)
   local key = tostring(bytes or M.probe_bytes)
   if per[key] then return per[key] end
   local starts = {}
-  if #groups <= M.window then
+  if #groups <= M.all_starts then
     for s = 1, #groups do starts[#starts + 1] = s end
   else
     local seen = {}

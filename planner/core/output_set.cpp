@@ -33,9 +33,12 @@ struct TempSlot {
 };
 TempSlot g_temps[kTempSlots];
 
+std::atomic<pid_t> g_owner{0};  // a forked child (a strategy's sandbox) inherits the slots, not the files
+
 extern "C" void remove_temporaries_and_die(int sig) {
-  for (TempSlot& t : g_temps)
-    if (t.state.load() == kReady) ::unlink(t.path);
+  if (::getpid() == g_owner.load())
+    for (TempSlot& t : g_temps)
+      if (t.state.load() == kReady) ::unlink(t.path);
   ::signal(sig, SIG_DFL);  // then die of the same signal, so the parent sees what happened
   ::raise(sig);
 }
@@ -58,6 +61,7 @@ void install_signal_cleanup() {
 // normal paths remove it).
 int register_temp(const std::string& path) {
   install_signal_cleanup();
+  g_owner.store(::getpid());
   if (path.size() >= PATH_MAX) return -1;
   for (int i = 0; i < kTempSlots; ++i) {
     int expected = kFree;

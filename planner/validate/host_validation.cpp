@@ -62,10 +62,12 @@ void predict_op_classes(ServeResult& res, const Plan& plan, const Loaded& in, co
 void write_validation_outputs(const std::string& dir, const Comparison& c, const Metrics& pred, const Metrics& meas) {
   std::filesystem::create_directories(dir);
   nlohmann::json doc = comparison_to_json(c);
-  write_file_atomic(dir + "/validation.json", doc.dump(2) + "\n");
-  write_file_atomic(dir + "/predicted.metrics.json", metrics_to_json(pred).dump(2) + "\n");
-  write_file_atomic(dir + "/measured.metrics.json", metrics_to_json(meas).dump(2) + "\n");
-  write_file_atomic(dir + "/validation.md", "# peerplan validate\n\n" + comparison_markdown(c));
+  OutputSet out;  // the four reports of one run: all or none
+  out.add("--out", dir + "/validation.json", doc.dump(2) + "\n");
+  out.add("--out", dir + "/predicted.metrics.json", metrics_to_json(pred).dump(2) + "\n");
+  out.add("--out", dir + "/measured.metrics.json", metrics_to_json(meas).dump(2) + "\n");
+  out.add("--out", dir + "/validation.md", "# peerplan validate\n\n" + comparison_markdown(c));
+  out.commit();
   // The plot (predicted vs measured per metric, latency CDFs): matplotlib, if this host has it.
   const std::string script = find_data_file("scripts/plot_validation.py");
   const std::string cmd = fmt::format("python3 '{}' '{}' >/dev/null 2>&1", script, dir);
@@ -78,6 +80,8 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
                             const std::string& model, const std::string& machine_name, Workload w,
                             const HostValidationOptions& o) {
   const Loaded in = load_inputs(plan, plan_origin, model, machine_name);
+  bind_model_context(w, in.cfg.max_context, in.cfg.name, false);  // a prompt beyond the context: refused
+  (void)requests_dropped_over_context(w);                         // now, before any GPU work
   const bool root = !o.ranks || o.ranks->rank() == 0;  // MPI: rank 0 predicts and reports
   ExecSettings es;
   es.p2p = plan.p2p;

@@ -23,7 +23,7 @@ void run_topo(const TopoOptions& o) {
   Topology t(m);
   std::string text;
   if (o.format == "matrix") text = render_matrix(t);
-  else if (o.format == "json") text = render_json(t).dump(2) + "\n";
+  else if (o.format == "json") text = render_json_text(t) + "\n";
   else if (o.format == "dot") text = render_dot(t);
   else throw InputError("", "--format", "expected matrix, json or dot, found \"" + o.format + "\"");
   if (o.out.empty()) std::cout << text;

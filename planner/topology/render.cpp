@@ -207,39 +207,90 @@ std::string render_matrix(const Topology& t) {
   return o.str();
 }
 
-nlohmann::json render_json(const Topology& t) {
-  const int n = t.gpu_count();
-  nlohmann::json j;
-  j["machine"] = machine_to_json(t.machine());
+namespace {
+
+nlohmann::json pair_json(const Topology& t, int a, int b) {
   auto fig = [](const Figure& f, const char* unit_key, double scale) {
     nlohmann::json o{{"available", f.available}, {"source", f.measured ? "measured" : "nominal"}};
     if (f.available) o[unit_key] = std::isinf(f.value) ? nlohmann::json(nullptr) : nlohmann::json(f.value * scale);
     return o;
   };
-  nlohmann::json pairs = nlohmann::json::array();
-  for (int a = 0; a < n; ++a)
-    for (int b = 0; b < n; ++b) {
-      if (a == b) continue;
-      Route peer = t.route(a, b, TransferMode::PeerCopyEngine);
-      Route staged = t.route(a, b, TransferMode::HostStaged);
-      nlohmann::json p{{"src", a},
-                       {"dst", b},
-                       {"path_type", to_string(t.path_type(a, b), t.nvlinks_between(a, b))},
-                       {"p2p_usable", t.p2p_usable(a, b)},
-                       {"peer", fig(peer_bandwidth(t, a, b), "gbps", 1)},
-                       {"host_staged", fig(host_staged_bandwidth(t, a, b), "gbps", 1)},
-                       {"latency", fig(pair_latency(t, a, b), "us", 1e6)}};
-      p["peer"]["route"] = peer.valid ? peer.describe : "";
-      if (!peer.valid) p["peer"]["why"] = peer.why_invalid;
-      p["host_staged"]["route"] = staged.describe;
-      pairs.push_back(p);
-    }
-  j["pairs"] = pairs;
+  Route peer = t.route(a, b, TransferMode::PeerCopyEngine);
+  Route staged = t.route(a, b, TransferMode::HostStaged);
+  nlohmann::json p{{"src", a},
+                   {"dst", b},
+                   {"path_type", to_string(t.path_type(a, b), t.nvlinks_between(a, b))},
+                   {"p2p_usable", t.p2p_usable(a, b)},
+                   {"peer", fig(peer_bandwidth(t, a, b), "gbps", 1)},
+                   {"host_staged", fig(host_staged_bandwidth(t, a, b), "gbps", 1)},
+                   {"latency", fig(pair_latency(t, a, b), "us", 1e6)}};
+  p["peer"]["route"] = peer.valid ? peer.describe : "";
+  if (!peer.valid) p["peer"]["why"] = peer.why_invalid;
+  p["host_staged"]["route"] = staged.describe;
+  return p;
+}
+
+// Everything but the pairs.
+nlohmann::json render_json_head(const Topology& t) {
+  nlohmann::json j;
+  j["machine"] = machine_to_json(t.machine());
   j["groups"] = {{"nvlink_islands", t.nvlink_islands()},
                  {"switch_groups", t.switch_groups()},
                  {"socket_groups", t.socket_groups()}};
   j["symmetry_classes"] = t.symmetry_classes();
   return j;
+}
+
+// `text` (a dump(2) of a value) as it reads nested `by` spaces deeper: raw newlines only occur
+// between lines (dump escapes those inside strings).
+void append_indented(std::string& out, const std::string& text, int by) {
+  const std::string pad(size_t(by), ' ');
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += pad;
+  }
+}
+
+}  // namespace
+
+nlohmann::json render_json(const Topology& t) {
+  const int n = t.gpu_count();
+  nlohmann::json j = render_json_head(t);
+  nlohmann::json pairs = nlohmann::json::array();
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b)
+      if (a != b) pairs.push_back(pair_json(t, a, b));
+  j["pairs"] = pairs;
+  return j;
+}
+
+std::string render_json_text(const Topology& t) {
+  const int n = t.gpu_count();
+  nlohmann::json head = render_json_head(t);
+  head["pairs"] = nlohmann::json::array();  // placeholder: keeps the key order of render_json's dump
+  std::string out = "{";
+  bool first_key = true;
+  for (auto it = head.begin(); it != head.end(); ++it) {
+    out += first_key ? "\n  " : ",\n  ";
+    first_key = false;
+    out += nlohmann::json(it.key()).dump() + ": ";
+    if (it.key() != "pairs" || n < 2) {
+      append_indented(out, it.value().dump(2), 2);
+      continue;
+    }
+    out += "[";
+    bool first = true;
+    for (int a = 0; a < n; ++a)
+      for (int b = 0; b < n; ++b) {
+        if (a == b) continue;
+        out += first ? "\n    " : ",\n    ";
+        first = false;
+        append_indented(out, pair_json(t, a, b).dump(2), 4);
+      }
+    out += "\n  ]";
+  }
+  out += "\n}";
+  return out;
 }
 
 std::string render_dot(const Topology& t) {

@@ -34,5 +34,8 @@ std::string fmt_gbps(const Figure& f);
 std::string render_matrix(const Topology& t);
 std::string render_dot(const Topology& t);
 nlohmann::json render_json(const Topology& t);
+// render_json(t).dump(2), byte for byte, without holding every pair as a JSON value at once
+// (a 1024-GPU machine has a million pairs: 5.9 GB as one document, ~0.4 GB as text).
+std::string render_json_text(const Topology& t);
 
 }  // namespace peerplan

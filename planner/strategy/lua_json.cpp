@@ -45,7 +45,8 @@ void push_json(lua_State* L, const nlohmann::json& j) {
 
 namespace {
 
-// Field names in errors follow JsonIn: "stages/1/gpus", no leading slash.
+// Field names in errors are written as the script reads the value: "stages[2].gpus" (Lua's
+// 1-based positions), no leading slash.
 std::string field_of(const std::string& path) { return path.empty() ? "" : (path[0] == '/' ? path.substr(1) : path); }
 
 using Budget = LuaJsonBudget;
@@ -96,12 +97,12 @@ nlohmann::json convert(lua_State* L, int index, const std::string& origin, const
     if (lua_type(L, -2) == LUA_TNUMBER && lua_isinteger(L, -2)) {
       lua_Integer k = lua_tointeger(L, -2);
       key = std::to_string(k);
-      items[k] = convert(L, -1, origin, path + "/" + key, depth + 1, budget);
+      items[k] = convert(L, -1, origin, path + "[" + key + "]", depth + 1, budget);  // as the script indexes it
     } else if (lua_type(L, -2) == LUA_TSTRING) {
       size_t len = 0;
       const char* s = lua_tolstring(L, -2, &len);
       key.assign(s, len);
-      fields[key] = convert(L, -1, origin, path + "/" + key, depth + 1, budget);
+      fields[key] = convert(L, -1, origin, path + (path.empty() ? "" : ".") + key, depth + 1, budget);
       other_keys = true;
     } else {
       lua_pop(L, 2);
@@ -133,6 +134,29 @@ nlohmann::json lua_to_json(lua_State* L, int index, const std::string& origin, c
                            int64_t budget_bytes) {
   Budget b{budget_bytes, budget_bytes};
   return convert(L, index, origin, path, 0, b);
+}
+
+std::string lua_field_name(const std::string& pointer_field, const nlohmann::json& doc) {
+  std::string out;
+  const nlohmann::json* node = &doc;
+  size_t start = 0;
+  while (start <= pointer_field.size() && !pointer_field.empty()) {
+    size_t slash = pointer_field.find('/', start);
+    std::string seg = pointer_field.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    bool index = node && node->is_array() && !seg.empty() && seg.find_first_not_of("0123456789") == std::string::npos &&
+                 seg.size() < 10;
+    if (index) {
+      size_t i = std::stoul(seg);
+      out += "[" + std::to_string(i + 1) + "]";
+      node = i < node->size() ? &(*node)[i] : nullptr;
+    } else {
+      out += (out.empty() ? "" : ".") + seg;
+      node = node && node->is_object() && node->contains(seg) ? &(*node)[seg] : nullptr;
+    }
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return out;
 }
 
 nlohmann::json lua_to_json(lua_State* L, int index, const std::string& origin, const std::string& path,

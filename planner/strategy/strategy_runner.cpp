@@ -213,7 +213,11 @@ nlohmann::json candidates_job(const std::string& file, const LuaLimits& limits, 
     lua_rawgeti(L, -1, i);
     std::string origin = fmt::format("{}: plan #{}", file, i);
     plans.push_back(lua_to_json(L, -1, origin, "", budget));
-    check_plan_bounds(plans.back(), origin);
+    try {
+      check_plan_bounds(plans.back(), origin);
+    } catch (const InputError& e) {
+      throw InputError(e.file(), lua_field_name(e.field(), plans.back()), e.expected());
+    }
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
@@ -335,14 +339,23 @@ std::vector<CandidatePlan> run_strategies(const std::vector<std::string>& files_
       for (size_t i = 0; i < plans.size(); ++i) {
         nlohmann::json& j = plans[i];
         std::string origin = fmt::format("{}: plan #{}", file, i + 1);
-        check_plan_bounds(j, origin);
+        try {
+          check_plan_bounds(j, origin);
+        } catch (const InputError& e) {
+          throw InputError(e.file(), lua_field_name(e.field(), j), e.expected());
+        }
         if (j.is_object()) {
           if (!j.contains("strategy")) j["strategy"] = info.name;
           if (j.contains("name") && j["name"].is_string()) origin += " (" + j["name"].get<std::string>() + ")";
         }
         CandidatePlan c;
-        c.plan = parse_plan_json(j, origin);
-        validate_plan_for_model(c.plan, cfg, topo.gpu_count(), origin);
+        try {
+          c.plan = parse_plan_json(j, origin);
+          validate_plan_for_model(c.plan, cfg, topo.gpu_count(), origin);
+        } catch (const InputError& e) {
+          // The plan readers name JSON positions (0-based); say it as the script wrote it.
+          throw InputError(e.file(), lua_field_name(e.field(), j), e.expected());
+        }
         c.strategy_file = file;
         mine.push_back(std::move(c));
       }

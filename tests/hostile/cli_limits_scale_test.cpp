@@ -95,7 +95,7 @@ TEST(LimitsHostile, WhatCrossesIntoCppIsBounded) {
   std::string plans = "    local s = ('x'):rep(8 << 20)\n    local out = {}\n"
                       "    for i = 1, 40 do out[i] = " + kOnePlan + ", name = 'p' .. i, notes = {s}} end\n    return out";
   expect_input_error(run_plans(d, strategy(plans), {}, "10").r, (d / "hostile.lua").string(),
-                     {"plan #1", "notes/0", "at most 4096 bytes"});
+                     {"plan #1", "notes[1]", "at most 4096 bytes"});
   expect_input_error(run_plans(d, strategy("    return {" + kOnePlan + ", name = ('n'):rep(10000)}}"), {}, "10").r,
                      (d / "hostile.lua").string(), {"field 'name'", "at most 8192 bytes"});
   expect_input_error(run_plans(d, strategy("    return {" + kOnePlan + ", extra = {blob = ('e'):rep(300000)}}}"), {}, "10").r,
@@ -103,6 +103,16 @@ TEST(LimitsHostile, WhatCrossesIntoCppIsBounded) {
   expect_input_error(run_plans(d, strategy("    local p = " + kOnePlan + "}\n    local out = {}\n"
                                            "    for i = 1, 10001 do out[i] = p end\n    return out"), {}, "10").r,
                      (d / "hostile.lua").string(), {"at most 10000 plans"});
+}
+
+TEST(LimitsHostile, PositionsInAScriptsPlanAreReportedOneBasedAsTheScriptWroteThem) {
+  // stages[2] of the script's plan starts at layer 10 instead of 16: the error said
+  // 'stages/1/layer_begin' (the JSON position), which is stages[1] to the script.
+  ScratchDir d;
+  Timed t = run_plans(d, strategy("    return {{name = 'gap', stages = {{gpus = {0}, layer_begin = 0, layer_end = 16},\n"
+                                  "                                    {gpus = {1}, layer_begin = 10, layer_end = model.layers}}}}"),
+                      {}, "10");
+  expect_input_error(t.r, (d / "hostile.lua").string(), {"plan #1", "field 'stages[2].layer_begin'"});
 }
 
 // ---- class 4: physical figures and names in machines and profiles --------------------------------

@@ -183,7 +183,7 @@ TEST(Strategies, ScriptPlansAreValidatedNamingScriptAndIndex) {
     FAIL();
   } catch (const InputError& e) {
     std::string w = e.what();
-    EXPECT_NE(w.find("gap.lua: plan #2 (gap): field 'stages/1/layer_begin': 10 (stages must cover"), std::string::npos) << w;
+    EXPECT_NE(w.find("gap.lua: plan #2 (gap): field 'stages[2].layer_begin': 10 (stages must cover"), std::string::npos) << w;
   }
   auto tp3 = testing::write_script("tp3.lua",
       "return {name = 'tp3', candidates = function(model)\n"

@@ -146,7 +146,7 @@ void add_plans_command(CLI::App& app) {
       ->capture_default_str()->check(integer_in(0, 1LL << 50, "bytes"));
   sub->add_option("--lua-instructions", o->lua.instructions, "Instruction budget per script call")
       ->capture_default_str()->check(integer_in(1, 1'000'000'000'000'000LL, "instructions"));
-  sub->add_option("--lua-seconds", o->lua.seconds, "Wall-clock limit per script call")
+  sub->add_option("--lua-seconds", o->lua.seconds, "Wall-clock limit per strategy (loading it and candidates() together; its process is killed 0.5 s later)")
       ->capture_default_str()->check(finite_in(0.001, 86400, "seconds"));
   sub->add_option("--lua-memory-mib", o->lua_memory_mib, "Memory cap per script")
       ->capture_default_str()->check(finite_in(1, 1 << 20, "MiB"));

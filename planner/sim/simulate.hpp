@@ -26,7 +26,7 @@ struct SimulateOptions {
 
 struct Simulation {
   Metrics metrics;
-  ServingRun run;
+  ServingRun run;               // run.requests is moved into metrics.per_request (left empty)
   size_t distinct_shapes = 0;   // iteration shapes priced (after quantisation)
   SchedulerConfig scheduler;
 };

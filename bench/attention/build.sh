@@ -5,9 +5,16 @@
 # files to compare versions on one lease, e.g. the sources of an older commit:
 #   git show <commit>:profiler/kernels/decode_attention.cu > /tmp/old/decode_attention.cu  (same for prefill)
 #   bench/attention/build.sh /tmp/old out/kb_old
-# Usage: build.sh [kernel-source-dir (default profiler/kernels)] [output (default kb)]; run: ./kb TAG
+# Usage: build.sh [kernel-source-dir (default profiler/kernels)] [output (default kb)]
+# Run: ./kb TAG [HEADS:KV:DIM,...]   (default shapes: 32:8:128, 64:8:128, 32:8:64 prefill, 32:4:128 decode)
+# e.g. a general kernel against a specialised one, same binary and lease:
+#   ./kb g7 28:4:128,32:4:128    (Qwen2.5-7B's 7 query heads per kv head vs 8)
+#   ./kb d96 32:32:96,32:32:128  (Phi-3-mini's head_dim 96 vs 128)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 src=${1:-profiler/kernels}
+# Kernels from before attention_support.cpp defined the support predicate themselves.
+extra=()
+grep -q "bool attention_head_dim_supported" "$src/decode_attention.cu" || extra=(profiler/common/attention_support.cpp)
 nvcc -std=c++17 -O3 -arch=sm_90 -lineinfo --expt-relaxed-constexpr -I. -o "${2:-kb}" \
-  bench/attention/kbench.cu "$src/decode_attention.cu" "$src/prefill_attention.cu"
+  bench/attention/kbench.cu "$src/decode_attention.cu" "$src/prefill_attention.cu" "${extra[@]}"

@@ -120,8 +120,29 @@ static double time_us(F&& launch, int iters = 30) {
   return t[t.size() / 2];
 }
 
+struct HC { int heads, kvh, D; };
+
+// "28:4:128,32:4:128" -> shapes (argv[2]): a new shape timed against an old one in one run.
+static std::vector<HC> parse_shapes(const char* s) {
+  std::vector<HC> v;
+  while (s && *s) {
+    HC c{};
+    int n = 0;
+    if (std::sscanf(s, "%d:%d:%d%n", &c.heads, &c.kvh, &c.D, &n) != 3 || c.kvh <= 0 || c.heads % c.kvh || c.D > 128 ||
+        c.heads > 64) {
+      std::fprintf(stderr, "shapes: HEADS:KV:DIM[,...] with HEADS a multiple of KV, HEADS <= 64, DIM <= 128\n");
+      std::exit(2);
+    }
+    v.push_back(c);
+    s += n;
+    if (*s == ',') ++s;
+  }
+  return v;
+}
+
 int main(int argc, char** argv) {
   const char* tag = argc > 1 ? argv[1] : "?";
+  const std::vector<HC> only = parse_shapes(argc > 2 ? argv[2] : nullptr);
   int sms;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const size_t kv_elems = size_t(1) << 29;  // 1 GiB of bf16 each for K and V
@@ -141,12 +162,13 @@ int main(int argc, char** argv) {
   fill<<<1024, 256>>>(v, kv_elems, 2);
   fill<<<1024, 256>>>(q, q_elems, 3);
   CK(cudaDeviceSynchronize());
-  struct HC { int heads, kvh, D; };
+  const std::vector<HC> pre_shapes = only.empty() ? std::vector<HC>{{32, 8, 128}, {64, 8, 128}, {32, 8, 64}} : only;
+  const std::vector<HC> dec_shapes = only.empty() ? std::vector<HC>{{32, 8, 128}, {64, 8, 128}, {32, 4, 128}} : only;
   std::printf("== %s (SMs %d)\n", tag, sms);
   std::printf("%-8s %-10s %6s %6s %4s %6s %10s %10s %9s\n", "tag", "kind", "heads", "kv", "D", "b/L", "ctx(cap)", "us",
               "TB/s|TF");
   // Prefill, one sequence, context = q_len (the profiler's shapes).
-  for (HC c : {HC{32, 8, 128}, HC{64, 8, 128}, HC{32, 8, 64}}) {
+  for (HC c : pre_shapes) {
     for (int L : {512, 2048, 8192}) {
       int hl[2] = {0, L};
       CK(cudaMemcpy(qstart, hl, 8, cudaMemcpyHostToDevice));
@@ -170,7 +192,7 @@ int main(int argc, char** argv) {
     }
   }
   // Decode: cap = ctx (the profiler) and cap = 2064 (the executor's bench-steps capacity for ctx 1024).
-  for (HC c : {HC{32, 8, 128}, HC{64, 8, 128}, HC{32, 4, 128}}) {
+  for (HC c : dec_shapes) {
     for (int b : {1, 8, 32, 64, 128}) {
       for (int ctx : {1024, 4096}) {
         for (int cap : {ctx, 2064}) {

@@ -188,6 +188,28 @@ SelfTestResult prefill_case(int dev, std::mt19937_64& rng, int D, int kvh, int g
                  dout, ref);
 }
 
+// The general decode kernels (attention_support.hpp): groups off 1/2/4/8/16 (the next group tile,
+// extra query rows masked) and head_dim 80 and 96 (the 128 dim tile, extra dims never loaded), on
+// the split-K, single-chunk and cluster-merged grids. Qwen2.5-7B has 7 query heads per kv head,
+// Qwen2.5-14B/32B 5, Phi-3-mini head_dim 96 with 1.
+template <class Dec>
+void general_decode_cases(Dec& dec, const std::vector<int>& lens40, const std::vector<int>& perm40) {
+  dec(128, 2, 7, 1500, {1, 333, 1500}, {2, 0, 3}, 4);       // split-K + merge kernel
+  dec(128, 8, 5, 64, {64, 1, 37}, {0, 2, 1}, 3);            // one chunk per sequence
+  dec(64, 3, 3, 1100, {1, 129, 1100}, {1, 2, 0}, 3);
+  dec(128, 1, 6, 700, {700, 65, 17}, {1, 2, 0}, 3);
+  dec(128, 4, 7, 700, {700, 1, 333, 64}, {3, 1, 0, 2}, 4);  // 16 pairs: cluster-merged splits
+  dec(128, 1, 9, 700, {700, 65, 17}, {1, 2, 0}, 3);         // 16-row tile, one upper row real
+  dec(64, 2, 15, 300, {300, 2}, {}, 2);
+  dec(96, 4, 1, 2000, {1999, 64, 1000, 5}, {}, 4);          // Phi-3-mini: MHA, head_dim 96
+  dec(96, 8, 4, 64, {64, 1, 37}, {0, 2, 1}, 3);
+  dec(96, 8, 7, 600, lens40, perm40, 41);                   // several 16-token steps per warp (lens <= 600)
+  dec(96, 1, 12, 700, {700, 65, 17}, {1, 2, 0}, 3);
+  dec(80, 2, 8, 1500, {1, 333, 1500}, {2, 0, 3}, 4);
+  dec(80, 4, 7, 700, {700, 1, 333, 64}, {3, 1, 0, 2}, 4);
+  dec(80, 8, 1, 64, {64, 1, 37}, {0, 2, 1}, 3);
+}
+
 // ---- decode attention: head_dim 64 and 128, GQA groups 1..16, split-K (several chunks, the
 // last one partial; lengths off the 16-token step) and single-chunk grids, slots and none ----
 void decode_attention_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt19937_64& rng) {
@@ -218,9 +240,10 @@ void decode_attention_cases(std::vector<SelfTestResult>& out, int dev, int sms, 
   std::vector<int> lens66;
   for (int i = 0; i < 66; ++i) lens66.push_back(1 + (i * 61) % 200);
   dec(64, 8, 1, 200, lens66, {}, 66);
+  general_decode_cases(dec, lens40, perm40);
 }
 
-// ---- prefill attention: head_dim 64 and 128, GQA groups 1/4/8, lengths off the 64-row and
+// ---- prefill attention: head_dim 64, 80, 96 and 128, GQA groups 1 to 8, lengths off the 64-row and
 // 64-key tiles, chunks continuing a cached context, several packed sequences, slots and none ----
 void prefill_attention_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) {
   auto pre = [&](int D, int kvh, int group, int max_ctx, std::vector<int> qlen, std::vector<int> ctx,
@@ -231,6 +254,18 @@ void prefill_attention_cases(std::vector<SelfTestResult>& out, int dev, std::mt1
   pre(128, 1, 8, 1100, {300, 1, 129}, {1000, 1, 129}, {2, 0, 1}, 3);
   pre(64, 3, 1, 260, {1, 64, 130, 65}, {1, 100, 257, 65}, {}, 4);
   pre(64, 2, 4, 200, {200, 63}, {200, 190}, {1, 0}, 2);
+  // Groups off the powers of two (Qwen2.5: 7 and 5) and head_dim 80 and 96 (Phi-3-mini), causal
+  // and chunked over a cached context; the last two take the 128-row (MT = 2) kernel.
+  pre(128, 4, 7, 400, {150, 37}, {150, 300}, {1, 0}, 2);
+  pre(64, 2, 5, 260, {1, 64, 130, 65}, {1, 100, 257, 65}, {}, 4);
+  pre(128, 1, 3, 200, {200, 63}, {200, 190}, {1, 0}, 2);
+  pre(128, 2, 6, 1100, {300, 1, 129}, {1000, 1, 129}, {2, 0, 1}, 3);
+  pre(96, 4, 1, 400, {150, 37}, {150, 300}, {1, 0}, 2);
+  pre(96, 2, 7, 1100, {300, 1, 129}, {1000, 1, 129}, {2, 0, 1}, 3);
+  pre(80, 2, 4, 260, {1, 64, 130, 65}, {1, 100, 257, 65}, {}, 4);
+  pre(80, 1, 5, 200, {200, 63}, {200, 190}, {1, 0}, 2);
+  pre(96, 1, 7, 1100, {1100}, {1100}, {}, 1);
+  pre(80, 1, 3, 1200, {1030}, {1200}, {}, 1);
 }
 
 // ---- RMSNorm and fused add + RMSNorm ----
@@ -296,8 +331,8 @@ void mlp_and_embedding_cases(std::vector<SelfTestResult>& out, int dev, std::mt1
 }
 
 // ---- rotary + KV-cache write: check the rotated q and the cached k and v ----
-void rotary_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) {
-  const int T = 3, heads = 4, kvh = 2, D = 128, max_ctx = 64, slots = 2;
+void rotary_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng, int D) {
+  const int T = 3, heads = 4, kvh = 2, max_ctx = 64, slots = 2;
   const float theta = 500000.f;
   const int row = (heads + 2 * kvh) * D;
   Host qkv = random_host(size_t(T * row), rng);
@@ -321,7 +356,7 @@ void rotary_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rn
         rq[i0] = qkv.d[i0] * std::cos(ang) - qkv.d[i1] * std::sin(ang);
         rq[i1] = qkv.d[i1] * std::cos(ang) + qkv.d[i0] * std::sin(ang);
       }
-  out.push_back(compare("rotary(q,k in place)", "3 tokens heads=4 kv=2 D=128", dqkv, rq));
+  out.push_back(compare("rotary(q,k in place)", fmt::format("3 tokens heads=4 kv=2 D={}", D), dqkv, rq));
   // Gather the cached rows back and compare with rotated k / raw v.
   CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<bf16> hk(size_t(slots) * kvh * max_ctx * D), hv(hk.size());
@@ -339,7 +374,7 @@ void rotary_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rn
         ref.push_back(qkv.d[size_t(t * row + (heads + kvh + h) * D + d)]);
       }
   gpu::DeviceBuffer dg = upload(dev, got);
-  out.push_back(compare("kv_cache_write", "3 tokens kv=2 D=128", dg, ref));
+  out.push_back(compare("kv_cache_write", fmt::format("3 tokens kv=2 D={}", D), dg, ref));
 }
 
 }  // namespace
@@ -364,7 +399,8 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
   mlp_and_embedding_cases(out, dev, rng);
 
   std::fprintf(stderr, "self-test: %s\n", "rotary");
-  rotary_cases(out, dev, rng);
+  rotary_cases(out, dev, rng, 128);
+  rotary_cases(out, dev, rng, 96);  // Phi-3-mini's head_dim
   return out;
 }
 

@@ -15,6 +15,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "profiler/common/attention_support.hpp"
+
 namespace peerplan::kernels {
 
 // Decode: one new token per sequence, attending to its whole cached context (incl. itself).
@@ -58,7 +60,6 @@ struct PrefillAttention {
 };
 void prefill_attention(const PrefillAttention& a, cudaStream_t stream);
 
-// Head dims the kernels are instantiated for (others are refused with a clear error).
-bool attention_head_dim_supported(int head_dim);
+// Which shapes run (head_dim, query heads per kv head) and how: profiler/common/attention_support.hpp.
 
 }  // namespace peerplan::kernels

@@ -24,6 +24,16 @@
 // the same launch, as one thread-block cluster (Hopper: each block reads the others' partials
 // from distributed shared memory, so no workspace round trip and no second kernel), or by a
 // second small kernel over a workspace.
+//
+// The kernels are specialised for G = 1, 2, 4, 8, 16 query heads per kv head and head_dim 64 and
+// 128 (the engine-speed path). Any other G up to 16 and head_dim up to 128 (a multiple of 8) runs
+// the same code in its general form (kGeneral, chosen by decode_variant in
+// profiler/common/attention_support.cpp): the block is sized for the next group tile GT and dim
+// tile DT, and the real G and head_dim bound every access at run time. Query rows g >= G are
+// zeros (their scores and outputs are never stored); dims >= head_dim are never loaded (zeros in
+// Q and K add nothing to the scores; V's zeros land in accumulators that are never stored). The
+// kernel is bound by HBM bytes, which the padding does not add to: 7 heads per kv head cost what
+// 8 do, head_dim 96 reads 96 dims per token.
 #include <algorithm>
 #include <atomic>
 #include <cfloat>
@@ -69,6 +79,7 @@ struct DecodeParams {
   float* ws_o;    // [batch][heads][splits][D]
   float* ws_lse;  // [batch][heads][splits]
   int heads, kv_heads, max_ctx, splits;  // splits: fixed grid dimension
+  int group, head_dim;                   // real shape; read by the general kernels only
   float scale_log2;                      // scale * log2(e): softmax in base 2
 };
 
@@ -81,16 +92,20 @@ __host__ __device__ inline int chunk_len(int len, int splits) {
 
 __device__ __forceinline__ uint4 ld16(const bf16* p) { return *reinterpret_cast<const uint4*>(p); }
 
-template <int D, int G, bool kCluster>
-__global__ void __launch_bounds__(kThreads, G > 8 ? 3 : kResidentBlocks) decode_split_kernel(DecodeParams p) {
-  static_assert(G >= 1 && G <= 16, "query heads per kv head");
-  constexpr int NB32 = D / 32, NB64 = D / 64;
-  constexpr bool kUpper = G > 8;   // S rows 8..15 / a second n-tile of O^T hold real heads
+// DT, GT: the head-dim and group tiles the block is built for; kGeneral: the real head_dim (<= DT,
+// a multiple of 8) and group (<= GT) come from p, else they are exactly DT and GT.
+template <int DT, int GT, bool kCluster, bool kGeneral>
+__global__ void __launch_bounds__(kThreads, GT > 8 ? 3 : kResidentBlocks) decode_split_kernel(DecodeParams p) {
+  static_assert(GT >= 1 && GT <= 16, "query heads per kv head");
+  constexpr int NB32 = DT / 32, NB64 = DT / 64;
+  constexpr bool kUpper = GT > 8;   // S rows 8..15 / a second n-tile of O^T hold real heads
   constexpr int NH = kUpper ? 2 : 1;
-  __shared__ __align__(16) float o_s[kWarps][G][D + 4];  // per-warp partial outputs for the block merge
-  __shared__ float m_s[kWarps][G], l_s[kWarps][G];
-  __shared__ float part_o[kCluster ? G : 1][kCluster ? D : 1];  // this block's normalised partial
-  __shared__ float part_lse[kCluster ? G : 1];                   // and its log2-sum-exp, per head
+  const int G = kGeneral ? p.group : GT;     // query heads of this kv head
+  const int D = kGeneral ? p.head_dim : DT;  // head dim: the row length of Q, K, V and out
+  __shared__ __align__(16) float o_s[kWarps][GT][DT + 4];  // per-warp partial outputs for the block merge
+  __shared__ float m_s[kWarps][GT], l_s[kWarps][GT];
+  __shared__ float part_o[kCluster ? GT : 1][kCluster ? DT : 1];  // this block's normalised partial
+  __shared__ float part_lse[kCluster ? GT : 1];                    // and its log2-sum-exp, per head
 
   const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
   const int len = p.seq_lens[b];
@@ -115,8 +130,10 @@ __global__ void __launch_bounds__(kThreads, G > 8 ? 3 : kResidentBlocks) decode_
     const bf16* qrow = p.q + int64_t(b) * p.q_row_stride + int64_t(h0) * D;
 #pragma unroll
     for (int i = 0; i < NB32; ++i) {
-      qlo[i] = g < G ? ld16(qrow + int64_t(g) * D + 32 * i + 8 * t) : make_uint4(0, 0, 0, 0);
-      qhi[i] = (kUpper && g + 8 < G) ? ld16(qrow + int64_t(g + 8) * D + 32 * i + 8 * t) : make_uint4(0, 0, 0, 0);
+      const bool dim_ok = !kGeneral || 32 * i + 8 * t < D;
+      qlo[i] = (g < G && dim_ok) ? ld16(qrow + int64_t(g) * D + 32 * i + 8 * t) : make_uint4(0, 0, 0, 0);
+      qhi[i] = (kUpper && g + 8 < G && dim_ok) ? ld16(qrow + int64_t(g + 8) * D + 32 * i + 8 * t)
+                                               : make_uint4(0, 0, 0, 0);
     }
   }
 
@@ -142,13 +159,17 @@ __global__ void __launch_bounds__(kThreads, G > 8 ? 3 : kResidentBlocks) decode_
     for (int n = 0; n < 2; ++n) {
       const int tok = min(tb + 8 * n + g, t1 - 1);
 #pragma unroll
-      for (int i = 0; i < NB32; ++i) kx[n][i] = ld16(kp + int64_t(tok) * D + 32 * i + 8 * t);
+      for (int i = 0; i < NB32; ++i)
+        kx[n][i] = (!kGeneral || 32 * i + 8 * t < D) ? ld16(kp + int64_t(tok) * D + 32 * i + 8 * t)
+                                                     : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
       const int tok = min(tb + (r >> 1) * 8 + 2 * t + (r & 1), t1 - 1);
 #pragma unroll
-      for (int i = 0; i < NB64; ++i) vx[i][r] = ld16(vp + int64_t(tok) * D + 64 * i + 8 * g);
+      for (int i = 0; i < NB64; ++i)
+        vx[i][r] = (!kGeneral || 64 * i + 8 * g < D) ? ld16(vp + int64_t(tok) * D + 64 * i + 8 * g)
+                                                     : make_uint4(0, 0, 0, 0);
     }
 
     // S (heads x 16 tokens) as two n-tiles of 8 tokens.
@@ -323,8 +344,12 @@ __global__ void __launch_bounds__(kThreads, G > 8 ? 3 : kResidentBlocks) decode_
 // Batch 1 at long contexts has ~100 chunks, so the block shares the work: the chunk weights are
 // computed once into shared memory (dynamic, one float per split), then each thread sums its dim
 // with several loads in flight.
-template <int D>
-__global__ void __launch_bounds__(D) decode_merge_kernel(DecodeParams p) {
+// DT threads (the dim tile); kGeneral: the real head_dim (<= DT) from p, threads past it only help
+// reduce the weights.
+template <int DT, bool kGeneral>
+__global__ void __launch_bounds__(DT) decode_merge_kernel(DecodeParams p) {
+  constexpr int D = DT;  // threads per block
+  const int HD = kGeneral ? p.head_dim : DT;
   extern __shared__ float w_s[];  // [splits]
   __shared__ float red[D / 32];
   const int h = blockIdx.x, b = blockIdx.y, d = threadIdx.x, lane = d % 32, warp = d / 32;
@@ -355,17 +380,18 @@ __global__ void __launch_bounds__(D) decode_merge_kernel(DecodeParams p) {
   den = 0.f;
 #pragma unroll
   for (int w = 0; w < D / 32; ++w) den += red[w];
+  if (kGeneral && d >= HD) return;  // no dim of its own (after the last barrier)
   float num = 0.f;
-  const float* o = p.ws_o + base * D + d;
+  const float* o = p.ws_o + base * HD + d;
 #pragma unroll 8
-  for (int s = 0; s < active; ++s) num += w_s[s] * o[int64_t(s) * D];
-  p.out[(int64_t(b) * p.heads + h) * D + d] = __float2bfloat16(num / den);
+  for (int s = 0; s < active; ++s) num += w_s[s] * o[int64_t(s) * HD];
+  p.out[(int64_t(b) * p.heads + h) * HD + d] = __float2bfloat16(num / den);
 }
 
-template <int D, int G>
+template <int DT, int GT, bool kGeneral>
 void launch_decode(const DecodeParams& p, int batch, bool cluster, cudaStream_t stream) {
   const dim3 grid(p.splits, p.kv_heads, batch);
-  auto kernel = cluster ? decode_split_kernel<D, G, true> : decode_split_kernel<D, G, false>;
+  auto kernel = cluster ? decode_split_kernel<DT, GT, true, kGeneral> : decode_split_kernel<DT, GT, false, kGeneral>;
   if (cluster) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = grid;
@@ -386,22 +412,21 @@ void launch_decode(const DecodeParams& p, int batch, bool cluster, cudaStream_t 
   kernel<<<grid, kThreads, 0, stream>>>(p);
   CUDA_CHECK_LAUNCH("decode_split_kernel");
   if (p.splits > 1) {
-    decode_merge_kernel<D><<<dim3(p.heads, batch), D, size_t(p.splits) * sizeof(float), stream>>>(p);
+    decode_merge_kernel<DT, kGeneral><<<dim3(p.heads, batch), DT, size_t(p.splits) * sizeof(float), stream>>>(p);
     CUDA_CHECK_LAUNCH("decode_merge_kernel");
   }
 }
 
-template <int D>
-void dispatch_group(const DecodeParams& p, int batch, int group, bool cluster, cudaStream_t stream) {
-  switch (group) {
-    case 1: return launch_decode<D, 1>(p, batch, cluster, stream);
-    case 2: return launch_decode<D, 2>(p, batch, cluster, stream);
-    case 4: return launch_decode<D, 4>(p, batch, cluster, stream);
-    case 8: return launch_decode<D, 8>(p, batch, cluster, stream);
-    case 16: return launch_decode<D, 16>(p, batch, cluster, stream);
+template <int DT, bool kGeneral>
+void dispatch_group(const DecodeParams& p, int batch, int group_tile, bool cluster, cudaStream_t stream) {
+  switch (group_tile) {
+    case 1: return launch_decode<DT, 1, kGeneral>(p, batch, cluster, stream);
+    case 2: return launch_decode<DT, 2, kGeneral>(p, batch, cluster, stream);
+    case 4: return launch_decode<DT, 4, kGeneral>(p, batch, cluster, stream);
+    case 8: return launch_decode<DT, 8, kGeneral>(p, batch, cluster, stream);
+    case 16: return launch_decode<DT, 16, kGeneral>(p, batch, cluster, stream);
     default:
-      throw RuntimeError("decode_attention: " + std::to_string(group) +
-                         " query heads per kv head is not instantiated (supported: 1, 2, 4, 8, 16)");
+      throw RuntimeError("decode_attention: internal: group tile " + std::to_string(group_tile));
   }
 }
 
@@ -459,8 +484,6 @@ DecodePlan decode_plan(int batch, int kv_heads, int max_ctx, int sm_count, bool 
 
 }  // namespace
 
-bool attention_head_dim_supported(int head_dim) { return head_dim == 64 || head_dim == 128; }
-
 int decode_attention_chunk(int batch, int kv_heads, int max_ctx, int sm_count) {
   const DecodePlan plan = decode_plan(batch, kv_heads, max_ctx, sm_count, clusters_supported());
   return chunk_len(max_ctx, plan.splits);  // the longest chunk
@@ -474,11 +497,14 @@ size_t decode_attention_workspace_bytes(int batch, int heads, int head_dim, int 
 }
 
 void decode_attention(const DecodeAttention& a, int sm_count, cudaStream_t stream) {
-  if (!attention_head_dim_supported(a.head_dim))
-    throw RuntimeError("decode_attention: head_dim " + std::to_string(a.head_dim) + " not supported (64 or 128)");
   if (a.kv_heads <= 0 || a.heads % a.kv_heads != 0)
     throw RuntimeError("decode_attention: heads (" + std::to_string(a.heads) + ") must be a multiple of kv_heads (" +
                        std::to_string(a.kv_heads) + ")");
+  const DecodeVariant v = decode_variant(a.heads / a.kv_heads, a.head_dim);
+  if (v.group_tile == 0)
+    throw RuntimeError("decode_attention: " + std::to_string(a.heads / a.kv_heads) +
+                       " query heads per kv head with head_dim " + std::to_string(a.head_dim) +
+                       " do not run (1 to 16 query heads per kv head, head_dim a multiple of 8 up to 128)");
   if (a.q_row_stride % 8 != 0)
     throw RuntimeError("decode_attention: q_row_stride must be a multiple of 8 (Q is read in 16-byte pieces)");
   if (a.batch == 0) return;
@@ -502,9 +528,15 @@ void decode_attention(const DecodeAttention& a, int sm_count, cudaStream_t strea
   p.ws_lse = a.workspace + n * a.head_dim;
   if (p.splits > 1 && !plan.cluster && !a.workspace)
     throw RuntimeError("decode_attention: workspace required for split-K");
-  const int group = a.heads / a.kv_heads;
-  if (a.head_dim == 128) dispatch_group<128>(p, a.batch, group, plan.cluster, stream);
-  else dispatch_group<64>(p, a.batch, group, plan.cluster, stream);
+  p.group = a.heads / a.kv_heads;
+  p.head_dim = a.head_dim;
+  if (v.dim_tile == 128) {
+    if (v.general) dispatch_group<128, true>(p, a.batch, v.group_tile, plan.cluster, stream);
+    else dispatch_group<128, false>(p, a.batch, v.group_tile, plan.cluster, stream);
+  } else {
+    if (v.general) dispatch_group<64, true>(p, a.batch, v.group_tile, plan.cluster, stream);
+    else dispatch_group<64, false>(p, a.batch, v.group_tile, plan.cluster, stream);
+  }
 }
 
 }  // namespace peerplan::kernels

@@ -11,6 +11,12 @@
 // the tensor cores, bounds the MT = 1 kernel on an H100/H200); Q then lives in shared memory to
 // leave registers for the two accumulators. MT = 2 blocks hold 128 rows, so short prompts use
 // MT = 1 to keep enough blocks.
+// Any number of query heads per kv head runs (a block is one query head; it reads its kv head's
+// cache). Instantiated for head_dim 64, 80, 96, 128 (a multiple of 16: whole m16n8k16 steps; the
+// shared-memory rows of D + 8 elements keep ldmatrix free of bank conflicts for all four). ptxas
+// -v (sm_90, 2026-12-02): no spills except 96 at MT = 2 (40 bytes; 80 and 128 use 255 registers
+// without). Not 192 or 256: their MT = 2 kernels spill 872 and 2316 bytes, 256 at MT = 1 spills
+// too, and decode cannot run them either (profiler/common/attention_support.hpp).
 #include <cfloat>
 #include <cmath>
 
@@ -305,7 +311,8 @@ void launch_prefill(const PrefillParams& p, int num_seqs, int max_q_len, cudaStr
 
 void prefill_attention(const PrefillAttention& a, cudaStream_t stream) {
   if (!attention_head_dim_supported(a.head_dim))
-    throw RuntimeError("prefill_attention: head_dim " + std::to_string(a.head_dim) + " not supported (64 or 128)");
+    throw RuntimeError("prefill_attention: head_dim " + std::to_string(a.head_dim) +
+                       " not supported (64, 80, 96 or 128)");
   if (a.kv_heads <= 0 || a.heads % a.kv_heads != 0)
     throw RuntimeError("prefill_attention: heads must be a multiple of kv_heads");
   if (a.q_row_stride % 2 != 0)
@@ -325,8 +332,12 @@ void prefill_attention(const PrefillAttention& a, cudaStream_t stream) {
   p.max_ctx = a.max_ctx;
   const float scale = a.scale > 0 ? a.scale : 1.0f / std::sqrt(float(a.head_dim));
   p.scale_log2 = scale * 1.4426950408889634f;
-  if (a.head_dim == 128) launch_prefill<128>(p, a.num_seqs, a.max_q_len, stream);
-  else launch_prefill<64>(p, a.num_seqs, a.max_q_len, stream);
+  switch (a.head_dim) {
+    case 128: return launch_prefill<128>(p, a.num_seqs, a.max_q_len, stream);
+    case 96: return launch_prefill<96>(p, a.num_seqs, a.max_q_len, stream);
+    case 80: return launch_prefill<80>(p, a.num_seqs, a.max_q_len, stream);
+    default: return launch_prefill<64>(p, a.num_seqs, a.max_q_len, stream);
+  }
 }
 
 }  // namespace peerplan::kernels

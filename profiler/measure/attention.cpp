@@ -20,13 +20,18 @@ namespace peerplan::profiler {
 namespace {
 
 // heads, kv_heads, head_dim per GPU of every profiled standard-attention model at each TP degree.
-std::set<std::tuple<int, int, int>> head_configs(const Context& ctx) {
+// A shape the kernels do not run (attention_support.hpp) is skipped with a note, never an error:
+// the profile measures everything else.
+std::set<std::tuple<int, int, int>> head_configs(Context& ctx) {
   std::set<std::tuple<int, int, int>> configs;
   for (const auto& m : load_profile_models(ctx.opts.models)) {
     if (m.mla) continue;  // MLA attention is not among the executor's kernels
-    for (int tp : tp_degrees(m, ctx.gpus()))
-      if (kernels::attention_head_dim_supported(int(m.head_dim)))
-        configs.insert({int(m.heads / tp), int(std::max<int64_t>(1, m.kv_heads / tp)), int(m.head_dim)});
+    for (int tp : tp_degrees(m, ctx.gpus())) {
+      const int heads = int(m.heads / tp), kv = int(std::max<int64_t>(1, m.kv_heads / tp)), hd = int(m.head_dim);
+      const std::string why = kernels::attention_shape_refusal(heads, kv, hd);
+      if (why.empty()) configs.insert({heads, kv, hd});
+      else ctx.not_applicable(fmt::format("attention of {} at TP {}", m.name, tp), why);
+    }
   }
   return configs;
 }
@@ -103,7 +108,7 @@ void time_config(Context& ctx, const AttentionGrid& grid, int g, int sms, gpu::S
 void measure_attention(Context& ctx) {
   const auto configs = head_configs(ctx);
   if (configs.empty()) {
-    ctx.not_applicable("attention", "no standard-attention model with a head_dim the kernels support");
+    ctx.not_applicable("attention", "no standard-attention model with a shape the kernels run");
     return;
   }
   const bool quick = ctx.plan.quick;

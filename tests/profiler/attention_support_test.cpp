@@ -1,0 +1,113 @@
+// Which attention shapes the executor runs (profiler/common/attention_support.hpp): the decode
+// kernel chosen per (query heads per kv head, head_dim), the head dims both kernels run, and the
+// refusals that validate / plan --validate give before any GPU work and profile --model notes.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <utility>
+
+#include "planner/core/error.hpp"
+#include "planner/model/model_config.hpp"
+#include "profiler/common/attention_support.hpp"
+
+using namespace peerplan;
+using namespace peerplan::kernels;
+
+namespace {
+
+TEST(AttentionSupport, EveryGroupAndHeadDimOfTheIssueRunsOnATileThatCoversIt) {
+  // Issue 23 item 4: every ratio 1..16 and head_dim 64, 80, 96, 128. The tile must cover the shape
+  // (the masked rows / dims are extra) and be the smallest power of two that does, so a 7-head
+  // group pays for 8 rows, never 16.
+  for (int g = 1; g <= 16; ++g)
+    for (int d : {64, 80, 96, 128}) {
+      const DecodeVariant v = decode_variant(g, d);
+      ASSERT_GT(v.group_tile, 0) << "G=" << g << " D=" << d;
+      EXPECT_GE(v.group_tile, g);
+      EXPECT_LT(v.group_tile, 2 * g) << "G=" << g << ": the next power of two";
+      EXPECT_GE(v.dim_tile, d);
+      EXPECT_EQ(v.dim_tile, d <= 64 ? 64 : 128);
+      EXPECT_TRUE(attention_head_dim_supported(d));
+      EXPECT_EQ(attention_shape_refusal(4 * g, 4, d), "") << "G=" << g << " D=" << d;
+    }
+}
+
+TEST(AttentionSupport, SpecialisedKernelsServeExactlyTheShapesTheyServedBefore) {
+  // The engine-speed path is untouched: the 10 shapes instantiated before (G 1, 2, 4, 8, 16 x
+  // head_dim 64, 128) still take the specialised kernels, and only those.
+  std::set<std::pair<int, int>> exact;
+  for (int g = 1; g <= 16; ++g)
+    for (int d = 8; d <= 128; d += 8) {
+      const DecodeVariant v = decode_variant(g, d);
+      ASSERT_GT(v.group_tile, 0);
+      if (!v.general) exact.insert({g, d});
+      EXPECT_EQ(v.general, v.group_tile != g || v.dim_tile != d);
+    }
+  const std::set<std::pair<int, int>> before{{1, 64}, {2, 64}, {4, 64}, {8, 64}, {16, 64},
+                                             {1, 128}, {2, 128}, {4, 128}, {8, 128}, {16, 128}};
+  EXPECT_EQ(exact, before);
+}
+
+TEST(AttentionSupport, ModelShapesMapToTheExpectedKernels) {
+  const DecodeVariant qwen7b = decode_variant(28 / 4, 128);  // Qwen2.5-7B: 7 per kv head
+  EXPECT_EQ(qwen7b.group_tile, 8);
+  EXPECT_EQ(qwen7b.dim_tile, 128);
+  EXPECT_TRUE(qwen7b.general);
+  const DecodeVariant qwen14b = decode_variant(40 / 8, 128);  // Qwen2.5-14B: 5
+  EXPECT_EQ(qwen14b.group_tile, 8);
+  const DecodeVariant phi3 = decode_variant(32 / 32, 96);  // Phi-3-mini: MHA, head_dim 96
+  EXPECT_EQ(phi3.group_tile, 1);
+  EXPECT_EQ(phi3.dim_tile, 128);
+  EXPECT_TRUE(phi3.general);
+  const DecodeVariant llama8b = decode_variant(32 / 8, 128);  // Llama-3.1-8B: the specialised kernel
+  EXPECT_FALSE(llama8b.general);
+  EXPECT_EQ(llama8b.group_tile, 4);
+}
+
+TEST(AttentionSupport, ShapesThatCannotRunAreRefusedNamingTheValue) {
+  // Decode: no tile for 17+ rows, dims past 128 or off the 16-byte (8-element) loads.
+  EXPECT_EQ(decode_variant(17, 128).group_tile, 0);
+  EXPECT_EQ(decode_variant(0, 128).group_tile, 0);
+  EXPECT_EQ(decode_variant(8, 192).group_tile, 0);
+  EXPECT_EQ(decode_variant(8, 100).group_tile, 0);
+  for (int d : {32, 112, 192, 256}) EXPECT_FALSE(attention_head_dim_supported(d)) << d;  // prefill lacks them
+  EXPECT_NE(attention_shape_refusal(32, 8, 256).find("head_dim 256"), std::string::npos);
+  EXPECT_NE(attention_shape_refusal(64, 1, 128).find("64 query heads per kv head"), std::string::npos);
+  EXPECT_NE(attention_shape_refusal(28, 3, 128).find("not a multiple"), std::string::npos);
+}
+
+ModelConfig config(int64_t heads, int64_t kv, int64_t head_dim) {
+  ModelConfig c;
+  c.source_file = "models/x/config.json";
+  c.heads = heads;
+  c.kv_heads = kv;
+  c.head_dim = head_dim;
+  return c;
+}
+
+TEST(AttentionSupport, ModelCheckThrowsInputErrorWithTheFieldAndValue) {
+  EXPECT_NO_THROW(check_attention_executable(config(28, 4, 128)));  // Qwen2.5-7B
+  EXPECT_NO_THROW(check_attention_executable(config(32, 32, 96)));   // Phi-3-mini
+  EXPECT_NO_THROW(check_attention_executable(config(40, 8, 128)));   // Qwen2.5-14B
+  EXPECT_NO_THROW(check_attention_executable(config(16, 1, 80)));    // 16 per kv head, head_dim 80
+  try {
+    check_attention_executable(config(16, 8, 256));  // Gemma-like head_dim 256
+    FAIL() << "head_dim 256 must be refused";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "models/x/config.json");
+    EXPECT_EQ(e.field(), "head_dim");
+    EXPECT_NE(e.expected().find("found 256"), std::string::npos) << e.what();
+  }
+  try {
+    check_attention_executable(config(71, 1, 64));  // Falcon-7B: MQA, 71 query heads on one kv head
+    FAIL() << "71 query heads per kv head must be refused";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "num_attention_heads");
+    EXPECT_NE(e.expected().find("found 71"), std::string::npos) << e.what();
+  }
+  ModelConfig mla = config(16, 16, 192);
+  mla.mla = true;  // MLA is refused by the executor's own check (no MLA kernels), not as a head_dim
+  EXPECT_NO_THROW(check_attention_executable(mla));
+}
+
+}  // namespace

@@ -204,7 +204,8 @@ void run_plan(const Executable& exe, const PlanCmd& o) {
   if (o.threads < 1) throw InputError("", "--threads", "at least 1");
   if (o.validate < 0) throw InputError("", "--validate", "a number of top-ranked plans to execute (0: none)");
   check_plan_validate_mpi(o.mpi, o.validate, exe.built_with_mpi, launcher_size_from_env());
-  if (o.validate > 0) require_executor(exe, "--validate");  // before minutes of search
+  if (o.validate > 0)  // before minutes of search: an executor, and kernels for the model's shapes
+    require_executor(exe, "--validate").check_executable(load_model_config(resolve_model_path(o.model)));
   if (o.mpi) return run_plan_mpi(*exe.gpu, o);
   SearchResult r = search_and_report(o);
   if (o.validate > 0) validate_plans(*exe.gpu, top_plans(r, o.validate), o, r.workload);

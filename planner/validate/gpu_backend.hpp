@@ -103,6 +103,10 @@ class GpuBackend {
  public:
   virtual ~GpuBackend() = default;
 
+  // Throws InputError (the model file, the field and its value) when the executor has no kernels
+  // for this model's shapes; CPU only, called before any GPU work. Default: runs everything.
+  virtual void check_executable(const ModelConfig& cfg) { (void)cfg; }
+
   // This host's GPUs (name, UUID, memory); none when no GPU or driver is usable.
   virtual HostInfo describe_host() = 0;
   // Versions and hardware for reports: driver, CUDA runtime, NCCL, cuBLAS, GPU names, date.

@@ -80,6 +80,7 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
                             const std::string& model, const std::string& machine_name, Workload w,
                             const HostValidationOptions& o) {
   const Loaded in = load_inputs(plan, plan_origin, model, machine_name);
+  gpu.check_executable(in.cfg);  // a shape the executor cannot run: refused before any GPU work
   bind_model_context(w, in.cfg.max_context, in.cfg.name, false);  // a prompt beyond the context: refused
   (void)requests_dropped_over_context(w);                         // now, before any GPU work
   const bool root = !o.ranks || o.ranks->rank() == 0;  // MPI: rank 0 predicts and reports
@@ -150,6 +151,7 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
 void bench_steps_on_host(GpuBackend& gpu, const Plan& plan, const std::string& plan_origin, const std::string& model,
                          const std::string& machine_name, const StepBenchOptions& o) {
   const Loaded in = load_inputs(plan, plan_origin, model, machine_name);
+  gpu.check_executable(in.cfg);
   ExecSettings es;
   es.p2p = plan.p2p;
   es.cuda_graphs = o.cuda_graphs;

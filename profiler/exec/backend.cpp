@@ -90,6 +90,7 @@ class MpiRanks final : public RankGroup {
 class CudaBackend final : public GpuBackend {
  public:
   HostInfo describe_host() override { return profiler::discover_host(); }
+  void check_executable(const ModelConfig& cfg) override { exec::check_model_executable(cfg); }
   nlohmann::json host_context() override { return profiler::host_context(); }
 
   int64_t kv_slots_that_fit(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,

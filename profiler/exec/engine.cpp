@@ -13,6 +13,7 @@
 #include "planner/compile/compiler.hpp"
 #include "planner/core/error.hpp"
 #include "profiler/exec/engine_state.hpp"
+#include "profiler/exec/executor.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/attention.hpp"
 
@@ -22,15 +23,18 @@ namespace kn = peerplan::kernels;
 
 GpuState& Engine::gpu(int id) { return *state_.at(id); }
 
+void check_model_executable(const ModelConfig& cfg) {
+  if (cfg.mla) throw InputError(cfg.source_file, "kv_lora_rank", "a model without MLA: the executor has no MLA kernels yet");
+  kn::check_attention_executable(cfg);  // head_dim, query heads per kv head
+  if (!cfg.gated_mlp)
+    throw InputError(cfg.source_file, "architectures", "a gated (SwiGLU) MLP: the executor's activation is SiLU(gate) * up");
+}
+
 Engine::Engine(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,
                const ExecOptions& opt, int64_t kv_slots, int64_t max_ctx, int64_t max_tokens, int in_flight)
     : plan_(plan), cfg_(cfg), fig_(fig), machine_(machine), opt_(opt), kv_slots_(kv_slots), max_ctx_(max_ctx),
       max_tokens_(max_tokens), in_flight_(std::max(1, in_flight)) {
-  if (cfg.mla) throw InputError(cfg.source_file, "kv_lora_rank", "a model without MLA: the executor has no MLA kernels yet");
-  if (!kn::attention_head_dim_supported(int(cfg.head_dim)))
-    throw InputError(cfg.source_file, "head_dim", "64 or 128 (the executor's attention kernels)");
-  if (!cfg.gated_mlp)
-    throw InputError(cfg.source_file, "architectures", "a gated (SwiGLU) MLP: the executor's activation is SiLU(gate) * up");
+  check_model_executable(cfg);
   // Never NVLink multicast (it can take a shared host's GPUs out of service); P2P off is set
   // before any communicator exists, as NCCL reads it at init.
   setenv("NCCL_NVLS_ENABLE", "0", 1);

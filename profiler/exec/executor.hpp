@@ -51,6 +51,11 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
 int64_t kv_slots_that_fit(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,
                           int64_t max_ctx, int64_t max_tokens, RankBus* bus = nullptr);
 
+// Throws InputError (the model file, the field and its value) when the executor has no kernels
+// for the model (MLA, head_dim, query heads per kv head, a non-gated MLP): called before any GPU
+// work by validate and plan --validate (GpuBackend::check_executable) and by the Engine.
+void check_model_executable(const ModelConfig& cfg);
+
 // Every kernel against a CPU fp64 reference on fresh random inputs, outputs poisoned first.
 std::vector<SelfTestResult> kernel_self_test(int device, uint64_t seed);
 

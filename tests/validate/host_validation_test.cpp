@@ -33,12 +33,21 @@ class FakeBackend : public GpuBackend {
   HostInfo host = profiled_host();
   int64_t fit = 7;
   // What the planner asked for.
-  int kv_calls = 0, serve_calls = 0;
+  int kv_calls = 0, serve_calls = 0, host_calls = 0, bench_calls = 0;
   int64_t kv_max_ctx = 0, kv_max_tokens = 0;
   Workload served;
   ExecSettings settings;
+  std::string refuse_field;  // non-empty: check_executable refuses the model on this field
+  std::string checked_model;
 
-  HostInfo describe_host() override { return host; }
+  void check_executable(const ModelConfig& cfg) override {
+    checked_model = cfg.name;
+    if (!refuse_field.empty()) throw InputError(cfg.source_file, refuse_field, "what the fake executor runs");
+  }
+  HostInfo describe_host() override {
+    ++host_calls;
+    return host;
+  }
   nlohmann::json host_context() override { return {{"host", "fake"}}; }
   int64_t kv_slots_that_fit(const Plan&, const ModelConfig&, const ModelFigures&, const Machine&, int64_t max_ctx,
                             int64_t max_tokens) override {
@@ -73,6 +82,7 @@ class FakeBackend : public GpuBackend {
   }
   std::vector<StepBench> bench_steps(const Plan&, const ModelConfig&, const ModelFigures&, const Machine&,
                                      const std::vector<int64_t>&, int64_t, int64_t, const ExecSettings&) override {
+    ++bench_calls;
     return {};
   }
   std::vector<SelfTestResult> self_test(int, uint64_t) override { return {}; }
@@ -143,6 +153,28 @@ TEST(HostValidation, AHostWithoutGpusIsRefusedBeforeAnyGpuWork) {
   }
   EXPECT_EQ(gpu.kv_calls, 0) << "no GPU memory was probed";
   EXPECT_EQ(gpu.serve_calls, 0);
+}
+
+TEST(HostValidation, AModelTheExecutorCannotRunIsRefusedBeforeAnyGpuWork) {
+  // issue 23 item 4: e.g. head_dim 256 is refused naming the model file and field before the host
+  // is even described, so neither validate nor --bench-steps touches a GPU (or exits 1 later).
+  FakeBackend gpu;
+  gpu.refuse_field = "head_dim";
+  try {
+    quiet(gpu, load_plan(kPlan), kPlan, small_chat());
+    FAIL() << "expected a refusal";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "head_dim");
+    EXPECT_NE(e.file().find("llama-3.1-8b"), std::string::npos) << "the model file: " << e.file();
+  }
+  EXPECT_EQ(gpu.host_calls + gpu.kv_calls + gpu.serve_calls, 0);
+  EXPECT_THROW(bench_steps_on_host(gpu, load_plan(kPlan), kPlan, "llama-3.1-8b", "h200x2-nvlink", StepBenchOptions{}),
+               InputError);
+  EXPECT_EQ(gpu.host_calls + gpu.bench_calls, 0);
+  gpu.refuse_field.clear();  // a model it runs: asked once, then validated as before
+  quiet(gpu, load_plan(kPlan), kPlan, small_chat());
+  EXPECT_FALSE(gpu.checked_model.empty());
+  EXPECT_EQ(gpu.serve_calls, 1);
 }
 
 TEST(HostValidation, NoRoomForOneSequenceIsRefusedBeforeServing) {

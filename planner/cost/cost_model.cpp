@@ -61,6 +61,20 @@ double CostModel::hbm_Bps(int gpu, bool* measured) const {
   return g.hbm_gbps * 1e9 * opt_.hbm_efficiency;
 }
 
+const FittedCompute* CostModel::fitted() const {
+  if (fitted_built_) return fitted_.get();
+  fitted_built_ = true;
+  const Machine& m = topo_.machine();
+  if (!opt_.fitted_fallback || !m.measurements || (m.measurements->gemms.empty() && m.measurements->attention.empty()))
+    return nullptr;
+  // The normaliser is GPU 0's roofline (peak 0 if the file lacks it: the fit then uses bytes only).
+  bool measured = false;
+  double peak = m.gpus.empty() ? 0 : m.gpus[0].peak_bf16_tflops * 1e12;
+  double bw = m.gpus.empty() ? 0 : hbm_Bps(0, &measured);
+  fitted_ = std::make_unique<FittedCompute>(*m.measurements, std::max(peak, 0.0), bw);
+  return fitted_.get();
+}
+
 OpCost CostModel::price_compute(const Op& op) const {
   OpCost c;
   const int gpu = op.gpus.empty() ? 0 : op.gpus[0];
@@ -76,6 +90,14 @@ OpCost CostModel::price_compute(const Op& op) const {
     if (auto t = attention_from_table(meas->attention, gpu, op)) {
       c.seconds = t->seconds;
       c.source = t->source;
+      return c;
+    }
+  }
+  if ((op.kind == OpKind::Gemm || op.kind == OpKind::Attention) && fitted()) {
+    std::optional<double> t = op.kind == OpKind::Gemm ? fitted()->gemm_s(op.m, op.n, op.k) : fitted()->attention_s(op);
+    if (t) {
+      c.seconds = *t * (op.kind == OpKind::Gemm ? double(std::max<int64_t>(op.batch_count, 1)) : 1.0);
+      c.source = CostSource::Fitted;
       return c;
     }
   }
@@ -143,7 +165,10 @@ const OpCost& CostModel::price(const Op& op, bool graph_launch) const {
     // Inside a CUDA graph, a kernel timed back to back (GEMM and attention tables: region / reps)
     // already holds one inter-kernel gap; adding the graph gap again over-priced 8B decode steps
     // by ~0.24 ms (docs/validation/runs/2026-12-01-kernels-ab/). Roofline-priced ops keep it.
-    if (graph_launch && (c.source == CostSource::Measured || c.source == CostSource::Interpolated)) c.launch_s = 0;
+    // Fitted prices rest on the same back-to-back timings, so they hold the gap too.
+    if (graph_launch && (c.source == CostSource::Measured || c.source == CostSource::Interpolated ||
+                         c.source == CostSource::Fitted))
+      c.launch_s = 0;
   } else if (is_collective(op.kind)) {
     c = price_collective_op(op);
     c.launch_s = launch_s(graph_launch);
@@ -186,6 +211,12 @@ nlohmann::json CostModel::provenance() const {
       inferred.emplace(std::make_pair(e.value("op", std::string()), e["gpus"].get<std::vector<int>>()), e);
     }
   for (auto& [k, e] : inferred) j["inferred_collectives"].push_back(e);  // absent when none
+  bool any_fitted = false;  // only then: outputs priced without the fit keep their provenance
+  for (const auto& [key, c] : cache_) any_fitted = any_fitted || c.source == CostSource::Fitted;
+  if (const FittedCompute* f = any_fitted ? fitted() : nullptr)
+    j["fitted_fallback"] = {{"gemm_shapes_fitted_from", f->gemm_shape_count()},
+                            {"attention_points_fitted_from", f->attention_point_count()},
+                            {"rule", "efficiency of the 3 nearest measured shapes (planner/cost/fitted_compute.hpp)"}};
   j["assumptions"] = {{"gemm_efficiency", opt_.gemm_efficiency},
                       {"attention_efficiency", opt_.attention_efficiency},
                       {"hbm_efficiency", opt_.hbm_efficiency},

@@ -4,6 +4,7 @@
 // or nominal routes. Each price carries its CostSource. Lookups are memoised per op shape, so a
 // CostModel is NOT thread-safe: use one per thread.
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "planner/compile/op_graph.hpp"
 #include "planner/cost/cost_options.hpp"
 #include "planner/cost/cost_source.hpp"
+#include "planner/cost/fitted_compute.hpp"
 #include "planner/cost/transfer_cost.hpp"
 #include "planner/topology/topology.hpp"
 
@@ -64,6 +66,9 @@ class CostModel {
   OpCost price_send(const Op& op) const;
   double peak_flops(int gpu) const;
   double hbm_Bps(int gpu, bool* measured) const;
+  // The fitted fallback of this machine's measurements; null when it has no GEMM/attention table
+  // (a hypothetical machine keeps the roofline) or CostOptions::fitted_fallback is off.
+  const FittedCompute* fitted() const;
 
   const Topology& topo_;
   CostOptions opt_;
@@ -90,6 +95,8 @@ class CostModel {
     bool operator()(const MemoKey& a, const MemoProbe& b) const { return eq(a.op, a.graph_launch, *b.op, b.graph_launch); }
   };
   mutable std::unordered_map<MemoKey, OpCost, MemoHash, MemoEq> cache_;
+  mutable std::unique_ptr<FittedCompute> fitted_;  // built on first use
+  mutable bool fitted_built_ = false;
 };
 
 }  // namespace peerplan

@@ -34,6 +34,9 @@ struct CostOptions {
   // Per iteration: scheduler, sampling and the host sync that ends the step (vLLM: ~0.1-0.3 ms;
   // a lean C++ driver less). Counted as synchronisation time.
   double iteration_overhead_s = 60e-6;
+  // A GEMM / attention shape the profile did not time is priced from the machine's own measured
+  // shapes (`fitted`, fitted_compute.hpp) rather than the roofline. false: roofline (tests compare).
+  bool fitted_fallback = true;
 };
 
 }  // namespace peerplan

@@ -12,6 +12,7 @@ const char* to_string(CostSource s) {
     case CostSource::Measured: return "measured";
     case CostSource::Interpolated: return "interpolated";
     case CostSource::Extrapolated: return "extrapolated";
+    case CostSource::Fitted: return "fitted";
     case CostSource::Derived: return "derived";
     case CostSource::Nominal: return "nominal";
   }

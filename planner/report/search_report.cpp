@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 std::string cost_source_summary(const nlohmann::json& prov) {
   if (!prov.contains("cost_sources") || !prov["cost_sources"].is_object()) return "-";
   std::string s;
-  for (const char* k : {"measured", "interpolated", "extrapolated", "derived", "nominal"}) {
+  for (const char* k : {"measured", "interpolated", "extrapolated", "fitted", "derived", "nominal"}) {
     if (!prov["cost_sources"].contains(k)) continue;
     double f = prov["cost_sources"][k].value("time_fraction", 0.0);
     if (f < 0.005) continue;

@@ -1,5 +1,6 @@
 #include "planner/core/json_in.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "planner/core/error.hpp"
@@ -9,20 +10,70 @@ namespace peerplan {
 
 namespace {
 
-// Depth check without recursion on the parsed tree: nlohmann's parser callback sees depth.
+// A parsed value takes 16 bytes and an object or array a container besides: text packed with
+// tiny values (`[0,0,0,...]`, `[{},{},...]`) takes 20-40x its size as a tree. Real files hold a
+// value or key per 6 bytes or more (the shipped ones; a measured point {"bytes": 4096, "us": 12.5}
+// about 7), so more than one per 4 bytes, past a floor no real small file reaches, is refused.
+constexpr size_t kValueFloor = 1'000'000;
+
+// A first pass over the text with nlohmann's SAX interface: depth and value count, no tree. (The
+// parser's DOM callback, used for this before, rescans the parent container after every object:
+// quadratic on an array of objects, 20 minutes for 5 M `{}`.) Syntax errors are left to the parse.
+class Precheck : public nlohmann::json_sax<json> {
+ public:
+  Precheck(int max_depth, size_t max_values) : max_depth_(max_depth), max_values_(max_values) {}
+  bool too_deep = false, too_many = false;
+
+  bool null() override { return leaf(); }
+  bool boolean(bool) override { return leaf(); }
+  bool number_integer(number_integer_t) override { return leaf(); }
+  bool number_unsigned(number_unsigned_t) override { return leaf(); }
+  bool number_float(number_float_t, const string_t&) override { return leaf(); }
+  bool string(string_t&) override { return leaf(); }
+  bool binary(binary_t&) override { return leaf(); }
+  bool key(string_t&) override { return leaf(); }
+  bool start_object(std::size_t) override { return open(); }
+  bool start_array(std::size_t) override { return open(); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  // Depth as the DOM callback counted it: the containers open around the value.
+  bool leaf() {
+    if (open_ > max_depth_) too_deep = true;
+    else if (++values_ > max_values_) too_many = true;
+    return !too_deep && !too_many;
+  }
+  bool open() {
+    const bool ok = leaf();
+    ++open_;
+    return ok;
+  }
+  bool close() {
+    --open_;
+    return true;
+  }
+  int max_depth_;
+  size_t max_values_;
+  int open_ = 0;
+  size_t values_ = 0;
+};
+
 json parse_with_depth(const std::string& text, const std::string& origin, int max_depth) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw InputError(origin, "", "file is empty; expected a JSON document");
-  bool too_deep = false;
-  json::parser_callback_t cb = [&](int depth, json::parse_event_t, json&) {
-    if (depth > max_depth) too_deep = true;
-    return !too_deep;
-  };
+  const size_t max_values = std::max(kValueFloor, text.size() / 4);
+  Precheck pre(max_depth, max_values);
+  (void)json::sax_parse(text, &pre, json::input_format_t::json, /*strict=*/true, /*ignore_comments=*/false);
+  const bool too_deep = pre.too_deep;
+  if (too_deep) throw InputError(origin, "", "JSON nested deeper than " + std::to_string(max_depth) + " levels");
+  if (pre.too_many)
+    throw InputError(origin, "", "JSON with more than " + std::to_string(max_values) + " values in " +
+                                     std::to_string(text.size()) + " bytes (more than one per 4 bytes): refused, as "
+                                     "its tree would take tens of times the file's size in memory");
   try {
-    json j = json::parse(text, cb, /*allow_exceptions=*/true, /*ignore_comments=*/false);
-    if (too_deep)
-      throw InputError(origin, "", "JSON nested deeper than " + std::to_string(max_depth) + " levels");
-    return j;
+    return json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/false);
   } catch (const json::parse_error& e) {
     if (too_deep)
       throw InputError(origin, "", "JSON nested deeper than " + std::to_string(max_depth) + " levels");

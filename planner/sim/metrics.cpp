@@ -24,45 +24,118 @@ LatencyStats latency_stats(std::vector<double> s) {
   return r;
 }
 
-Metrics compute_metrics(const std::vector<RequestTiming>& reqs, const Slo& slo) {
-  Metrics m;
-  m.slo = slo;
-  m.requests = int64_t(reqs.size());
-  m.per_request = reqs;
-  std::vector<double> ttft, tpot, e2e;
-  double t0 = std::numeric_limits<double>::infinity(), t1 = -std::numeric_limits<double>::infinity();
-  for (const RequestTiming& r : reqs) {
-    t0 = std::min(t0, r.arrival_s);
-    m.prompt_tokens += r.prompt_tokens;
-    if (!r.done()) continue;
-    ++m.completed;
-    m.output_tokens += r.output_tokens;
-    t1 = std::max(t1, r.finish_s);
-    double t_first = r.first_token_s - r.arrival_s;
-    ttft.push_back(t_first);
-    e2e.push_back(r.finish_s - r.arrival_s);
-    double t_per = 0;
-    if (r.output_tokens > 1) {
-      t_per = (r.finish_s - r.first_token_s) / double(r.output_tokens - 1);
-      tpot.push_back(t_per);
-    }
-    if (t_first <= slo.ttft_s && t_per <= slo.tpot_s) ++m.slo_met;
+namespace {
+// Sketch buckets: [kLow * g^k, kLow * g^(k+1)) for g = 1.0004 up to kHigh; a bucket's midpoint is
+// within sqrt(g) - 1 = 0.02 % of every value in it.
+constexpr double kGrowth = 1.0004, kLow = 1e-9, kHigh = 1e7;
+const double kLogGrowth = std::log(kGrowth);
+const size_t kBuckets = size_t(std::ceil(std::log(kHigh / kLow) / kLogGrowth)) + 1;
+}  // namespace
+
+void LatencySketch::add(double v) {
+  min_ = n_ == 0 ? v : std::min(min_, v);
+  max_ = n_ == 0 ? v : std::max(max_, v);
+  sum_ += v;
+  ++n_;
+  if (counts_.empty() && exact_.size() < exact_limit_) {
+    exact_.push_back(v);
+    return;
   }
-  m.ttft = latency_stats(ttft);
-  m.tpot = latency_stats(tpot);
-  m.e2e = latency_stats(std::move(e2e));
-  m.duration_s = m.completed ? std::max(0.0, t1 - t0) : 0.0;
+  if (counts_.empty()) fold();
+  if (v <= kLow) ++zeros_;
+  else ++counts_[bucket(v)];
+}
+
+void LatencySketch::fold() {
+  counts_.assign(kBuckets, 0);
+  for (double v : exact_) {
+    if (v <= kLow) ++zeros_;
+    else ++counts_[bucket(v)];
+  }
+  std::vector<double>().swap(exact_);
+}
+
+size_t LatencySketch::bucket(double v) const {
+  double k = std::floor(std::log(v / kLow) / kLogGrowth);
+  return size_t(std::clamp(k, 0.0, double(kBuckets - 1)));
+}
+
+double LatencySketch::at_rank(int64_t rank) const {
+  if (rank < zeros_) return min_;
+  int64_t seen = zeros_;
+  for (size_t k = 0; k < counts_.size(); ++k) {
+    seen += int64_t(counts_[k]);
+    if (rank < seen) return std::clamp(kLow * std::pow(kGrowth, double(k) + 0.5), min_, max_);
+  }
+  return max_;
+}
+
+LatencyStats LatencySketch::stats() const {
+  if (counts_.empty()) return latency_stats(exact_);
+  LatencyStats r;
+  r.n = n_;
+  auto pct = [&](double p) {  // as compute_stats: linear between the order statistics around p * (n - 1)
+    double pos = p * double(n_ - 1);
+    int64_t lo = int64_t(std::floor(pos)), hi = std::min(lo + 1, n_ - 1);
+    double a = at_rank(lo), b = at_rank(hi);
+    return a + (b - a) * (pos - double(lo));
+  };
+  r.mean = sum_ / double(n_);
+  r.p50 = pct(0.50);
+  r.p90 = pct(0.90);
+  r.p99 = pct(0.99);
+  r.max = max_;
+  return r;
+}
+
+MetricsAccumulator::MetricsAccumulator(const Slo& slo, size_t exact_limit)
+    : ttft_(exact_limit), tpot_(exact_limit), e2e_(exact_limit),
+      t0_(std::numeric_limits<double>::infinity()), t1_(-std::numeric_limits<double>::infinity()) {
+  m_.slo = slo;
+}
+
+void MetricsAccumulator::add(const RequestTiming& r) {
+  ++m_.requests;
+  t0_ = std::min(t0_, r.arrival_s);
+  m_.prompt_tokens += r.prompt_tokens;
+  if (!r.done()) return;
+  ++m_.completed;
+  m_.output_tokens += r.output_tokens;
+  done_prompt_ += r.prompt_tokens;
+  t1_ = std::max(t1_, r.finish_s);
+  double t_first = r.first_token_s - r.arrival_s;
+  ttft_.add(t_first);
+  e2e_.add(r.finish_s - r.arrival_s);
+  double t_per = 0;
+  if (r.output_tokens > 1) {
+    t_per = (r.finish_s - r.first_token_s) / double(r.output_tokens - 1);
+    tpot_.add(t_per);
+  }
+  if (t_first <= m_.slo.ttft_s && t_per <= m_.slo.tpot_s) ++m_.slo_met;
+}
+
+Metrics MetricsAccumulator::finish() const {
+  Metrics m = m_;
+  m.ttft = ttft_.stats();
+  m.tpot = tpot_.stats();
+  m.e2e = e2e_.stats();
+  m.duration_s = m.completed ? std::max(0.0, t1_ - t0_) : 0.0;
   if (m.duration_s > 0) {
     m.output_tokens_per_s = double(m.output_tokens) / m.duration_s;
-    int64_t done_prompt = 0;
-    for (const RequestTiming& r : reqs)
-      if (r.done()) done_prompt += r.prompt_tokens;
-    m.total_tokens_per_s = double(m.output_tokens + done_prompt) / m.duration_s;
+    m.total_tokens_per_s = double(m.output_tokens + done_prompt_) / m.duration_s;
     m.requests_per_s = double(m.completed) / m.duration_s;
     m.goodput_rps = double(m.slo_met) / m.duration_s;
   }
   m.slo_attainment = m.requests ? double(m.slo_met) / double(m.requests) : 0.0;
-  m.e2e_p99_met = m.completed == m.requests && m.requests > 0 && m.e2e.p99 <= slo.e2e_p99_s;
+  m.e2e_p99_met = m.completed == m.requests && m.requests > 0 && m.e2e.p99 <= m.slo.e2e_p99_s;
+  return m;
+}
+
+Metrics compute_metrics(const std::vector<RequestTiming>& reqs, const Slo& slo) {
+  MetricsAccumulator acc(slo, std::numeric_limits<size_t>::max());  // exact, whatever the count
+  for (const RequestTiming& r : reqs) acc.add(r);
+  Metrics m = acc.finish();
+  m.per_request = reqs;
   return m;
 }
 
@@ -134,7 +207,7 @@ nlohmann::json metrics_to_json(const Metrics& m, bool include_requests) {
                           {"utilisation", l.utilisation}});
   j["busiest_link"] = m.busiest_link;
   j["provenance"] = m.provenance;
-  if (include_requests) {
+  if (include_requests && m.per_request.size() == size_t(m.requests)) {
     // Columns rather than objects: 1 000s of requests stay compact and easy to load in pandas.
     nlohmann::json r = {{"id", nlohmann::json::array()},          {"arrival_us", nlohmann::json::array()},
                         {"first_token_us", nlohmann::json::array()}, {"finish_us", nlohmann::json::array()},

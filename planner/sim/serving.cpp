@@ -6,6 +6,7 @@
 #include <deque>
 #include <map>
 #include <numeric>
+#include <unordered_map>
 
 #include <unistd.h>
 
@@ -38,6 +39,10 @@ struct ServingSim {
   std::vector<size_t> arrival_order;  // empty: the requests are already in arrival order
   size_t next_arrival = 0;
   int64_t finished = 0;
+  // Streaming (stream != nullptr): only the requests in flight are held, index -> first token
+  // time (-1 until it comes); each goes to the accumulator when it finishes.
+  MetricsAccumulator* stream = nullptr;
+  std::unordered_map<size_t, double> live;
 
   ServingSim(const std::vector<Request>& r, Scheduler& s, IterationPricer& p, size_t lim)
       : reqs(r), sched(s), pricer(p), record_limit(lim) {
@@ -63,6 +68,7 @@ struct ServingSim {
   }
   void arrive(size_t i) {
     schedule_next_arrival();
+    if (stream) live.emplace(i, -1.0);
     sched.add_request(reqs[i]);
     launch();
   }
@@ -119,6 +125,10 @@ struct ServingSim {
       run.seconds_by_source[size_t(k)] += c.seconds_by_source[size_t(k)];
     }
     for (const SchedulerEvent& e : sched.complete_iteration(f.it)) {
+      if (stream) {
+        stream_event(e);
+        continue;
+      }
       RequestTiming& t = run.requests[index_of(e.request_id)];
       if (e.kind == SchedulerEvent::Kind::FirstToken) t.first_token_s = q.now();
       if (e.kind == SchedulerEvent::Kind::Finished) {
@@ -128,6 +138,27 @@ struct ServingSim {
     }
     run.end_s = q.now();
     launch();
+  }
+  static RequestTiming timing_of(const Request& r, double first_token_s, double finish_s) {
+    return {r.id, r.arrival_s, first_token_s, finish_s, r.prompt_tokens, r.output_tokens};
+  }
+  void stream_event(const SchedulerEvent& e) {
+    if (e.kind == SchedulerEvent::Kind::Token) return;
+    size_t i = index_of(e.request_id);
+    auto it = live.find(i);
+    if (it == live.end()) return;
+    if (e.kind == SchedulerEvent::Kind::FirstToken) it->second = q.now();
+    if (e.kind == SchedulerEvent::Kind::Finished) {
+      stream->add(timing_of(reqs[i], it->second, q.now()));
+      live.erase(it);
+      ++finished;
+    }
+  }
+  void stream_unfinished() {  // in request order, so the result does not depend on the hash table
+    std::vector<std::pair<size_t, double>> left(live.begin(), live.end());
+    std::sort(left.begin(), left.end());
+    for (const auto& [i, first] : left) stream->add(timing_of(reqs[i], first, -1));
+    live.clear();
   }
 };
 
@@ -161,17 +192,19 @@ class Progress {
 };
 
 ServingRun run_serving(const std::vector<Request>& requests, Scheduler& sched, IterationPricer& pricer, int gpu_count,
-                       int edge_count, size_t record_limit, bool progress) {
+                       int edge_count, size_t record_limit, bool progress, MetricsAccumulator* stream) {
   ServingSim s(requests, sched, pricer, record_limit);
+  s.stream = stream;
   s.run.gpu.assign(size_t(std::max(gpu_count, 0)), TimeSplit{});
   s.run.edge_bytes.assign(size_t(std::max(edge_count, 0)), 0.0);
   s.run.edge_busy_s.assign(size_t(std::max(edge_count, 0)), 0.0);
-  s.run.requests.reserve(requests.size());
+  if (!stream) s.run.requests.reserve(requests.size());
   bool ordered = true;
   for (size_t i = 0; i < requests.size(); ++i) {
     const Request& r = requests[i];
     s.dense_ids = s.dense_ids && r.id == int64_t(i);
     ordered = ordered && (i == 0 || requests[i - 1].arrival_s <= r.arrival_s);
+    if (stream) continue;
     RequestTiming t;
     t.id = r.id;
     t.arrival_s = r.arrival_s;
@@ -191,6 +224,7 @@ ServingRun run_serving(const std::vector<Request>& requests, Scheduler& sched, I
   Progress shown(progress);
   for (uint64_t n = 0; s.q.step(); ++n)
     if ((n & 4095) == 0) shown.tick(s.finished, requests.size(), s.q.now());
+  if (stream) s.stream_unfinished();
   s.run.events = s.q.events_run();
   return std::move(s.run);
 }

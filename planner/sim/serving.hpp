@@ -22,7 +22,7 @@ struct StageRecord {
 };
 
 struct ServingRun {
-  std::vector<RequestTiming> requests;   // in the order given
+  std::vector<RequestTiming> requests;   // in the order given; empty when streamed (run_serving's `stream`)
   int64_t iterations = 0;
   double end_s = 0;
   std::vector<TimeSplit> gpu;            // busy time per GPU over the run (idle filled by the caller)
@@ -36,7 +36,10 @@ struct ServingRun {
 // Throws InputError (from the scheduler) for a request that can never fit the KV cache.
 // Arrivals enter the event queue one at a time, so its size follows the requests in flight.
 // `progress`: report on stderr when the run takes more than a few seconds.
+// `stream`: each request goes to it as it finishes (unfinished ones at the end) and run.requests
+// stays empty, so memory follows the requests in flight, not their total.
 ServingRun run_serving(const std::vector<Request>& requests, Scheduler& sched, IterationPricer& pricer,
-                       int gpu_count, int edge_count, size_t record_limit = 0, bool progress = false);
+                       int gpu_count, int edge_count, size_t record_limit = 0, bool progress = false,
+                       MetricsAccumulator* stream = nullptr);
 
 }  // namespace peerplan

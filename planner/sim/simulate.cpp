@@ -50,15 +50,20 @@ Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFi
   if (opt.memory && opt.memory->max_seqs_that_fit > 0 && opt.memory_context > 0)
     sim.scheduler.kv_capacity_tokens = opt.memory->max_seqs_that_fit * opt.memory_context;
   Scheduler sched(sim.scheduler);
-  sim.run = run_serving(requests, sched, pricer, topo.gpu_count(), topo.edge_count(), opt.record_limit, opt.progress);
-  sim.distinct_shapes = pricer.distinct_shapes();
-
   Slo slo{workload.slo_ttft_s, workload.slo_tpot_s, workload.slo_e2e_p99_s};
   Metrics& m = sim.metrics;
-  m = compute_metrics(sim.run.requests, slo);
-  // The metrics keep their own copy of every request's timing: release the run's (56 B per
-  // request) before the caller builds its JSON.
-  std::vector<RequestTiming>().swap(sim.run.requests);
+  if (requests.size() <= kPerRequestLimit || opt.per_request) {
+    sim.run = run_serving(requests, sched, pricer, topo.gpu_count(), topo.edge_count(), opt.record_limit, opt.progress);
+    m = compute_metrics(sim.run.requests, slo);
+    // The metrics keep their own copy of every request's timing: release the run's.
+    std::vector<RequestTiming>().swap(sim.run.requests);
+  } else {  // a long run: requests stream into the metrics as they finish (see kPerRequestLimit)
+    MetricsAccumulator acc(slo, kPerRequestLimit);
+    sim.run = run_serving(requests, sched, pricer, topo.gpu_count(), topo.edge_count(), opt.record_limit, opt.progress,
+                          &acc);
+    m = acc.finish();
+  }
+  sim.distinct_shapes = pricer.distinct_shapes();
   m.kind = "predicted";
   m.plan = plan.name;
   m.model = cfg.name;

@@ -22,6 +22,9 @@ struct SimulateOptions {
   int64_t memory_context = 0;   // the context the memory check assumed (tokens per sequence)
   size_t record_limit = 0;      // stage executions kept for a trace
   bool progress = false;        // report a long run's progress on stderr (one simulation at a time only)
+  // Keep every request's timing (metrics.per_request) even past kPerRequestLimit requests; without
+  // it a longer run streams its requests into the metrics and holds only those in flight.
+  bool per_request = false;
 };
 
 struct Simulation {

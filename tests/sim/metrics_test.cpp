@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "planner/core/error.hpp"
 
 using namespace peerplan;
@@ -59,4 +61,72 @@ TEST(Metrics, ForeignJsonIsRejectedByName) {
     EXPECT_EQ(e.file(), "pred.json");
     EXPECT_NE(e.field().find("format"), std::string::npos);
   }
+}
+
+namespace {
+// 300 000 latencies spread over four decades, deterministic.
+std::vector<double> spread_latencies(int n) {
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) v.push_back(0.001 * std::pow(10.0, 2.0 + 2.0 * std::sin(0.37 * i) * std::cos(0.011 * i)));
+  return v;
+}
+}  // namespace
+
+TEST(Metrics, SketchIsExactUpToItsLimit) {
+  // Below the limit the sketch keeps every sample: the figures are latency_stats' to the bit.
+  std::vector<double> v = spread_latencies(5000);
+  LatencySketch s(5000);
+  for (double x : v) s.add(x);
+  LatencyStats a = s.stats(), b = latency_stats(v);
+  EXPECT_TRUE(s.exact());
+  EXPECT_EQ(a.n, b.n);
+  EXPECT_EQ(a.mean, b.mean);
+  EXPECT_EQ(a.p50, b.p50);
+  EXPECT_EQ(a.p90, b.p90);
+  EXPECT_EQ(a.p99, b.p99);
+  EXPECT_EQ(a.max, b.max);
+}
+
+TEST(Metrics, SketchPastItsLimitIsWithinTwoHundredthsOfAPercent) {
+  // Past the limit: buckets 0.04 % wide, each order statistic read at its bucket's midpoint, so a
+  // percentile is off by at most 0.02 % (plus rounding); mean and max stay exact.
+  std::vector<double> v = spread_latencies(300000);
+  LatencySketch s(1000);
+  for (double x : v) s.add(x);
+  LatencyStats a = s.stats(), b = latency_stats(v);
+  EXPECT_FALSE(s.exact());
+  EXPECT_EQ(a.n, 300000);
+  EXPECT_NEAR(a.mean, b.mean, 1e-9 * b.mean);
+  EXPECT_EQ(a.max, b.max);
+  for (auto [got, want] : {std::pair{a.p50, b.p50}, {a.p90, b.p90}, {a.p99, b.p99}})
+    EXPECT_NEAR(got, want, 2.01e-4 * want) << "exact " << want;
+}
+
+TEST(Metrics, AccumulatorInAnyOrderIsComputeMetrics) {
+  // The simulator adds requests as they finish, not in the order given: exact figures must not
+  // depend on that order (samples are sorted before anything is summed).
+  std::vector<RequestTiming> r;
+  std::vector<double> lat = spread_latencies(2000);
+  for (int i = 0; i < 2000; ++i) {
+    double a = 0.01 * i, first = a + lat[size_t(i)] / 100, fin = first + lat[size_t(1999 - i)];
+    r.push_back({i, a, i % 97 == 0 ? -1 : first, i % 97 == 0 ? -1 : fin, 100 + i % 7, 1 + i % 50});
+  }
+  Slo slo{0.05, 0.5, 10};
+  Metrics want = compute_metrics(r, slo);
+  MetricsAccumulator acc(slo, kPerRequestLimit);
+  for (auto it = r.rbegin(); it != r.rend(); ++it) acc.add(*it);
+  Metrics got = acc.finish();
+  EXPECT_TRUE(got.per_request.empty());
+  EXPECT_EQ(metrics_to_json(got, false).dump(), metrics_to_json(want, false).dump());
+}
+
+TEST(Metrics, PerRequestSectionOnlyWhenEveryTimingIsHeld) {
+  // A long simulation keeps no per-request timings: its JSON has no per_request section rather
+  // than an empty one that would claim zero requests.
+  std::vector<RequestTiming> r = {{0, 0.0, 1.0, 3.0, 100, 5}, {1, 1.0, 1.5, 2.0, 50, 1}};
+  Metrics m = compute_metrics(r, Slo{});
+  EXPECT_TRUE(metrics_to_json(m).contains("per_request"));
+  m.per_request.clear();
+  EXPECT_FALSE(metrics_to_json(m).contains("per_request"));
+  EXPECT_EQ(parse_metrics_json(metrics_to_json(m), "x.json").requests, 2);
 }

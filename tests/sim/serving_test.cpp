@@ -90,3 +90,23 @@ TEST(Serving, DecodeTokensAreSpacedByTheIterationTime) {
   EXPECT_NEAR(m.tpot.p50, 0.002, 1e-12);
   EXPECT_NEAR(m.e2e.p50, 0.010, 1e-12);
 }
+
+TEST(Serving, StreamingGivesTheSameMetricsAndHoldsNoTimings) {
+  // A long run streams each request into the metrics as it finishes (memory follows the requests
+  // in flight): same figures as keeping every timing, and nothing per request is left in the run.
+  std::vector<Request> reqs;
+  for (int i = 0; i < 3000; ++i) reqs.push_back({i, 0.004 * i + 0.001 * (i % 7), 16 + i % 200, 1 + (i * 7) % 40});
+  Slo slo{0.05, 0.01, 30};
+  SchedulerConfig c;
+  c.max_num_seqs = 8;
+  Scheduler keep_sched(c), stream_sched(c);
+  FixedPricer p1({0.002}), p2({0.002});
+  ServingRun kept = run_serving(reqs, keep_sched, p1, 0, 0);
+  MetricsAccumulator acc(slo, kPerRequestLimit);
+  ServingRun streamed = run_serving(reqs, stream_sched, p2, 0, 0, 0, false, &acc);
+  EXPECT_TRUE(streamed.requests.empty());
+  EXPECT_EQ(streamed.iterations, kept.iterations);
+  Metrics want = compute_metrics(kept.requests, slo), got = acc.finish();
+  EXPECT_EQ(got.completed, 3000);
+  EXPECT_EQ(metrics_to_json(got, false).dump(), metrics_to_json(want, false).dump());
+}

@@ -21,6 +21,11 @@ struct TopoOptions {
 void run_topo(const TopoOptions& o) {
   Machine m = load_machine(resolve_machine_path(o.machine));
   Topology t(m);
+  if (o.format == "json" && o.out.empty()) {  // 1024 GPUs: ~400 MB, streamed rather than held
+    render_json_text(t, [](std::string_view part) { std::cout << part; });
+    std::cout << "\n";
+    return;
+  }
   std::string text;
   if (o.format == "matrix") text = render_matrix(t);
   else if (o.format == "json") text = render_json_text(t) + "\n";

@@ -22,6 +22,8 @@ class ControlEscaper {
   explicit ControlEscaper(bool keep_layout) : keep_layout_(keep_layout) {}
   // Appends the escaped form of `in` to `out`; an incomplete UTF-8 sequence at the end is held.
   void feed(std::string_view in, std::string& out);
+  // True when feed(in) would append `in` itself (nothing held, nothing to escape).
+  bool passes_unchanged(std::string_view in) const;
   // Flushes a held incomplete sequence (escaped: it never completed).
   void finish(std::string& out);
 

@@ -2,7 +2,9 @@
 // Human and machine views of a Topology: an `nvidia-smi topo -m`-style matrix with bandwidth,
 // P2P and latency tables, a JSON dump (machine + derived routes and groups), Graphviz DOT.
 // Each figure says where it came from: measured (profile) or nominal (link specs).
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -37,5 +39,7 @@ nlohmann::json render_json(const Topology& t);
 // render_json(t).dump(2), byte for byte, without holding every pair as a JSON value at once
 // (a 1024-GPU machine has a million pairs: 5.9 GB as one document, ~0.4 GB as text).
 std::string render_json_text(const Topology& t);
+// The same text handed to `sink` in parts of about 1 MiB (1024 GPUs: ~400 MB, never held whole).
+void render_json_text(const Topology& t, const std::function<void(std::string_view)>& sink);
 
 }  // namespace peerplan

@@ -143,6 +143,19 @@ TEST(Render, JsonHasEveryOrderedPairWithSources) {
   EXPECT_EQ(j["machine"]["schema"], "peerplan.machine");
 }
 
+// render_json_text writes each pair directly (1M pairs on 1024 GPUs: building a JSON value per
+// pair was most of the time): it must stay render_json(t).dump(2) byte for byte, on every shipped
+// machine (measured profiles, no-P2P reasons, infinite figures) and on a small measured profile.
+TEST(Render, JsonTextIsRenderJsonDumpByteForByte) {
+  std::vector<Machine> machines{measured_small()};
+  for (const auto& e : std::filesystem::directory_iterator(std::string(PEERPLAN_SOURCE_DIR) + "/models/hardware"))
+    if (e.path().extension() == ".json") machines.push_back(load_machine(e.path().string()));
+  for (const Machine& m : machines) {
+    Topology t(m);
+    EXPECT_EQ(render_json_text(t), render_json(t).dump(2)) << m.name;
+  }
+}
+
 TEST(Render, DotRendersWithGraphviz) {
   for (const char* name : {"hgx-h100x8", "pcie-gen5x8-2socket", "pcie-gen4x4-nop2p"}) {
     SCOPED_TRACE(name);

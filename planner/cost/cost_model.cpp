@@ -216,7 +216,10 @@ nlohmann::json CostModel::provenance() const {
   if (const FittedCompute* f = any_fitted ? fitted() : nullptr)
     j["fitted_fallback"] = {{"gemm_shapes_fitted_from", f->gemm_shape_count()},
                             {"attention_points_fitted_from", f->attention_point_count()},
-                            {"rule", "efficiency of the 3 nearest measured shapes (planner/cost/fitted_compute.hpp)"}};
+                            {"rule", "efficiency of the 3 nearest measured shapes (planner/cost/fitted_compute.hpp)"},
+                            // Mean |error| of each measured shape priced with it left out: the fitted band.
+                            {"band_gemm", f->gemm_band()},
+                            {"band_attention", f->attention_band()}};
   j["assumptions"] = {{"gemm_efficiency", opt_.gemm_efficiency},
                       {"attention_efficiency", opt_.attention_efficiency},
                       {"hbm_efficiency", opt_.hbm_efficiency},

@@ -91,8 +91,30 @@ FittedCompute::FittedCompute(const Measurements& meas, double peak_flops, double
     p.prefill = prefill;
     features(prefill, a.batch, a.q_len, a.context, a.heads, a.kv_heads, a.head_dim, p.f);
     p.log_eff = std::log(r / a.time.median);
+    p.group = a.heads * 1000000 + a.kv_heads * 1000 + a.head_dim;
+    p.measured_s = a.time.median;
+    p.roofline_s = r;
     attn_.push_back(p);
   }
+  // Leave-one-shape-out band (see gemm_band()).
+  double se = 0;
+  int ne = 0;
+  if (gemm_.size() > 1)
+    for (const auto& [nk, pts] : gemm_)
+      for (const auto& [lm, le] : pts) {
+        double pe = gemm_eff(lm, lg(double(nk.first)) + lg(double(nk.second)), lg(double(nk.second)), &nk);
+        se += std::abs(std::exp(le - pe) - 1);  // predicted / measured - 1
+        ++ne;
+      }
+  gemm_band_ = ne ? se / ne : 0;
+  se = 0;
+  ne = 0;
+  for (const AttnPoint& p : attn_)
+    if (std::optional<double> pe = attn_log_eff(p.prefill, p.f, p.group)) {
+      se += std::abs(std::exp(p.log_eff - *pe) - 1);
+      ++ne;
+    }
+  attn_band_ = ne ? se / ne : 0;
 }
 
 double FittedCompute::gemm_roofline_s(int64_t m, int64_t n, int64_t k) const {
@@ -111,18 +133,35 @@ double FittedCompute::attention_roofline_s(bool prefill, int64_t batch, int64_t 
   return roofline_s(flops, bytes, peak_flops_, hbm_Bps_);
 }
 
-std::optional<double> FittedCompute::gemm_s(int64_t m, int64_t n, int64_t k) const {
-  if (gemm_.empty() || n <= 0 || k <= 0) return std::nullopt;
-  m = std::max<int64_t>(m, 1);
-  const double lm = lg(double(m)), lnk = lg(double(n)) + lg(double(k)), lk = lg(double(k));
+double FittedCompute::gemm_eff(double lm, double lnk, double lk, const std::pair<int64_t, int64_t>* skip) const {
   std::vector<std::pair<double, double>> dv;
   for (const auto& [nk, pts] : gemm_) {
+    if (skip && nk == *skip) continue;
     double d = std::abs(lnk - lg(double(nk.first)) - lg(double(nk.second))) + kKWeight * std::abs(lk - lg(double(nk.second)));
     dv.push_back({d, log_eff_at(pts, lm)});
   }
+  return idw(std::move(dv));
+}
+
+std::optional<double> FittedCompute::gemm_s(int64_t m, int64_t n, int64_t k) const {
+  if (gemm_.empty() || n <= 0 || k <= 0) return std::nullopt;
+  m = std::max<int64_t>(m, 1);
   double r = gemm_roofline_s(m, n, k);
   if (!(r > 0)) return std::nullopt;
-  return r / std::exp(idw(std::move(dv)));
+  return r / std::exp(gemm_eff(lg(double(m)), lg(double(n)) + lg(double(k)), lg(double(k)), nullptr));
+}
+
+std::optional<double> FittedCompute::attn_log_eff(bool prefill, const double f[6], int64_t skip_group) const {
+  const double* w = prefill ? kPrefillW : kDecodeW;
+  std::vector<std::pair<double, double>> dv;
+  for (const AttnPoint& p : attn_) {
+    if (p.prefill != prefill || p.group == skip_group) continue;
+    double d = 0;
+    for (int i = 0; i < 6; ++i) d += w[i] * std::abs(f[i] - p.f[i]);
+    dv.push_back({d, p.log_eff});
+  }
+  if (dv.empty()) return std::nullopt;
+  return idw(std::move(dv), prefill ? 2 : kNeighbours);
 }
 
 std::optional<double> FittedCompute::attention_s(const Op& op) const {
@@ -132,19 +171,11 @@ std::optional<double> FittedCompute::attention_s(const Op& op) const {
   double f[6];
   features(op.attn_prefill, op.attn_batch, op.attn_q_len, op.attn_context, op.attn_heads, op.attn_kv_heads,
            op.attn_head_dim, f);
-  const double* w = op.attn_prefill ? kPrefillW : kDecodeW;
-  std::vector<std::pair<double, double>> dv;
-  for (const AttnPoint& p : attn_) {
-    if (p.prefill != op.attn_prefill) continue;
-    double d = 0;
-    for (int i = 0; i < 6; ++i) d += w[i] * std::abs(f[i] - p.f[i]);
-    dv.push_back({d, p.log_eff});
-  }
-  if (dv.empty()) return std::nullopt;
   double r = attention_roofline_s(op.attn_prefill, op.attn_batch, op.attn_q_len, op.attn_context, op.attn_heads,
                                   op.attn_kv_heads, op.attn_head_dim);
-  if (!(r > 0)) return std::nullopt;
-  return r / std::exp(idw(std::move(dv), op.attn_prefill ? 2 : kNeighbours));
+  std::optional<double> le = attn_log_eff(op.attn_prefill, f, -1);
+  if (!le || !(r > 0)) return std::nullopt;
+  return r / std::exp(*le);
 }
 
 }  // namespace peerplan

@@ -37,6 +37,12 @@ class FittedCompute {
   std::optional<double> gemm_s(int64_t m, int64_t n, int64_t k) const;
   std::optional<double> attention_s(const Op& op) const;
 
+  // The fit's own error band, computed when the profile is loaded: each measured GEMM (n,k) /
+  // attention (heads, kv heads, head_dim) left out in turn and its points priced from the rest;
+  // the mean |relative error| over those points (0 when there is nothing to leave out).
+  double gemm_band() const { return gemm_band_; }
+  double attention_band() const { return attn_band_; }
+
   // The roofline the efficiencies are relative to (exposed for tests).
   double gemm_roofline_s(int64_t m, int64_t n, int64_t k) const;
   double attention_roofline_s(bool prefill, int64_t batch, int64_t q_len, int64_t context, int64_t heads,
@@ -49,7 +55,12 @@ class FittedCompute {
     bool prefill = false;
     double f[6] = {};  // features() of the entry
     double log_eff = 0;
+    int64_t group = 0;  // heads * 1e6 + kv_heads * 1e3 + head_dim: what leave-one-out removes
+    double measured_s = 0, roofline_s = 0;
   };
+  double gemm_eff(double lm, double lnk, double lk, const std::pair<int64_t, int64_t>* skip) const;
+  std::optional<double> attn_log_eff(bool prefill, const double f[6], int64_t skip_group) const;
+  double gemm_band_ = 0, attn_band_ = 0;
   double peak_flops_, hbm_Bps_;
   std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<double, double>>> gemm_;  // (n,k) -> (log m, log eff)
   std::vector<AttnPoint> attn_;

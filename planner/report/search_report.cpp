@@ -31,6 +31,29 @@ std::string cost_source_summary(const nlohmann::json& prov) {
   return s.empty() ? "-" : s;
 }
 
+std::string unmeasured_note(const std::string& model, const nlohmann::json& prov) {
+  // Only a machine file with measured GEMM tables can be completed by profiling the model on it.
+  if (!prov.contains("measured") || !prov["measured"].is_object() || prov["measured"].value("gemm_shapes", 0) == 0 ||
+      !prov.contains("cost_sources") || !prov["cost_sources"].is_object())
+    return "";
+  const nlohmann::json& cs = prov["cost_sources"];
+  auto frac = [&](const char* k) { return cs.contains(k) ? cs[k].value("time_fraction", 0.0) : 0.0; };
+  const double fitted = frac("fitted"), rough = frac("derived") + frac("nominal");
+  if (fitted + rough <= 0.25) return "";
+  std::string band;
+  if (fitted > 0 && prov.contains("fitted_fallback") && prov["fitted_fallback"].is_object()) {
+    const nlohmann::json& f = prov["fitted_fallback"];
+    band = fmt::format(" (fitted {:.0f} %: about ±{:.0f} % for GEMMs, ±{:.0f} % for attention", 100 * fitted,
+                       100 * f.value("band_gemm", 0.0), 100 * f.value("band_attention", 0.0));
+    band += rough > 0 ? fmt::format("; roofline {:.0f} %: a lower bound only)", 100 * rough) : ")";
+  } else {
+    band = fmt::format(" (roofline: a lower bound only)");
+  }
+  return fmt::format("Note: {:.0f} % of {}'s step time is not from measured points{}; measure its shapes with: "
+                     "peerplan profile --model {} --out <file>\n",
+                     100 * (fitted + rough), escape_control(model), band, escape_control(model));
+}
+
 namespace {
 
 std::string ms(double s) { return fmt::format("{:.2f}", s * 1e3); }
@@ -58,6 +81,8 @@ std::string ranked_table(const SearchResult& r, size_t max_rows) {
                    p.value("date", std::string()).empty() ? "" : ", " + esc(p, "date", ""), r.ranked.size(),
                    r.wall_s);
   if (!r.ranked.empty()) {
+    const CandidateResult& top = r.ranked[size_t(r.recommended >= 0 ? r.recommended : 0)];
+    o << unmeasured_note(top.metrics.model, top.metrics.provenance);
     o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8} {:>6}  {}\n", "#", "plan", "gpus",
                      "p2p", "TTFT p50", "TPOT p50", "E2E p99", "out tok/s", "SLO%", "goodput", "comm%", "priced from");
     o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8} {:>6}\n", "", "", "", "", "ms", "ms",

@@ -17,6 +17,10 @@ namespace peerplan {
 std::string ranked_table(const SearchResult& r, size_t max_rows = 30);
 // "measured 62% · interpolated 30% · nominal 8%" from a metrics provenance (by simulated time).
 std::string cost_source_summary(const nlohmann::json& provenance);
+// One line for people when more than a quarter of a plan's step time is fitted or roofline-priced
+// on a machine file that has measured tables: how much, the band, and the command that measures
+// the model's shapes. Empty otherwise (and always for machines without measurements).
+std::string unmeasured_note(const std::string& model, const nlohmann::json& prov);
 
 nlohmann::json search_to_json(const SearchResult& r);   // format "peerplan.search", version 1
 std::string search_to_csv(const SearchResult& r);       // one row per simulated candidate, then the rejected

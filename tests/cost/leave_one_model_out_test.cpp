@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include "planner/compile/compiler.hpp"
+#include "planner/cost/fitted_compute.hpp"
+#include "planner/report/search_report.hpp"
 #include "planner/model/model_config.hpp"
 #include "planner/model/model_figures.hpp"
 #include "planner/sim/iteration_cost.hpp"
@@ -137,4 +139,30 @@ TEST(LeaveOneModelOut, EveryTimedModelPricedFromTheOthersWithinEightPercent) {
     }
   }
   EXPECT_GE(compared, 4 * 5) << "8B, 70B, Mistral-7B and Mixtral are timed by the shipped profile";
+}
+
+TEST(LeaveOneModelOut, FittedBandIsComputedWhenTheProfileLoads) {
+  // Each measured shape priced with its own (n,k) / head configuration left out: a finite band,
+  // small for GEMMs (efficiency varies smoothly with shape), larger for attention (4 configs only).
+  const Machine full = load_machine(resolve_machine_path("h200x2-nvlink"));
+  FittedCompute f(*full.measurements, full.gpus[0].peak_bf16_tflops * 1e12, full.measurements->hbm_gbps[0] * 1e9);
+  std::printf("leave-one-shape-out band: GEMM %.1f %%, attention %.1f %%\n", 100 * f.gemm_band(), 100 * f.attention_band());
+  EXPECT_GT(f.gemm_band(), 0.0);
+  EXPECT_LT(f.gemm_band(), 0.15) << "22 GEMM shapes of one GPU: neighbours' efficiency within ~15 % on average";
+  EXPECT_GT(f.attention_band(), 0.0);
+  EXPECT_LT(f.attention_band(), 0.30);
+}
+
+TEST(LeaveOneModelOut, NoteNamesTheModelAndTheCommandWhenAQuarterIsNotMeasured) {
+  nlohmann::json prov = {{"measured", {{"gemm_shapes", 308}}},
+                         {"cost_sources", {{"measured", {{"time_fraction", 0.6}}}, {"fitted", {{"time_fraction", 0.4}}}}},
+                         {"fitted_fallback", {{"band_gemm", 0.05}, {"band_attention", 0.08}}}};
+  std::string note = unmeasured_note("qwen1.5-moe-a2.7b", prov);
+  EXPECT_NE(note.find("40 %"), std::string::npos) << note;
+  EXPECT_NE(note.find("peerplan profile --model qwen1.5-moe-a2.7b --out <file>"), std::string::npos) << note;
+  prov["cost_sources"]["fitted"]["time_fraction"] = 0.2;  // three quarters measured: no note
+  EXPECT_EQ(unmeasured_note("m", prov), "");
+  prov["measured"] = nullptr;  // a hypothetical machine: nothing to profile on
+  prov["cost_sources"]["fitted"]["time_fraction"] = 0.9;
+  EXPECT_EQ(unmeasured_note("m", prov), "");
 }

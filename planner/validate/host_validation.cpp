@@ -81,7 +81,7 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
                             const HostValidationOptions& o) {
   const Loaded in = load_inputs(plan, plan_origin, model, machine_name);
   gpu.check_executable(in.cfg);  // a shape the executor cannot run: refused before any GPU work
-  bind_model_context(w, in.cfg.max_context, in.cfg.name, false);  // a prompt beyond the context: refused
+  bind_model_context(w, in.cfg.max_context, in.cfg.name, w.drop_over_context);  // beyond the context: refused (or dropped as plan --drop-over-context asked)
   (void)requests_dropped_over_context(w);                         // now, before any GPU work
   const bool root = !o.ranks || o.ranks->rank() == 0;  // MPI: rank 0 predicts and reports
   ExecSettings es;

@@ -21,4 +21,7 @@ cmake --build "$BUILD" -j "$JOBS" >/dev/null
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:check_initialization_order=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 cd "$BUILD"
-ctest --output-on-failure -j "$JOBS" --timeout 900 "$@"
+# ScaleHostile runs the built-in strategies on 64 and 1024 GPUs against their default wall-clock and
+# CPU limits: under ASan they run several times slower, so those limits would measure the sanitizer,
+# not the strategies. The optimised build runs them in scripts/test.sh.
+ctest --output-on-failure -j "$JOBS" --timeout 900 -E 'ScaleHostile' "$@"

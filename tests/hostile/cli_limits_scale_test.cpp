@@ -234,10 +234,11 @@ TEST(ScaleHostile, HybridStaysWithinItsDefaultLimitsOn32And64Gpus) {
 }
 
 TEST(ScaleHostile, A1024GpuMachineLoadsRoutesAndLists) {
-  // 145 s and 7.3 GB before; bench/scale.sh measures the <= 10 s target, this bounds a regression.
+  // 145 s and 7.3 GB before; bench/scale.sh measures the <= 10 s target (a benchmark, not a timed
+  // test). This checks that a 1024-GPU machine loads, routes and lists at all, and that no built-in
+  // strategy runs out of its default limits on it.
   ScratchDir d;
   std::string file = d.write("cluster.json", cluster(128));
-  auto t0 = Clock::now();
   CliResult r = run_peerplan({"topo", "--machine", file}, "", std::chrono::seconds(90));
   EXPECT_EQ(r.exit_code, 0) << r.describe().substr(0, 2000);
   r = run_peerplan({"plans", "--model", "llama-3.1-70b", "--machine", file, "--json"}, "", std::chrono::seconds(90));
@@ -245,7 +246,6 @@ TEST(ScaleHostile, A1024GpuMachineLoadsRoutesAndLists) {
   EXPECT_EQ(r.err.find("failed"), std::string::npos) << "every built-in stays within its default limits: " << r.err;
   nlohmann::json doc = nlohmann::json::parse(r.out, nullptr, false);
   EXPECT_GT(doc["plans"].size(), 10u);
-  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 60.0);
 }
 
 }  // namespace

@@ -33,7 +33,10 @@ for h in "${hosts[@]}"; do
   grep -c '"name"' "$tmp/out" > /dev/null && printf '%-44s %s plans\n' "" "$(python3 -c "import json,sys; print(len(json.load(open('$tmp/out'))['plans']))")"
   grep -h "warning" "$tmp/err" | head -3 || true
 done
-for r in 100000 1000000; do
+# Simulation memory follows the requests in flight, not their total (past 100 000 requests the
+# metrics are streamed; planner/sim/simulate.cpp): peak RSS should barely move from 10^6 to 10^7.
+# SIM_REQUESTS="100000 1000000" skips the 10^7 run (minutes on the 2-core VM).
+for r in ${SIM_REQUESTS:-100000 1000000 10000000}; do
   measure "simulate llama-3.1-8b tp2, $r requests" "$bin" simulate --plan "$here/docs/validation/plans/llama8b-tp2.json" \
-    --model llama-3.1-8b --machine h200x2-nvlink --workload chat --requests "$r" --json
+    --model llama-3.1-8b --machine h200x2-nvlink --workload chat --requests "$r"
 done

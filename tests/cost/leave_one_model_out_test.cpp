@@ -17,22 +17,11 @@
 #include "planner/model/model_figures.hpp"
 #include "planner/sim/iteration_cost.hpp"
 #include "planner/topology/machine.hpp"
+#include "tests/plan_fixtures.hpp"
 
 using namespace peerplan;
 
 namespace {
-
-Plan single_gpu(const ModelConfig& cfg) {
-  Plan p;
-  p.name = "single[0]";
-  PlanStage s;
-  s.gpus = {0};
-  s.layer_begin = 0;
-  s.layer_end = cfg.layers;
-  s.embeddings = s.lm_head = true;
-  p.stages = {s};
-  return p;
-}
 
 std::vector<BatchShape> steps() {
   std::vector<BatchShape> v;
@@ -99,7 +88,7 @@ TEST(LeaveOneModelOut, EveryTimedModelPricedFromTheOthersWithinEightPercent) {
        {"llama-3.1-8b", "llama-3.1-70b", "mistral-7b", "mixtral-8x7b", "qwen1.5-moe-a2.7b", "deepseek-v2-lite"}) {
     const ModelConfig cfg = load_model_config(resolve_model_path(name));
     const ModelFigures fig = derive_figures(cfg);
-    const Plan plan = single_gpu(cfg);
+    const Plan plan = test_plans::tp({0}, int(cfg.layers), "single[0]");
     OwnShapes own;
     bool timed = true;
     for (const BatchShape& s : steps()) {

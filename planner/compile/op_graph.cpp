@@ -8,6 +8,7 @@ namespace peerplan {
 const char* to_string(OpKind k) {
   switch (k) {
     case OpKind::Gemm: return "gemm";
+    case OpKind::GroupedGemm: return "grouped_gemm";
     case OpKind::Attention: return "attention";
     case OpKind::Elementwise: return "elementwise";
     case OpKind::Embedding: return "embedding";

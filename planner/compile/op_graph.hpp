@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "planner/core/dtype.hpp"
 #include "planner/topology/collective.hpp"
 #include "planner/topology/topology.hpp"
 
@@ -16,6 +17,9 @@ namespace peerplan {
 
 enum class OpKind {
   Gemm,          // [m,k] x [k,n], batch_count times (e.g. local experts), on gpus[0]
+  GroupedGemm,   // routed MoE experts (issue 14): one grouped GEMM over the batch_count experts of this
+                 // GPU that received tokens; m = routed rows summed over them, [k,n] per expert,
+                 // group_max_rows = rows of the busiest expert. Only touched experts' weights are read.
   Attention,     // flash-style attention over the KV cache (flops + mem_bytes + attn_* shape)
   Elementwise,   // norms, rotary, activation, residual adds: memory-bound (mem_bytes)
   Embedding,     // token embedding lookup (mem_bytes)
@@ -45,6 +49,10 @@ enum class EwKind {
              // per token), K and V written into the cache
   Residual,  // residual add over [rows][cols]
   Act,       // MLP activation, [rows][cols] out: SiLU(gate) * up for a gated MLP (input [rows][2*cols])
+  MoeRoute,  // MoE routing of [rows] tokens over [cols] experts: softmax of the router logits, top-k
+             // (planner/model/routing.hpp), per-expert counts and offsets, tokens sorted by expert
+  MoeCombine,  // MoE combine: each of [rows] tokens sums its k expert outputs of width [cols],
+               // weighted by its router probabilities
 };
 
 struct Op {
@@ -62,6 +70,13 @@ struct Op {
   bool attn_prefill = false;
   EwKind ew = EwKind::None;  // Elementwise: what it computes, over [ew_rows][ew_cols]
   int64_t ew_rows = 0, ew_cols = 0;
+  int64_t group_max_rows = 0;  // GroupedGemm: rows of its busiest expert (tile padding, imbalance)
+  // MoeRoute / GroupedGemm / MoeCombine: the experts this GPU holds, [expert_first, expert_first +
+  // expert_count) of the model's ids (EP); where tokens go is planner/model/routing.hpp's. Placement
+  // only: what they change in the price is already in m, batch_count and group_max_rows.
+  int64_t expert_first = 0, expert_count = 0;
+  DType wdtype = DType::BF16;  // Gemm / GroupedGemm: stored weight format (issue 15)
+  DType kv_dtype = DType::BF16;  // Attention: KV-cache format (issue 15)
   // Communication.
   int64_t bytes = 0;        // collective: per-rank buffer (nccl-tests "size"); Send: bytes moved
   TransferMode mode = TransferMode::PeerCopyEngine;
@@ -76,9 +91,9 @@ struct Op {
 inline auto priced_fields(const Op& o) {
   return std::tie(o.kind, o.gpus, o.m, o.n, o.k, o.batch_count, o.flops, o.mem_bytes, o.attn_batch, o.attn_q_len,
                   o.attn_context, o.attn_heads, o.attn_kv_heads, o.attn_head_dim, o.attn_prefill, o.ew, o.ew_rows,
-                  o.ew_cols, o.bytes, o.mode, o.p2p);
+                  o.ew_cols, o.group_max_rows, o.wdtype, o.kv_dtype, o.bytes, o.mode, o.p2p);
 }
-inline constexpr size_t kOpPlacementFields = 5;  // id, name, stage, layer, deps
+inline constexpr size_t kOpPlacementFields = 7;  // id, name, stage, layer, deps, expert_first, expert_count
 // Hash of priced_fields (equal for ops that compare equal: -0.0 and 0.0 hash alike).
 uint64_t priced_hash(const Op& o);
 inline bool same_priced_fields(const Op& a, const Op& b) { return priced_fields(a) == priced_fields(b); }

@@ -1,0 +1,224 @@
+// Grouped expert GEMM kernels (see moe_gemm.hpp). Fragment layouts: mma_ptx.cuh.
+#include <stdexcept>
+#include <string>
+
+#include "profiler/gpu/cuda_check.hpp"
+#include "profiler/kernels/mma_ptx.cuh"
+#include "profiler/kernels/moe_gemm.hpp"
+
+namespace peerplan::kernels {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+struct TileRef {
+  int expert, row0, row_end;
+};
+
+// This CTA's (expert, rows) from the tile list; false when the list has fewer tiles.
+// (The list is passed resolved: indexing MoeRouting::tiles by a runtime kind would copy the
+// kernel parameter to local memory.)
+__device__ __forceinline__ bool tile_of(const int* tiles, const int* num_tiles, const int* offsets, int tile,
+                                        int rows_per_tile, TileRef& t) {
+  if (tile >= *num_tiles) return false;
+  const int packed = tiles[tile];
+  t.expert = packed >> 20;
+  t.row0 = packed & 0xFFFFF;
+  t.row_end = min(t.row0 + rows_per_tile, offsets[t.expert + 1]);
+  return true;
+}
+
+// Weights are read once per call: stream them past L1.
+__device__ __forceinline__ uint4 load_stream(const bf16* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+// ---- stream kernel: 4 warps x 16 weight rows per CTA, NT x 8 routed rows per tile ----
+constexpr int kStreamWarps = 4;
+
+// NT: 8-row token sub-tiles per tile; U: 32-column chunks loaded per iteration (bytes in flight:
+// at decode a GPU holds few CTAs per SM, so each warp keeps U x 2 16-byte weight loads out).
+template <int NT, int U>
+__global__ void __launch_bounds__(kStreamWarps * 32) stream_kernel(MoeGemmArgs a, const int* tiles, const int* num_tiles,
+                                                                         const int* offsets) {
+  TileRef tl;
+  if (!tile_of(tiles, num_tiles, offsets, blockIdx.x, NT * 8, tl)) return;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int64_t n0 = (int64_t(blockIdx.y) * kStreamWarps + warp) * 16;
+  if (n0 >= a.n) return;
+  const int64_t K = a.k;
+  const bf16* wexp = a.w + int64_t(tl.expert) * a.n * K;
+  const bool va0 = n0 + g < a.n, va1 = n0 + g + 8 < a.n;
+  const bf16* wa0 = wexp + (va0 ? n0 + g : 0) * K + 8 * t;
+  const bf16* wa1 = wexp + (va1 ? n0 + g + 8 : 0) * K + 8 * t;
+  const bf16* xb[NT];
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    const int row = tl.row0 + j * 8 + g;
+    const int src = row < tl.row_end ? (a.gather ? a.gather[row] : row) : (a.gather ? a.gather[tl.row0] : tl.row0);
+    xb[j] = a.x + int64_t(src) * K + 8 * t;
+  }
+  float acc[NT][4] = {};
+  // Loads are unconditional (rows past n or past the tile read a valid row, see above) so they all
+  // issue back to back; rows past n are zeroed here, tokens past the tile are never stored.
+  auto keep = [](const uint4& v, bool valid) { return valid ? v : make_uint4(0, 0, 0, 0); };
+  auto mma_chunk = [&](const uint4& A0, const uint4& A1, const uint4 (&B)[NT]) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      // k permuted: this thread's 8 columns 8t..8t+7 are the MMA's (2t, 2t+1, 8+2t, 8+2t+1) of
+      // two k16 steps; the tokens' columns are permuted the same way.
+      ptx::mma_bf16(acc[j], A0.x, A1.x, A0.y, A1.y, B[j].x, B[j].y);
+      ptx::mma_bf16(acc[j], A0.z, A1.z, A0.w, A1.w, B[j].z, B[j].w);
+    }
+  };
+  int64_t kc = 0;
+  for (; kc + 32 * U <= K; kc += 32 * U) {
+    uint4 A0[U], A1[U], B[U][NT];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      A0[u] = load_stream(wa0 + kc + 32 * u);
+      A1[u] = load_stream(wa1 + kc + 32 * u);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int j = 0; j < NT; ++j) B[u][j] = __ldg(reinterpret_cast<const uint4*>(xb[j] + kc + 32 * u));
+#pragma unroll
+    for (int u = 0; u < U; ++u) mma_chunk(keep(A0[u], va0), keep(A1[u], va1), B[u]);
+  }
+  for (; kc < K; kc += 32) {
+    uint4 B[NT];
+    const uint4 A0 = load_stream(wa0 + kc), A1 = load_stream(wa1 + kc);
+#pragma unroll
+    for (int j = 0; j < NT; ++j) B[j] = __ldg(reinterpret_cast<const uint4*>(xb[j] + kc));
+    mma_chunk(keep(A0, va0), keep(A1, va1), B);
+  }
+  // D[weight row][token]: c0, c1 = (g, tokens 2t, 2t+1), c2, c3 = (g + 8, same tokens).
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int row = tl.row0 + j * 8 + 2 * t + (q & 1);
+      const int64_t col = n0 + g + (q >= 2 ? 8 : 0);
+      if (row < tl.row_end && col < a.n) a.y[int64_t(row) * a.n + col] = __float2bfloat16(acc[j][q]);
+    }
+}
+
+// ---- tiled kernel: 128 weight rows x 64 routed rows per CTA, 8 warps (4 x 2) of 32 x 32 ----
+constexpr int kTM = 128, kTN = 64, kTK = 32, kStages = 3, kTiledThreads = 256;
+
+// Shared tile rows are 64 bytes (4 chunks of 16 B); chunk c of row r sits at c ^ ((r / 2) % 4), so
+// the 8 row addresses of an ldmatrix fall in 8 different 16-byte bank groups.
+__device__ __forceinline__ int swz(int r, int c) { return r * kTK + ((c ^ ((r >> 1) & 3)) * 8); }
+
+__global__ void __launch_bounds__(kTiledThreads) tiled_kernel(MoeGemmArgs a, const int* tiles, const int* num_tiles,
+                                                              const int* offsets) {
+  __shared__ __align__(128) bf16 sa[kStages][kTM * kTK];
+  __shared__ __align__(128) bf16 sb[kStages][kTN * kTK];
+  TileRef tl;
+  if (!tile_of(tiles, num_tiles, offsets, blockIdx.x, kTN, tl)) return;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int64_t n0 = int64_t(blockIdx.y) * kTM;
+  const int64_t K = a.k;
+  const bf16* wexp = a.w + int64_t(tl.expert) * a.n * K;
+  // Loader: A 128 rows x 4 chunks (2 per thread), B 64 rows x 4 chunks (1 per thread).
+  const bf16* ga[2];
+  bool pa[2];
+  int sa_off[2];
+  for (int i = 0; i < 2; ++i) {
+    const int c = tid + i * kTiledThreads, row = c / 4, ch = c % 4;
+    pa[i] = n0 + row < a.n;
+    ga[i] = wexp + (pa[i] ? n0 + row : 0) * K + ch * 8;
+    sa_off[i] = swz(row, ch);
+  }
+  const int brow = tid / 4, bch = tid % 4;
+  const int xr = tl.row0 + brow;
+  const bool pb = xr < tl.row_end;
+  const int src = pb ? (a.gather ? a.gather[xr] : xr) : 0;
+  const bf16* gb = a.x + int64_t(src) * K + bch * 8;
+  const int sb_off = swz(brow, bch);
+  const int ktiles = int(K / kTK);
+  auto load = [&](int stage, int kt) {
+    const int64_t ko = int64_t(kt) * kTK;
+    for (int i = 0; i < 2; ++i) ptx::cp_async16(&sa[stage][sa_off[i]], ga[i] + ko, pa[i]);
+    ptx::cp_async16(&sb[stage][sb_off], gb + ko, pb);
+  };
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < ktiles) load(s, s);
+    ptx::cp_async_commit();
+  }
+  const int wm = (warp % 4) * 32, wn = (warp / 4) * 32;
+  float acc[2][4][4] = {};
+  for (int kt = 0; kt < ktiles; ++kt) {
+    ptx::cp_async_wait<kStages - 2>();
+    __syncthreads();
+    const int nxt = kt + kStages - 1;
+    if (nxt < ktiles) load(nxt % kStages, nxt);
+    ptx::cp_async_commit();
+    const bf16* A = sa[kt % kStages];
+    const bf16* B = sb[kt % kStages];
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) {
+      uint32_t af[2][4], bfr[4][2];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        const int row = wm + mt * 16 + (lane % 16), ch = ks * 2 + lane / 16;
+        ptx::ldmatrix_x4(af[mt][0], af[mt][1], af[mt][2], af[mt][3], ptx::smem_u32(A + swz(row, ch)));
+      }
+#pragma unroll
+      for (int np = 0; np < 2; ++np) {
+        const int m = lane / 8, row = wn + np * 16 + (m / 2) * 8 + lane % 8, ch = ks * 2 + (m % 2);
+        ptx::ldmatrix_x4(bfr[2 * np][0], bfr[2 * np][1], bfr[2 * np + 1][0], bfr[2 * np + 1][1],
+                         ptx::smem_u32(B + swz(row, ch)));
+      }
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+          ptx::mma_bf16(acc[mt][nt], af[mt][0], af[mt][1], af[mt][2], af[mt][3], bfr[nt][0], bfr[nt][1]);
+    }
+  }
+  ptx::cp_async_wait<0>();
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int row = tl.row0 + wn + nt * 8 + 2 * t + (q & 1);
+        const int64_t col = n0 + wm + mt * 16 + g + (q >= 2 ? 8 : 0);
+        if (row < tl.row_end && col < a.n) a.y[int64_t(row) * a.n + col] = __float2bfloat16(acc[mt][nt][q]);
+      }
+}
+
+}  // namespace
+
+void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, cudaStream_t stream) {
+  if (a.k % 32 != 0 || a.k <= 0 || a.n <= 0 || !a.x || !a.w || !a.y || kind < 0 || kind >= kMoeTileKinds)
+    throw std::invalid_argument("moe_grouped_gemm: k " + std::to_string(a.k) + " must be a positive multiple of 32, n " +
+                                std::to_string(a.n) + " positive, operands set, tile kind " + std::to_string(kind));
+  if (a.entries > r.cap_entries)
+    throw std::invalid_argument("moe_grouped_gemm: " + std::to_string(a.entries) + " routed entries exceed the routing's " +
+                                std::to_string(r.cap_entries));
+  if (a.entries <= 0) return;
+  const int64_t tiles = moe_max_tiles(a.entries, r.local_experts, moe_tile_rows(kind));
+  if (kind == 2) {
+    const dim3 grid(unsigned(tiles), unsigned((a.n + kTM - 1) / kTM));
+    tiled_kernel<<<grid, kTiledThreads, 0, stream>>>(a, r.tiles[2], r.num_tiles + 2, r.offsets);
+  } else {
+    const dim3 grid(unsigned(tiles), unsigned((a.n + 16 * kStreamWarps - 1) / (16 * kStreamWarps)));
+    if (kind == 0) stream_kernel<2, 8><<<grid, kStreamWarps * 32, 0, stream>>>(a, r.tiles[0], r.num_tiles, r.offsets);
+    else stream_kernel<4, 4><<<grid, kStreamWarps * 32, 0, stream>>>(a, r.tiles[1], r.num_tiles + 1, r.offsets);
+  }
+  CUDA_CHECK_LAUNCH("moe_grouped_gemm");
+}
+
+void moe_grouped_gemm(const MoeGemmArgs& a, const MoeRouting& r, cudaStream_t stream) {
+  moe_grouped_gemm_kind(a, r, moe_gemm_tile_kind(a.max_rows), stream);
+}
+
+}  // namespace peerplan::kernels

@@ -1,0 +1,41 @@
+#pragma once
+// Grouped expert GEMM over the non-empty experts of a routing (moe_route.hpp), on tensor cores
+// (mma.sync m16n8k16 bf16, fp32 accumulate), issue 14:
+//   y[row][:] = x[src(row)][:] . W[e(row)]^T   for every routed row (rows sorted by expert),
+// W[e] stored [n][k] row-major (PyTorch Linear), src(row) = gather[row] (the token of the row:
+// the gate_up GEMM gathers the routed tokens) or row itself (gather == nullptr: the down GEMM
+// reads the activation rows in sorted order). Only experts that received rows are read.
+// The grid is sized on the host for the worst case of the routing's entries; each CTA takes its
+// (expert, row tile) from the device-side tile list and exits when there is none, so the call
+// is capturable in a CUDA graph and needs no host synchronisation.
+// Two kernels, both weights-as-M ("swap AB": expert rows are the MMA's M, routed tokens its N):
+//   stream: few rows per expert (decode). Each warp streams 16 weight rows straight from HBM into
+//           MMA fragments (16-byte loads; k is permuted identically for weights and tokens, which
+//           a dot product allows), so the weights pass once at near HBM bandwidth.
+//   tiled:  many rows per expert (prefill). 128 weight rows x 64 tokens per CTA through a 3-stage
+//           cp.async shared-memory pipeline and ldmatrix.
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "profiler/kernels/moe_route.hpp"
+
+namespace peerplan::kernels {
+
+struct MoeGemmArgs {
+  const __nv_bfloat16* x = nullptr;  // input rows, row stride k
+  const int* gather = nullptr;       // row -> input row (routing.token_of_row), nullptr: identity
+  const __nv_bfloat16* w = nullptr;  // [local experts][n][k]
+  __nv_bfloat16* y = nullptr;        // [routed rows][n]
+  int64_t n = 0, k = 0;
+  int64_t entries = 0;   // tokens x top-k of the routing: bounds the grid
+  int64_t max_rows = 0;  // rows of the busiest expert (host figure; moe_gemm_tile_kind), 0: unknown
+};
+
+// Throws std::invalid_argument for k not a multiple of 32 or a null operand.
+void moe_grouped_gemm(const MoeGemmArgs& a, const MoeRouting& r, cudaStream_t stream);
+// The same with the kernel forced (tile kind as moe_gemm_tile_kind): self-test and profiler.
+void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, cudaStream_t stream);
+
+}  // namespace peerplan::kernels

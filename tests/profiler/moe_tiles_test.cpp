@@ -1,0 +1,78 @@
+// Tile bookkeeping of the routed-MoE kernels (profiler/common/moe_tiles.hpp): the grouped GEMM's
+// grid, sized on the host from the routing's entries alone, must cover every tile the device-side
+// routing can list (a CTA past the list exits; a tile past the grid would be silently skipped), and
+// the kernel choice follows the busiest expert's rows.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "planner/model/routing.hpp"
+#include "profiler/common/moe_tiles.hpp"
+
+using namespace peerplan;
+using namespace peerplan::kernels;
+
+namespace {
+
+// Tiles of height h the route kernel lists for these per-expert counts.
+int64_t tiles_of(const std::vector<int>& counts, int h) {
+  int64_t n = 0;
+  for (int c : counts) n += (c + h - 1) / h;
+  return n;
+}
+
+TEST(MoeTiles, GridBoundCoversEveryRoutingOfTheEntries) {
+  // Routings drawn by route_token (what the kernel runs), over Qwen1.5-MoE / Mixtral / DeepSeek
+  // shapes and EP shards, decode to prefill sizes.
+  struct Case { int experts, k, first, count; };
+  for (const Case c : {Case{60, 4, 0, 60}, Case{8, 2, 0, 8}, Case{64, 6, 16, 16}, Case{60, 4, 45, 15}})
+    for (int64_t T : {1, 2, 5, 16, 64, 333, 2048}) {
+      std::vector<int> counts(size_t(c.count), 0);
+      int64_t local = 0;
+      for (int64_t t = 0; t < T; ++t) {
+        int ids[16];
+        routing::route_token(1, 3, t, c.experts, c.k, nullptr, ids);
+        for (int j = 0; j < c.k; ++j)
+          if (ids[j] >= c.first && ids[j] < c.first + c.count) ++counts[size_t(ids[j] - c.first)], ++local;
+      }
+      for (int kind = 0; kind < kMoeTileKinds; ++kind) {
+        const int h = moe_tile_rows(kind);
+        EXPECT_LE(tiles_of(counts, h), moe_max_tiles(T * c.k, c.count, h))
+            << "E=" << c.experts << " local " << c.count << " T=" << T << " tile " << h;
+      }
+    }
+}
+
+TEST(MoeTiles, GridBoundHoldsForTheWorstSpreads) {
+  // Adversarial counts: every entry on one expert, spread one per expert, and just over a tile
+  // on as many experts as possible.
+  for (int h : {16, 32, 64})
+    for (int64_t entries : {1, 15, 16, 17, 100, 1000, 65536})
+      for (int64_t experts : {1, 8, 60, 256}) {
+        std::vector<int> one(size_t(experts), 0), spread(size_t(experts), 0), over(size_t(experts), 0);
+        one[0] = int(entries);
+        for (int64_t i = 0; i < entries; ++i) ++spread[size_t(i % experts)];
+        int64_t left = entries;
+        for (auto& c : over) {
+          const int64_t take = std::min<int64_t>(left, h + 1);
+          c = int(take), left -= take;
+        }
+        over[0] += int(left);
+        for (const auto* v : {&one, &spread, &over})
+          EXPECT_LE(tiles_of(*v, h), moe_max_tiles(entries, experts, h)) << entries << " over " << experts;
+      }
+}
+
+TEST(MoeTiles, KernelFollowsTheBusiestExpert) {
+  EXPECT_EQ(moe_gemm_tile_kind(1), 0);
+  EXPECT_EQ(moe_gemm_tile_kind(16), 0);   // decode: one 16-row tile per expert
+  EXPECT_EQ(moe_gemm_tile_kind(17), 1);
+  EXPECT_EQ(moe_gemm_tile_kind(32), 1);
+  EXPECT_EQ(moe_gemm_tile_kind(33), 2);   // prefill-sized groups: the shared-memory tiled kernel
+  EXPECT_EQ(moe_gemm_tile_kind(0), 2);    // unknown: the kernel that is right for any size
+  for (int kind = 0; kind < kMoeTileKinds; ++kind) EXPECT_EQ(moe_tile_rows(kind), 16 << kind);
+}
+
+}  // namespace

@@ -232,6 +232,8 @@ Measurements parse_measurements(const JsonIn& j) {
       g.heads = t.positive_int("heads");
       g.kv_heads = t.positive_int("kv_heads");
       g.head_dim = t.positive_int("head_dim");
+      g.kv_dtype = t.str_or("kv_dtype", "bf16");
+      if (g.kv_dtype != "bf16" && g.kv_dtype != "fp8") t.fail("kv_dtype", "\"bf16\" or \"fp8\", got '" + g.kv_dtype + "'");
       g.time = parse_stats(t);
       m.attention.push_back(g);
     }
@@ -291,3 +293,4 @@ nlohmann::json measurements_to_json(const Measurements& m) {
 }
 
 }  // namespace peerplan
+    if (a.kv_dtype != "bf16") o["kv_dtype"] = a.kv_dtype;  // absent means bf16 (profiles before issue 15)

@@ -81,6 +81,7 @@ struct Measurements {
   nlohmann::json extra = nlohmann::json::object();  // anything else a measurement records
 
   const TransferCurve* find_transfer(int src, int dst, const std::string& mode,
+  std::string kv_dtype = "bf16";  // KV-cache format the kernel read ("fp8": issue 15)
                                      const std::string& variant = "") const;
   const CollectiveCurve* find_collective(const std::string& op, const std::vector<int>& gpus, bool p2p) const;
 };

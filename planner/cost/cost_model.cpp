@@ -9,6 +9,7 @@
 #include "planner/cost/compute_cost.hpp"
 #include "planner/cost/cross_host_collective.hpp"
 #include "planner/cost/transfer_cost.hpp"
+#include "planner/cost/quant_cost.hpp"
 
 namespace peerplan {
 
@@ -80,7 +81,7 @@ OpCost CostModel::price_compute(const Op& op) const {
   const int gpu = op.gpus.empty() ? 0 : op.gpus[0];
   const Measurements* meas = topo_.machine().measurements ? &*topo_.machine().measurements : nullptr;
   if (op.kind == OpKind::Gemm && meas) {
-    if (auto t = gemm_from_table(meas->gemms, gpu, op.m, op.n, op.k)) {
+    if (auto t = gemm_from_table(meas->gemms, gpu, op.m, op.n, op.k, gemm_table_dtype(op.wdtype))) {
       c.seconds = t->seconds * double(std::max<int64_t>(op.batch_count, 1));
       c.source = t->source;
       return c;
@@ -116,6 +117,17 @@ OpCost CostModel::price_collective_op(const Op& op) const {
   const Machine& m = topo_.machine();
   const std::vector<CurvePoint>* pts = nullptr;
   if (m.measurements)
+  // A quantized weight format or an FP8 KV cache the profile has no rows of: the bf16 price of the
+  // same shape scaled by the roofline ratio (quant_cost.hpp); at best Fitted, as it is a model.
+  if ((op.kind == OpKind::Gemm || op.kind == OpKind::Attention) && is_quantized_op(op)) {
+    OpCost b = price_compute(bf16_equivalent(op));
+    bool hbm_measured = false;
+    const GpuSpec& spec = topo_.machine().gpus.at(size_t(gpu));
+    const double peak = spec.peak_bf16_tflops > 0 ? spec.peak_bf16_tflops * 1e12 : 0;
+    b.seconds *= quant_roofline_ratio(op, peak, hbm_Bps(gpu, &hbm_measured), spec.compute_capability);
+    b.source = weaker(b.source, CostSource::Fitted);
+    return b;
+  }
     if (const CollectiveCurve* cc = m.measurements->find_collective(coll_op_name(coll_op(op.kind)), op.gpus, op.p2p))
       pts = &cc->points;
   bool nominal_graph = !m.measurements || m.measurements->transfers.empty();

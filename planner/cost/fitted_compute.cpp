@@ -62,8 +62,10 @@ void FittedCompute::features(bool prefill, int64_t batch, int64_t q_len, int64_t
 
 FittedCompute::FittedCompute(const Measurements& meas, double peak_flops, double hbm_Bps)
     : peak_flops_(peak_flops), hbm_Bps_(hbm_Bps) {
+  // The fit is of bf16 kernels: quantized rows (issue 15) have other rooflines and are priced
+  // from their own rows, or from this fit scaled by their roofline (cost_model.cpp).
   for (const GemmTime& g : meas.gemms) {
-    if (g.m <= 0 || g.n <= 0 || g.k <= 0 || !(g.time.median > 0)) continue;
+    if (g.dtype != "bf16" || g.m <= 0 || g.n <= 0 || g.k <= 0 || !(g.time.median > 0)) continue;
     double r = gemm_roofline_s(g.m, g.n, g.k);
     if (!(r > 0)) continue;
     gemm_[{g.n, g.k}].push_back({lg(double(g.m)), std::log(r / g.time.median)});
@@ -82,7 +84,7 @@ FittedCompute::FittedCompute(const Measurements& meas, double peak_flops, double
     pts = std::move(merged);
   }
   for (const AttentionTime& a : meas.attention) {
-    if (a.batch <= 0 || a.context <= 0 || a.heads <= 0 || a.kv_heads <= 0 || a.head_dim <= 0 || !(a.time.median > 0))
+    if (a.kv_dtype != "bf16" || a.batch <= 0 || a.context <= 0 || a.heads <= 0 || a.kv_heads <= 0 || a.head_dim <= 0 || !(a.time.median > 0))
       continue;
     bool prefill = a.phase == "prefill";
     double r = attention_roofline_s(prefill, a.batch, a.q_len, a.context, a.heads, a.kv_heads, a.head_dim);

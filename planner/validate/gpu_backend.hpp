@@ -66,6 +66,8 @@ struct StepBench {
   double min_s = 0, max_s = 0;
   int reps = 0;
   bool graph = false;         // replayed as a CUDA graph
+  double hbm_bytes = 0;       // HBM bytes the step's compute ops move on its busiest GPU, as the compiler
+                              // counts them (weights read, routed experts only; KV cache; activations)
 };
 
 // One row of `validate --self-test`: a kernel against a CPU fp64 reference.

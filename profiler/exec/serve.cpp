@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -66,6 +67,12 @@ std::vector<StepBench> bench_steps(const Plan& plan, const ModelConfig& cfg, con
     std::sort(t.begin(), t.end());
     StepBench b;
     b.reps = reps;
+    // What the step's compute ops move through HBM on its busiest GPU (the compiler's mem_bytes:
+    // for routed MoE only the touched experts' weights): the bandwidth bound of the step.
+    std::map<int, double> bytes;
+    for (const Op& op : eng.compile(Engine::shape_of(seqs)).ops)
+      if (is_compute(op.kind)) bytes[op.gpus[0]] += op.mem_bytes;
+    for (const auto& [gpu, v] : bytes) b.hbm_bytes = std::max(b.hbm_bytes, v);
     b.step_s = t[t.size() / 2];
     b.min_s = t.front();
     b.max_s = t.back();

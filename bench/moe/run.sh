@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# MoE decode on one GPU (issue 14): the executor's routed MoE (peerplan validate --bench-steps: CUDA
+# graphs, context 1024) beside the PyTorch reference that routes top-k and runs torch._grouped_mm
+# (.gpu-ref/torch_moe_fp8_ref.py), in the same call, for Qwen1.5-MoE-A2.7B and Mixtral-8x7B at
+# batch 1/8/32/64; then the B=1 bound: the HBM bytes the step touches (the compiler's count: routed
+# experts only) over the measured HBM bandwidth (profile --only hbm). Also the grouped-GEMM profile
+# rows of both models (the kernel choice's evidence). bench/moe/summary.py prints the table and the
+# issue's two criteria as PASS/FAIL lines.
+# usage: bench/moe/run.sh [STAGED_DIR (default .gpu-moe-exec)]   outputs: $OUT/summary.txt, $OUT/moe.tgz
+set -u
+D=${1:-.gpu-moe-exec}
+B=$D/bin/peerplan
+OUT=${OUT:-/tmp/peerplan-moe}
+W=${MOE_W:-$OUT/w}; mkdir -p "$W"   # every output; packed into $OUT/moe.tgz after each step (the device
+                                     # tool returns at most 8 files)
+export NCCL_NVLS_ENABLE=0 PEERPLAN_HOME=$PWD
+M=models/hardware/h200x2-nvlink.json   # topology only: bench-steps times this host's GPU 0
+here=$(cd "$(dirname "$0")" && pwd)
+step() { local t=$1 name=$2; shift 2; echo "+ [$name] $*"; local t0=$(date +%s)
+  timeout "$t" "$@" > "$W/$name.txt" 2>&1; local rc=$?
+  echo "  rc=$rc $(( $(date +%s) - t0 )) s"; tail -n "${TAIL:-12}" "$W/$name.txt" | sed 's/^/  | /'
+  tar czf "$OUT/moe.tgz" -C "$W" . 2>/dev/null; }
+# Essentials first (a call cut short keeps them): HBM bandwidth, both models' steps, the reference
+# (it writes its JSON after each model: its MoE part comes first), then the grouped-GEMM profile.
+TAIL=3 step 30 profile-hbm $B profile --only hbm --no-progress --out "$W/profile-hbm.json"
+for m in qwen1.5-moe-a2.7b:$here/qwen1.5-moe-1gpu.json mixtral-8x7b:docs/validation/plans/mixtral-1gpu.json; do
+  TAIL=8 step "${STEP_S:-75}" "steps-${m%%:*}" $B validate --bench-steps --plan "${m#*:}" --model "${m%%:*}" \
+    --machine $M --allow-other-host --batches 1,8,32,64 --context 1024 --prefill 2048 --out "$W/steps-${m%%:*}"
+done
+[ -f "$W/torch_moe_fp8_ref.json" ] || TAIL=8 step "${REF_S:-100}" torch-ref python3 .gpu-ref/torch_moe_fp8_ref.py "$W"
+TAIL=3 step "${GG_S:-60}" profile-grouped $B profile --only grouped_gemm --model mixtral-8x7b --model qwen1.5-moe-a2.7b \
+  --no-progress --out "$W/profile-grouped.json"
+python3 "$here/summary.py" "$W" | tee "$OUT/summary.txt"
+cp "$OUT/summary.txt" "$W/"; tar czf "$OUT/moe.tgz" -C "$W" .

@@ -45,7 +45,9 @@
   X(gemm, "compute", Once, RankZero, true, 10.0,                                                                  \
     "bf16 cuBLASLt GEMMs of the models' shapes (TP 1..N, tokens 1..8192)")                                        \
   X(attention, "compute", Once, RankZero, true, 4.0,                                                              \
-    "attention decode/prefill kernels of the executor over batch x context")
+    "attention decode/prefill kernels of the executor over batch x context")                                      \
+  X(grouped_gemm, "compute", Once, RankZero, true, 6.0,                                                           \
+    "grouped expert GEMMs of the MoE models (routed tokens 1..8192, TP and EP shards; the executor's kernel)")
 
 namespace peerplan::profiler {
 

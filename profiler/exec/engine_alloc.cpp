@@ -54,6 +54,7 @@ void Engine::enable_peer_access() {
 std::map<int, Engine::ScratchNeed> Engine::scratch_needs(const std::vector<OpGraph>& worst) const {
   std::map<int, ScratchNeed> need;
   for (const OpGraph& g : worst)
+  std::map<int, int64_t> moe_entries;  // per GPU: (token, expert) entries of its last MoeRoute
     for (const Op& op : g.ops)
       for (int id : op.gpus) {
         ScratchNeed& n = need[id];
@@ -61,6 +62,13 @@ std::map<int, Engine::ScratchNeed> Engine::scratch_needs(const std::vector<OpGra
           n.x = std::max(n.x, op.m * op.k * op.batch_count);
           n.y = std::max(n.y, op.m * op.n * op.batch_count);
         } else if (is_collective(op.kind)) {
+        } else if (op.kind == OpKind::GroupedGemm) {
+          // Routed rows: gate_up reads Z's tokens and writes Y, down reads Z's rows (engine_moe.cpp).
+          // The device may route up to every (token, expert) entry here (the compiler's rows can be
+          // a mean over layers), so the buffers take all of them.
+          const int64_t rows = std::max(op.m, moe_entries[id]);
+          n.y = std::max(n.y, rows * op.n);
+          n.z = std::max(n.z, rows * op.k);
           n.y = std::max(n.y, op.bytes / 2 + 8);
           n.z = std::max(n.z, op.bytes / 2 + 8);
         } else if (op.kind == OpKind::Attention) {
@@ -69,6 +77,8 @@ std::map<int, Engine::ScratchNeed> Engine::scratch_needs(const std::vector<OpGra
           n.z = std::max(n.z, int64_t(op.mem_bytes / 2) + 8);
         }
       }
+          if (op.ew == EwKind::MoeCombine) n.z = std::max(n.z, op.ew_rows * op.ew_cols + 8);
+          if (op.ew == EwKind::MoeRoute) moe_entries[id] = op.ew_rows * cfg_.experts_per_token;
   return need;
 }
 

@@ -23,6 +23,7 @@ void Engine::run_op(const Op& op, int slot, std::vector<cudaEvent_t>* send_done)
   gpu::ScopedDevice d(g.dev);
   switch (op.kind) {
     case OpKind::Gemm: return run_gemm(op, g);
+    case OpKind::GroupedGemm: return run_grouped_gemm(op, g);
     case OpKind::Embedding: return run_embedding(g);
     case OpKind::Attention: return run_attention(op, g);
     case OpKind::Elementwise: return run_elementwise(op, g);
@@ -144,6 +145,8 @@ int64_t Engine::warm_gemm_plans(int64_t max_tokens, int64_t max_seqs) {
       if (op.kind != OpKind::Gemm || !local(op.gpus[0]) || !seen.emplace(op.gpus[0], op.m, op.n, op.k).second) continue;
       const uint64_t algo = gpu(op.gpus[0]).gemm->prepare(op.m, op.n, op.k);
       auto [it, fresh] = kernels.emplace(std::make_tuple(op.gpus[0], op.n, op.k, algo), op.m);
+    case EwKind::MoeRoute: return run_moe_route(op, g);
+    case EwKind::MoeCombine: return run_moe_combine(op, g);
       if (!fresh) it->second = std::min(it->second, op.m);
     }
   };

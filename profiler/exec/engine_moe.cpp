@@ -1,0 +1,110 @@
+// Routed MoE ops (issue 14), as fused-MoE engines run them: MoeRoute after the router GEMM (its
+// logits in Y), the grouped expert GEMMs over the experts that received rows (gate_up gathers the
+// routed tokens' normed hidden states from Z into Y; the activation writes Z; down reads Z in
+// sorted order into Y), and MoeCombine (Y's rows, weighted, summed per token into Z, which the
+// residual add consumes). Routing state lives on the device only: no host synchronisation, so a
+// decode step stays one CUDA graph. The expert choice is planner/model/routing.hpp's, with the
+// model's RoutingSpec (seed, skew: ModelConfig::moe_routing), so the executor runs what the
+// compiler counted and the simulator priced.
+#include <algorithm>
+#include <functional>
+
+#include "planner/core/error.hpp"
+#include "planner/model/routing_model.hpp"
+#include "profiler/exec/engine_state.hpp"
+#include "profiler/gpu/cuda_check.hpp"
+#include "profiler/kernels/elementwise.hpp"
+#include "profiler/kernels/moe_gemm.hpp"
+#include "profiler/kernels/moe_route.hpp"
+
+namespace peerplan::exec {
+
+namespace kn = peerplan::kernels;
+
+namespace {
+
+std::string op_where(const Op& op) { return "executor: op " + op.name + " (layer " + std::to_string(op.layer) + ")"; }
+
+}  // namespace
+
+void Engine::ensure_moe_state(const Op& op, GpuState& g) {
+  if (op.expert_count <= 0)
+    throw RuntimeError(op_where(op) + " has no local experts (expert_count " + std::to_string(op.expert_count) +
+                       "): planner/compile/compiler.cpp sets them on every MoE op");
+  const int topk = int(cfg_.experts_per_token);
+  const int64_t tokens = std::max({max_tokens_, padded_batch(kv_slots_), op.ew_rows}) + 8;
+  if (g.moe_buf.get() && g.moe_cap_tokens >= tokens && g.moe.local_experts == int(op.expert_count)) return;
+  g.moe_buf = gpu::DeviceBuffer(g.dev, size_t(kn::moe_route_buffer_ints(tokens, topk, int(op.expert_count))) * 4);
+  CUDA_CHECK(cudaMemsetAsync(g.moe_buf.get(), 0, g.moe_buf.bytes(), g.stream));
+  g.moe = kn::moe_routing_view(g.moe_buf.as<int>(), tokens, topk, int(op.expert_count));
+  g.moe_cap_tokens = tokens;
+  const std::vector<float> cdf = routing::routing_cdf(cfg_.moe_routing, cfg_.experts);  // empty: uniform
+  if (!cdf.empty() && !g.moe_cdf.get()) {
+    g.moe_cdf = gpu::DeviceBuffer(g.dev, cdf.size() * 4);
+    CUDA_CHECK(cudaMemcpy(g.moe_cdf.get(), cdf.data(), cdf.size() * 4, cudaMemcpyHostToDevice));
+  }
+}
+
+void Engine::run_moe_route(const Op& op, GpuState& g) {
+  ensure_moe_state(op, g);
+  if (op.ew_rows * op.ew_cols > g.cap_y)
+    throw RuntimeError(op_where(op) + ": router logits [" + std::to_string(op.ew_rows) + "][" +
+                       std::to_string(op.ew_cols) + "] exceed the Y scratch buffer");
+  kn::MoeRouteArgs a;
+  a.logits = g.Y.as<bf16>();
+  a.tokens = op.ew_rows;
+  a.experts = int(op.ew_cols);
+  a.topk = int(cfg_.experts_per_token);
+  a.expert_first = int(op.expert_first);
+  a.expert_count = int(op.expert_count);
+  a.seed = cfg_.moe_routing.seed;
+  a.layer = op.layer;
+  a.cdf = g.moe_cdf.get() ? g.moe_cdf.as<float>() : nullptr;
+  kn::moe_route(a, g.moe, g.stream);
+  g.moe_tokens = op.ew_rows;
+}
+
+void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
+  if (!g.moe_buf.get() || g.moe.local_experts != int(op.expert_count))
+    throw RuntimeError(op_where(op) + ": a grouped GEMM without a MoeRoute of the same " +
+                       std::to_string(op.expert_count) + " local experts before it in the layer");
+  auto it = g.weights.find(op.name);
+  const int64_t welems = op.n * op.k * op.expert_count;  // every local expert, allocated once
+  if (it == g.weights.end() || int64_t(it->second.bytes()) < welems * 2) {
+    gpu::DeviceBuffer w(g.dev, size_t(welems) * 2);
+    kn::fill_random(w.as<bf16>(), welems, opt_.seed * 1000003 + std::hash<std::string>{}(op.name), 0.02f, g.stream);
+    it = g.weights.insert_or_assign(op.name, std::move(w)).first;
+  }
+  const int topk = int(cfg_.experts_per_token);
+  const int64_t entries = g.moe_tokens * topk;
+  // gate_up gathers each routed row's token from the normed hidden states (Z); down reads the
+  // activation rows (Z) in their sorted order. Both write sorted rows into Y.
+  const bool gather = op.name.size() < 4 || op.name.compare(op.name.size() - 4, 4, "down") != 0;
+  if (entries * op.n > g.cap_y || entries * op.k > g.cap_z)
+    throw RuntimeError(op_where(op) + ": " + std::to_string(entries) + " routed rows x [" + std::to_string(op.k) +
+                       "," + std::to_string(op.n) + "] exceed the Y/Z scratch buffers");
+  kn::MoeGemmArgs a;
+  a.x = g.Z.as<bf16>();
+  a.gather = gather ? g.moe.token_of_row : nullptr;
+  a.w = it->second.as<bf16>();
+  a.y = g.Y.as<bf16>();
+  a.n = op.n;
+  a.k = op.k;
+  a.entries = entries;
+  a.max_rows = op.group_max_rows;
+  kn::moe_grouped_gemm(a, g.moe, g.stream);
+}
+
+void Engine::run_moe_combine(const Op& op, GpuState& g) {
+  if (!g.moe_buf.get()) throw RuntimeError(op_where(op) + ": a combine without a MoeRoute before it");
+  if (op.ew_rows != g.moe_tokens)
+    throw RuntimeError(op_where(op) + ": combines " + std::to_string(op.ew_rows) + " tokens, routed " +
+                       std::to_string(g.moe_tokens));
+  if (op.ew_rows * op.ew_cols > g.cap_z)
+    throw RuntimeError(op_where(op) + ": [" + std::to_string(op.ew_rows) + "][" + std::to_string(op.ew_cols) +
+                       "] exceeds the Z scratch buffer");
+  kn::moe_combine(g.moe, g.Y.as<bf16>(), g.Z.as<bf16>(), op.ew_rows, int(cfg_.experts_per_token), op.ew_cols,
+                  g.stream);
+}
+
+}  // namespace peerplan::exec

@@ -1,0 +1,188 @@
+// Grouped expert GEMM times (issue 14) through the executor's own call (kernels/moe_gemm.hpp's
+// moe_grouped_gemm, after a device routing by moe_route), on GPU 0, for every MoE model of the
+// profile: each expert shape per TP degree with all experts local, and at TP 1 each EP shard of
+// E/ep experts, over the token grid. Tokens are routed as the compiler counts them
+// (planner/model/routing_model.hpp: uniform, the default seed, layer 0), so each entry records
+// the rows, touched experts and busiest expert the time belongs to. gate_up gathers its tokens,
+// down reads its rows in sorted order, as in the executor. Weights rotate over copies that
+// together exceed L2, so each call reads its experts from HBM as a decode step does.
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "planner/model/model_config.hpp"
+#include "planner/model/routing_model.hpp"
+#include "profiler/common/gemm_shapes.hpp"
+#include "profiler/common/profile_models.hpp"
+#include "profiler/gpu/cuda_check.hpp"
+#include "profiler/gpu/gemm.hpp"
+#include "profiler/kernels/moe_gemm.hpp"
+#include "profiler/kernels/moe_route.hpp"
+#include "profiler/measure/curve.hpp"
+
+namespace peerplan::profiler {
+
+namespace {
+
+namespace kn = peerplan::kernels;
+
+struct GroupShape {
+  int64_t n = 0, k = 0, experts = 0, topk = 0, model_experts = 0;
+  bool gather = true;  // gate_up (gathers tokens) or down (sorted rows)
+  bool operator<(const GroupShape& o) const {
+    return std::tie(n, k, experts, topk, model_experts, gather) <
+           std::tie(o.n, o.k, o.experts, o.topk, o.model_experts, o.gather);
+  }
+};
+
+std::set<GroupShape> group_shapes(const std::vector<ModelConfig>& models, int gpus) {
+  std::set<GroupShape> out;
+  for (const auto& m : models) {
+    if (!m.is_moe()) continue;
+    for (const auto& w : weight_shapes(m, gpus)) {
+      if (w.name != "expert.gate_up" && w.name != "expert.down") continue;
+      const bool gather = w.name == "expert.gate_up";
+      out.insert({w.n, w.k, m.experts, m.experts_per_token, m.experts, gather});  // TP-split experts
+      if (w.tp != 1) continue;
+      for (int ep = 2; ep <= gpus; ++ep)  // EP shards at TP 1: rank 0's E / ep experts
+        if (m.experts % ep == 0) out.insert({w.n, w.k, m.experts / ep, m.experts_per_token, m.experts, gather});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void measure_grouped_gemm(Context& ctx) {
+  const auto models = load_profile_models(ctx.opts.models);
+  const std::set<GroupShape> shapes = group_shapes(models, ctx.gpus());
+  if (shapes.empty()) {
+    ctx.not_applicable("grouped_gemm", "no MoE model among the profiled models");
+    return;
+  }
+  const routing::RoutingSpec spec;  // uniform, default seed: what the compiler counts by default
+  const int64_t max_tokens = ctx.plan.tokens.empty() ? 1 : ctx.plan.tokens.back();
+  int64_t max_topk = 1, max_e = 1, max_w = 0, max_in = 0, max_out = 0;
+  for (const auto& s : shapes) {
+    max_topk = std::max(max_topk, s.topk);
+    max_e = std::max(max_e, s.model_experts);
+    max_w = std::max(max_w, s.experts * s.n * s.k);
+    max_in = std::max(max_in, max_tokens * s.topk * s.k);
+    max_out = std::max(max_out, max_tokens * s.topk * s.n);
+  }
+  const int g = ctx.measured_gpus().front();
+  gpu::ScopedDevice dev(g);
+  gpu::Stream st(g);
+  // Weight copies: together at least 4x a 50 MiB L2 (H100/H200), at most what one shape needs x 8.
+  const int copies = int(std::clamp<int64_t>((int64_t(200) << 20) / std::max<int64_t>(1, max_w * 2), 1, 8));
+  std::vector<gpu::DeviceBuffer> w;
+  for (int c = 0; c < copies; ++c) {
+    w.emplace_back(g, size_t(max_w) * 2);
+    gpu::launch_fill_bf16(w.back().get(), size_t(max_w), 11 + uint32_t(c), st);
+  }
+  gpu::DeviceBuffer x(g, size_t(max_in) * 2), y(g, size_t(max_out) * 2), logits(g, size_t(max_tokens * max_e) * 2);
+  gpu::launch_fill_bf16(x.get(), size_t(max_in), 3, st);
+  gpu::launch_fill_bf16(logits.get(), size_t(max_tokens * max_e), 5, st);
+  gpu::DeviceBuffer rbuf;
+  gpu::BlockingGate gate;
+  nlohmann::json kinds = nlohmann::json::array();  // every kernel at small groups: the choice's evidence
+  nlohmann::json vs_cublas = nlohmann::json::array();
+  gpu::GemmRunner cublas(g);
+  size_t done = 0;
+  const size_t total = shapes.size() * ctx.plan.tokens.size();
+  for (const auto& s : shapes) {
+    rbuf = gpu::DeviceBuffer(g, size_t(kn::moe_route_buffer_ints(max_tokens, int(s.topk), int(s.experts))) * 4);
+    const kn::MoeRouting r = kn::moe_routing_view(rbuf.as<int>(), max_tokens, int(s.topk), int(s.experts));
+    for (int64_t tokens : ctx.plan.tokens) {
+      ctx.progress.update(double(done++) / double(total),
+                          fmt::format("grouped n={} k={} experts={}/{} tokens={}", s.n, s.k, s.experts, s.model_experts, tokens));
+      const auto& counts = routing::expert_counts(spec, s.model_experts, s.topk, tokens, 0);
+      const routing::GroupLoad load = routing::group_load(counts, 0, s.experts);
+      if (load.rows == 0) continue;  // no row reaches rank 0's experts: the executor runs nothing
+      kn::MoeRouteArgs ra;
+      ra.logits = logits.as<__nv_bfloat16>();
+      ra.tokens = tokens, ra.experts = int(s.model_experts), ra.topk = int(s.topk);
+      ra.expert_first = 0, ra.expert_count = int(s.experts);
+      ra.seed = spec.seed, ra.layer = 0;
+      kn::moe_route(ra, r, st);
+      kn::MoeGemmArgs a;
+      a.x = x.as<__nv_bfloat16>();
+      a.gather = s.gather ? r.token_of_row : nullptr;
+      a.y = y.as<__nv_bfloat16>();
+      a.n = s.n, a.k = s.k, a.entries = tokens * s.topk, a.max_rows = load.max_rows;
+      const double bytes = double(load.touched) * double(s.n * s.k) * 2;
+      const double expect_s = std::max(2.0 * double(load.rows * s.n * s.k) / 400e12, bytes / 4e12) + 5e-6;
+      const int reps = std::clamp(int(300e-6 / expect_s), 1, 64);
+      auto timed = [&](int kind) {
+        int c = 0;
+        auto region = [&] {
+          return gpu::time_region(&gate, st, {}, [&] {
+            for (int i = 0; i < reps; ++i) {
+              a.w = w[size_t(c++ % copies)].as<__nv_bfloat16>();
+              if (kind < 0) kn::moe_grouped_gemm(a, r, st);
+              else kn::moe_grouped_gemm_kind(a, r, kind, st);
+            }
+          });
+        };
+        for (int i = 0; i < ctx.plan.warmup; ++i) region();
+        std::vector<double> t;
+        for (int i = 0; i < ctx.plan.samples; ++i) t.push_back(region() / reps);
+        return t;
+      };
+      ctx.ms.grouped_gemms.push_back({g, s.n, s.k, s.experts, s.topk, tokens, load.rows, load.touched, load.max_rows,
+                                      "bf16", compute_stats(timed(-1))});
+      if (load.max_rows <= 256) {  // the kernels side by side where more than one is plausible
+        nlohmann::json e = {{"n", s.n}, {"k", s.k}, {"experts", s.experts}, {"tokens", tokens},
+                            {"max_rows", load.max_rows}, {"chosen", kn::moe_gemm_tile_kind(load.max_rows)}};
+        for (int kind = 0; kind < kn::kMoeTileKinds; ++kind)
+          e[fmt::format("kind{}_us", kind)] = compute_stats(timed(kind)).median * 1e6;
+        e["weights_gbps"] = bytes / ctx.ms.grouped_gemms.back().time.median / 1e9;
+        kinds.push_back(e);
+      }
+      if (tokens >= 256) {
+        // cuBLASLt per touched expert over rows already sorted, with the group sizes known on the
+        // host (what cuBLAS's grouped GEMM needs, and a device-side routing cannot give without a
+        // synchronisation): the alternative for prefill-sized groups, recorded beside our kernel.
+        std::vector<std::pair<int64_t, int64_t>> groups;  // (first row, rows) of each touched expert
+        int64_t row = 0;
+        for (int64_t e = 0; e < s.experts; ++e) {
+          const int64_t c = counts[size_t(e)];
+          if (c > 0) groups.push_back({row, c});
+          row += c;
+        }
+        int c = 0;
+        auto region = [&] {
+          return gpu::time_region(&gate, st, {}, [&] {
+            for (int i = 0; i < reps; ++i) {
+              const auto* wc = w[size_t(c++ % copies)].as<__nv_bfloat16>();
+              for (size_t q = 0; q < groups.size(); ++q)
+                cublas.run(x.as<__nv_bfloat16>() + groups[q].first * s.k, wc + int64_t(q) * s.n * s.k,
+                           y.as<__nv_bfloat16>() + groups[q].first * s.n, groups[q].second, s.n, s.k, st);
+            }
+          });
+        };
+        for (int i = 0; i < ctx.plan.warmup + 1; ++i) region();  // +1: cuBLASLt's algorithm lookups
+        std::vector<double> t;
+        for (int i = 0; i < ctx.plan.samples; ++i) t.push_back(region() / reps);
+        vs_cublas.push_back({{"n", s.n}, {"k", s.k}, {"experts", s.experts}, {"tokens", tokens}, {"rows", load.rows},
+                             {"ours_us", ctx.ms.grouped_gemms.back().time.median * 1e6},
+                             {"cublas_per_expert_us", compute_stats(std::move(t)).median * 1e6}});
+      }
+    }
+  }
+  nlohmann::json names = nlohmann::json::array();
+  for (const auto& m : models)
+    if (m.is_moe()) names.push_back(m.name);
+  ctx.ms.extra["grouped_gemm"] = {
+      {"gpu", g}, {"models", names}, {"routing", spec.label()}, {"seed", spec.seed}, {"layer", 0},
+      {"call", "peerplan::kernels::moe_grouped_gemm after moe_route (the executor's call); weights rotate over " +
+                   std::to_string(copies) + " copies"},
+      {"layout", "y[rows,n] = x[rows,k] W_e^T per touched expert, W_e [n,k]; bf16, fp32 accumulate"},
+      {"kernels", "0: stream 16-row tiles, 1: stream 32-row tiles, 2: tiled 64-row tiles (us per call, median)"},
+      {"kernel_choice", kinds},
+      {"vs_cublas_per_expert", vs_cublas}};
+}
+
+}  // namespace peerplan::profiler

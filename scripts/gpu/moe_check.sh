@@ -6,7 +6,9 @@
 set -u
 D=${1:-.gpu}
 OUT=${OUT:-/tmp/peerplan-moe}; export MOE_W=$OUT/w; mkdir -p "$MOE_W"
-export NCCL_NVLS_ENABLE=0 PEERPLAN_HOME=$PWD
+export NCCL_NVLS_ENABLE=0 PEERPLAN_HOME=$PWD LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+if ldd "$D/bin/peerplan" | grep -q 'not found'; then export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$PWD/$D/lib; fi
+ldd "$D/bin/peerplan" | grep 'not found'
 nvidia-smi --query-gpu=index,name,driver_version,memory.used,clocks.max.sm --format=csv | tee "$MOE_W/gpu.txt"
 date -u +%FT%TZ | tee -a "$MOE_W/gpu.txt"
 timeout 45 "$D/bin/peerplan" validate --self-test > "$MOE_W/selftest.txt" 2>&1; rc=$?

@@ -24,14 +24,14 @@ double roofline_s(double flops, double bytes, double flops_per_s, double bytes_p
 // the op carries. Exact m: Measured. Between measured m: linear in m, Interpolated. Above: scaled
 // by m from the largest point (compute-bound), below: the smallest point's time (weight-read
 // bound); both Extrapolated. nullopt when the table has no such (n,k).
+// Rows of `dtype` only ("bf16", "fp8", "int8", "int4": the weight format the kernel ran).
 std::optional<ComputePrice> gemm_from_table(const std::vector<GemmTime>& table, int gpu, int64_t m, int64_t n,
                                             int64_t k, const std::string& dtype = "bf16");
 
 // Attention from the measured table: same phase, heads, kv heads and head dim (per GPU); "work"
 // = batch * q_len * context. Exact shape: Measured; between: linear in work, Interpolated;
-// Rows of `dtype` only ("bf16", "fp8", "int8", "int4": the weight format the kernel ran).
 // beyond: proportional above, the smallest time below, Extrapolated. nullopt when no entry matches.
+// Only rows whose kv_dtype is the op's (bf16 or fp8 KV cache).
 std::optional<ComputePrice> attention_from_table(const std::vector<AttentionTime>& table, int gpu, const Op& op);
 
 }  // namespace peerplan
-// Only rows whose kv_dtype is the op's (bf16 or fp8 KV cache).

@@ -94,6 +94,17 @@ OpCost CostModel::price_compute(const Op& op) const {
       return c;
     }
   }
+  // A quantized weight format or an FP8 KV cache the profile has no rows of: the bf16 price of the
+  // same shape scaled by the roofline ratio (quant_cost.hpp); at best Fitted, as it is a model.
+  if ((op.kind == OpKind::Gemm || op.kind == OpKind::Attention) && is_quantized_op(op)) {
+    OpCost b = price_compute(bf16_equivalent(op));
+    bool hbm_measured = false;
+    const GpuSpec& spec = topo_.machine().gpus.at(size_t(gpu));
+    const double peak = spec.peak_bf16_tflops > 0 ? spec.peak_bf16_tflops * 1e12 : 0;
+    b.seconds *= quant_roofline_ratio(op, peak, hbm_Bps(gpu, &hbm_measured), spec.compute_capability);
+    b.source = weaker(b.source, CostSource::Fitted);
+    return b;
+  }
   if ((op.kind == OpKind::Gemm || op.kind == OpKind::Attention) && fitted()) {
     std::optional<double> t = op.kind == OpKind::Gemm ? fitted()->gemm_s(op.m, op.n, op.k) : fitted()->attention_s(op);
     if (t) {
@@ -117,17 +128,6 @@ OpCost CostModel::price_collective_op(const Op& op) const {
   const Machine& m = topo_.machine();
   const std::vector<CurvePoint>* pts = nullptr;
   if (m.measurements)
-  // A quantized weight format or an FP8 KV cache the profile has no rows of: the bf16 price of the
-  // same shape scaled by the roofline ratio (quant_cost.hpp); at best Fitted, as it is a model.
-  if ((op.kind == OpKind::Gemm || op.kind == OpKind::Attention) && is_quantized_op(op)) {
-    OpCost b = price_compute(bf16_equivalent(op));
-    bool hbm_measured = false;
-    const GpuSpec& spec = topo_.machine().gpus.at(size_t(gpu));
-    const double peak = spec.peak_bf16_tflops > 0 ? spec.peak_bf16_tflops * 1e12 : 0;
-    b.seconds *= quant_roofline_ratio(op, peak, hbm_Bps(gpu, &hbm_measured), spec.compute_capability);
-    b.source = weaker(b.source, CostSource::Fitted);
-    return b;
-  }
     if (const CollectiveCurve* cc = m.measurements->find_collective(coll_op_name(coll_op(op.kind)), op.gpus, op.p2p))
       pts = &cc->points;
   bool nominal_graph = !m.measurements || m.measurements->transfers.empty();

@@ -284,6 +284,7 @@ nlohmann::json measurements_to_json(const Measurements& m) {
     auto o = stats_json(a.time);
     o["gpu"] = a.gpu; o["phase"] = a.phase; o["batch"] = a.batch; o["q_len"] = a.q_len;
     o["context"] = a.context; o["heads"] = a.heads; o["kv_heads"] = a.kv_heads; o["head_dim"] = a.head_dim;
+    if (a.kv_dtype != "bf16") o["kv_dtype"] = a.kv_dtype;  // absent means bf16 (profiles before issue 15)
     j["attention"].push_back(o);
   }
   j["hbm_gbps"] = m.hbm_gbps;
@@ -293,4 +294,3 @@ nlohmann::json measurements_to_json(const Measurements& m) {
 }
 
 }  // namespace peerplan
-    if (a.kv_dtype != "bf16") o["kv_dtype"] = a.kv_dtype;  // absent means bf16 (profiles before issue 15)

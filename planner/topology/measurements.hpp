@@ -66,6 +66,7 @@ struct AttentionTime {
   int gpu = 0;
   std::string phase;       // "prefill" or "decode"
   int64_t batch = 0, q_len = 0, context = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  std::string kv_dtype = "bf16";  // KV-cache format the kernel read ("fp8": issue 15)
   SampleStats time;
 };
 
@@ -81,7 +82,6 @@ struct Measurements {
   nlohmann::json extra = nlohmann::json::object();  // anything else a measurement records
 
   const TransferCurve* find_transfer(int src, int dst, const std::string& mode,
-  std::string kv_dtype = "bf16";  // KV-cache format the kernel read ("fp8": issue 15)
                                      const std::string& variant = "") const;
   const CollectiveCurve* find_collective(const std::string& op, const std::vector<int>& gpus, bool p2p) const;
 };

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "planner/model/routing_model.hpp"
+
 namespace peerplan {
 
 struct ModelConfig {
@@ -43,6 +45,9 @@ struct ModelConfig {
   std::vector<int64_t> dense_layers; // explicitly dense layers (Qwen-MoE mlp_only_layers)
   bool router_bias = false;          // DeepSeek-V3 noaux_tc: e_score_correction_bias per expert
   bool shared_expert_gate = false;   // Qwen-MoE: sigmoid gate on the shared expert
+  // Which experts each token goes to (issue 14): chosen by the workload or --moe-routing, bound by
+  // the command; the compiler counts routed rows with it and the executor routes with it.
+  routing::RoutingSpec moe_routing;
 
   // Multi-head latent attention (DeepSeek). mla == false for standard attention.
   bool mla = false;

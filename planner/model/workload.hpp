@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "planner/model/routing_model.hpp"
+
 namespace peerplan {
 
 struct LengthDist {
@@ -52,6 +54,8 @@ struct Workload {
   int64_t model_context = 0;
   std::string model_name;
   bool drop_over_context = false;  // drop such requests (as serving engines refuse them) instead of refusing the workload
+  // MoE routing (issue 14): the workload's "moe_routing" object, or --moe-routing; uniform by default.
+  routing::RoutingSpec moe_routing;
 
   // Deterministic for a given seed. Throws InputError when a prompt is over model_context (unless
   // drop_over_context, which removes those requests and numbers the rest 0..n-1).

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/model/routing_model.hpp"
 #include "planner/plan/sharding.hpp"
 #include "planner/core/error.hpp"
 
@@ -83,6 +84,29 @@ class Builder {
     op.mem_bytes = double(elems * rw + weight_elems) * double(d_);
     add(std::move(op));
   }
+  // Routed experts of one GPU as one grouped GEMM over its touched experts (issue 14): only their
+  // weights are read; `load` is what routing sent them.
+  void grouped_gemm(const std::string& name, int stage, int layer, int gpu, const routing::GroupLoad& load, int64_t n,
+                    int64_t k, const ExpertBlock& experts) {
+    if (load.rows <= 0) return;
+    Op op = base(OpKind::GroupedGemm, name, stage, layer, {gpu});
+    op.m = load.rows, op.n = n, op.k = k, op.batch_count = load.touched, op.group_max_rows = load.max_rows;
+    op.expert_first = experts.first, op.expert_count = experts.count;
+    op.flops = 2.0 * double(load.rows) * double(n) * double(k);
+    op.mem_bytes = double(load.rows * k + load.touched * k * n + load.rows * n) * double(d_);
+    add(std::move(op));
+  }
+  // The routing and combine steps of a MoE layer on one GPU (memory-bound, with its expert range).
+  void moe_elementwise(const std::string& name, EwKind kind, int stage, int layer, int gpu, int64_t rows, int64_t cols,
+                       int rw, const ExpertBlock& experts) {
+    if (rows <= 0 || cols <= 0) return;
+    Op op = base(OpKind::Elementwise, name, stage, layer, {gpu});
+    op.ew = kind, op.ew_rows = rows, op.ew_cols = cols;
+    op.expert_first = experts.first, op.expert_count = experts.count;
+    op.flops = 4.0 * double(rows * cols);
+    op.mem_bytes = double(rows * cols * rw) * double(d_);
+    add(std::move(op));
+  }
   void collective(OpKind k, const std::string& name, int stage, int layer, const std::vector<int>& gpus, int64_t bytes) {
     if (gpus.size() < 2 || bytes <= 0) return;
     Op op = base(k, name, stage, layer, gpus);
@@ -139,10 +163,47 @@ bool is_attn_in(const std::string& n) {
   return n == "qkv" || n == "q" || n == "q_a" || n == "q_b" || n == "kv_a" || n == "kv_b";
 }
 
+// What routing sends to each rank's experts for the `tokens` tokens of the EP group, averaged over
+// `layers` (one layer: exactly its draws). Each layer's rank loads are sorted busiest first and
+// averaged position by position, handed back in the order of the first layer: the average keeps
+// the imbalance (the busiest rank of every layer, not a mean of ranks that are busy by turns).
+std::vector<routing::GroupLoad> moe_loads(const ModelConfig& cfg, const std::vector<ExpertBlock>& blocks,
+                                          int64_t tokens, const std::vector<int>& layers) {
+  const size_t nr = blocks.size();
+  auto busier = [](const routing::GroupLoad& a, const routing::GroupLoad& b) {
+    return a.rows != b.rows ? a.rows > b.rows : a.touched > b.touched;
+  };
+  std::vector<routing::GroupLoad> out(nr);
+  std::vector<size_t> first_order;
+  std::vector<int64_t> rows(nr, 0), touched(nr, 0), max_rows(nr, 0);
+  for (int l : layers) {
+    const std::vector<int32_t>& c = routing::expert_counts(cfg.moe_routing, cfg.experts, cfg.experts_per_token, tokens, l);
+    std::vector<routing::GroupLoad> g(nr);
+    for (size_t r = 0; r < nr; ++r) g[r] = routing::group_load(c, blocks[r].first, blocks[r].count);
+    if (layers.size() == 1) return g;
+    std::vector<size_t> order(nr);
+    for (size_t r = 0; r < nr; ++r) order[r] = r;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return busier(g[a], g[b]); });
+    if (first_order.empty()) first_order = order;
+    for (size_t i = 0; i < nr; ++i) {
+      rows[i] += g[order[i]].rows, touched[i] += g[order[i]].touched, max_rows[i] += g[order[i]].max_rows;
+    }
+  }
+  const int64_t n = int64_t(layers.size());
+  auto mean = [n](int64_t sum) { return (sum + n / 2) / n; };  // rounded half up
+  for (size_t i = 0; i < nr; ++i) {
+    routing::GroupLoad& o = out[first_order[i]];
+    o.rows = mean(rows[i]), o.touched = mean(touched[i]), o.max_rows = mean(max_rows[i]);
+    o.touched = std::min(o.touched, o.rows);
+    o.max_rows = std::clamp(o.max_rows, o.touched > 0 ? ceil_div(o.rows, o.touched) : int64_t(0), o.rows);
+  }
+  return out;
+}
+
 }  // namespace
 
 OpGraph compile_iteration(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,
-                          const BatchShape& shape) {
+                          const BatchShape& shape, const CompileOptions& opt) {
   validate_plan(plan, cfg.layers, cfg.experts, machine.gpu_count(), plan.name);
   check_shardable(plan, cfg);
   check_shape(shape);
@@ -230,11 +291,23 @@ OpGraph compile_iteration(const Plan& plan, const ModelConfig& cfg, const ModelF
         if (lay.tp > 1) B.collective(OpKind::AllReduce, L + "mlp_allreduce", s, l, st.gpus, T * H * d);
       } else {
         const int64_t topk = cfg.experts_per_token;
-        // Uniform routing: each expert receives tokens x top-k / experts of the iteration's tokens.
-        const int64_t per_expert = ceil_div(Tg * topk, cfg.experts);
         const bool a2a = lay.ep > 1 && lay.dp > 1;  // replicated attention: tokens must travel to experts
-        each([&](int r, int gpu) { gemm_named(r, gpu, "router", T); });
-        if (a2a) B.collective(OpKind::AllToAll, L + "ep_dispatch", s, l, st.gpus, T * topk * H * d);
+        // Routed counts of the EP group's Tg tokens (routing_model.hpp): what each rank's experts get.
+        std::vector<ExpertBlock> blocks;
+        for (int r = 0; r < nr; ++r) blocks.push_back(expert_block(plan, si, r, cfg));
+        std::vector<int> rlayers{l};
+        if (opt.routing_layers && size_t(l) < opt.routing_layers->size() && !(*opt.routing_layers)[size_t(l)].empty())
+          rlayers = (*opt.routing_layers)[size_t(l)];
+        const std::vector<routing::GroupLoad> load = moe_loads(cfg, blocks, Tg, rlayers);
+        // All-to-all per-rank buffer: the busiest rank's traffic, what it sends (top-k copies of its
+        // tokens) or what its experts receive, whichever is larger.
+        int64_t a2a_rows = T * topk;
+        for (const auto& g : load) a2a_rows = std::max(a2a_rows, g.rows);
+        each([&](int r, int gpu) {
+          gemm_named(r, gpu, "router", T);
+          B.moe_elementwise(L + "moe_route", EwKind::MoeRoute, s, l, gpu, T, cfg.experts, 2, blocks[size_t(r)]);
+        });
+        if (a2a) B.collective(OpKind::AllToAll, L + "ep_dispatch", s, l, st.gpus, a2a_rows * H * d);
         each([&](int r, int gpu) {
           if (const MatrixShard* sh = find(r, "shared.gate_up")) {
             B.gemm(L + "shared.gate_up", s, l, gpu, T, sh->n, sh->k, 1);
@@ -242,15 +315,23 @@ OpGraph compile_iteration(const Plan& plan, const ModelConfig& cfg, const ModelF
             gemm_named(r, gpu, "shared.down", T);
             gemm_named(r, gpu, "shared_gate", T);
           }
-          if (const MatrixShard* eg = find(r, "expert.gate_up"); eg && eg->count > 0) {
-            B.gemm(L + "expert.gate_up", s, l, gpu, per_expert, eg->n, eg->k, eg->count);
-            B.elementwise(L + "expert.act", {EwKind::Act, per_expert * eg->count, eg->n / 2}, s, l, gpu,
-                          per_expert * eg->count * eg->n / 2, 3, 5.0);
-            gemm_named(r, gpu, "expert.down", per_expert);
+          const MatrixShard* eg = find(r, "expert.gate_up");
+          const MatrixShard* ed = find(r, "expert.down");
+          const routing::GroupLoad& g = load[size_t(r)];
+          if (eg && ed && eg->count > 0 && g.rows > 0) {
+            B.grouped_gemm(L + "expert.gate_up", s, l, gpu, g, eg->n, eg->k, blocks[size_t(r)]);
+            B.elementwise(L + "expert.act", {EwKind::Act, g.rows, eg->n / 2}, s, l, gpu, g.rows * eg->n / 2, 3, 5.0);
+            B.grouped_gemm(L + "expert.down", s, l, gpu, g, ed->n, ed->k, blocks[size_t(r)]);
           }
+          // Each token's k expert outputs, weighted by its router probabilities (after the return
+          // all-to-all when tokens travelled; before the all-reduce otherwise).
+          if (!a2a) B.moe_elementwise(L + "moe_combine", EwKind::MoeCombine, s, l, gpu, T, H, int(topk) + 1, blocks[size_t(r)]);
         });
         if (a2a) {
-          B.collective(OpKind::AllToAll, L + "ep_combine", s, l, st.gpus, T * topk * H * d);
+          B.collective(OpKind::AllToAll, L + "ep_combine", s, l, st.gpus, a2a_rows * H * d);
+          each([&](int r, int gpu) {
+            B.moe_elementwise(L + "moe_combine", EwKind::MoeCombine, s, l, gpu, T, H, int(topk) + 1, blocks[size_t(r)]);
+          });
         } else if (nr > 1) {
           // TP-sharded experts, or EP with TP attention (every rank holds every token, as vLLM's
           // default EP): partial expert outputs are summed by one all-reduce.
@@ -294,7 +375,7 @@ MemoryReport check_memory(const Plan& plan, const ModelConfig& cfg, const ModelF
       GpuMemory g;
       g.gpu = st.gpus[size_t(r)];
       g.capacity = machine.gpus.at(size_t(g.gpu)).memory_bytes;
-      int64_t kv_per_token = 0, widest_attn = 0, widest_mlp = 0, moe_rows_width = 0;
+      int64_t kv_per_token = 0, widest_attn = 0, widest_mlp = 0, moe_rows_width = 0, moe_rows = 0;
       for (int64_t li = st.layer_begin; li < st.layer_end; ++li) {
         const LayerFigures& lf = fig.layers[size_t(li)];
         g.weights += layer_weight_bytes(plan, si, r, cfg, lf);
@@ -302,10 +383,13 @@ MemoryReport check_memory(const Plan& plan, const ModelConfig& cfg, const ModelF
         for (const auto& ms : layer_shards(plan, si, r, cfg, lf)) {
           if (is_attn_in(ms.name)) widest_attn = std::max(widest_attn, ms.n);
           else if (ms.name == "expert.gate_up" && ms.count > 0) {
-            // Rows entering this rank's experts: top-k copies of every token (TP-sharded experts), or
-            // the uniform share of them routed to this rank's experts (EP).
-            int64_t rows = lay.ep > 1 ? ceil_div(opt.max_batched_tokens * cfg.experts_per_token * ms.count, cfg.experts)
-                                      : A * cfg.experts_per_token;
+            // Rows entering this rank's experts, for the worst routing the scheduler's largest
+            // iteration can meet (engines size these buffers so): top-k copies of every token
+            // (TP-sharded experts), or under EP every token of the group sending min(k, local
+            // experts) of its copies here (a token picks k distinct experts).
+            const int64_t rows = lay.ep > 1 ? opt.max_batched_tokens * std::min(cfg.experts_per_token, ms.count)
+                                            : A * cfg.experts_per_token;
+            moe_rows = std::max(moe_rows, rows);
             moe_rows_width = std::max(moe_rows_width, rows * ms.n);
           } else if (ms.name == "gate_up" || ms.name == "up" || ms.name == "shared.gate_up") {
             widest_mlp = std::max(widest_mlp, ms.n);
@@ -322,7 +406,8 @@ MemoryReport check_memory(const Plan& plan, const ModelConfig& cfg, const ModelF
       // a scratch row (4 x hidden), the widest attention projection, the widest MLP up-projection,
       // the MoE expert intermediate, EP dispatch/combine buffers and the fp32 logits.
       g.activations = d * (A * (4 * H + widest_attn + widest_mlp) + moe_rows_width);
-      if (lay.ep > 1 && lay.dp > 1) g.activations += 2 * A * cfg.experts_per_token * H * d;
+      // EP all-to-all: the top-k copies of this rank's tokens sent, the worst case received.
+      if (lay.ep > 1 && lay.dp > 1) g.activations += (A * cfg.experts_per_token + moe_rows) * H * d;
       if (st.lm_head) g.activations += seqs * ceil_div(cfg.vocab, lay.tp) * 4;
       g.reserve = int64_t(opt.reserve_fraction * double(g.capacity)) + opt.reserve_bytes;
       int64_t free_for_kv = g.capacity - g.weights - g.activations - g.reserve;

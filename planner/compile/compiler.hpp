@@ -36,7 +36,17 @@ struct MemoryReport {
 MemoryReport check_memory(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig,
                           const Machine& machine, const MemoryOptions& opt);
 
+// MoE layers route the iteration's tokens with cfg.moe_routing (planner/model/routing_model.hpp):
+// per GPU, the rows its experts receive, how many of them are touched and the busiest one's rows
+// come from the same per-token draws the executor makes.
+struct CompileOptions {
+  // routing_layers[l]: the decoder layers compiled layer l stands for (the simulator's reduced
+  // model compiles one layer per kind): its routed counts are their average, rank by rank with
+  // each layer's ranks sorted busiest first. Null, or an empty entry: layer l routes as itself.
+  const std::vector<std::vector<int>>* routing_layers = nullptr;
+};
+
 OpGraph compile_iteration(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig,
-                          const Machine& machine, const BatchShape& shape);
+                          const Machine& machine, const BatchShape& shape, const CompileOptions& opt = {});
 
 }  // namespace peerplan

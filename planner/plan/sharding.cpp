@@ -43,6 +43,25 @@ int64_t local_experts(const Plan& p, size_t stage, int rank, const ModelConfig& 
   return n;
 }
 
+ExpertBlock expert_block(const Plan& p, size_t stage, int rank, const ModelConfig& cfg) {
+  if (p.ep <= 1) return {0, cfg.experts};
+  (void)stage;  // expert e sits at the same rank position in every stage
+  const int gpu = p.stages.at(0).gpus.at(size_t(rank));
+  ExpertBlock b{-1, 0};
+  for (size_t e = 0; e < p.expert_gpu.size(); ++e) {
+    if (p.expert_gpu[e] != gpu) continue;
+    if (b.first < 0) b.first = int64_t(e);
+    else if (int64_t(e) != b.first + b.count)
+      throw InputError(p.name, "expert_gpu",
+                       fmt::format("each GPU's experts as one contiguous block of expert ids (the executor routes and "
+                                   "runs [first, first + count)); GPU {} holds experts {} and {} but not {}",
+                                   gpu, b.first, e, b.first + b.count));
+    ++b.count;
+  }
+  if (b.first < 0) b.first = 0;
+  return b;
+}
+
 std::vector<MatrixShard> layer_shards(const Plan& p, size_t stage, int rank, const ModelConfig& cfg,
                                       const LayerFigures& layer) {
   StageLayout lay = stage_layout(p, stage);

@@ -37,6 +37,14 @@ struct MatrixShard {
 std::vector<MatrixShard> layer_shards(const Plan& p, size_t stage, int rank, const ModelConfig& cfg,
                                       const LayerFigures& layer);
 int64_t local_experts(const Plan& p, size_t stage, int rank, const ModelConfig& cfg);
+// The routed experts rank `rank` of stage `stage` holds, as [first, first + count) of the model's
+// expert ids: all of them when ep == 1 (TP-sharded), else the rank's block of expert_gpu. Throws
+// InputError naming the plan when a GPU's experts are not one contiguous block (the executor's
+// routing and grouped GEMM take a contiguous range).
+struct ExpertBlock {
+  int64_t first = 0, count = 0;
+};
+ExpertBlock expert_block(const Plan& p, size_t stage, int rank, const ModelConfig& cfg);
 
 // Weight bytes one rank holds for one layer: its matrix shards plus every non-matrix parameter
 // (norms, biases), which each rank keeps whole.

@@ -125,6 +125,8 @@ PlanPricer::PlanPricer(const Plan& plan, const ModelConfig& cfg, const ModelFigu
         layer_weight_.push_back(0);
       }
       layer_weight_[k] += 1;
+      routing_layers_.resize(rfig_.layers.size());
+      routing_layers_[k].push_back(int(l));  // its MoE routing is the average of the layers it stands for
     }
     rplan_.stages[si].layer_begin = int64_t(first);
     rplan_.stages[si].layer_end = int64_t(rfig_.layers.size());
@@ -170,7 +172,8 @@ struct SegmentResult {
 
 IterationCost PlanPricer::price_exact(const BatchShape& shape) const {
   const Topology& topo = cost_.topology();
-  OpGraph g = opt_.reuse_layers ? compile_iteration(rplan_, rcfg_, rfig_, topo.machine(), shape)
+  OpGraph g = opt_.reuse_layers ? compile_iteration(rplan_, rcfg_, rfig_, topo.machine(), shape,
+                                                    CompileOptions{&routing_layers_})
                                  : compile_iteration(plan_, cfg_, fig_, topo.machine(), shape);
   const bool graph_launch = shape.prefill_tokens == 0;  // decode iterations run as CUDA graphs
   const int ngpu = topo.gpu_count();

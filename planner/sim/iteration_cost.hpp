@@ -86,6 +86,7 @@ class PlanPricer : public IterationPricer {
   ModelConfig rcfg_;
   ModelFigures rfig_;
   std::vector<double> layer_weight_;  // by reduced layer index
+  std::vector<std::vector<int>> routing_layers_;  // by reduced layer index: the model layers it stands for
   struct KeyHash {
     size_t operator()(const std::array<int64_t, 5>& k) const {
       uint64_t h = 0x9E3779B97F4A7C15ull;

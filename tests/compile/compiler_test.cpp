@@ -4,6 +4,7 @@
 
 #include "planner/compile/compiler.hpp"
 #include "planner/core/error.hpp"
+#include "planner/model/routing_model.hpp"
 #include "planner/plan/plan.hpp"
 #include "tests/strategy/test_fixtures.hpp"
 
@@ -154,15 +155,20 @@ TEST(Compiler, ExpertParallelWithReplicatedAttentionDispatchesByAllToAll) {
   // Each rank runs 1/4 of the batch: 4 decodes + 128 prefill tokens = 132 tokens.
   EXPECT_EQ(op(g, "L0.qkv", 2)->m, 132);
   EXPECT_EQ(op(g, "L0.qkv", 2)->n, (32 + 16) * 128);  // whole attention on each rank
+  // Local experts: 2 per rank, receiving what routing sends them of the group's 528 tokens.
+  const auto& counts = routing::expert_counts(m.cfg.moe_routing, 8, 2, 528, 3);
+  int64_t busiest = 132 * 2;  // what each rank sends: its tokens x top-k
+  for (int r = 0; r < 4; ++r) busiest = std::max(busiest, routing::group_load(counts, 2 * r, 2).rows);
   const Op* disp = op(g, "L3.ep_dispatch", 0);
   ASSERT_TRUE(disp);
   EXPECT_EQ(disp->kind, OpKind::AllToAll);
-  EXPECT_EQ(disp->bytes, 132 * 2 * 4096 * 2);  // tokens x top-k x hidden x bf16, per rank
+  EXPECT_EQ(disp->bytes, busiest * 4096 * 2);  // the busiest rank's rows x hidden x bf16
   EXPECT_EQ(op(g, "L3.ep_combine", 0)->bytes, disp->bytes);
-  // Local experts: 2 per rank; uniform routing gives each expert 528 x 2 / 8 = 132 tokens.
   const Op* eg = op(g, "L3.expert.gate_up", 1);
+  EXPECT_EQ(eg->kind, OpKind::GroupedGemm);
   EXPECT_EQ(eg->batch_count, 2);
-  EXPECT_EQ(eg->m, 132);
+  EXPECT_EQ(eg->m, counts[2] + counts[3]);
+  EXPECT_EQ(eg->group_max_rows, std::max(counts[2], counts[3]));
   EXPECT_EQ(eg->n, 2 * 14336);
   EXPECT_EQ(count(g, OpKind::AllReduce), 0);
 }
@@ -175,7 +181,7 @@ TEST(Compiler, ExpertParallelWithTpAttentionCombinesByAllReduce) {
   p.expert_gpu = {0, 0, 0, 0, 1, 1, 1, 1};
   OpGraph g = compile_iteration(p, m.cfg, m.fig, topo->machine(), mixed());
   EXPECT_EQ(op(g, "L0.ep_combine_allreduce", 0)->bytes, 528 * 4096 * 2);
-  EXPECT_EQ(op(g, "L0.expert.gate_up", 0)->batch_count, 4);
+  EXPECT_EQ(op(g, "L0.expert.gate_up", 0)->batch_count, 4);  // 528 tokens touch all 4 local experts
   EXPECT_EQ(count(g, OpKind::AllToAll), 0);
 }
 

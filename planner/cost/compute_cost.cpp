@@ -12,9 +12,6 @@ double roofline_s(double flops, double bytes, double flops_per_s, double bytes_p
   return t;
 }
 
-namespace {
-
-// Points (x, t) sorted by x; the piecewise-linear rule shared by GEMM (x = m) and attention (x = work).
 ComputePrice from_points(std::vector<std::pair<double, double>> pts, double x) {
   std::sort(pts.begin(), pts.end());
   auto it = std::lower_bound(pts.begin(), pts.end(), x, [](const auto& p, double v) { return p.first < v; });
@@ -26,8 +23,6 @@ ComputePrice from_points(std::vector<std::pair<double, double>> pts, double x) {
   double f = (x - a.first) / (b.first - a.first);
   return {a.second + f * (b.second - a.second), CostSource::Interpolated};
 }
-
-}  // namespace
 
 std::optional<ComputePrice> gemm_from_table(const std::vector<GemmTime>& table, int gpu, int64_t m, int64_t n,
                                             int64_t k, const std::string& dtype) {

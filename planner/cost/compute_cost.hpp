@@ -19,6 +19,11 @@ struct ComputePrice {
 // Roofline: the slower of doing the FLOPs at the peak rate and moving the bytes at the bandwidth.
 double roofline_s(double flops, double bytes, double flops_per_s, double bytes_per_s);
 
+// The piecewise-linear rule shared by GEMM (x = m), attention (x = work) and grouped GEMMs (x =
+// rows per expert): points (x, t) in any order; exact x: Measured; between: linear, Interpolated;
+// above the largest x: proportional to x from it; below the smallest: its time (both Extrapolated).
+ComputePrice from_points(std::vector<std::pair<double, double>> pts, double x);
+
 // A GEMM [m,k] x [k,n] from the measured table (entries of `gpu` first; any GPU of the profile if
 // that one has no entry for this (n,k)). Only the SAME (n,k) is used: the TP shard shape is what
 // the op carries. Exact m: Measured. Between measured m: linear in m, Interpolated. Above: scaled

@@ -7,6 +7,7 @@
 #include "planner/core/error.hpp"
 #include "planner/cost/collective_cost.hpp"
 #include "planner/cost/compute_cost.hpp"
+#include "planner/cost/grouped_gemm_cost.hpp"
 #include "planner/cost/cross_host_collective.hpp"
 #include "planner/cost/transfer_cost.hpp"
 #include "planner/cost/quant_cost.hpp"
@@ -85,6 +86,28 @@ OpCost CostModel::price_compute(const Op& op) const {
       c.seconds = t->seconds * double(std::max<int64_t>(op.batch_count, 1));
       c.source = t->source;
       return c;
+    }
+  }
+  if (op.kind == OpKind::GroupedGemm) {  // routed experts: planner/cost/grouped_gemm_cost.hpp
+    if (meas)
+      if (auto t = grouped_gemm_from_table(meas->grouped_gemms, gpu, op)) {
+        c.seconds = t->seconds;
+        c.source = t->source;
+        return c;
+      }
+    if (const FittedCompute* f = fitted()) {
+      bool all = true;
+      auto one = [&](double rows) {
+        std::optional<double> t = f->gemm_s(std::max<int64_t>(1, std::llround(rows)), op.n, op.k);
+        all = all && t.has_value();
+        return t.value_or(0.0);
+      };
+      const double t = grouped_time(one, op.m, op.batch_count, op.group_max_rows);
+      if (all) {
+        c.seconds = t;
+        c.source = CostSource::Fitted;
+        return c;
+      }
     }
   }
   if (op.kind == OpKind::Attention && meas) {
@@ -209,6 +232,7 @@ nlohmann::json CostModel::provenance() const {
                      {"attention_shapes", s.attention.size()},
                      {"hbm_gbps", !s.hbm_gbps.empty()},
                      {"launch_overhead_us", s.launch_overhead_s * 1e6}};
+    if (!s.grouped_gemms.empty()) j["measured"]["grouped_gemm_points"] = s.grouped_gemms.size();
     j["meta"] = s.meta;
   } else {
     j["measured"] = nullptr;

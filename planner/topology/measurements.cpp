@@ -238,6 +238,30 @@ Measurements parse_measurements(const JsonIn& j) {
       m.attention.push_back(g);
     }
   }
+  if (auto a = j.opt("grouped_gemms")) {
+    if (!a->is_array()) j.fail("grouped_gemms", "an array of grouped expert GEMM timings (docs/schema.md)");
+    for (size_t i = 0; i < a->size(); ++i) {
+      JsonIn t = (*a)[i];
+      GroupedGemmTime g;
+      g.gpu = int(t.nonnegative_int("gpu"));
+      g.n = t.positive_int("n");
+      g.k = t.positive_int("k");
+      g.experts = t.positive_int("experts");
+      g.topk = t.positive_int("topk");
+      g.tokens = t.positive_int("tokens");
+      g.rows = t.positive_int("rows");
+      g.touched = t.positive_int("touched");
+      g.max_rows = t.positive_int("max_rows");
+      g.dtype = t.str_or("dtype", "bf16");
+      if (g.touched > g.experts) t.fail("touched", fmt::format("at most experts ({}), got {}", g.experts, g.touched));
+      if (g.rows < g.touched || g.rows > g.tokens * g.topk)
+        t.fail("rows", fmt::format("between touched ({}) and tokens x topk ({}), got {}", g.touched, g.tokens * g.topk, g.rows));
+      if (g.max_rows * g.touched < g.rows || g.max_rows > g.rows)
+        t.fail("max_rows", fmt::format("between rows / touched and rows ({}), got {}", g.rows, g.max_rows));
+      g.time = parse_stats(t);
+      m.grouped_gemms.push_back(g);
+    }
+  }
   if (auto a = j.opt("hbm_gbps"))
     for (size_t i = 0; i < a->size(); ++i) {
       double v = (*a)[i].as_num();
@@ -286,6 +310,16 @@ nlohmann::json measurements_to_json(const Measurements& m) {
     o["context"] = a.context; o["heads"] = a.heads; o["kv_heads"] = a.kv_heads; o["head_dim"] = a.head_dim;
     if (a.kv_dtype != "bf16") o["kv_dtype"] = a.kv_dtype;  // absent means bf16 (profiles before issue 15)
     j["attention"].push_back(o);
+  }
+  if (!m.grouped_gemms.empty()) {  // written only when measured: older profiles round-trip unchanged
+    j["grouped_gemms"] = nlohmann::json::array();
+    for (const auto& g : m.grouped_gemms) {
+      auto o = stats_json(g.time);
+      o["gpu"] = g.gpu; o["n"] = g.n; o["k"] = g.k; o["experts"] = g.experts; o["topk"] = g.topk;
+      o["tokens"] = g.tokens; o["rows"] = g.rows; o["touched"] = g.touched; o["max_rows"] = g.max_rows;
+      o["dtype"] = g.dtype;
+      j["grouped_gemms"].push_back(o);
+    }
   }
   j["hbm_gbps"] = m.hbm_gbps;
   j["launch_overhead_us"] = us(m.launch_overhead_s);

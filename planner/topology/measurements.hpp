@@ -62,6 +62,21 @@ struct GemmTime {
   SampleStats time;
 };
 
+// One grouped expert GEMM (issue 14): the routed experts of one GPU, [k,n] each, over the rows
+// routing sent them ("grouped_gemms" in the profile; profiler/measure/grouped_gemm.cpp).
+struct GroupedGemmTime {
+  int gpu = 0;
+  int64_t n = 0, k = 0;          // per expert: C[rows,n] = A[rows,k] B_e[k,n]
+  int64_t experts = 0;           // local experts the GPU holds (E_loc)
+  int64_t topk = 0;              // experts per token
+  int64_t tokens = 0;            // tokens routed (T)
+  int64_t rows = 0;              // rows summed over the touched experts (m)
+  int64_t touched = 0;           // experts with at least one row
+  int64_t max_rows = 0;          // rows of the busiest expert
+  std::string dtype = "bf16";
+  SampleStats time;
+};
+
 struct AttentionTime {
   int gpu = 0;
   std::string phase;       // "prefill" or "decode"
@@ -77,6 +92,7 @@ struct Measurements {
   std::vector<CollectiveCurve> collectives;
   std::vector<GemmTime> gemms;
   std::vector<AttentionTime> attention;
+  std::vector<GroupedGemmTime> grouped_gemms;
   std::vector<double> hbm_gbps;            // per GPU, measured device-local copy (read+write)
   double launch_overhead_s = 0;            // measured empty-kernel launch
   nlohmann::json extra = nlohmann::json::object();  // anything else a measurement records

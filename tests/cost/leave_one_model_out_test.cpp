@@ -53,7 +53,7 @@ struct OwnShapes {
 };
 OwnShapes own_shapes(const OpGraph& g, OwnShapes s = {}) {
   for (const Op& op : g.ops) {
-    if (op.kind == OpKind::Gemm)
+    if (op.kind == OpKind::Gemm || op.kind == OpKind::GroupedGemm)  // routed experts are GEMM shapes too
       for (auto nk : {std::pair{op.n, op.k}, std::pair{op.n / 2, op.k}, std::pair{op.n, op.k / 2}}) s.gemm.insert(nk);
     if (op.kind == OpKind::Attention)
       for (int64_t d : {1, 2}) s.attn.insert({op.attn_heads / d, op.attn_kv_heads / d});

@@ -1,0 +1,54 @@
+#include "planner/cost/grouped_gemm_cost.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+#include "planner/core/dtype.hpp"
+
+namespace peerplan {
+
+double grouped_time(const std::function<double(double rows)>& per_expert, int64_t rows, int64_t touched,
+                    int64_t max_rows) {
+  if (rows <= 0 || touched <= 0) return 0;
+  if (touched == 1) return per_expert(double(rows));
+  const double mean = double(rows) / double(touched);
+  if (double(max_rows) <= mean) return double(touched) * per_expert(mean);
+  const double rest = double(rows - max_rows) / double(touched - 1);
+  return per_expert(double(max_rows)) + double(touched - 1) * per_expert(std::max(rest, 1.0));
+}
+
+std::optional<ComputePrice> grouped_gemm_from_table(const std::vector<GroupedGemmTime>& table, int gpu, const Op& op) {
+  const std::string dtype = dtype_name(op.wdtype);
+  for (int pass = 0; pass < 2; ++pass) {
+    // Rows per expert -> time per expert; points of equal rows per expert (from different
+    // touched counts) are averaged.
+    std::map<double, std::pair<double, int>> per;
+    const GroupedGemmTime* exact = nullptr;
+    for (const GroupedGemmTime& g : table) {
+      if (g.n != op.n || g.k != op.k || g.dtype != dtype || g.touched <= 0 || (pass == 0 && g.gpu != gpu)) continue;
+      if (g.rows == op.m && g.touched == op.batch_count &&
+          (!exact || std::abs(g.max_rows - op.group_max_rows) < std::abs(exact->max_rows - op.group_max_rows)))
+        exact = &g;
+      auto& [sum, n] = per[double(g.rows) / double(g.touched)];
+      sum += g.time.median / double(g.touched);
+      ++n;
+    }
+    if (exact) return ComputePrice{exact->time.median, CostSource::Measured};
+    if (per.empty()) continue;
+    std::vector<std::pair<double, double>> pts;
+    for (const auto& [r, sn] : per) pts.push_back({r, sn.first / double(sn.second)});
+    CostSource src = CostSource::Measured;
+    auto w = [&](double r) {
+      ComputePrice p = from_points(pts, r);
+      src = weaker(src, p.source);
+      return p.seconds;
+    };
+    const double t = grouped_time(w, op.m, op.batch_count, op.group_max_rows);
+    // A measured rows-per-expert point reused for another (rows, touched) is not this shape.
+    return ComputePrice{t, src == CostSource::Measured ? CostSource::Interpolated : src};
+  }
+  return std::nullopt;
+}
+
+}  // namespace peerplan

@@ -1,0 +1,37 @@
+#pragma once
+// Prices a routed-experts grouped GEMM (OpKind::GroupedGemm, issue 14): one kernel over the
+// `touched` experts of a GPU that received rows, `rows` rows in all, the busiest with `max_rows`.
+//
+// The rule works per expert. w(r) is the time one expert of [k,n] takes on r rows inside a
+// grouped launch; a measured point (rows m_i, touched t_i, time s_i) gives w(m_i / t_i) = s_i / t_i.
+// Between measured rows-per-expert w is linear, below the smallest it is that point's time (the
+// expert's weights must be read however few rows it gets), above the largest it grows in
+// proportion (compute-bound). So at decode (about one row per expert) the time is touched experts
+// x one weight read, at prefill it is rows x the per-row FLOPs -- which is what a grouped kernel
+// does. The busiest expert is priced on its own rows and the others on the rest:
+//   time = w(max_rows) + (touched - 1) w((rows - max_rows) / (touched - 1))
+// (equal to touched x w(rows / touched) when balanced, and more when one expert holds extra tiles).
+//
+// Table: the profile's "grouped_gemms" entries of the same (n, k) and weight format, this GPU's
+// first, any GPU's otherwise. An entry with the op's exact (rows, touched) is Measured; else
+// Interpolated between rows-per-expert points, Extrapolated beyond them.
+// Without entries of this (n, k), the cost model uses the same rule with the fitted GEMM price
+// of one expert (Fitted), or a roofline on the op's touched weight bytes and FLOPs.
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "planner/compile/op_graph.hpp"
+#include "planner/cost/compute_cost.hpp"
+#include "planner/topology/measurements.hpp"
+
+namespace peerplan {
+
+// The busiest-plus-rest rule above for any per-expert price w(rows).
+double grouped_time(const std::function<double(double rows)>& per_expert, int64_t rows, int64_t touched,
+                    int64_t max_rows);
+
+// nullopt when the table has no entry of the op's (n, k) and weight format.
+std::optional<ComputePrice> grouped_gemm_from_table(const std::vector<GroupedGemmTime>& table, int gpu, const Op& op);
+
+}  // namespace peerplan

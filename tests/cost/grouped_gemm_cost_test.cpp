@@ -1,0 +1,193 @@
+// Grouped expert GEMM pricing (issue 14, planner/cost/grouped_gemm_cost.hpp): the rule against
+// held-back points of a synthetic table whose truth is known, the table's use by the cost model,
+// the fallbacks and their sources, and the profile's "grouped_gemms" round trip and errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "planner/core/error.hpp"
+#include "planner/core/json_in.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/cost/grouped_gemm_cost.hpp"
+#include "planner/model/routing_model.hpp"
+#include "tests/cost/cost_test_util.hpp"
+
+namespace peerplan {
+namespace {
+
+// Qwen1.5-MoE's expert gate_up on one GPU: 60 experts, top-4, [2048 x 2816] each.
+constexpr int64_t kE = 60, kK = 4, kN = 2816, kKdim = 2048;
+
+// The synthetic truth: each touched expert reads its weights (4.8 TB/s) or does its FLOPs
+// (700 TFLOP/s), whichever is slower, plus 1 us per expert and 4 us per launch.
+double expert_s(double rows) { return std::max(2.0 * kN * kKdim / 4.8e12, 2.0 * rows * kN * kKdim / 700e12) + 1e-6; }
+double truth_s(const std::vector<int32_t>& counts) {
+  double t = 4e-6;
+  for (int32_t c : counts)
+    if (c > 0) t += expert_s(c);
+  return t;
+}
+
+GroupedGemmTime point(const routing::RoutingSpec& spec, int64_t tokens, int layer = 0) {
+  const auto& c = routing::expert_counts(spec, kE, kK, tokens, layer);
+  const routing::GroupLoad g = routing::group_load(c, 0, kE);
+  GroupedGemmTime p;
+  p.n = kN, p.k = kKdim, p.experts = kE, p.topk = kK, p.tokens = tokens;
+  p.rows = g.rows, p.touched = g.touched, p.max_rows = g.max_rows;
+  p.time = compute_stats({truth_s(c)});
+  return p;
+}
+
+Op op_of(const GroupedGemmTime& p) {
+  Op o;
+  o.kind = OpKind::GroupedGemm;
+  o.gpus = {0};
+  o.m = p.rows, o.n = p.n, o.k = p.k, o.batch_count = p.touched, o.group_max_rows = p.max_rows;
+  o.flops = 2.0 * double(p.rows) * double(p.n) * double(p.k);
+  o.mem_bytes = double(p.rows * p.k + p.touched * p.k * p.n + p.rows * p.n) * 2;
+  return o;
+}
+
+TEST(GroupedGemmCost, HeldBackPointsOfASyntheticTable) {
+  // Measured: T = 1, 4, 16, ..., 4096 (uniform routing, as the profiler sweeps); held back: T = 2, 8, ..., 2048.
+  std::vector<GroupedGemmTime> table;
+  for (int64_t t = 1; t <= 4096; t *= 4) table.push_back(point({}, t));
+  double worst = 0;
+  for (int64_t t = 2; t <= 2048; t *= 4) {
+    const GroupedGemmTime held = point({}, t);
+    auto p = grouped_gemm_from_table(table, 0, op_of(held));
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->source, CostSource::Interpolated) << t;
+    const double err = p->seconds / held.time.median - 1;
+    worst = std::max(worst, std::abs(err));
+    EXPECT_LT(std::abs(err), 0.06) << "T=" << t << ": " << p->seconds * 1e6 << " us vs " << held.time.median * 1e6;
+  }
+  std::printf("grouped GEMM, uniform held-back points: worst error %.1f %%\n", 100 * worst);
+  // Off the measured curve: skewed routings (fewer touched experts, a busier one) from the uniform table.
+  const routing::RoutingSpec zipf = routing::parse_routing_arg("zipf:1.2");
+  for (int64_t t : {8, 64, 512}) {
+    const GroupedGemmTime held = point(zipf, t, 3);
+    auto p = grouped_gemm_from_table(table, 0, op_of(held));
+    ASSERT_TRUE(p);
+    const double err = p->seconds / held.time.median - 1;
+    std::printf("grouped GEMM, zipf:1.2 T=%lld (touched %lld, busiest %lld rows): error %+.1f %%\n", (long long)t,
+                (long long)held.touched, (long long)held.max_rows, 100 * err);
+    EXPECT_LT(std::abs(err), 0.10) << "zipf T=" << t;
+  }
+}
+
+TEST(GroupedGemmCost, DecodeScalesWithTouchedExpertsPrefillWithRows) {
+  std::vector<GroupedGemmTime> table;
+  for (int64_t t = 1; t <= 4096; t *= 4) table.push_back(point({}, t));
+  // Decode-like: one row per expert; twice the touched experts, twice the time (weights read).
+  Op a = op_of(table[0]);
+  a.m = 10, a.batch_count = 10, a.group_max_rows = 1;
+  Op b = a;
+  b.m = 20, b.batch_count = 20;
+  const double ta = grouped_gemm_from_table(table, 0, a)->seconds, tb = grouped_gemm_from_table(table, 0, b)->seconds;
+  EXPECT_NEAR(tb / ta, 2.0, 1e-9);
+  // Compute-bound: past the largest measured rows per expert, time follows the rows.
+  Op c = op_of(table.back());
+  c.m *= 4, c.group_max_rows *= 4;
+  auto pc = grouped_gemm_from_table(table, 0, c);
+  EXPECT_EQ(pc->source, CostSource::Extrapolated);
+  EXPECT_NEAR(pc->seconds / table.back().time.median, 4.0, 0.05);
+  // The exact point is Measured; another weight format or shape has no entry.
+  EXPECT_EQ(grouped_gemm_from_table(table, 0, op_of(table[2]))->source, CostSource::Measured);
+  EXPECT_DOUBLE_EQ(grouped_gemm_from_table(table, 0, op_of(table[2]))->seconds, table[2].time.median);
+  Op fp8 = op_of(table[2]);
+  fp8.wdtype = DType::FP8_E4M3;
+  EXPECT_FALSE(grouped_gemm_from_table(table, 0, fp8));
+  Op other = op_of(table[2]);
+  other.n = 1408;
+  EXPECT_FALSE(grouped_gemm_from_table(table, 0, other));
+  // Another GPU's entries are used when this GPU has none.
+  EXPECT_TRUE(grouped_gemm_from_table(table, 3, op_of(table[2])));
+}
+
+TEST(GroupedGemmCost, ImbalanceCostsMoreThanBalance) {
+  auto w = [](double rows) { return expert_s(rows); };
+  const double balanced = grouped_time(w, 4000, 20, 200);
+  const double skewed = grouped_time(w, 4000, 20, 1200);
+  EXPECT_GT(skewed, balanced);
+  EXPECT_NEAR(balanced, 20 * expert_s(200), 1e-15);
+  EXPECT_NEAR(skewed, expert_s(1200) + 19 * expert_s(2800.0 / 19), 1e-15);
+  EXPECT_DOUBLE_EQ(grouped_time(w, 7, 1, 7), expert_s(7));
+  EXPECT_EQ(grouped_time(w, 0, 0, 0), 0);
+}
+
+TEST(GroupedGemmCost, CostModelUsesTheTableThenTheFitThenARoofline) {
+  Machine m = simtest::pcie_switch_machine(1);
+  m.measurements = Measurements{};
+  m.measurements->hbm_gbps = {4000};
+  for (int64_t t = 1; t <= 4096; t *= 4) m.measurements->grouped_gemms.push_back(point({}, t));
+  const Op exact = op_of(m.measurements->grouped_gemms[1]);
+  Op between = exact;
+  between.m += 3, between.batch_count += 1;
+  {
+    Topology topo(m);
+    CostModel cost(topo);
+    EXPECT_EQ(cost.price(exact, false).source, CostSource::Measured);
+    EXPECT_DOUBLE_EQ(cost.price(exact, false).seconds, m.measurements->grouped_gemms[1].time.median);
+    EXPECT_EQ(cost.price(between, false).source, CostSource::Interpolated);
+    EXPECT_EQ(cost.provenance()["measured"]["grouped_gemm_points"], 7);
+  }
+  // No grouped entries, but dense GEMMs of the expert shape: the fitted per-expert price.
+  m.measurements->grouped_gemms.clear();
+  for (int64_t rows : {1, 16, 256, 4096})
+    m.measurements->gemms.push_back({0, rows, kN, kKdim, "bf16", compute_stats({expert_s(double(rows))})});
+  {
+    Topology topo(m);
+    CostModel cost(topo);
+    const OpCost& c = cost.price(exact, false);
+    EXPECT_EQ(c.source, CostSource::Fitted);
+    const routing::GroupLoad g{exact.m, exact.batch_count, exact.group_max_rows};
+    const double want = grouped_time([](double r) { return expert_s(std::max<double>(1, std::llround(r))); }, g.rows,
+                                     g.touched, g.max_rows);
+    EXPECT_NEAR(c.seconds / want, 1.0, 0.05);
+  }
+  // Nothing measured: a roofline on the touched weight bytes (Derived: measured HBM bandwidth).
+  m.measurements->gemms.clear();
+  {
+    Topology topo(m);
+    CostModel cost(topo);
+    const OpCost& c = cost.price(exact, false);
+    EXPECT_EQ(c.source, CostSource::Derived);
+    EXPECT_NEAR(c.seconds, std::max(exact.mem_bytes / 4000e9, cost.min_kernel_s(0)), 1e-12);
+  }
+}
+
+TEST(GroupedGemmCost, ProfileEntriesRoundTripAndBadOnesAreNamed) {
+  Measurements m;
+  m.grouped_gemms.push_back(point({}, 16));
+  m.grouped_gemms.back().gpu = 1;
+  const nlohmann::json j = measurements_to_json(m);
+  ASSERT_TRUE(j.contains("grouped_gemms"));
+  const Measurements back = parse_measurements(JsonIn(j, "p.json"));
+  ASSERT_EQ(back.grouped_gemms.size(), 1u);
+  const GroupedGemmTime &a = m.grouped_gemms[0], &b = back.grouped_gemms[0];
+  EXPECT_EQ(std::tie(a.gpu, a.n, a.k, a.experts, a.topk, a.tokens, a.rows, a.touched, a.max_rows, a.dtype),
+            std::tie(b.gpu, b.n, b.k, b.experts, b.topk, b.tokens, b.rows, b.touched, b.max_rows, b.dtype));
+  EXPECT_NEAR(b.time.median, a.time.median, 1e-12);
+  EXPECT_FALSE(measurements_to_json(Measurements{}).contains("grouped_gemms"));  // older profiles unchanged
+  struct Bad {
+    const char* key;
+    int64_t value;
+    const char* field;
+  };
+  for (const Bad& bad : {Bad{"touched", 61, "/grouped_gemms/0/touched"}, Bad{"rows", 100000, "/grouped_gemms/0/rows"},
+                         Bad{"max_rows", 1, "/grouped_gemms/0/max_rows"}, Bad{"n", 0, "/grouped_gemms/0/n"}}) {
+    nlohmann::json broken = j;
+    broken["grouped_gemms"][0][bad.key] = bad.value;
+    try {
+      parse_measurements(JsonIn(broken, "p.json"));
+      ADD_FAILURE() << bad.key;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.file(), "p.json");
+      EXPECT_EQ(e.field(), bad.field) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace peerplan

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "planner/cli/commands.hpp"
+#include "planner/cli/moe_routing_option.hpp"
 #include "planner/cli/option_checks.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
@@ -27,6 +28,7 @@ namespace {
 
 struct PlanCmd {
   std::string model, machine, workload = "chat", objective = "goodput";
+  std::string moe_routing;  // --moe-routing ("": the workload's)
   double rate = 0;
   int64_t requests = 0;
   std::vector<std::string> strategies, sets;
@@ -106,6 +108,7 @@ SearchResult search_and_report(const PlanCmd& o) {
   Topology topo(machine);
   Workload w = load_workload(resolve_workload_path(o.workload));
   bind_model_context(w, cfg.max_context, cfg.name, o.drop_over_context);
+  bind_moe_routing(o.moe_routing, w, cfg);
 
   SearchOptions so;
   so.objective = *obj;
@@ -151,6 +154,7 @@ SearchResult search_and_report(const PlanCmd& o) {
 Workload search_workload(const PlanCmd& o) {
   Workload w = load_workload(resolve_workload_path(o.workload));
   apply_overrides(w, WorkloadOverrides{o.rate, o.requests});
+  if (!o.moe_routing.empty()) w.moe_routing = routing::parse_routing_arg(o.moe_routing);
   return w;
 }
 
@@ -239,6 +243,7 @@ void add_plan_command(CLI::App& app, const Executable& exe) {
       ->capture_default_str();
   sub->add_option("--rate", o->rate, kRateHelp);
   sub->add_option("--requests", o->requests, kRequestsHelp);
+  add_moe_routing_option(sub, o->moe_routing);
   sub->add_option("--strategy,-s", o->strategies, "Only these strategies (name or .lua path; repeatable)");
   sub->add_option("--set", o->sets, "Strategy parameter key=value (repeatable)");
   sub->add_option("--json-out", o->json_out, "Write the full result as JSON to this file");

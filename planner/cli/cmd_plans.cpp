@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "planner/cli/commands.hpp"
+#include "planner/cli/moe_routing_option.hpp"
 #include "planner/cli/option_checks.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
@@ -21,6 +22,7 @@ namespace {
 
 struct PlansOptions {
   std::string model, machine, workload, out;
+  std::string moe_routing;  // --moe-routing ("": the workload's)
   std::vector<std::string> strategies, sets;
   bool json = false;
   MemoryOptions mem;
@@ -61,6 +63,12 @@ void run_plans(PlansOptions o) {
     o.mem.max_seqs = w.max_num_seqs;
     o.mem.context = w.max_context();
     o.mem.max_batched_tokens = w.max_batched_tokens;
+    cfg.moe_routing = w.moe_routing;
+  }
+  {  // MoE: the routing (checked against the model) travels with the plans; memory assumes the worst case
+    Workload w;
+    w.moe_routing = cfg.moe_routing;
+    bind_moe_routing(o.moe_routing, w, cfg);
   }
   std::vector<std::string> files;
   for (const auto& s : o.strategies) files.push_back(resolve_strategy(s));
@@ -73,6 +81,7 @@ void run_plans(PlansOptions o) {
                          {{"max_seqs", o.mem.max_seqs}, {"context", o.mem.context},
                           {"max_batched_tokens", o.mem.max_batched_tokens},
                           {"reserve_fraction", o.mem.reserve_fraction}, {"reserve_bytes", o.mem.reserve_bytes}}}};
+  if (cfg.is_moe()) doc["moe_routing"] = routing::routing_to_json(cfg.moe_routing);
   doc["plans"] = nlohmann::json::array();
   for (const auto& c : cands) {
     nlohmann::json j = plan_to_json(c.plan);
@@ -134,6 +143,7 @@ void add_plans_command(CLI::App& app) {
   sub->add_option("--strategy,-s", o->strategies, "Strategy name (plugins/) or Lua file; repeatable; default: all built-ins");
   sub->add_option("--set", o->sets, "key=value for a strategy parameter (repeatable), typed against its declaration");
   sub->add_option("--workload,-w", o->workload, "Take max-seqs, context and max-batched-tokens from this workload");
+  add_moe_routing_option(sub, o->moe_routing);
   sub->add_option("--max-seqs", o->mem.max_seqs, "Sequences the KV cache must hold")
       ->capture_default_str()->check(integer_in(1, 1'000'000, "sequences"));
   sub->add_option("--context", o->mem.context, "Tokens per sequence (prompt + output)")

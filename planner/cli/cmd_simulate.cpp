@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "planner/cli/commands.hpp"
+#include "planner/cli/moe_routing_option.hpp"
 #include "planner/cli/option_checks.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
@@ -22,6 +23,7 @@ namespace {
 
 struct SimCmd {
   std::string plan, model, machine, workload = "chat", out, trace;
+  std::string moe_routing;  // --moe-routing ("": the workload's)
   double rate = 0;
   int64_t requests = 0;
   int per_octave = 16;
@@ -45,6 +47,7 @@ void run_simulate(const SimCmd& o) {
   Workload w = load_workload(resolve_workload_path(o.workload));
   apply_overrides(w, WorkloadOverrides{o.rate, o.requests});
   bind_model_context(w, cfg.max_context, cfg.name, o.drop_over_context);
+  bind_moe_routing(o.moe_routing, w, cfg);
   if (std::string note = over_context_note(w); !note.empty()) std::cerr << "peerplan: note: " << note << "\n";
   Plan plan = load_plan(o.plan);
   validate_plan(plan, cfg.layers, cfg.experts, machine.gpu_count(), o.plan);
@@ -100,6 +103,8 @@ void run_simulate(const SimCmd& o) {
   if (!m.busiest_link.empty())
     std::cout << fmt::format("  busiest link: {} ({:.1f}% utilised)\n", m.busiest_link, 100 * m.links.front().utilisation);
   std::cout << "  priced from: " << cost_source_summary(m.provenance) << "\n";
+  if (m.provenance.contains("moe_routing"))
+    std::cout << "  MoE routing: " << routing::summary_text(m.provenance["moe_routing"]) << "\n";
   if (!o.out.empty()) std::cout << "  metrics JSON: " << o.out << "\n";
   if (!o.trace.empty()) std::cout << "  trace: " << o.trace << " (open in https://ui.perfetto.dev)\n";
 }
@@ -127,6 +132,7 @@ void add_simulate_command(CLI::App& app) {
   sub->add_option("--workload,-w", o->workload, "Workload: shipped name or JSON file")->capture_default_str();
   sub->add_option("--rate", o->rate, kRateHelp);
   sub->add_option("--requests", o->requests, kRequestsHelp);
+  add_moe_routing_option(sub, o->moe_routing);
   sub->add_option("--out,-o", o->out, "Write the metrics JSON here");
   sub->add_flag("--json", o->json, "Print the metrics JSON instead of the summary");
   sub->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of the first iterations here");

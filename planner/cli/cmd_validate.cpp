@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "planner/cli/commands.hpp"
+#include "planner/cli/moe_routing_option.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/json_in.hpp"
 #include "planner/model/workload.hpp"
@@ -25,6 +26,7 @@ namespace {
 
 struct ValidateOptions {
   std::string plan, model, workload, machine, out, p2p = "on";
+  std::string moe_routing;  // --moe-routing ("": the workload's)
   std::vector<std::string> compare;
   bool self_test = false, bench_steps = false, no_graphs = false, allow_other_host = false, cold_start = false;
   bool mpi = false;
@@ -84,11 +86,13 @@ void run_validate(const Executable& exe, const ValidateOptions& o) {
     so.cuda_graphs = !o.no_graphs;
     so.allow_other_host = o.allow_other_host;
     so.out = o.out;
+    if (!o.moe_routing.empty()) so.moe_routing = routing::parse_routing_arg(o.moe_routing);
     return bench_steps_on_host(*exe.gpu, plan, o.plan, o.model, o.machine, so);
   }
   if (o.workload.empty()) throw InputError("", "--workload", "a workload name or file (e.g. chat)");
   Workload w = load_workload(resolve_workload_path(o.workload));
   apply_overrides(w, WorkloadOverrides{o.rate, o.requests});
+  if (!o.moe_routing.empty()) w.moe_routing = routing::parse_routing_arg(o.moe_routing);
   HostValidationOptions ho;
   ho.cuda_graphs = !o.no_graphs;
   ho.warm_gemm_plans = !o.cold_start;
@@ -129,6 +133,7 @@ void add_validate_command(CLI::App& app, const Executable& exe) {
       ->check(CLI::IsMember({"on", "off"}));
   sub->add_option("--out", o->out, "Directory for validation.json, validation.md, metrics files and the plot");
   sub->add_option("--requests", o->requests, kRequestsHelp)->check(CLI::PositiveNumber);
+  add_moe_routing_option(sub, o->moe_routing);
   sub->add_option("--rate", o->rate, kRateHelp)->check(CLI::PositiveNumber);
   sub->add_flag("--allow-other-host", o->allow_other_host, "Run even if the profile was measured on another host");
   sub->add_flag("--no-graphs", o->no_graphs, "Launch decode iterations eagerly instead of as CUDA graphs");

@@ -83,6 +83,8 @@ std::string ranked_table(const SearchResult& r, size_t max_rows) {
   if (!r.ranked.empty()) {
     const CandidateResult& top = r.ranked[size_t(r.recommended >= 0 ? r.recommended : 0)];
     o << unmeasured_note(top.metrics.model, top.metrics.provenance);
+    if (top.metrics.provenance.contains("moe_routing"))
+      o << "MoE routing (plan " << trunc(top.plan.name, 40) << "): " << routing::summary_text(top.metrics.provenance["moe_routing"]) << "\n";
     o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8} {:>6}  {}\n", "#", "plan", "gpus",
                      "p2p", "TTFT p50", "TPOT p50", "E2E p99", "out tok/s", "SLO%", "goodput", "comm%", "priced from");
     o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8} {:>6}\n", "", "", "", "", "ms", "ms",

@@ -1,6 +1,7 @@
 #include "planner/sim/simulate.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace peerplan {
 
@@ -91,6 +92,14 @@ Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFi
                        {"kv_capacity_tokens", sim.scheduler.kv_capacity_tokens}};
   prov["quantisation_points_per_octave"] = opt.pricer.per_octave;
   prov["distinct_iteration_shapes"] = sim.distinct_shapes;
+  if (cfg.is_moe()) {  // the routing assumption, at this run's typical decode batch (output tokens per iteration)
+    std::vector<int> moe_layers;
+    for (const LayerFigures& lf : fig.layers)
+      if (lf.moe) moe_layers.push_back(int(lf.index));
+    const int64_t batch = m.iterations > 0 ? std::max<int64_t>(1, std::llround(double(m.output_tokens) / double(m.iterations))) : 1;
+    prov["moe_routing"] = routing::summary_json(
+        routing::summarize(cfg.moe_routing, cfg.experts, cfg.experts_per_token, batch, moe_layers));
+  }
   m.provenance = prov;
   return sim;
 }

@@ -79,8 +79,10 @@ void write_validation_outputs(const std::string& dir, const Comparison& c, const
 Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string& plan_origin,
                             const std::string& model, const std::string& machine_name, Workload w,
                             const HostValidationOptions& o) {
-  const Loaded in = load_inputs(plan, plan_origin, model, machine_name);
+  Loaded in = load_inputs(plan, plan_origin, model, machine_name);
   gpu.check_executable(in.cfg);  // a shape the executor cannot run: refused before any GPU work
+  routing::check_routing_for_model(w.moe_routing, in.cfg.experts, in.cfg.name);
+  in.cfg.moe_routing = w.moe_routing;  // MoE: simulator and executor route alike
   bind_model_context(w, in.cfg.max_context, in.cfg.name, w.drop_over_context);  // beyond the context: refused (or dropped as plan --drop-over-context asked)
   (void)requests_dropped_over_context(w);                         // now, before any GPU work
   const bool root = !o.ranks || o.ranks->rank() == 0;  // MPI: rank 0 predicts and reports
@@ -134,10 +136,13 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
   c.context["requests"] = w.num_requests;
   c.context["rate_rps"] = w.rate_rps;
   c.context["max_num_seqs"] = w.max_num_seqs;
+  if (sim.metrics.provenance.contains("moe_routing")) c.context["moe_routing"] = sim.metrics.provenance["moe_routing"];
   PlanPricer pricer(plan, in.cfg, in.fig, cost, so.pricer);
   std::string iter_table;
   nlohmann::json iters = iteration_report(res, pricer, &iter_table);
   std::cout << comparison_table(c) << iter_table;
+  if (c.context.contains("moe_routing"))
+    std::cout << "  MoE routing assumed: " << routing::summary_text(c.context["moe_routing"]) << "\n";
   if (!o.out.empty()) {
     write_validation_outputs(o.out, c, sim.metrics, res.measured);
     write_file_atomic(o.out + "/iterations.json", iters.dump(1) + "\n");
@@ -150,8 +155,10 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
 
 void bench_steps_on_host(GpuBackend& gpu, const Plan& plan, const std::string& plan_origin, const std::string& model,
                          const std::string& machine_name, const StepBenchOptions& o) {
-  const Loaded in = load_inputs(plan, plan_origin, model, machine_name);
+  Loaded in = load_inputs(plan, plan_origin, model, machine_name);
   gpu.check_executable(in.cfg);
+  routing::check_routing_for_model(o.moe_routing, in.cfg.experts, in.cfg.name);
+  in.cfg.moe_routing = o.moe_routing;
   ExecSettings es;
   es.p2p = plan.p2p;
   es.cuda_graphs = o.cuda_graphs;

@@ -41,6 +41,7 @@ struct StepBenchOptions {
   bool cuda_graphs = true;
   bool allow_other_host = false;
   std::string out;                         // directory for steps.json ("": print only)
+  routing::RoutingSpec moe_routing;        // MoE: --moe-routing (uniform by default)
 };
 
 // `validate --bench-steps`: decode and prefill step times of `plan` (after the same preflight as

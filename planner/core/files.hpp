@@ -35,8 +35,7 @@ inline constexpr FileKind kPlan{"plan", 16 * kMiB};
 inline constexpr FileKind kWorkload{"workload", 16 * kMiB};
 inline constexpr FileKind kStrategy{"strategy script", 16 * kMiB};
 inline constexpr FileKind kMetrics{"metrics", 128 * kMiB};     // per-request timings of long runs
-inline constexpr FileKind kJsonTrace{"JSON trace", 64 * kMiB};  // parsed as a tree; CSV is streamed
-inline constexpr FileKind kCsvTrace{"CSV trace", 4096 * kMiB};   // a day of production traffic, streamed
+inline constexpr FileKind kTrace{"request trace", 4096 * kMiB};  // days of production traffic; CSV and JSON streamed
 }  // namespace file_kind
 
 // Throws InputError naming `path` unless it is a regular file within kind.max_bytes; returns its

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -10,6 +12,7 @@
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
 #include "planner/core/json_in.hpp"
+#include "planner/model/workload_requests.hpp"
 #include "planner/model/workload_trace.hpp"
 
 namespace peerplan {
@@ -68,7 +71,7 @@ std::string resolve_relative(const std::string& file, const std::string& origin)
 
 // `column` is the arrival trace's column for this length (empty if no trace or no such column).
 LengthDist parse_length(const JsonIn& in, const std::string& key, const Trace* trace,
-                        const std::vector<int64_t>* column) {
+                        const std::vector<int64_t>* column, std::vector<std::string>& notes) {
   LengthDist d;
   if (!in.has(key)) {
     // A trace that carries the lengths needs no distribution: replay them.
@@ -134,6 +137,7 @@ LengthDist parse_length(const JsonIn& in, const std::string& key, const Trace* t
       const auto& col = key == "prompt_tokens" ? t.prompt_tokens : t.output_tokens;
       if (col.empty()) j.fail("trace", "trace " + t.file + " has no " + key + " column to sample from");
       d.samples = col;
+      if (std::string note = t.skipped_note(); !note.empty()) notes.push_back(note);
     } else if (trace) {
       if (!column || column->empty())
         j.fail("dist", "the arrival trace " + trace->file + " has no " + key + " column; add one, or give \"samples\"");
@@ -176,6 +180,7 @@ Workload from_json(const json& root, const std::string& origin) {
     w.arrival = Workload::Arrival::Trace;
     trace = load_trace_for(arr, "file");
     have_trace = true;
+    if (std::string note = trace.skipped_note(); !note.empty()) w.notes.push_back(note);
     double span = trace.timestamps_s.back() - trace.timestamps_s.front();
     w.rate_rps = span > 0 ? double(trace.timestamps_s.size() - 1) / span : 0;  // informative only
   } else {
@@ -195,8 +200,10 @@ Workload from_json(const json& root, const std::string& origin) {
     w.num_requests = int64_t(trace.timestamps_s.size());
   }
 
-  w.prompt = parse_length(in, "prompt_tokens", have_trace ? &trace : nullptr, have_trace ? &trace.prompt_tokens : nullptr);
-  w.output = parse_length(in, "output_tokens", have_trace ? &trace : nullptr, have_trace ? &trace.output_tokens : nullptr);
+  w.prompt = parse_length(in, "prompt_tokens", have_trace ? &trace : nullptr, have_trace ? &trace.prompt_tokens : nullptr,
+                          w.notes);
+  w.output = parse_length(in, "output_tokens", have_trace ? &trace : nullptr, have_trace ? &trace.output_tokens : nullptr,
+                          w.notes);
   if (have_trace) {  // moved, not copied: a trace of millions of rows is read once and held once
     w.trace_arrivals_s = std::move(trace.timestamps_s);
     w.trace_prompt_tokens = std::move(trace.prompt_tokens);
@@ -243,9 +250,7 @@ void bind_model_context(Workload& w, int64_t context, const std::string& model, 
 
 int64_t requests_dropped_over_context(const Workload& w) {
   if (w.model_context <= 0 || w.num_requests <= 0) return 0;
-  int64_t n = w.num_requests;
-  if (w.arrival == Workload::Arrival::Trace) n = std::min<int64_t>(n, int64_t(w.trace_arrivals_s.size()));
-  return n - int64_t(w.generate().size());
+  return RequestSource(w).dropped();
 }
 
 std::string over_context_note(const Workload& w) {
@@ -261,6 +266,87 @@ Workload parse_workload(const std::string& json_text, const std::string& origin)
   return from_json(j, origin);
 }
 
+std::pair<double, double> parse_trace_window(const std::string& text) {
+  auto bad = [&](const std::string& why) -> InputError {
+    return InputError("", "--trace-window",
+                      fmt::format("START:END in seconds from the trace's first request (e.g. 3600:7200; 600: to the "
+                                  "end; :600 from the start), {}; got '{}'", why, text));
+  };
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos || text.find(':', colon + 1) != std::string::npos) throw bad("one colon");
+  auto seconds = [&](const std::string& part, double def) {
+    if (part.empty()) return def;
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(part.c_str(), &end);
+    if (*end != '\0' || errno == ERANGE || !std::isfinite(v) || v < 0) throw bad("each a number of seconds >= 0");
+    return v;
+  };
+  const double start = seconds(text.substr(0, colon), 0.0), end = seconds(text.substr(colon + 1), INFINITY);
+  if (!(end > start)) throw bad("END after START");
+  return {start, end};
+}
+
+namespace {
+
+// Keeps rows [first, last) of a per-row column (a trace column, or replayed lengths).
+template <class T>
+void keep_rows(std::vector<T>& v, size_t first, size_t last) {
+  if (v.empty()) return;
+  v.erase(v.begin() + std::ptrdiff_t(std::min(last, v.size())), v.end());
+  v.erase(v.begin(), v.begin() + std::ptrdiff_t(std::min(first, v.size())));
+  v.shrink_to_fit();
+}
+
+// --trace-window and --trace-speedup on a workload with trace arrivals.
+void slice_trace(Workload& w, const WorkloadOverrides& o) {
+  const char* option = o.trace_window ? "--trace-window" : "--trace-speedup";
+  if (w.arrival != Workload::Arrival::Trace)
+    throw InputError(w.source_file, option, "a workload whose arrivals come from a trace (arrival.process \"trace\"); "
+                                            "this one's are Poisson");
+  if (o.rate_rps > 0 && o.trace_speedup > 0)
+    throw InputError("", "--trace-speedup", "either --trace-speedup (the trace's own arrivals, faster) or --rate "
+                                            "(Poisson arrivals), not both");
+  auto& t = w.trace_arrivals_s;
+  const double t0 = t.front();
+  std::string what;
+  if (o.trace_window) {
+    const auto [start, end] = *o.trace_window;
+    const size_t first = size_t(std::lower_bound(t.begin(), t.end(), t0 + start) - t.begin());
+    const size_t last = size_t(std::lower_bound(t.begin(), t.end(), t0 + end) - t.begin());
+    if (first >= last)
+      throw InputError(w.source_file, "--trace-window",
+                       fmt::format("a window holding requests; none of the trace's {} arrives in [{}, {}) s (it spans "
+                                   "{:.3f} s from its first request)",
+                                   t.size(), start, end, t.back() - t0));
+    const size_t rows = t.size();
+    for (LengthDist* d : {&w.prompt, &w.output})
+      if (d->replay && d->samples.size() == rows) {
+        keep_rows(d->samples, first, last);
+        d->min = double(*std::min_element(d->samples.begin(), d->samples.end()));
+        d->max = double(*std::max_element(d->samples.begin(), d->samples.end()));
+      }
+    keep_rows(w.trace_prompt_tokens, first, last);
+    keep_rows(w.trace_output_tokens, first, last);
+    keep_rows(t, first, last);
+    w.num_requests = int64_t(t.size());
+    what = fmt::format("requests {}..{} of the trace's {} (arriving in [{}, {}) s)", first, last - 1, rows, start,
+                       std::isinf(end) ? std::string("end") : fmt::format("{}", end));
+  }
+  if (o.trace_speedup > 0) {
+    const double t1 = t.front();
+    for (double& x : t) x = t1 + (x - t1) / o.trace_speedup;
+    what += fmt::format("{}arrivals {}x {}", what.empty() ? "the trace with " : ", ",
+                        o.trace_speedup >= 1 ? o.trace_speedup : 1 / o.trace_speedup,
+                        o.trace_speedup >= 1 ? "faster" : "slower");
+  }
+  const double span = t.back() - t.front();
+  w.rate_rps = span > 0 ? double(t.size() - 1) / span : 0;  // informative only
+  w.notes.push_back(fmt::format("replaying {}: {} requests at {:.2f} req/s", what, t.size(), w.rate_rps));
+}
+
+}  // namespace
+
 void apply_overrides(Workload& w, const WorkloadOverrides& o) {
   // 0 means "the workload's own". NaN, inf and denormals were accepted once (robustness finding):
   // the same ranges as a workload file's rate_rps and num_requests.
@@ -268,6 +354,9 @@ void apply_overrides(Workload& w, const WorkloadOverrides& o) {
     throw InputError("", "--rate", fmt::format("a request rate in [1e-6, 1e9] requests/s, got {}", o.rate_rps));
   if (o.num_requests < 0 || o.num_requests > kMaxRequests)
     throw InputError("", "--requests", fmt::format("a number of requests in [1, 10000000], got {}", o.num_requests));
+  if (o.trace_speedup != 0 && !(o.trace_speedup >= 1e-3 && o.trace_speedup <= 1e3))
+    throw InputError("", "--trace-speedup", fmt::format("a factor in [0.001, 1000], got {}", o.trace_speedup));
+  if (o.trace_window || o.trace_speedup > 0) slice_trace(w, o);
   if (o.rate_rps > 0) {
     w.arrival = Workload::Arrival::Poisson;
     w.rate_rps = o.rate_rps;
@@ -275,9 +364,9 @@ void apply_overrides(Workload& w, const WorkloadOverrides& o) {
   if (o.num_requests > 0) {
     if (w.arrival == Workload::Arrival::Trace && size_t(o.num_requests) > w.trace_arrivals_s.size())
       throw InputError(w.source_file, "--requests",
-                       fmt::format("at most {} requests: the workload's arrival trace has only that many (or give "
+                       fmt::format("at most {} requests: the workload's arrival trace {}has only that many (or give "
                                    "--rate for Poisson arrivals instead of the trace's)",
-                                   w.trace_arrivals_s.size()));
+                                   w.trace_arrivals_s.size(), o.trace_window ? "window " : ""));
     w.num_requests = o.num_requests;
   }
 }

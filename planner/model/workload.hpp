@@ -4,6 +4,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "planner/model/routing_model.hpp"
@@ -56,8 +57,13 @@ struct Workload {
   bool drop_over_context = false;  // drop such requests (as serving engines refuse them) instead of refusing the workload
   // MoE routing (issue 14): the workload's "moe_routing" object, or --moe-routing; uniform by default.
   routing::RoutingSpec moe_routing;
+  // For the user, once (each command prints them as "peerplan: note: ..."): rows of a trace that
+  // were skipped, the slice of a trace replayed.
+  std::vector<std::string> notes;
 
-  // Deterministic for a given seed. Throws InputError when a prompt is over model_context (unless
+  // Every request at once: RequestSource(*this).all() (planner/model/workload_requests.hpp), for
+  // small runs and tests; simulations stream them from a RequestSource instead. Deterministic for
+  // a given seed. Throws InputError when a prompt is over model_context (unless
   // drop_over_context, which removes those requests and numbers the rest 0..n-1).
   std::vector<Request> generate() const;
   int64_t max_context() const;  // upper bound on prompt + output tokens
@@ -74,10 +80,22 @@ Workload load_workload(const std::string& path);
 //  - num_requests > 0: serve that many requests. 0: the workload's count. Outside [1, 10000000],
 //    or more than a trace holds (no silent looping, as in a workload file): InputError naming
 //    --requests.
+//  - trace_window [start, end) (seconds from the trace's first request; end may be +inf): replay
+//    only the requests that arrive in it, the first of them at 0; the count becomes theirs
+//    (--requests may lower it). trace_speedup X > 0: arrivals X times closer together (X < 1:
+//    further apart), the same requests at X times the load. Both need trace arrivals (InputError
+//    naming --trace-window / --trace-speedup otherwise, or for an empty window, or with --rate).
+//    Applied before the rate and count.
 struct WorkloadOverrides {
+  WorkloadOverrides(double rate = 0, int64_t requests = 0) : rate_rps(rate), num_requests(requests) {}
   double rate_rps = 0;
   int64_t num_requests = 0;
+  std::optional<std::pair<double, double>> trace_window;
+  double trace_speedup = 0;  // 0: as recorded
 };
+// "START:END" in seconds ("START:" to the end, ":END" from the start) -> [start, end); InputError
+// naming --trace-window for anything else (end <= start, negative, not numbers).
+std::pair<double, double> parse_trace_window(const std::string& text);
 void apply_overrides(Workload& w, const WorkloadOverrides& o);
 
 // Binds `context` (the model's max_position_embeddings; 0: unknown, nothing bound) to `w`: from

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "planner/model/workload.hpp"
+#include "planner/model/workload_requests.hpp"
 
 #include "planner/core/error.hpp"
 
@@ -87,10 +88,67 @@ double LengthDist::mean() const {
   return 1;
 }
 
-// Prompts longer than the model's context: refused, or removed under drop_over_context.
-static void drop_or_refuse_over_context(const Workload& w, std::vector<Request>& reqs) {
+// The most tokens `d` can draw, and whether that is a hard bound (a lognormal without max is
+// not clamped above: exp(mu + 4 sigma) is only its 99.997th percentile).
+static int64_t dist_upper(const LengthDist& d, bool* exact = nullptr) {
+  if (exact) *exact = true;
+  switch (d.kind) {
+    case LengthDist::Kind::Fixed: return std::max<int64_t>(1, std::llround(d.value));
+    case LengthDist::Kind::Uniform: return int64_t(std::floor(d.max));
+    case LengthDist::Kind::Lognormal:
+      if (d.max > 0) return int64_t(d.max);
+      if (exact) *exact = false;
+      return int64_t(std::ceil(std::exp(d.mu + 4 * d.sigma)));
+    case LengthDist::Kind::Empirical:
+      return d.samples.empty() ? 1 : std::max<int64_t>(1, *std::max_element(d.samples.begin(), d.samples.end()));
+  }
+  return 1;
+}
+
+WorkloadStream::WorkloadStream(const Workload& w, int64_t rows, int64_t total, bool drop)
+    : w_(&w),
+      arrivals_(stream_seed(w.seed, 0)),
+      prompts_(stream_seed(w.seed, 1)),
+      outputs_(stream_seed(w.seed, 2)),
+      rows_(rows),
+      total_(total),
+      drop_(drop) {}
+
+bool WorkloadStream::raw(Request& r) {
+  if (i_ >= rows_) return false;
+  const Workload& w = *w_;
+  const size_t i = size_t(i_);
+  r.id = i_++;
+  if (w.arrival == Workload::Arrival::Poisson) {
+    t_ += -std::log(1.0 - uniform01(arrivals_)) / w.rate_rps;  // exponential gap, mean 1/rate
+    r.arrival_s = t_;
+  } else {
+    r.arrival_s = w.trace_arrivals_s[i] - w.trace_arrivals_s.front();  // traces start at 0
+  }
+  r.prompt_tokens = w.prompt.replay && i < w.prompt.samples.size() ? w.prompt.samples[i] : w.prompt.sample(prompts_);
+  r.output_tokens = w.output.replay && i < w.output.samples.size() ? w.output.samples[i] : w.output.sample(outputs_);
+  return true;
+}
+
+bool WorkloadStream::next(Request& r) {
+  while (raw(r)) {
+    if (drop_ && r.prompt_tokens > w_->model_context) continue;  // as engines refuse them
+    r.id = emitted_++;  // the survivors numbered 0..n-1
+    return true;
+  }
+  return false;
+}
+
+RequestSource::RequestSource(const Workload& w) : w_(&w) {
+  rows_ = std::max<int64_t>(w.num_requests, 0);
+  if (w.arrival == Workload::Arrival::Trace) rows_ = std::min<int64_t>(rows_, int64_t(w.trace_arrivals_s.size()));
+  total_ = rows_;
+  bool exact = false;
+  if (w.model_context <= 0 || (dist_upper(w.prompt, &exact) <= w.model_context && exact)) return;
+  // Some prompt may be over the context: one pass to count them (time, not memory).
   int64_t over = 0, longest = 0;
-  for (const Request& r : reqs)
+  WorkloadStream s(w, rows_, rows_, false);
+  for (Request r; s.next(r);)
     if (r.prompt_tokens > w.model_context) {
       ++over;
       longest = std::max(longest, r.prompt_tokens);
@@ -98,57 +156,33 @@ static void drop_or_refuse_over_context(const Workload& w, std::vector<Request>&
   if (over == 0) return;
   if (!w.drop_over_context)
     throw InputError(w.source_file, "prompt_tokens",
-                     std::to_string(over) + " of " + std::to_string(reqs.size()) +
+                     std::to_string(over) + " of " + std::to_string(rows_) +
                          " requests have prompts longer than the context of " + w.model_name + " (" +
                          std::to_string(w.model_context) + " tokens; the longest has " + std::to_string(longest) +
                          "); shorten them, or pass --drop-over-context to drop them as serving engines refuse them");
-  std::erase_if(reqs, [&](const Request& r) { return r.prompt_tokens > w.model_context; });
-  for (size_t i = 0; i < reqs.size(); ++i) reqs[i].id = int64_t(i);
-  if (reqs.empty())
+  if (over == rows_)
     throw InputError(w.source_file, "prompt_tokens", "every request's prompt is longer than the context of " +
                                                          w.model_name + " (" + std::to_string(w.model_context) +
                                                          " tokens): nothing is left to simulate");
+  drop_ = true;
+  dropped_ = over;
+  total_ = rows_ - over;
 }
 
-std::vector<Request> Workload::generate() const {
-  std::mt19937_64 arrivals(stream_seed(seed, 0)), prompts(stream_seed(seed, 1)), outputs(stream_seed(seed, 2));
-  int64_t n = num_requests;
-  if (arrival == Arrival::Trace) n = std::min<int64_t>(n, int64_t(trace_arrivals_s.size()));
+std::vector<Request> RequestSource::all() const {
   std::vector<Request> out;
-  out.reserve(size_t(std::max<int64_t>(n, 0)));
-  double t = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    Request r;
-    r.id = i;
-    if (arrival == Arrival::Poisson) {
-      t += -std::log(1.0 - uniform01(arrivals)) / rate_rps;  // exponential gap, mean 1/rate
-      r.arrival_s = t;
-    } else {
-      r.arrival_s = trace_arrivals_s[size_t(i)] - trace_arrivals_s.front();  // traces start at 0
-    }
-    r.prompt_tokens = prompt.replay && size_t(i) < prompt.samples.size() ? prompt.samples[size_t(i)] : prompt.sample(prompts);
-    r.output_tokens = output.replay && size_t(i) < output.samples.size() ? output.samples[size_t(i)] : output.sample(outputs);
-    out.push_back(r);
-  }
-  if (model_context > 0) drop_or_refuse_over_context(*this, out);
+  out.reserve(size_t(total_));
+  WorkloadStream s = stream();
+  for (Request r; s.next(r);) out.push_back(r);
   return out;
 }
 
+std::vector<Request> Workload::generate() const { return RequestSource(*this).all(); }
+
 int64_t Workload::max_context() const {
-  auto hi = [](const LengthDist& d) -> int64_t {
-    switch (d.kind) {
-      case LengthDist::Kind::Fixed: return std::max<int64_t>(1, std::llround(d.value));
-      case LengthDist::Kind::Uniform: return int64_t(std::floor(d.max));
-      case LengthDist::Kind::Lognormal:
-        return d.max > 0 ? int64_t(d.max) : int64_t(std::ceil(std::exp(d.mu + 4 * d.sigma)));
-      case LengthDist::Kind::Empirical:
-        return d.samples.empty() ? 1 : *std::max_element(d.samples.begin(), d.samples.end());
-    }
-    return 1;
-  };
-  int64_t p = hi(prompt);
+  int64_t p = dist_upper(prompt);
   if (model_context > 0 && drop_over_context) p = std::min(p, model_context);  // longer ones are dropped
-  return p + hi(output);
+  return p + dist_upper(output);
 }
 
 }  // namespace peerplan

@@ -152,9 +152,14 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
   SearchResult res;
   res.objective = opt.objective;
   res.workload = w;
-  apply_overrides(res.workload, WorkloadOverrides{opt.rate_rps.value_or(0.0), opt.num_requests});
+  WorkloadOverrides overrides;
+  overrides.rate_rps = opt.rate_rps.value_or(0.0);
+  overrides.num_requests = opt.num_requests;
+  apply_overrides(res.workload, overrides);
   const Workload& wl = res.workload;
-  const std::vector<Request> reqs = wl.generate();
+  // One seeded source for every candidate: each simulation draws its own stream of the same
+  // requests, and none holds them all (planner/model/workload_requests.hpp).
+  const RequestSource reqs(wl);
 
   MemoryOptions mem;
   mem.max_seqs = wl.max_num_seqs;

@@ -17,7 +17,7 @@ namespace {
 constexpr int64_t kArrival = 0, kStageDone = 1;
 
 struct ServingSim {
-  const std::vector<Request>& reqs;
+  RequestStream& reqs;
   Scheduler& sched;
   IterationPricer& pricer;
   size_t record_limit;
@@ -31,20 +31,26 @@ struct ServingSim {
   std::vector<char> stage_busy;
   std::vector<std::deque<int64_t>> stage_queue;
   std::vector<double> stage_start;
-  // Request id -> index: ids 0..N-1 in order (what Workload::generate gives) need no table.
-  bool dense_ids = true;
-  std::map<int64_t, size_t> req_index;
-  // Arrivals are fed to the queue one at a time (schedule_first keeps the order scheduling all of
-  // them up front gave), so the queue holds the requests in flight, not all of them.
-  std::vector<size_t> arrival_order;  // empty: the requests are already in arrival order
-  size_t next_arrival = 0;
+  // Arrivals are drawn from the stream and fed to the queue one at a time, so the queue and the
+  // requests held follow the requests in flight, not their total. `pending` has been scheduled
+  // and not yet arrived; `arrived` counts arrivals (a request's slot: its index in arrival order).
+  Request pending;
+  bool has_pending = false;
+  size_t arrived = 0;
   int64_t finished = 0;
-  // Streaming (stream != nullptr): only the requests in flight are held, index -> first token
-  // time (-1 until it comes); each goes to the accumulator when it finishes.
+  // Requests that arrived and have not finished, by id: the request (streamed runs report it
+  // when it finishes), its slot in run.requests (kept runs), its first token time (-1 until then).
+  struct Live {
+    Request r;
+    size_t slot = 0;
+    double first_token_s = -1;
+  };
+  std::unordered_map<int64_t, Live> live;
+  // Streaming (stream != nullptr): each request goes to the accumulator when it finishes and
+  // run.requests stays empty.
   MetricsAccumulator* stream = nullptr;
-  std::unordered_map<size_t, double> live;
 
-  ServingSim(const std::vector<Request>& r, Scheduler& s, IterationPricer& p, size_t lim)
+  ServingSim(RequestStream& r, Scheduler& s, IterationPricer& p, size_t lim)
       : reqs(r), sched(s), pricer(p), record_limit(lim) {
     int S = std::max(1, p.num_stages());
     stage_busy.assign(size_t(S), 0);
@@ -55,21 +61,21 @@ struct ServingSim {
   static void dispatch(void* ctx, int64_t arg) {
     auto* s = static_cast<ServingSim*>(ctx);
     int64_t kind = arg & 1, v = arg >> 1;
-    if (kind == kArrival) s->arrive(size_t(v));
+    if (kind == kArrival) s->arrive();
     else s->stage_done(int(v & 255), v >> 8);
   }
 
-  size_t index_of(int64_t id) const { return dense_ids ? size_t(id) : req_index.at(id); }
   void schedule_next_arrival() {
-    if (next_arrival >= reqs.size()) return;
-    size_t i = arrival_order.empty() ? next_arrival : arrival_order[next_arrival];
-    ++next_arrival;
-    q.schedule_first(reqs[i].arrival_s, dispatch, this, (int64_t(i) << 1) | kArrival);
+    has_pending = reqs.next(pending);
+    if (has_pending) q.schedule_first(pending.arrival_s, dispatch, this, (int64_t(arrived) << 1) | kArrival);
   }
-  void arrive(size_t i) {
+  void arrive() {
+    const Request r = pending;
+    const size_t slot = arrived++;
     schedule_next_arrival();
-    if (stream) live.emplace(i, -1.0);
-    sched.add_request(reqs[i]);
+    live.emplace(r.id, Live{r, slot, -1.0});
+    if (!stream) run.requests.push_back({r.id, r.arrival_s, -1, -1, r.prompt_tokens, r.output_tokens});
+    sched.add_request(r);
     launch();
   }
   void launch() {
@@ -124,40 +130,34 @@ struct ServingSim {
       run.ops_by_source[size_t(k)] += c.ops_by_source[size_t(k)];
       run.seconds_by_source[size_t(k)] += c.seconds_by_source[size_t(k)];
     }
-    for (const SchedulerEvent& e : sched.complete_iteration(f.it)) {
-      if (stream) {
-        stream_event(e);
-        continue;
-      }
-      RequestTiming& t = run.requests[index_of(e.request_id)];
-      if (e.kind == SchedulerEvent::Kind::FirstToken) t.first_token_s = q.now();
-      if (e.kind == SchedulerEvent::Kind::Finished) {
-        t.finish_s = q.now();
-        ++finished;
-      }
-    }
+    for (const SchedulerEvent& e : sched.complete_iteration(f.it)) on_event(e);
     run.end_s = q.now();
     launch();
   }
   static RequestTiming timing_of(const Request& r, double first_token_s, double finish_s) {
     return {r.id, r.arrival_s, first_token_s, finish_s, r.prompt_tokens, r.output_tokens};
   }
-  void stream_event(const SchedulerEvent& e) {
+  void on_event(const SchedulerEvent& e) {
     if (e.kind == SchedulerEvent::Kind::Token) return;
-    size_t i = index_of(e.request_id);
-    auto it = live.find(i);
+    auto it = live.find(e.request_id);
     if (it == live.end()) return;
-    if (e.kind == SchedulerEvent::Kind::FirstToken) it->second = q.now();
+    Live& l = it->second;
+    if (e.kind == SchedulerEvent::Kind::FirstToken) {
+      l.first_token_s = q.now();
+      if (!stream) run.requests[l.slot].first_token_s = q.now();
+    }
     if (e.kind == SchedulerEvent::Kind::Finished) {
-      stream->add(timing_of(reqs[i], it->second, q.now()));
+      if (stream) stream->add(timing_of(l.r, l.first_token_s, q.now()));
+      else run.requests[l.slot].finish_s = q.now();
       live.erase(it);
       ++finished;
     }
   }
-  void stream_unfinished() {  // in request order, so the result does not depend on the hash table
-    std::vector<std::pair<size_t, double>> left(live.begin(), live.end());
-    std::sort(left.begin(), left.end());
-    for (const auto& [i, first] : left) stream->add(timing_of(reqs[i], first, -1));
+  void stream_unfinished() {  // in arrival order, so the result does not depend on the hash table
+    std::vector<const Live*> left;
+    for (const auto& [id, l] : live) left.push_back(&l);
+    std::sort(left.begin(), left.end(), [](const Live* a, const Live* b) { return a->slot < b->slot; });
+    for (const Live* l : left) stream->add(timing_of(l->r, l->first_token_s, -1));
     live.clear();
   }
 };
@@ -191,42 +191,48 @@ class Progress {
   Clock::time_point start_, next_;
 };
 
-ServingRun run_serving(const std::vector<Request>& requests, Scheduler& sched, IterationPricer& pricer, int gpu_count,
+ServingRun run_serving(RequestStream& requests, Scheduler& sched, IterationPricer& pricer, int gpu_count,
                        int edge_count, size_t record_limit, bool progress, MetricsAccumulator* stream) {
   ServingSim s(requests, sched, pricer, record_limit);
   s.stream = stream;
   s.run.gpu.assign(size_t(std::max(gpu_count, 0)), TimeSplit{});
   s.run.edge_bytes.assign(size_t(std::max(edge_count, 0)), 0.0);
   s.run.edge_busy_s.assign(size_t(std::max(edge_count, 0)), 0.0);
-  if (!stream) s.run.requests.reserve(requests.size());
-  bool ordered = true;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const Request& r = requests[i];
-    s.dense_ids = s.dense_ids && r.id == int64_t(i);
-    ordered = ordered && (i == 0 || requests[i - 1].arrival_s <= r.arrival_s);
-    if (stream) continue;
-    RequestTiming t;
-    t.id = r.id;
-    t.arrival_s = r.arrival_s;
-    t.prompt_tokens = r.prompt_tokens;
-    t.output_tokens = r.output_tokens;
-    s.run.requests.push_back(t);
-  }
-  if (!s.dense_ids)
-    for (size_t i = 0; i < requests.size(); ++i) s.req_index[requests[i].id] = i;
-  if (!ordered) {  // the queue would run them by (time, index): the same order, stably sorted
-    s.arrival_order.resize(requests.size());
-    std::iota(s.arrival_order.begin(), s.arrival_order.end(), size_t(0));
-    std::stable_sort(s.arrival_order.begin(), s.arrival_order.end(),
-                     [&](size_t a, size_t b) { return requests[a].arrival_s < requests[b].arrival_s; });
-  }
+  const size_t total = size_t(std::max<int64_t>(requests.total(), 0));
+  if (!stream) s.run.requests.reserve(total);
   s.schedule_next_arrival();
   Progress shown(progress);
   for (uint64_t n = 0; s.q.step(); ++n)
-    if ((n & 4095) == 0) shown.tick(s.finished, requests.size(), s.q.now());
+    if ((n & 4095) == 0) shown.tick(s.finished, total, s.q.now());
   if (stream) s.stream_unfinished();
   s.run.events = s.q.events_run();
   return std::move(s.run);
+}
+
+ServingRun run_serving(const std::vector<Request>& requests, Scheduler& sched, IterationPricer& pricer, int gpu_count,
+                       int edge_count, size_t record_limit, bool progress, MetricsAccumulator* stream) {
+  bool ordered = true;
+  for (size_t i = 1; i < requests.size() && ordered; ++i) ordered = requests[i - 1].arrival_s <= requests[i].arrival_s;
+  if (ordered) {
+    VectorStream in(requests);
+    return run_serving(in, sched, pricer, gpu_count, edge_count, record_limit, progress, stream);
+  }
+  // Out of order: served by arrival (ties in the order given), then reported in the order given.
+  std::vector<size_t> order(requests.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return requests[a].arrival_s < requests[b].arrival_s; });
+  std::vector<Request> sorted;
+  sorted.reserve(requests.size());
+  for (size_t i : order) sorted.push_back(requests[i]);
+  VectorStream in(sorted);
+  ServingRun run = run_serving(in, sched, pricer, gpu_count, edge_count, record_limit, progress, stream);
+  if (!run.requests.empty()) {
+    std::vector<RequestTiming> given(run.requests.size());
+    for (size_t k = 0; k < order.size(); ++k) given[order[k]] = run.requests[k];
+    run.requests = std::move(given);
+  }
+  return run;
 }
 
 }  // namespace peerplan

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "planner/model/workload.hpp"
+#include "planner/model/workload_requests.hpp"
 #include "planner/sim/engine.hpp"
 #include "planner/sim/iteration_cost.hpp"
 #include "planner/sim/metrics.hpp"
@@ -22,7 +23,7 @@ struct StageRecord {
 };
 
 struct ServingRun {
-  std::vector<RequestTiming> requests;   // in the order given; empty when streamed (run_serving's `stream`)
+  std::vector<RequestTiming> requests;   // in the order given (= arrival order for a stream); empty when streamed (`stream`)
   int64_t iterations = 0;
   double end_s = 0;
   std::vector<TimeSplit> gpu;            // busy time per GPU over the run (idle filled by the caller)
@@ -34,10 +35,16 @@ struct ServingRun {
 };
 
 // Throws InputError (from the scheduler) for a request that can never fit the KV cache.
-// Arrivals enter the event queue one at a time, so its size follows the requests in flight.
+// Requests are drawn from `requests` one at a time as the previous one arrives (it must yield them
+// in arrival order), and only those in flight are held, so the event queue and the memory follow
+// the requests in flight, not their total.
 // `progress`: report on stderr when the run takes more than a few seconds.
 // `stream`: each request goes to it as it finishes (unfinished ones at the end) and run.requests
-// stays empty, so memory follows the requests in flight, not their total.
+// stays empty; without it run.requests keeps every request's timing.
+ServingRun run_serving(RequestStream& requests, Scheduler& sched, IterationPricer& pricer, int gpu_count,
+                       int edge_count, size_t record_limit = 0, bool progress = false,
+                       MetricsAccumulator* stream = nullptr);
+// Hand-built requests in any order (tests): served by arrival time, timings in the order given.
 ServingRun run_serving(const std::vector<Request>& requests, Scheduler& sched, IterationPricer& pricer,
                        int gpu_count, int edge_count, size_t record_limit = 0, bool progress = false,
                        MetricsAccumulator* stream = nullptr);

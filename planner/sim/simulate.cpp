@@ -53,15 +53,14 @@ Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFi
   Scheduler sched(sim.scheduler);
   Slo slo{workload.slo_ttft_s, workload.slo_tpot_s, workload.slo_e2e_p99_s};
   Metrics& m = sim.metrics;
-  if (requests.size() <= kPerRequestLimit || opt.per_request) {
-    sim.run = run_serving(requests, sched, pricer, topo.gpu_count(), topo.edge_count(), opt.record_limit, opt.progress);
+  if (size_t(count) <= kPerRequestLimit || opt.per_request) {
+    sim.run = serve_with(sched, pricer, nullptr);
     m = compute_metrics(sim.run.requests, slo);
     // The metrics keep their own copy of every request's timing: release the run's.
     std::vector<RequestTiming>().swap(sim.run.requests);
   } else {  // a long run: requests stream into the metrics as they finish (see kPerRequestLimit)
     MetricsAccumulator acc(slo, kPerRequestLimit);
-    sim.run = run_serving(requests, sched, pricer, topo.gpu_count(), topo.edge_count(), opt.record_limit, opt.progress,
-                          &acc);
+    sim.run = serve_with(sched, pricer, &acc);
     m = acc.finish();
   }
   sim.distinct_shapes = pricer.distinct_shapes();
@@ -105,3 +104,24 @@ Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFi
 }
 
 }  // namespace peerplan
+}  // namespace
+
+Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo,
+                         const Workload& workload, const RequestSource& requests, const SimulateOptions& opt) {
+  return simulate_with(plan, cfg, fig, topo, workload, requests.size(), opt,
+                       [&](Scheduler& sched, IterationPricer& pricer, MetricsAccumulator* acc) {
+                         WorkloadStream in = requests.stream();
+                         return run_serving(in, sched, pricer, topo.gpu_count(), topo.edge_count(), opt.record_limit,
+                                            opt.progress, acc);
+                       });
+}
+
+Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo,
+                         const Workload& workload, const std::vector<Request>& requests, const SimulateOptions& opt) {
+  return simulate_with(plan, cfg, fig, topo, workload, int64_t(requests.size()), opt,
+                       [&](Scheduler& sched, IterationPricer& pricer, MetricsAccumulator* acc) {
+                         return run_serving(requests, sched, pricer, topo.gpu_count(), topo.edge_count(),
+                                            opt.record_limit, opt.progress, acc);
+                       });
+}
+

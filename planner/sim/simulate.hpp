@@ -34,7 +34,11 @@ struct Simulation {
   SchedulerConfig scheduler;
 };
 
-// Requests come from the caller (Workload::generate(), so every candidate sees the same ones).
+// Requests come from the caller: a workload's RequestSource (each call draws its own stream, so
+// every candidate of a search sees the same requests and none holds them all), or a vector of
+// hand-built ones (tests).
+Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo,
+                         const Workload& workload, const RequestSource& requests, const SimulateOptions& opt);
 Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo,
                          const Workload& workload, const std::vector<Request>& requests, const SimulateOptions& opt);
 

@@ -155,7 +155,7 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
 
 void bench_steps_on_host(GpuBackend& gpu, const Plan& plan, const std::string& plan_origin, const std::string& model,
                          const std::string& machine_name, const StepBenchOptions& o) {
-  Loaded in = load_inputs(plan, plan_origin, model, machine_name);
+  Loaded in = load_inputs(plan, plan_origin, model, machine_name, o.precision);
   gpu.check_executable(in.cfg);
   routing::check_routing_for_model(o.moe_routing, in.cfg.experts, in.cfg.name);
   in.cfg.moe_routing = o.moe_routing;

@@ -40,8 +40,14 @@ void attach_usage(Metrics& m, const ServingRun& run, const Topology& topo) {
   });
 }
 
-Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo,
-                         const Workload& workload, const std::vector<Request>& requests, const SimulateOptions& opt) {
+namespace {
+
+// One simulation; `serve_with(sched, pricer, acc)` runs the serving loop over the caller's
+// requests (acc: the metrics accumulator, or null to keep every timing); `count`: how many
+// requests it will serve.
+template <class Serve>
+Simulation simulate_with(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo,
+                         const Workload& workload, int64_t count, const SimulateOptions& opt, const Serve& serve_with) {
   CostModel cost(topo, opt.cost);
   PlanPricer pricer(plan, cfg, fig, cost, opt.pricer);
   Simulation sim;
@@ -103,7 +109,6 @@ Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFi
   return sim;
 }
 
-}  // namespace peerplan
 }  // namespace
 
 Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo,
@@ -125,3 +130,4 @@ Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFi
                        });
 }
 
+}  // namespace peerplan

@@ -14,7 +14,7 @@ namespace peerplan {
 
 namespace {
 
-enum class Family { Llama, Mistral, Qwen2, Phi3, Qwen3, Mixtral, Qwen2Moe, Qwen3Moe, DeepseekV2, DeepseekV3 };
+enum class Family { Llama, Mistral, Qwen2, Phi3, Qwen3, Mixtral, Qwen2Moe, Qwen3Moe, DeepseekV2, DeepseekV3, GptOss };
 
 struct FamilyInfo {
   const char* architecture;
@@ -34,6 +34,7 @@ constexpr FamilyInfo kFamilies[] = {
     {"Qwen3MoeForCausalLM", "qwen3_moe", Family::Qwen3Moe},
     {"DeepseekV2ForCausalLM", "deepseek_v2", Family::DeepseekV2},
     {"DeepseekV3ForCausalLM", "deepseek_v3", Family::DeepseekV3},
+    {"GptOssForCausalLM", "gpt_oss", Family::GptOss},
 };
 
 std::string joined_architectures() {
@@ -156,6 +157,42 @@ void read_deepseek(const JsonIn& in, ModelConfig& c, bool v3) {
   c.attention_bias = in.boolean_or("attention_bias", false);
 }
 
+// gpt-oss (transformers GptOssConfig): every layer is MoE with num_local_experts experts of
+// intermediate_size (SwiGLU, biases on both expert matrices), a router with a bias, q/k/v/o
+// biases, one sink logit per head, and layer_types alternating sliding_attention (window
+// sliding_window) and full_attention.
+void read_gpt_oss(const JsonIn& in, ModelConfig& c) {
+  c.experts = in.positive_int("num_local_experts");
+  c.experts_per_token = in.has("num_experts_per_tok") ? in.positive_int("num_experts_per_tok")
+                                                      : in.positive_int("experts_per_token");
+  check_top_k(in, c, "num_local_experts");
+  c.expert_intermediate = c.intermediate;
+  c.attention_bias = in.boolean_or("attention_bias", true);
+  c.router_bias = true;
+  c.expert_bias = true;
+  c.attention_sinks = true;
+  c.sliding_window = in.has("sliding_window") ? in.positive_int("sliding_window") : 0;
+  if (auto lt = in.opt("layer_types")) {
+    if (!lt->is_array() || int64_t(lt->size()) != c.layers)
+      in.fail("layer_types", "an array of num_hidden_layers (" + std::to_string(c.layers) +
+                                 ") entries, each \"sliding_attention\" or \"full_attention\"");
+    for (size_t i = 0; i < lt->size(); ++i) {
+      std::string t = (*lt)[i].as_str();
+      if (t == "sliding_attention") {
+        if (c.sliding_window <= 0) in.fail("sliding_window", "a positive window: layer_types has sliding_attention layers");
+        c.layer_window.push_back(c.sliding_window);
+      } else if (t == "full_attention") {
+        c.layer_window.push_back(0);
+      } else {
+        (*lt)[i].fail("", "\"sliding_attention\" or \"full_attention\", got '" + t + "'");
+      }
+    }
+  } else if (c.sliding_window > 0) {
+    // GptOssConfig's default: even layers sliding, odd layers full.
+    for (int64_t l = 0; l < c.layers; ++l) c.layer_window.push_back(l % 2 == 0 ? c.sliding_window : 0);
+  }
+}
+
 // Sizes far beyond any real model are typos (or hostile input) and would overflow the int64
 // parameter sums: each field has a generous cap, and the whole model must stay under 1e15 params.
 void check_plausible(const JsonIn& in, const ModelConfig& c, const std::string& experts_key) {
@@ -263,8 +300,16 @@ ModelConfig from_json(const json& j, const std::string& origin) {
     case Family::DeepseekV3:
       read_deepseek(in, c, true);
       break;
+    case Family::GptOss:
+      read_gpt_oss(in, c);
+      break;
   }
-  check_plausible(in, c, fam.family == Family::Mixtral ? "num_local_experts"
+  if (auto q = in.opt("quantization_config"); q) {
+    c.quant = parse_quantization(*q);
+    if (c.quant.kv_dtype) c.kv_dtype = *c.quant.kv_dtype;
+  }
+  if (c.kv_dtype == DType::BF16) c.kv_dtype = c.dense_dtype();
+  check_plausible(in, c, fam.family == Family::Mixtral || fam.family == Family::GptOss ? "num_local_experts"
                          : mla                          ? "n_routed_experts"
                                                         : "num_experts");
   if (auto n = in.opt("_name_or_path"); n && n->raw().is_string()) c.name = n->as_str();
@@ -277,6 +322,15 @@ bool ModelConfig::is_moe_layer(int64_t layer) const {
   if (!is_moe() || layer < first_dense_layers) return false;
   if (std::find(dense_layers.begin(), dense_layers.end(), layer) != dense_layers.end()) return false;
   return (layer + moe_layer_phase) % moe_layer_freq == 0;
+}
+
+void apply_precision(ModelConfig& cfg, std::optional<DType> weights, std::optional<DType> kv_dtype) {
+  if (weights) cfg.quant = weights_override(*weights);
+  if (kv_dtype) {
+    if (*kv_dtype != DType::BF16 && *kv_dtype != DType::FP8_E4M3)
+      throw InputError("--kv-dtype", "", std::string("bf16 or fp8, got ") + dtype_name(*kv_dtype));
+    cfg.kv_dtype = *kv_dtype == DType::BF16 ? cfg.dense_dtype() : *kv_dtype;
+  }
 }
 
 std::vector<std::string> supported_architectures() {

@@ -1,11 +1,14 @@
 #pragma once
 // A transformer LLM as described by a HuggingFace config.json, normalised across families
-// (Llama, Mistral, Qwen2, Phi-3, Mixtral, Qwen-MoE, DeepSeek V2/V3). Everything the planner needs
+// (Llama, Mistral, Qwen2, Phi-3, Mixtral, Qwen-MoE, DeepSeek V2/V3, gpt-oss). Everything the planner needs
 // about a model is derived from this struct (see model_figures.hpp).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "planner/core/dtype.hpp"
+#include "planner/model/quantization.hpp"
 #include "planner/model/routing_model.hpp"
 
 namespace peerplan {
@@ -30,8 +33,25 @@ struct ModelConfig {
   bool gated_mlp = true;      // SwiGLU (3 matrices); false for a 2-matrix MLP
   bool attention_bias = false;  // qkv bias (Qwen2)
   bool qk_norm = false;       // per-head RMSNorm on q and k (Qwen3): 2 * head_dim params per layer
-  int64_t sliding_window = 0; // Mistral-style attention window (0 = full attention). Reported only:
-                              // figures assume full attention, an upper bound on KV and FLOPs.
+  int64_t sliding_window = 0; // Mistral-style attention window (0 = full attention). Reported only
+                              // unless layer_window says which layers use it (gpt-oss).
+  // Per layer: the attention window of that layer (0 = full attention). Empty: every layer full
+  // (Mistral's sliding_window stays a reported upper bound). gpt-oss: layer_types alternates
+  // sliding_attention (KV and attention bounded by the window) and full_attention.
+  std::vector<int64_t> layer_window;
+  bool attention_sinks = false;  // gpt-oss: one learned sink logit per head and layer
+  bool expert_bias = false;      // gpt-oss: gate_up and down biases on every routed expert
+
+  // Number formats (issue 15). `quant`: the checkpoint's quantization_config, or what --weights
+  // asked for; kv_dtype: the KV cache (bf16/fp16 as the model's dtype, fp8 from --kv-dtype or a
+  // compressed-tensors kv_cache_scheme).
+  Quantization quant;
+  DType kv_dtype = DType::BF16;
+  DType dense_dtype() const { return dtype == "float16" ? DType::FP16 : DType::BF16; }
+  int64_t kv_elem_bytes() const { return kv_dtype == DType::FP8_E4M3 ? 1 : dtype_bytes; }
+  int64_t window_of(int64_t layer) const {
+    return layer >= 0 && size_t(layer) < layer_window.size() ? layer_window[size_t(layer)] : 0;
+  }
 
   // Mixture of experts (all zero for dense models).
   int64_t experts = 0;               // routed experts per MoE layer
@@ -67,6 +87,15 @@ struct ModelConfig {
 ModelConfig load_model_config(const std::string& path);
 // Same from already-parsed JSON (`origin` names the file in errors).
 ModelConfig parse_model_config(const std::string& json_text, const std::string& origin);
+
+// "What if I quantize": --weights replaces the checkpoint's scheme (bf16: dense), --kv-dtype the
+// KV-cache format. nullopt leaves that part as the config says. Throws InputError for a value the
+// options do not offer (mxfp4 / fp16 weights, int KV caches).
+struct Precision {
+  std::optional<DType> weights, kv_dtype;  // --weights, --kv-dtype (nullopt: as the config says)
+};
+void apply_precision(ModelConfig& cfg, std::optional<DType> weights, std::optional<DType> kv_dtype);
+inline void apply_precision(ModelConfig& cfg, const Precision& p) { apply_precision(cfg, p.weights, p.kv_dtype); }
 
 // Architectures load_model_config accepts (architectures[0] values), for help and error texts.
 std::vector<std::string> supported_architectures();

@@ -2,6 +2,12 @@
 // Counting follows the transformers modules of each family (see docs/model.md for the formulas).
 #include "planner/model/model_figures.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
 namespace peerplan {
 
 namespace {
@@ -39,15 +45,16 @@ void attention(const ModelConfig& c, LayerFigures& l) {
     // Scores over q·k (nope + rope dims) and the weighted sum over v, per head, per context token.
     l.attn_flops_per_context_token = 2.0 * double(c.heads) * double(qk) + 2.0 * double(c.heads) * double(c.v_head_dim);
     // The cache holds the compressed latent and the rope key (what vLLM/SGLang store), not K and V.
-    l.kv_bytes_per_token = (c.kv_lora_rank + c.qk_rope_head_dim) * c.dtype_bytes;
+    l.kv_bytes_per_token = (c.kv_lora_rank + c.qk_rope_head_dim) * c.kv_elem_bytes();
   } else {
     const int64_t qkv_out = (c.heads + 2 * c.kv_heads) * c.head_dim;
     add(l, "qkv", h, qkv_out);
     add(l, "o", c.heads * c.head_dim, h);
     if (c.attention_bias) extra += qkv_out;
     if (c.qk_norm) l.norm_params += 2 * c.head_dim;
+    if (c.attention_sinks) extra += c.heads;  // one sink logit per head
     l.attn_flops_per_context_token = 4.0 * double(c.heads) * double(c.head_dim);  // QK^T and PV
-    l.kv_bytes_per_token = 2 * c.kv_heads * c.head_dim * c.dtype_bytes;            // K and V
+    l.kv_bytes_per_token = 2 * c.kv_heads * c.head_dim * c.kv_elem_bytes();        // K and V
   }
   l.attn_params = params_of(l.matrices, first) + extra;
 }
@@ -76,7 +83,10 @@ void moe_mlp(const ModelConfig& c, LayerFigures& l) {
       l.shared_expert_params += h;
     }
   }
-  l.mlp_params = params_of(l.matrices, first) + (c.router_bias ? c.experts : 0);
+  // gpt-oss: each expert's gate_up (2 x intermediate) and down (hidden) biases.
+  const int64_t expert_biases = c.expert_bias ? c.experts * (2 * c.expert_intermediate + h) : 0;
+  if (c.expert_bias) l.expert_params += 2 * c.expert_intermediate + h;
+  l.mlp_params = params_of(l.matrices, first) + (c.router_bias ? c.experts : 0) + expert_biases;
 }
 
 LayerFigures layer(const ModelConfig& c, int64_t index) {
@@ -96,6 +106,19 @@ LayerFigures layer(const ModelConfig& c, int64_t index) {
     inactive += m.k * m.n * (m.count - used);
   }
   l.active_params = l.params - inactive;
+  if (c.expert_bias) l.active_params -= (c.experts - c.experts_per_token) * (2 * c.expert_intermediate + c.hidden);
+  l.window = c.window_of(index);
+  // Stored bytes: each matrix in its format; norms, biases and sinks in the model's dtype.
+  const DType dense = c.dense_dtype();
+  double matrix_bytes = 0;
+  int64_t matrix_params = 0;
+  for (auto& m : l.matrices) {
+    m.format = matrix_format(c.quant, m.name, index, c.model_type, dense);
+    m.bytes = stored_bytes(m.format, m.k, m.n, m.count, c.dtype_bytes);
+    matrix_bytes += m.bytes;
+    matrix_params += m.params();
+  }
+  l.weight_bytes = int64_t(std::llround(matrix_bytes)) + (l.params - matrix_params) * c.dtype_bytes;
   l.flops_per_token = matmul_flops + l.attn_flops_per_context_token;  // attention over a context of 1
   return l;
 }
@@ -120,13 +143,70 @@ ModelFigures derive_figures(const ModelConfig& cfg) {
   f.final_norm_params = cfg.hidden;
   f.model_matrices.push_back(MatrixShape{"embedding", cfg.vocab, cfg.hidden, 1, true});
   f.model_matrices.push_back(MatrixShape{"lm_head", cfg.hidden, cfg.vocab, 1, true});
+  for (auto& m : f.model_matrices) {
+    m.format = matrix_format(cfg.quant, m.name, -1, cfg.model_type, cfg.dense_dtype());
+    m.bytes = stored_bytes(m.format, m.k, m.n, m.count, cfg.dtype_bytes);
+  }
   f.params_total = layer_params + f.embedding_params + f.lm_head_params + f.final_norm_params;
   // The LM head multiplies vocab x hidden weights for every token, tied or not; the embedding is a row lookup.
   f.params_active = layer_active + cfg.vocab * cfg.hidden + f.final_norm_params;
-  f.weight_bytes = f.params_total * cfg.dtype_bytes;
+  f.weight_bytes = f.final_norm_params * cfg.dtype_bytes + int64_t(std::llround(f.model_matrices[0].bytes));
+  if (!cfg.tied_embeddings) f.weight_bytes += int64_t(std::llround(f.model_matrices[1].bytes));
+  for (const auto& l : f.layers) f.weight_bytes += l.weight_bytes;
   f.flops_per_token = layer_flops + 2.0 * double(cfg.hidden) * double(cfg.vocab);
   f.flops_per_context_token = slope;
   return f;
+}
+
+int64_t ModelFigures::kv_bytes_per_seq(int64_t context) const {
+  int64_t b = 0;
+  for (const auto& l : layers) b += l.kv_bytes_per_token * (l.window > 0 ? std::min(context, l.window) : context);
+  return b;
+}
+
+std::vector<std::pair<std::string, int64_t>> ModelFigures::weight_bytes_by_dtype() const {
+  std::map<std::string, double> by;
+  double matrices = 0;
+  auto add_m = [&](const MatrixShape& m) {
+    by[dtype_name(m.format.dtype)] += m.bytes;
+    matrices += m.bytes;
+  };
+  for (const auto& l : layers)
+    for (const auto& m : l.matrices) add_m(m);
+  add_m(model_matrices[0]);
+  if (lm_head_params > 0) add_m(model_matrices[1]);
+  // Norms, biases and sinks: the rest of weight_bytes, in the model's dense dtype.
+  const std::string dense = dtype_name(model_matrices[0].format.dtype);
+  by[dense] += double(weight_bytes) - matrices;
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const char* n : {"bf16", "fp16", "fp8", "int8", "int4", "mxfp4"})
+    if (auto it = by.find(n); it != by.end() && it->second > 0.5) out.push_back({n, int64_t(std::llround(it->second))});
+  return out;
+}
+
+nlohmann::json precision_json(const ModelConfig& cfg, const ModelFigures& f) {
+  nlohmann::json by = nlohmann::json::object();
+  for (const auto& [name, b] : f.weight_bytes_by_dtype()) by[name] = b;
+  const MatrixShape* q = nullptr;  // a quantized matrix, for the format line
+  for (const auto& l : f.layers)
+    for (const auto& m : l.matrices)
+      if (!q && m.format.scales != ScaleLayout::None) q = &m;
+  const std::string dense = dtype_name(cfg.dense_dtype());
+  return {{"method", cfg.quant.method},
+          {"source", cfg.quant.source},
+          {"weights", q ? describe(q->format) : dense},
+          {"activations", cfg.quant.quantized() ? cfg.quant.activations : dense},
+          {"ignore", cfg.quant.ignore},
+          {"weight_bytes", f.weight_bytes},
+          {"weight_bytes_by_dtype", by},
+          {"kv_dtype", dtype_name(cfg.kv_dtype)}};
+}
+
+std::string precision_line(const ModelConfig& cfg, const ModelFigures& f) {
+  std::string w;
+  for (const auto& [name, b] : f.weight_bytes_by_dtype())
+    w += fmt::format("{}{:.1f} GB {}", w.empty() ? "" : " + ", double(b) / 1e9, name);
+  return fmt::format("weights {}, KV cache {}", w, dtype_name(cfg.kv_dtype));
 }
 
 namespace {
@@ -135,7 +215,8 @@ nlohmann::json matrices_json(const std::vector<MatrixShape>& ms) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& m : ms)
     a.push_back({{"name", m.name}, {"k", m.k}, {"n", m.n}, {"count", m.count},
-                 {"params", m.k * m.n * m.count}, {"per_token_active", m.per_token_active}});
+                 {"params", m.k * m.n * m.count}, {"per_token_active", m.per_token_active},
+                 {"dtype", dtype_name(m.format.dtype)}, {"bytes", int64_t(std::llround(m.bytes))}});
   return a;
 }
 
@@ -168,6 +249,7 @@ nlohmann::json figures_to_json(const ModelConfig& cfg, const ModelFigures& f) {
       {"per_context_token", f.flops_per_context_token},
       {"formula", "flops_per_token(ctx) = at_context_1 + per_context_token * (ctx - 1)"}};
   j["params_active"] = f.params_active;
+  j["quantization"] = precision_json(cfg, f);
   j["embedding_params"] = f.embedding_params;
   j["lm_head_params"] = f.lm_head_params;
   j["final_norm_params"] = f.final_norm_params;
@@ -192,7 +274,8 @@ nlohmann::json figures_to_json(const ModelConfig& cfg, const ModelFigures& f) {
                       {"shared_expert_params", l.shared_expert_params}, {"norm_params", l.norm_params},
                       {"flops_per_token", l.flops_per_token},
                       {"attn_flops_per_context_token", l.attn_flops_per_context_token},
-                      {"kv_bytes_per_token", l.kv_bytes_per_token}, {"matrices", matrices_json(l.matrices)}});
+                      {"kv_bytes_per_token", l.kv_bytes_per_token}, {"window", l.window},
+                      {"weight_bytes", l.weight_bytes}, {"matrices", matrices_json(l.matrices)}});
   j["layers"] = layers;
   return j;
 }

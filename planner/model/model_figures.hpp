@@ -4,6 +4,7 @@
 // the forward pass; attention FLOPs grow linearly with the context the token attends to.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,12 @@ struct MatrixShape {
   int64_t n = 0;     // output features
   int64_t count = 1; // how many such matrices per layer (e.g. routed experts)
   bool per_token_active = true;  // false for routed experts: only top-k of `count` run per token
+  // Stored format (quantization.hpp) and bytes of all `count` matrices, scales and zero points
+  // included; set by derive_figures from the config's quantization.
+  WeightFormat format;
+  double bytes = 0;
+  int64_t params() const { return k * n * count; }
+  double bytes_per_param() const { return params() > 0 ? bytes / double(params()) : 0; }
 };
 
 struct LayerFigures {
@@ -34,7 +41,9 @@ struct LayerFigures {
   int64_t active_params = 0;        // touched by one token
   double flops_per_token = 0;       // matmul FLOPs at context 1 (2 * active matmul params + attention at ctx 1)
   double attn_flops_per_context_token = 0;  // extra FLOPs per token for each token of context
-  int64_t kv_bytes_per_token = 0;   // KV cache this layer stores per token
+  int64_t kv_bytes_per_token = 0;   // KV cache this layer stores per token (in the KV dtype)
+  int64_t window = 0;               // attention window (0 = full): KV holds at most this many tokens
+  int64_t weight_bytes = 0;         // stored: matrices in their formats + norms/biases dense
   std::vector<MatrixShape> matrices;
 };
 
@@ -42,7 +51,7 @@ struct ModelFigures {
   int64_t params_total = 0;
   int64_t params_active = 0;        // weights one token multiplies (MoE: top-k experts); excludes the
                                     // embedding table (a token reads one row), includes the LM head
-  int64_t weight_bytes = 0;         // params_total * dtype bytes
+  int64_t weight_bytes = 0;         // stored bytes: each matrix in its format (scales included), the rest dense
   int64_t kv_bytes_per_token = 0;   // summed over layers
   double flops_per_token = 0;       // at context 1
   double flops_per_context_token = 0;  // slope: flops_per_token(ctx) = flops_per_token + slope*(ctx-1)
@@ -54,6 +63,11 @@ struct ModelFigures {
   // "lm_head" (k = hidden, n = vocab; a GEMM even when tied, then it reuses the embedding's storage).
   std::vector<MatrixShape> model_matrices;
 
+  // KV bytes one sequence of `context` tokens holds (windowed layers hold at most their window).
+  int64_t kv_bytes_per_seq(int64_t context) const;
+  // Stored weight bytes by format ("bf16", "fp8", ...), in a fixed order, for summaries.
+  std::vector<std::pair<std::string, int64_t>> weight_bytes_by_dtype() const;
+
   double flops_per_token_at(int64_t context) const {
     return flops_per_token + flops_per_context_token * double(context > 1 ? context - 1 : 0);
   }
@@ -63,5 +77,10 @@ ModelFigures derive_figures(const ModelConfig& cfg);
 // JSON with exactly these top-level keys: params_total, weight_bytes, kv_bytes_per_token,
 // flops_per_token (object: at_context_1, per_context_token, formula), plus model, layers, experts.
 nlohmann::json figures_to_json(const ModelConfig& cfg, const ModelFigures& f);
+// The number formats behind the figures, for every output that sizes or prices the model:
+// {method, source, weights, activations, ignore, weight_bytes, weight_bytes_by_dtype, kv_dtype}.
+nlohmann::json precision_json(const ModelConfig& cfg, const ModelFigures& f);
+// One line for tables: "weights 4.2 GB bf16 + 68.5 GB fp8, KV cache bf16".
+std::string precision_line(const ModelConfig& cfg, const ModelFigures& f);
 
 }  // namespace peerplan

@@ -103,9 +103,16 @@ std::string model_summary_text(const ModelConfig& c, const ModelFigures& f, cons
                      c.kv_heads, c.heads / c.kv_heads, c.head_dim, c.attention_bias ? ", qkv bias" : "",
                      c.qk_norm ? ", q/k norm" : ""));
   }
-  if (c.sliding_window > 0)
+  if (c.sliding_window > 0 && c.layer_window.empty())
     line(fmt::format("                    sliding window {} (figures below assume full attention: an upper bound)",
                      c.sliding_window));
+  if (!c.layer_window.empty()) {
+    std::vector<int64_t> windowed;
+    for (int64_t l = 0; l < c.layers; ++l)
+      if (c.window_of(l) > 0) windowed.push_back(l);
+    line(fmt::format("                    sliding window {} in layers {} (KV and attention bounded by it), full in the rest{}",
+                     c.sliding_window, layer_ranges(windowed), c.attention_sinks ? "; attention sinks" : ""));
+  }
   std::vector<int64_t> moe_layers, dense_layers;
   for (const auto& l : f.layers) (l.moe ? moe_layers : dense_layers).push_back(l.index);
   if (!dense_layers.empty())
@@ -126,18 +133,36 @@ std::string model_summary_text(const ModelConfig& c, const ModelFigures& f, cons
   line(fmt::format("    outside layers  embedding {}, LM head {}, final norm {}", human_count(double(f.embedding_params)),
                    c.tied_embeddings ? std::string("tied to the embedding") : human_count(double(f.lm_head_params)),
                    human_count(double(f.final_norm_params))));
-  line(fmt::format("  weights           {} in {} ({} B per parameter)", human_bytes(double(f.weight_bytes)), c.dtype,
-                   c.dtype_bytes));
+  if (!c.quant.quantized()) {
+    line(fmt::format("  weights           {} in {} ({} B per parameter){}", human_bytes(double(f.weight_bytes)), c.dtype,
+                     c.dtype_bytes, c.quant.source.empty() ? "" : " (" + c.quant.source + ")"));
+  } else {
+    std::string parts;
+    for (const auto& [name, b] : f.weight_bytes_by_dtype())
+      parts += fmt::format("{}{} {}", parts.empty() ? "" : " + ", human_bytes(double(b)), name);
+    line(fmt::format("  weights           {} = {} ({:.3f} B per parameter)", human_bytes(double(f.weight_bytes)), parts,
+                     double(f.weight_bytes) / double(f.params_total)));
+    const WeightFormat* q = nullptr;
+    for (const auto& l : f.layers)
+      for (const auto& m : l.matrices)
+        if (!q && m.format.scales != ScaleLayout::None) q = &m.format;
+    line(fmt::format("    format          {} ({}{}), activations {}{}", c.quant.method, c.quant.source,
+                     c.quant.ignore.empty() ? "" : fmt::format(", {} ignore patterns", c.quant.ignore.size()),
+                     c.quant.activations, c.quant.activation_scheme.empty() ? "" : " " + c.quant.activation_scheme));
+    if (q) line("    quantized       " + describe(*q) + "; dense: embedding, router, norms, biases" +
+                (c.quant.lm_head ? "" : ", LM head"));
+  }
   std::string kv_formula =
       c.mla ? fmt::format("{} layers x (kv_lora_rank {} + qk_rope {}) x {} B, the compressed latent", c.layers,
-                          c.kv_lora_rank, c.qk_rope_head_dim, c.dtype_bytes)
-            : fmt::format("{} layers x 2 (K,V) x {} KV heads x {} x {} B", c.layers, c.kv_heads, c.head_dim, c.dtype_bytes);
+                          c.kv_lora_rank, c.qk_rope_head_dim, c.kv_elem_bytes())
+            : fmt::format("{} layers x 2 (K,V) x {} KV heads x {} x {} B", c.layers, c.kv_heads, c.head_dim, c.kv_elem_bytes());
+  if (c.kv_dtype == DType::FP8_E4M3) kv_formula += " (fp8 KV cache)";
   line(fmt::format("  KV cache          {} per token ({} B) = {}", human_bytes(double(f.kv_bytes_per_token)),
                    with_commas(f.kv_bytes_per_token), kv_formula));
   if (c.max_context > 0)
-    line(fmt::format("                    {} per 8k-token sequence, {} at the full context of {}",
-                     human_bytes(double(f.kv_bytes_per_token) * 8192), human_bytes(double(f.kv_bytes_per_token) * double(c.max_context)),
-                     c.max_context));
+    line(fmt::format("                    {} per 8k-token sequence, {} at the full context of {}{}",
+                     human_bytes(double(f.kv_bytes_per_seq(8192))), human_bytes(double(f.kv_bytes_per_seq(c.max_context))),
+                     c.max_context, c.layer_window.empty() ? "" : " (windowed layers hold their window)"));
   line(fmt::format("  FLOPs per token   {} at context 1, + {} per token of context (forward; multiply-add = 2)",
                    human_flops(f.flops_per_token), human_flops(f.flops_per_context_token)));
   std::string at;

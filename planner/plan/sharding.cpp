@@ -1,5 +1,7 @@
 #include "planner/plan/sharding.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "planner/core/error.hpp"
@@ -68,7 +70,7 @@ std::vector<MatrixShard> layer_shards(const Plan& p, size_t stage, int rank, con
   const int64_t tp = lay.tp;
   std::vector<MatrixShard> out;
   for (const auto& m : layer.matrices) {
-    MatrixShard s{m.name, m.k, m.n, m.count, !m.per_token_active};
+    MatrixShard s{m.name, m.k, m.n, m.count, !m.per_token_active, m.format, m.bytes_per_param()};
     const std::string& n = m.name;
     if (n == "qkv") {
       AttnShard a = attn_shard(cfg, layer, int(tp));
@@ -92,10 +94,11 @@ std::vector<MatrixShard> layer_shards(const Plan& p, size_t stage, int rank, con
 }
 
 int64_t layer_weight_bytes(const Plan& p, size_t stage, int rank, const ModelConfig& cfg, const LayerFigures& layer) {
-  int64_t matrix_params = 0, shard_params = 0;
-  for (const auto& m : layer.matrices) matrix_params += m.k * m.n * m.count;
-  for (const auto& s : layer_shards(p, stage, rank, cfg, layer)) shard_params += s.k * s.n * s.count;
-  return (shard_params + (layer.params - matrix_params)) * cfg.dtype_bytes;
+  int64_t matrix_params = 0;
+  double shard_bytes = 0;
+  for (const auto& m : layer.matrices) matrix_params += m.params();
+  for (const auto& s : layer_shards(p, stage, rank, cfg, layer)) shard_bytes += s.bytes();
+  return int64_t(std::llround(shard_bytes)) + (layer.params - matrix_params) * cfg.dtype_bytes;
 }
 
 void check_shardable(const Plan& p, const ModelConfig& cfg) {

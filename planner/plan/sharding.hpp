@@ -32,6 +32,10 @@ struct MatrixShard {
   std::string name;   // the model's matrix name ("qkv", "expert.down", ...)
   int64_t k = 0, n = 0, count = 1;
   bool routed = false;  // routed experts: run on tokens routed to them, not every token
+  WeightFormat format;          // the model matrix's stored format (dense, fp8, int4, ...)
+  double bytes_per_param = 2;   // its stored bytes per weight, scales included
+  int64_t params() const { return k * n * count; }
+  double bytes() const { return double(params()) * bytes_per_param; }
 };
 // The shards rank `rank` of stage `stage` holds for `layer`, in the model's matrix order.
 std::vector<MatrixShard> layer_shards(const Plan& p, size_t stage, int rank, const ModelConfig& cfg,
@@ -46,8 +50,9 @@ struct ExpertBlock {
 };
 ExpertBlock expert_block(const Plan& p, size_t stage, int rank, const ModelConfig& cfg);
 
-// Weight bytes one rank holds for one layer: its matrix shards plus every non-matrix parameter
-// (norms, biases), which each rank keeps whole.
+// Weight bytes one rank holds for one layer: its matrix shards in their stored formats (a shard
+// keeps its matrix's bytes per weight: scales split with the weights) plus every non-matrix
+// parameter (norms, biases), which each rank keeps whole in the model's dtype.
 int64_t layer_weight_bytes(const Plan& p, size_t stage, int rank, const ModelConfig& cfg, const LayerFigures& layer);
 
 // Throws InputError naming the plan when the model cannot be split this way (heads not divisible

@@ -121,7 +121,7 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
   // Prediction.
   Topology topo(in.machine);
   SimulateOptions so;
-  Simulation sim = simulate_plan(plan, in.cfg, in.fig, topo, w, w.generate(), so);
+  Simulation sim = simulate_plan(plan, in.cfg, in.fig, topo, w, RequestSource(w), so);
   std::cerr << fmt::format("peerplan: predicted {} requests; executing on {} GPU(s){} (max {} sequences at once)...\n",
                            w.num_requests, plan.num_gpus(),
                            o.ranks ? fmt::format(", {} MPI ranks", o.ranks->size()) : std::string(), w.max_num_seqs);
@@ -155,7 +155,7 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
 
 void bench_steps_on_host(GpuBackend& gpu, const Plan& plan, const std::string& plan_origin, const std::string& model,
                          const std::string& machine_name, const StepBenchOptions& o) {
-  Loaded in = load_inputs(plan, plan_origin, model, machine_name, o.precision);
+  Loaded in = load_inputs(plan, plan_origin, model, machine_name);
   gpu.check_executable(in.cfg);
   routing::check_routing_for_model(o.moe_routing, in.cfg.experts, in.cfg.name);
   in.cfg.moe_routing = o.moe_routing;

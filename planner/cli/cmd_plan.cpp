@@ -9,6 +9,7 @@
 #include "planner/cli/commands.hpp"
 #include "planner/cli/moe_routing_option.hpp"
 #include "planner/cli/option_checks.hpp"
+#include "planner/cli/trace_options.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
 #include "planner/model/model_config.hpp"
@@ -31,6 +32,7 @@ struct PlanCmd {
   std::string moe_routing;  // --moe-routing ("": the workload's)
   double rate = 0;
   int64_t requests = 0;
+  TraceSliceOptions trace_slice;  // --trace-window, --trace-speedup
   std::vector<std::string> strategies, sets;
   std::string json_out, csv_out, report_dir, trace_out, best_out;
   bool json_stdout = false, no_p2p_compare = false, drop_over_context = false;
@@ -112,7 +114,8 @@ SearchResult search_and_report(const PlanCmd& o) {
 
   SearchOptions so;
   so.objective = *obj;
-  apply_overrides(w, WorkloadOverrides{o.rate, o.requests});  // before minutes of search; the search's are then none
+  apply_overrides(w, workload_overrides(o.rate, o.requests, o.trace_slice));  // before minutes of search; the search's are then none
+  print_workload_notes(w);
   for (const auto& s : o.strategies) so.strategy_files.push_back(resolve_strategy(s));
   so.sets = parse_set_options(o.sets);
   so.compare_p2p = !o.no_p2p_compare;
@@ -135,8 +138,7 @@ SearchResult search_and_report(const PlanCmd& o) {
     sim.memory = best.memory;
     sim.memory_context = r.workload.max_context();
     sim.record_limit = 400;
-    auto reqs = r.workload.generate();
-    Simulation s = simulate_plan(best.plan, cfg, fig, topo, r.workload, reqs, sim);
+    Simulation s = simulate_plan(best.plan, cfg, fig, topo, r.workload, RequestSource(r.workload), sim);
     CostModel cost(topo, sim.cost);
     outputs.add("--trace", o.trace_out, chrome_trace(best.plan, cfg, fig, cost, s.run, sim.pricer, s.metrics.provenance).dump() + "\n");
   }
@@ -153,7 +155,7 @@ SearchResult search_and_report(const PlanCmd& o) {
 // rank, so a rank on another host reads its own copy).
 Workload search_workload(const PlanCmd& o) {
   Workload w = load_workload(resolve_workload_path(o.workload));
-  apply_overrides(w, WorkloadOverrides{o.rate, o.requests});
+  apply_overrides(w, workload_overrides(o.rate, o.requests, o.trace_slice));
   if (!o.moe_routing.empty()) w.moe_routing = routing::parse_routing_arg(o.moe_routing);
   return w;
 }
@@ -243,6 +245,7 @@ void add_plan_command(CLI::App& app, const Executable& exe) {
       ->capture_default_str();
   sub->add_option("--rate", o->rate, kRateHelp);
   sub->add_option("--requests", o->requests, kRequestsHelp);
+  add_trace_slice_options(sub, o->trace_slice);
   add_moe_routing_option(sub, o->moe_routing);
   sub->add_option("--strategy,-s", o->strategies, "Only these strategies (name or .lua path; repeatable)");
   sub->add_option("--set", o->sets, "Strategy parameter key=value (repeatable)");

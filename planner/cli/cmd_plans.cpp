@@ -9,6 +9,7 @@
 #include "planner/cli/commands.hpp"
 #include "planner/cli/moe_routing_option.hpp"
 #include "planner/cli/option_checks.hpp"
+#include "planner/cli/trace_options.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
 #include "planner/model/model_config.hpp"
@@ -25,6 +26,8 @@ struct PlansOptions {
   std::string moe_routing;  // --moe-routing ("": the workload's)
   std::vector<std::string> strategies, sets;
   bool json = false;
+  bool drop_over_context = false;
+  TraceSliceOptions trace_slice;  // --trace-window, --trace-speedup
   MemoryOptions mem;
   LuaLimits lua;
   double lua_memory_mib = double(LuaLimits{}.memory_bytes >> 20);
@@ -60,6 +63,12 @@ void run_plans(PlansOptions o) {
   Topology topo(machine);
   if (!o.workload.empty()) {
     Workload w = load_workload(resolve_workload_path(o.workload));
+    apply_overrides(w, workload_overrides(0, 0, o.trace_slice));
+    print_workload_notes(w);
+    // Prompts beyond the model's context are refused (or dropped) here as plan and simulate do:
+    // the memory figures below would otherwise be for requests no engine serves.
+    bind_model_context(w, cfg.max_context, cfg.name, o.drop_over_context);
+    if (std::string note = over_context_note(w); !note.empty()) std::cerr << "peerplan: note: " << note << "\n";
     o.mem.max_seqs = w.max_num_seqs;
     o.mem.context = w.max_context();
     o.mem.max_batched_tokens = w.max_batched_tokens;
@@ -144,6 +153,10 @@ void add_plans_command(CLI::App& app) {
   sub->add_option("--set", o->sets, "key=value for a strategy parameter (repeatable), typed against its declaration");
   sub->add_option("--workload,-w", o->workload, "Take max-seqs, context and max-batched-tokens from this workload");
   add_moe_routing_option(sub, o->moe_routing);
+  add_trace_slice_options(sub, o->trace_slice);
+  sub->add_flag("--drop-over-context", o->drop_over_context,
+                "With --workload: drop requests whose prompt is longer than the model's context (as serving engines "
+                "refuse them) instead of refusing the workload; the count is reported");
   sub->add_option("--max-seqs", o->mem.max_seqs, "Sequences the KV cache must hold")
       ->capture_default_str()->check(integer_in(1, 1'000'000, "sequences"));
   sub->add_option("--context", o->mem.context, "Tokens per sequence (prompt + output)")

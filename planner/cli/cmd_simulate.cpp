@@ -8,6 +8,7 @@
 #include "planner/cli/commands.hpp"
 #include "planner/cli/moe_routing_option.hpp"
 #include "planner/cli/option_checks.hpp"
+#include "planner/cli/trace_options.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
 #include "planner/model/model_config.hpp"
@@ -26,6 +27,7 @@ struct SimCmd {
   std::string moe_routing;  // --moe-routing ("": the workload's)
   double rate = 0;
   int64_t requests = 0;
+  TraceSliceOptions trace_slice;  // --trace-window, --trace-speedup
   int per_octave = 16;
   int trace_records = 400;
   bool json = false;
@@ -45,7 +47,8 @@ void run_simulate(const SimCmd& o) {
   Machine machine = load_machine(resolve_machine_path(o.machine));
   Topology topo(machine);
   Workload w = load_workload(resolve_workload_path(o.workload));
-  apply_overrides(w, WorkloadOverrides{o.rate, o.requests});
+  apply_overrides(w, workload_overrides(o.rate, o.requests, o.trace_slice));
+  print_workload_notes(w);
   bind_model_context(w, cfg.max_context, cfg.name, o.drop_over_context);
   bind_moe_routing(o.moe_routing, w, cfg);
   if (std::string note = over_context_note(w); !note.empty()) std::cerr << "peerplan: note: " << note << "\n";
@@ -67,7 +70,7 @@ void run_simulate(const SimCmd& o) {
   so.record_limit = o.trace.empty() ? 0 : size_t(std::max(0, o.trace_records));
   so.progress = true;  // one simulation: a long one reports on stderr (planner/sim/serving.cpp)
   so.per_request = o.per_request;
-  auto reqs = w.generate();
+  const RequestSource reqs(w);  // streamed: a run holds the requests in flight, not all of them
   Simulation s = simulate_plan(plan, cfg, fig, topo, w, reqs, so);
   const Metrics& m = s.metrics;
   if (!o.out.empty() || o.json) {  // built only when written: it holds every request's timing
@@ -132,6 +135,7 @@ void add_simulate_command(CLI::App& app) {
   sub->add_option("--workload,-w", o->workload, "Workload: shipped name or JSON file")->capture_default_str();
   sub->add_option("--rate", o->rate, kRateHelp);
   sub->add_option("--requests", o->requests, kRequestsHelp);
+  add_trace_slice_options(sub, o->trace_slice);
   add_moe_routing_option(sub, o->moe_routing);
   sub->add_option("--out,-o", o->out, "Write the metrics JSON here");
   sub->add_flag("--json", o->json, "Print the metrics JSON instead of the summary");

@@ -9,6 +9,7 @@
 
 #include "planner/cli/commands.hpp"
 #include "planner/cli/moe_routing_option.hpp"
+#include "planner/cli/trace_options.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/json_in.hpp"
 #include "planner/model/workload.hpp"
@@ -32,6 +33,7 @@ struct ValidateOptions {
   bool mpi = false;
   int64_t requests = 0;
   double rate = 0;
+  TraceSliceOptions trace_slice;  // --trace-window, --trace-speedup
   std::vector<int64_t> batches{1, 8, 64};
   int64_t context = 1024, prefill = 2048;
   int device = 0;
@@ -91,7 +93,8 @@ void run_validate(const Executable& exe, const ValidateOptions& o) {
   }
   if (o.workload.empty()) throw InputError("", "--workload", "a workload name or file (e.g. chat)");
   Workload w = load_workload(resolve_workload_path(o.workload));
-  apply_overrides(w, WorkloadOverrides{o.rate, o.requests});
+  apply_overrides(w, workload_overrides(o.rate, o.requests, o.trace_slice));
+  print_workload_notes(w);
   if (!o.moe_routing.empty()) w.moe_routing = routing::parse_routing_arg(o.moe_routing);
   HostValidationOptions ho;
   ho.cuda_graphs = !o.no_graphs;
@@ -135,6 +138,7 @@ void add_validate_command(CLI::App& app, const Executable& exe) {
   sub->add_option("--requests", o->requests, kRequestsHelp)->check(CLI::PositiveNumber);
   add_moe_routing_option(sub, o->moe_routing);
   sub->add_option("--rate", o->rate, kRateHelp)->check(CLI::PositiveNumber);
+  add_trace_slice_options(sub, o->trace_slice);
   sub->add_flag("--allow-other-host", o->allow_other_host, "Run even if the profile was measured on another host");
   sub->add_flag("--no-graphs", o->no_graphs, "Launch decode iterations eagerly instead of as CUDA graphs");
   sub->add_flag("--cold-start", o->cold_start,

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "planner/cli/commands.hpp"
+#include "planner/cli/option_checks.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
 #include "planner/model/model_config.hpp"
@@ -20,6 +21,7 @@ struct ModelOptions {
   bool list = false;
   std::string out;
   std::vector<int64_t> contexts;  // empty: 1k, 8k, 32k and the model's own limit, up to that limit
+  Precision precision;
 };
 
 std::vector<int64_t> default_contexts(const ModelConfig& c) {
@@ -53,6 +55,7 @@ void run(const ModelOptions& o) {
   for (int64_t c : o.contexts)
     if (c < 1) throw InputError("", "--context", "context lengths must be >= 1; found " + std::to_string(c));
   ModelConfig cfg = load_model_config(resolve_model_path(o.model));
+  apply_precision(cfg, o.precision);
   ModelFigures fig = derive_figures(cfg);
   nlohmann::json j = figures_to_json(cfg, fig);
   if (!o.out.empty()) write_file_atomic(o.out, j.dump(2) + "\n");
@@ -80,15 +83,19 @@ void add_model_command(CLI::App& app) {
       "  peerplan model mixtral-8x7b --json           # machine-readable; keys documented in docs/model.md\n"
       "  peerplan model deepseek-v2-lite --context 4096,65536\n"
       "  peerplan model --list                        # the shipped models\n"
+      "  peerplan model llama-3.1-70b --weights fp8 --kv-dtype fp8   # what if it were quantized\n"
       "\n"
       "Supported architectures: Llama, Mistral, Qwen2, Qwen3, Phi-3, Mixtral, Qwen2-MoE, Qwen3-MoE,\n"
-      "DeepSeek V2/V3 (multi-head latent attention). Counting conventions: docs/model.md.");
   sub->add_option("MODEL", opt->model, "config.json path, a directory holding one, or a shipped model name");
+      "DeepSeek V2/V3 (multi-head latent attention), gpt-oss (MXFP4 experts, sliding-window layers).\n"
+      "A config's quantization_config (fp8, compressed-tensors, awq, gptq, mxfp4, bitsandbytes) is read:\n"
+      "weights are counted as stored, scales included. Counting conventions: docs/model.md.");
   sub->add_flag("--json", opt->json, "print JSON (params_total, weight_bytes, kv_bytes_per_token, flops_per_token, ...)");
   sub->add_option("--out", opt->out, "also write the JSON to this file (written atomically)");
   sub->add_option("--context", opt->contexts, "context lengths at which to show FLOPs per token, comma-separated\n(default: 1k, 8k, 32k and the model's max_position_embeddings, up to that)")
       ->delimiter(',');
   sub->add_flag("--list", opt->list, "list the shipped models with their sizes");
+  add_precision_options(sub, opt->precision);
   sub->callback([opt] { run(*opt); });
 }
 

@@ -42,6 +42,7 @@ struct PlanCmd {
   bool mpi = false;               // --validate under mpirun: one process per GPU, rank 0 chooses
   int threads = 2;
   int per_octave = 16;
+  Precision precision;
 };
 
 using Validated = std::vector<std::pair<std::string, Comparison>>;
@@ -80,6 +81,7 @@ void validate_plans(GpuBackend& gpu, const std::vector<Plan>& plans, const PlanC
   Validated done;
   for (size_t i = 0; i < plans.size(); ++i) {
     HostValidationOptions ho;
+    ho.precision = o.precision;
     ho.allow_other_host = o.allow_other_host;
     ho.ranks = ranks;
     if (!o.validate_out.empty()) ho.out = fmt::format("{}/{}", o.validate_out, i + 1);
@@ -105,6 +107,7 @@ SearchResult search_and_report(const PlanCmd& o) {
   if (!o.trace_out.empty()) outputs.claim("--trace", o.trace_out);
   auto obj = objective_from_string(o.objective);
   ModelConfig cfg = load_model_config(resolve_model_path(o.model));
+  apply_precision(cfg, o.precision);
   ModelFigures fig = derive_figures(cfg);
   Machine machine = load_machine(resolve_machine_path(o.machine));
   Topology topo(machine);
@@ -125,7 +128,7 @@ SearchResult search_and_report(const PlanCmd& o) {
   if (std::string note = over_context_note(r.workload); !note.empty()) std::cerr << "peerplan: note: " << note << "\n";
 
   if (o.json_stdout) std::cout << search_to_json(r).dump(2) << "\n";
-  else std::cout << fmt::format("{} on {}\n", cfg.name, machine.name) << ranked_table(r);
+  else std::cout << fmt::format("{} on {} ({})\n", cfg.name, machine.name, r.precision_line) << ranked_table(r);
   if (!o.json_out.empty()) outputs.add("--json-out", o.json_out, search_to_json(r).dump(2) + "\n");
   if (!o.csv_out.empty()) outputs.add("--csv", o.csv_out, search_to_csv(r));
   if (!o.report_dir.empty()) stage_report_dir(r, o.report_dir, outputs);
@@ -211,7 +214,11 @@ void run_plan(const Executable& exe, const PlanCmd& o) {
   if (o.validate < 0) throw InputError("", "--validate", "a number of top-ranked plans to execute (0: none)");
   check_plan_validate_mpi(o.mpi, o.validate, exe.built_with_mpi, launcher_size_from_env());
   if (o.validate > 0)  // before minutes of search: an executor, and kernels for the model's shapes
-    require_executor(exe, "--validate").check_executable(load_model_config(resolve_model_path(o.model)));
+    require_executor(exe, "--validate").check_executable([&] {
+      ModelConfig c = load_model_config(resolve_model_path(o.model));
+      apply_precision(c, o.precision);
+      return c;
+    }());
   if (o.mpi) return run_plan_mpi(*exe.gpu, o);
   SearchResult r = search_and_report(o);
   if (o.validate > 0) validate_plans(*exe.gpu, top_plans(r, o.validate), o, r.workload);
@@ -236,6 +243,7 @@ void add_plan_command(CLI::App& app, const Executable& exe) {
       "  peerplan plan --model mixtral-8x7b --machine pcie-gen5x8-2socket --json > plans.json\n"
       "  mpirun -np 4 peerplan plan --model llama-3.1-70b --machine two-hosts.json --validate 2 --mpi\n");
   sub->add_option("--model,-m", o->model, "Model: a shipped name (models/llm/<name>) or a config.json path")->required();
+  add_precision_options(sub, o->precision);
   sub->add_option("--machine", o->machine, "Machine: a shipped name (models/hardware/<name>) or a profile/machine JSON")
       ->required();
   sub->add_option("--workload,-w", o->workload, "Workload: shipped name (models/workloads) or a JSON file")

@@ -31,6 +31,7 @@ struct PlansOptions {
   MemoryOptions mem;
   LuaLimits lua;
   double lua_memory_mib = double(LuaLimits{}.memory_bytes >> 20);
+  Precision precision;
 };
 
 std::string gib(int64_t b) { return fmt::format("{:.1f}", double(b) / double(1LL << 30)); }
@@ -50,7 +51,11 @@ nlohmann::json memory_json(const MemoryReport& m) {
     gpus.push_back({{"gpu", g.gpu}, {"capacity_bytes", g.capacity}, {"weights_bytes", g.weights},
                     {"kv_cache_bytes", g.kv_cache}, {"activations_bytes", g.activations},
                     {"reserve_bytes", g.reserve}, {"used_bytes", g.used()}, {"fits", g.fits()}});
-  return {{"fits", m.fits}, {"why", m.why}, {"max_seqs_that_fit", m.max_seqs_that_fit}, {"gpus", gpus}};
+  nlohmann::json by = nlohmann::json::object();
+  for (const auto& [name, b] : m.weight_bytes_by_dtype) by[name] = b;
+  return {{"fits", m.fits}, {"why", m.why}, {"max_seqs_that_fit", m.max_seqs_that_fit},
+          {"kv_dtype", dtype_name(m.kv_dtype)}, {"kv_bytes_per_seq", m.kv_bytes_per_seq},
+          {"weight_bytes_by_dtype", by}, {"gpus", gpus}};
 }
 
 void run_plans(PlansOptions o) {
@@ -58,6 +63,7 @@ void run_plans(PlansOptions o) {
     throw InputError("", "--lua-*", "positive limits");
   o.lua.memory_bytes = int64_t(o.lua_memory_mib * (1 << 20));
   ModelConfig cfg = load_model_config(resolve_model_path(o.model));
+  apply_precision(cfg, o.precision);
   ModelFigures fig = derive_figures(cfg);
   Machine machine = load_machine(resolve_machine_path(o.machine));
   Topology topo(machine);
@@ -148,6 +154,7 @@ void add_plans_command(CLI::App& app) {
       "  peerplan plans --model mixtral-8x7b --machine pcie-gen5x8-2socket --strategy expert_parallel --set ep=4\n"
       "  peerplan plans --model llama-3.1-8b --machine my-host.json --strategy my_strategy.lua --json > plans.json");
   sub->add_option("--model", o->model, "HF config.json, its directory, or a shipped model name")->required();
+  add_precision_options(sub, o->precision);
   sub->add_option("--machine,-m", o->machine, "Machine JSON / profile / NCCL XML, or a shipped machine name")->required();
   sub->add_option("--strategy,-s", o->strategies, "Strategy name (plugins/) or Lua file; repeatable; default: all built-ins");
   sub->add_option("--set", o->sets, "key=value for a strategy parameter (repeatable), typed against its declaration");

@@ -33,6 +33,7 @@ struct SimCmd {
   bool json = false;
   bool drop_over_context = false;
   bool per_request = false;
+  Precision precision;
 };
 
 void write_trace(const SimCmd& o, const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo,
@@ -43,6 +44,7 @@ void write_trace(const SimCmd& o, const Plan& plan, const ModelConfig& cfg, cons
 
 void run_simulate(const SimCmd& o) {
   ModelConfig cfg = load_model_config(resolve_model_path(o.model));
+  apply_precision(cfg, o.precision);
   ModelFigures fig = derive_figures(cfg);
   Machine machine = load_machine(resolve_machine_path(o.machine));
   Topology topo(machine);
@@ -131,6 +133,7 @@ void add_simulate_command(CLI::App& app) {
       "      --out predicted.json --trace trace.json\n");
   sub->add_option("--plan,-p", o->plan, "Plan JSON file")->required();
   sub->add_option("--model,-m", o->model, "Model: a shipped name or a config.json path")->required();
+  add_precision_options(sub, o->precision);
   sub->add_option("--machine", o->machine, "Machine: a shipped name or a profile/machine JSON")->required();
   sub->add_option("--workload,-w", o->workload, "Workload: shipped name or JSON file")->capture_default_str();
   sub->add_option("--rate", o->rate, kRateHelp);

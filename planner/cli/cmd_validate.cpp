@@ -19,6 +19,7 @@
 #include "planner/validate/gpu_backend.hpp"
 #include "planner/validate/gpu_reports.hpp"
 #include "planner/validate/host_validation.hpp"
+#include "planner/cli/option_checks.hpp"
 #include "planner/validate/launch.hpp"
 
 namespace peerplan::cli {
@@ -37,6 +38,7 @@ struct ValidateOptions {
   std::vector<int64_t> batches{1, 8, 64};
   int64_t context = 1024, prefill = 2048;
   int device = 0;
+  Precision precision;
 };
 
 void run_compare_files(const ValidateOptions& o) {
@@ -89,6 +91,7 @@ void run_validate(const Executable& exe, const ValidateOptions& o) {
     so.allow_other_host = o.allow_other_host;
     so.out = o.out;
     if (!o.moe_routing.empty()) so.moe_routing = routing::parse_routing_arg(o.moe_routing);
+    so.precision = o.precision;
     return bench_steps_on_host(*exe.gpu, plan, o.plan, o.model, o.machine, so);
   }
   if (o.workload.empty()) throw InputError("", "--workload", "a workload name or file (e.g. chat)");
@@ -101,6 +104,7 @@ void run_validate(const Executable& exe, const ValidateOptions& o) {
   ho.warm_gemm_plans = !o.cold_start;
   ho.allow_other_host = o.allow_other_host;
   ho.out = o.out;
+  ho.precision = o.precision;
   GpuBackend& gpu = require_executor(exe, o.mpi ? "--mpi" : "validate");
   if (o.mpi) return run_validate_mpi(gpu, plan, o, w, ho);
   validate_on_host(gpu, plan, o.plan, o.model, o.machine, w, ho);
@@ -130,6 +134,7 @@ void add_validate_command(CLI::App& app, const Executable& exe) {
       "                    --machine h200x2-nvlink --out report/   # one process per GPU");
   sub->add_option("--plan", o->plan, "Plan JSON (from `peerplan plans --json` or hand-written)");
   sub->add_option("--model", o->model, "Model name (models/llm/<name>) or config.json path");
+  add_precision_options(sub, o->precision);
   sub->add_option("--workload", o->workload, "Workload name (models/workloads/<name>) or file");
   sub->add_option("--machine", o->machine, "Profile of THIS host (from `peerplan profile`)");
   sub->add_option("--p2p", o->p2p, "on, or off: no peer access, NCCL_P2P_DISABLE=1, host-staged stage boundaries")

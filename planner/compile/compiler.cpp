@@ -3,6 +3,7 @@
 #include "planner/compile/compiler.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -36,7 +37,7 @@ RankBatch rank_batch(const BatchShape& b, int dp) {
 
 class Builder {
  public:
-  Builder(const Plan& p, int dtype_bytes) : plan_(p), d_(dtype_bytes) {}
+  Builder(const Plan& p, const ModelFigures& fig, int dtype_bytes) : plan_(p), fig_(fig), d_(dtype_bytes) {}
   OpGraph graph;
 
   int add(Op op) {
@@ -66,8 +67,26 @@ class Builder {
     Op op = base(OpKind::Gemm, name, stage, layer, {gpu});
     op.m = m, op.n = n, op.k = k, op.batch_count = batch;
     op.flops = 2.0 * double(m) * double(n) * double(k) * double(batch);
-    op.mem_bytes = double(m * k + k * n + m * n) * double(d_) * double(batch);
+    // Activations in and out in the model's dtype; the weights as stored (fp8, packed int4 with
+    // their scales, ...): what a weight-bound GEMM streams from HBM.
+    const MatrixShape* w = weight_of(layer, name);
+    op.wdtype = w ? w->format.dtype : DType::BF16;
+    const double wbytes = w ? w->bytes_per_param() : double(d_);
+    op.mem_bytes = (double(m * k + m * n) * double(d_) + double(k * n) * wbytes) * double(batch);
     add(std::move(op));
+  }
+  // The model matrix a GEMM named "L<layer>.<matrix>" (or "lm_head") multiplies by; null for
+  // names that are not a model matrix.
+  const MatrixShape* weight_of(int layer, const std::string& op_name) const {
+    const std::vector<MatrixShape>* ms = &fig_.model_matrices;
+    std::string name = op_name;
+    if (layer >= 0 && size_t(layer) < fig_.layers.size()) {
+      ms = &fig_.layers[size_t(layer)].matrices;
+      if (auto dot = name.find('.'); dot != std::string::npos) name = name.substr(dot + 1);
+    }
+    for (const auto& m : *ms)
+      if (m.name == name) return &m;
+    return nullptr;
   }
   // What an elementwise op computes and its [rows][cols] shape, for the executor's kernel.
   struct Ew {
@@ -93,7 +112,11 @@ class Builder {
     op.m = load.rows, op.n = n, op.k = k, op.batch_count = load.touched, op.group_max_rows = load.max_rows;
     op.expert_first = experts.first, op.expert_count = experts.count;
     op.flops = 2.0 * double(load.rows) * double(n) * double(k);
-    op.mem_bytes = double(load.rows * k + load.touched * k * n + load.rows * n) * double(d_);
+    // Weights as stored (issue 15: fp8, MXFP4, int4 experts stream fewer bytes than bf16).
+    const MatrixShape* w = weight_of(layer, name);
+    op.wdtype = w ? w->format.dtype : DType::BF16;
+    op.mem_bytes = double(load.rows * k + load.rows * n) * double(d_) +
+                   double(load.touched * k * n) * (w ? w->bytes_per_param() : double(d_));
     add(std::move(op));
   }
   // The routing and combine steps of a MoE layer on one GPU (memory-bound, with its expert range).
@@ -116,6 +139,7 @@ class Builder {
 
  private:
   const Plan& plan_;
+  const ModelFigures& fig_;
   int d_;
   std::map<int, int> last_;
 };
@@ -135,14 +159,22 @@ void attention_ops(Builder& B, const ModelConfig& cfg, const AttnShard& a, const
   const std::string L = fmt::format("L{}.", layer);
   const double per_attended = 2.0 * double(a.heads) * double(a.qk_dim + a.v_dim);  // QK^T and PV
   const int64_t qo_per_token = a.heads * (a.qk_dim + a.v_dim) * d;
-  (void)cfg;
+  // A sliding-window layer (gpt-oss) attends to at most `window` tokens and caches no more.
+  const int64_t window = cfg.window_of(layer);
+  auto bounded = [&](int64_t c) { return window > 0 ? std::min(c, window) : c; };
   if (rb.pf_seqs > 0) {
     Op op = B.base(OpKind::Attention, L + "attn_prefill", s, layer, {gpu});
+    op.kv_dtype = cfg.kv_dtype;
     int64_t q = ceil_div(rb.pf_tokens, rb.pf_seqs);
     int64_t ctx = std::max(rb.pf_context, q);
     // Causal: token i of a chunk of q attends to ctx - q + i + 1 tokens; the mean is ctx - (q-1)/2.
-    op.flops = per_attended * double(rb.pf_tokens) * (double(ctx) - double(q - 1) / 2.0);
-    op.mem_bytes = double(rb.pf_seqs * ctx * a.kv_bytes_per_token + rb.pf_tokens * a.kv_bytes_per_token +
+    // Windowed: at most the window each (an upper bound near the chunk start), and the cache read
+    // is the chunk's span: its q tokens plus the window before it.
+    double attended = double(ctx) - double(q - 1) / 2.0;
+    if (window > 0) attended = std::min(attended, double(window));
+    op.flops = per_attended * double(rb.pf_tokens) * attended;
+    const int64_t read = window > 0 ? std::min(ctx, window + q) : ctx;
+    op.mem_bytes = double(rb.pf_seqs * read * a.kv_bytes_per_token + rb.pf_tokens * a.kv_bytes_per_token +
                           rb.pf_tokens * qo_per_token);
     op.attn_batch = rb.pf_seqs, op.attn_q_len = q, op.attn_context = ctx;
     op.attn_heads = a.heads, op.attn_kv_heads = a.kv_heads, op.attn_head_dim = a.qk_dim, op.attn_prefill = true;
@@ -150,10 +182,12 @@ void attention_ops(Builder& B, const ModelConfig& cfg, const AttnShard& a, const
   }
   if (rb.dc_seqs > 0) {
     Op op = B.base(OpKind::Attention, L + "attn_decode", s, layer, {gpu});
-    op.flops = per_attended * double(rb.dc_seqs) * double(rb.dc_context);
-    op.mem_bytes = double(rb.dc_seqs * rb.dc_context * a.kv_bytes_per_token + rb.dc_seqs * a.kv_bytes_per_token +
+    op.kv_dtype = cfg.kv_dtype;
+    const int64_t dctx = bounded(rb.dc_context);
+    op.flops = per_attended * double(rb.dc_seqs) * double(dctx);
+    op.mem_bytes = double(rb.dc_seqs * dctx * a.kv_bytes_per_token + rb.dc_seqs * a.kv_bytes_per_token +
                           rb.dc_seqs * qo_per_token);
-    op.attn_batch = rb.dc_seqs, op.attn_q_len = 1, op.attn_context = rb.dc_context;
+    op.attn_batch = rb.dc_seqs, op.attn_q_len = 1, op.attn_context = dctx;
     op.attn_heads = a.heads, op.attn_kv_heads = a.kv_heads, op.attn_head_dim = a.qk_dim, op.attn_prefill = false;
     B.add(std::move(op));
   }
@@ -210,7 +244,7 @@ OpGraph compile_iteration(const Plan& plan, const ModelConfig& cfg, const ModelF
   const int d = cfg.dtype_bytes;
   const int64_t H = cfg.hidden;
   const int64_t Tg = shape.tokens();
-  Builder B(plan, d);
+  Builder B(plan, fig, d);
   B.graph.shape = shape;
   B.graph.num_stages = int(plan.stages.size());
 
@@ -375,11 +409,12 @@ MemoryReport check_memory(const Plan& plan, const ModelConfig& cfg, const ModelF
       GpuMemory g;
       g.gpu = st.gpus[size_t(r)];
       g.capacity = machine.gpus.at(size_t(g.gpu)).memory_bytes;
-      int64_t kv_per_token = 0, widest_attn = 0, widest_mlp = 0, moe_rows_width = 0, moe_rows = 0;
+      int64_t widest_attn = 0, widest_mlp = 0, moe_rows_width = 0, moe_rows = 0;
+      int64_t per_seq = 0;  // KV bytes of one sequence of opt.context tokens (windowed layers hold their window)
       for (int64_t li = st.layer_begin; li < st.layer_end; ++li) {
         const LayerFigures& lf = fig.layers[size_t(li)];
         g.weights += layer_weight_bytes(plan, si, r, cfg, lf);
-        kv_per_token += attn_shard(cfg, lf, lay.tp).kv_bytes_per_token;
+        per_seq += attn_shard(cfg, lf, lay.tp).kv_bytes_per_token * (lf.window > 0 ? std::min(opt.context, lf.window) : opt.context);
         for (const auto& ms : layer_shards(plan, si, r, cfg, lf)) {
           if (is_attn_in(ms.name)) widest_attn = std::max(widest_attn, ms.n);
           else if (ms.name == "expert.gate_up" && ms.count > 0) {
@@ -396,12 +431,18 @@ MemoryReport check_memory(const Plan& plan, const ModelConfig& cfg, const ModelF
           }
         }
       }
-      if (st.embeddings) g.weights += ceil_div(cfg.vocab, lay.tp) * H * d;
+      // Vocab-parallel embedding and LM head, each in its stored format (an lm_head quantized by
+      // compressed-tensors, dense otherwise); a tied head shares the embedding's storage.
+      auto vocab_shard = [&](const MatrixShape& m) {
+        return int64_t(std::llround(double(ceil_div(cfg.vocab, lay.tp) * H) * m.bytes_per_param()));
+      };
+      if (st.embeddings) g.weights += vocab_shard(fig.model_matrices[0]);
       if (st.lm_head) {
         g.weights += fig.final_norm_params * d;
-        if (!(cfg.tied_embeddings && st.embeddings)) g.weights += ceil_div(cfg.vocab, lay.tp) * H * d;
+        if (!(cfg.tied_embeddings && st.embeddings))
+          g.weights += vocab_shard(cfg.tied_embeddings ? fig.model_matrices[0] : fig.model_matrices[1]);
       }
-      g.kv_cache = seqs * opt.context * kv_per_token;
+      g.kv_cache = seqs * per_seq;
       // Peak live activations for A tokens: residual stream, normed input, attention output and
       // a scratch row (4 x hidden), the widest attention projection, the widest MLP up-projection,
       // the MoE expert intermediate, EP dispatch/combine buffers and the fp32 logits.
@@ -411,13 +452,15 @@ MemoryReport check_memory(const Plan& plan, const ModelConfig& cfg, const ModelF
       if (st.lm_head) g.activations += seqs * ceil_div(cfg.vocab, lay.tp) * 4;
       g.reserve = int64_t(opt.reserve_fraction * double(g.capacity)) + opt.reserve_bytes;
       int64_t free_for_kv = g.capacity - g.weights - g.activations - g.reserve;
-      int64_t per_seq = opt.context * kv_per_token;
       int64_t fit = free_for_kv <= 0 ? 0 : (per_seq > 0 ? free_for_kv / per_seq * lay.dp : INT64_MAX);
       rep.max_seqs_that_fit = std::min(rep.max_seqs_that_fit, fit);
       rep.gpus.push_back(g);
     }
   }
   if (rep.max_seqs_that_fit == INT64_MAX) rep.max_seqs_that_fit = 0;
+  rep.kv_dtype = cfg.kv_dtype;
+  rep.kv_bytes_per_seq = fig.kv_bytes_per_seq(opt.context);
+  rep.weight_bytes_by_dtype = fig.weight_bytes_by_dtype();
   std::sort(rep.gpus.begin(), rep.gpus.end(), [](const GpuMemory& a, const GpuMemory& b) { return a.gpu < b.gpu; });
   const GpuMemory* worst = nullptr;
   int over = 0;

@@ -31,6 +31,12 @@ struct MemoryReport {
   std::vector<GpuMemory> gpus;
   std::string why;  // for a plan that does not fit: which GPU and by how much, with the numbers
   int64_t max_seqs_that_fit = 0;  // at the given context, the most sequences every GPU can hold
+  // Number formats behind the figures (issue 15): the KV cache's dtype, what one sequence of the
+  // given context holds in it (whole model, before sharding), and the model's stored weight
+  // bytes by format ("bf16", "fp8", "int4", ...; scales counted with their weights).
+  DType kv_dtype = DType::BF16;
+  int64_t kv_bytes_per_seq = 0;
+  std::vector<std::pair<std::string, int64_t>> weight_bytes_by_dtype;
 };
 
 MemoryReport check_memory(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig,

@@ -122,6 +122,7 @@ nlohmann::json search_to_json(const SearchResult& r) {
                    {"num_requests", r.workload.num_requests},
                    {"seed", r.workload.seed}};
   j["provenance"] = r.provenance;
+  j["precision"] = r.precision;
   j["wall_s"] = r.wall_s;
   j["verdict"] = r.verdict;
   j["advice"] = r.advice;

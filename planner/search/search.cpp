@@ -150,6 +150,8 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
                           const SearchOptions& opt) {
   auto t0 = std::chrono::steady_clock::now();
   SearchResult res;
+  res.precision = precision_json(cfg, fig);
+  res.precision_line = precision_line(cfg, fig);
   res.objective = opt.objective;
   res.workload = w;
   WorkloadOverrides overrides;
@@ -318,7 +320,7 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
         if (g.used() - g.capacity > worst_short) worst_short = g.used() - g.capacity;
     }
     res.verdict = fmt::format(
-        "Nothing fits: none of the {} candidate plan{} for {} ({:.1f} GB of weights) fits on {} ({} GPU{} of {:.1f} GB). "
+        "Nothing fits: none of the {} candidate plan{} for {} ({:.1f} GB of weights as stored) fits on {} ({} GPU{} of {:.1f} GB). "
         "{} Options: a machine with more or larger GPUs, a smaller model, or a workload with a shorter context "
         "(this one needs up to {} tokens per sequence).",
         jobs.size(), jobs.size() == 1 ? "" : "s", cfg.name, double(fig.weight_bytes) / 1e9, topo.machine().name,

@@ -63,6 +63,8 @@ struct SearchResult {
   std::string verdict;        // one paragraph, for people
   std::vector<std::string> advice;
   nlohmann::json provenance;
+  nlohmann::json precision;   // the model's number formats (precision_json): weights, KV cache
+  std::string precision_line;
   double wall_s = 0;
 };
 

@@ -32,9 +32,10 @@ struct Loaded {
 };
 
 Loaded load_inputs(const Plan& plan, const std::string& plan_origin, const std::string& model,
-                   const std::string& machine_name) {
+                   const std::string& machine_name, const Precision& precision) {
   Loaded l;
   l.cfg = load_model_config(resolve_model_path(model));
+  apply_precision(l.cfg, precision);
   l.fig = derive_figures(l.cfg);
   l.machine_file = resolve_machine_path(machine_name);
   l.machine = load_machine(l.machine_file);
@@ -79,7 +80,7 @@ void write_validation_outputs(const std::string& dir, const Comparison& c, const
 Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string& plan_origin,
                             const std::string& model, const std::string& machine_name, Workload w,
                             const HostValidationOptions& o) {
-  Loaded in = load_inputs(plan, plan_origin, model, machine_name);
+  Loaded in = load_inputs(plan, plan_origin, model, machine_name, o.precision);
   gpu.check_executable(in.cfg);  // a shape the executor cannot run: refused before any GPU work
   routing::check_routing_for_model(w.moe_routing, in.cfg.experts, in.cfg.name);
   in.cfg.moe_routing = w.moe_routing;  // MoE: simulator and executor route alike
@@ -155,7 +156,7 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
 
 void bench_steps_on_host(GpuBackend& gpu, const Plan& plan, const std::string& plan_origin, const std::string& model,
                          const std::string& machine_name, const StepBenchOptions& o) {
-  Loaded in = load_inputs(plan, plan_origin, model, machine_name);
+  Loaded in = load_inputs(plan, plan_origin, model, machine_name, o.precision);
   gpu.check_executable(in.cfg);
   routing::check_routing_for_model(o.moe_routing, in.cfg.experts, in.cfg.name);
   in.cfg.moe_routing = o.moe_routing;

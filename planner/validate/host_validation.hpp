@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "planner/model/model_config.hpp"
 #include "planner/model/workload.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/validate/compare.hpp"
@@ -23,6 +24,7 @@ struct HostValidationOptions {
   // GPU's ops and return an empty Comparison. The preflight checks the ranks' GPUs, which may
   // span hosts, instead of this host's. nullptr: one process drives every GPU of the plan.
   RankGroup* ranks = nullptr;
+  Precision precision;           // --weights / --kv-dtype applied to the model on both sides
 };
 
 // Predicts `plan` under `w` with the simulator, serves the same requests on the GPUs, prints the
@@ -42,6 +44,7 @@ struct StepBenchOptions {
   bool allow_other_host = false;
   std::string out;                         // directory for steps.json ("": print only)
   routing::RoutingSpec moe_routing;        // MoE: --moe-routing (uniform by default)
+  Precision precision;                     // --weights / --kv-dtype
 };
 
 // `validate --bench-steps`: decode and prefill step times of `plan` (after the same preflight as

@@ -164,6 +164,31 @@ void check_measurement_gpus(const JsonIn& r, const Machine& m) {
     if (h->size() > size_t(n)) ms.fail("hbm_gbps", "expected at most one figure per GPU (" + std::to_string(n) + ")");
 }
 
+std::vector<FigureSource> parse_sources(const JsonIn& a) {
+  if (!a.is_array()) a.fail("", "expected an array of {\"figure\", \"value\", \"basis\", \"source\"} objects");
+  std::vector<FigureSource> out;
+  for (size_t i = 0; i < a.size(); ++i) {
+    JsonIn e = a[i];
+    if (!e.is_object()) e.fail("", "expected an object {\"figure\", \"value\", \"basis\", \"source\"}");
+    FigureSource f;
+    f.figure = e.str("figure");
+    if (e.has("value")) {
+      const auto& v = e.at("value").raw();
+      if (v.is_number()) f.value = v.dump();
+      else if (v.is_string()) f.value = v.get<std::string>();
+      else e.fail("value", "expected the figure as a string (\"24.4 GB/s\") or a number");
+    }
+    f.basis = e.str("basis");
+    if (f.basis != "measured" && f.basis != "nominal" && f.basis != "assumed")
+      e.fail("basis", "expected \"measured\", \"nominal\" or \"assumed\", found \"" + f.basis + "\"");
+    f.source = e.str("source");
+    if (f.figure.empty() || f.source.empty())
+      e.fail(f.figure.empty() ? "figure" : "source", "expected a non-empty string");
+    out.push_back(f);
+  }
+  return out;
+}
+
 }  // namespace
 
 Machine parse_machine_json(const std::string& text, const std::string& origin) {
@@ -191,6 +216,7 @@ Machine parse_machine_json(const std::string& text, const std::string& origin) {
     if (!meta->is_object()) r.fail("meta", "expected an object");
     m.meta = meta->raw();
   }
+  if (auto src = r.opt("sources")) m.sources = parse_sources(*src);
 
   JsonIn gpus = r.array("gpus");
   if (gpus.size() == 0) r.fail("gpus", "expected at least one GPU");
@@ -298,6 +324,14 @@ nlohmann::json machine_to_json(const Machine& m) {
   if (!m.host.empty()) j["host"] = m.host;
   if (!m.date.empty()) j["date"] = m.date;
   if (!m.description.empty()) j["description"] = m.description;
+  if (!m.sources.empty()) {
+    j["sources"] = json::array();
+    for (const auto& f : m.sources) {
+      json o{{"figure", f.figure}, {"basis", f.basis}, {"source", f.source}};
+      if (!f.value.empty()) o["value"] = f.value;
+      j["sources"].push_back(o);
+    }
+  }
   if (!m.meta.empty()) j["meta"] = m.meta;
   j["gpus"] = json::array();
   for (const auto& g : m.gpus) {

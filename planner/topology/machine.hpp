@@ -14,6 +14,9 @@
 namespace peerplan {
 
 inline constexpr int kMachineSchemaVersion = 1;
+// Inter-socket (UPI / xGMI) capacity per direction when a source does not record it (NCCL's XML,
+// nvidia-smi's matrix): a stated nominal assumption.
+inline constexpr double kNominalSmpGbps = 64.0;
 
 enum class NodeKind { Gpu, PcieSwitch, HostBridge, CpuSocket, NvSwitch, Nic };
 enum class LinkKind { NvLink, Pcie, Smp, Network };  // Smp: inter-socket (UPI / xGMI / Infinity Fabric)
@@ -67,6 +70,16 @@ struct P2PInfo {
   bool usable() const { return access && functional.value_or(true); }
 };
 
+// Where one figure of a hand-written machine comes from (optional "sources" array, docs/schema.md):
+// the figure, its value as the source states it, whether it is measured, nominal (a spec sheet) or
+// assumed, and the citation.
+struct FigureSource {
+  std::string figure;   // "peer copy GPU0 -> GPU1, P2P on"
+  std::string value;    // "24.44 GB/s" (free text: units as the source gives them)
+  std::string basis;    // "measured", "nominal" or "assumed"
+  std::string source;   // citation: document, repository and file or issue, URL
+};
+
 struct Machine {
   std::string source_file;
   std::string name;
@@ -74,6 +87,7 @@ struct Machine {
   std::string origin = "nominal";  // "nominal" (hand-written) or "measured" (peerplan profile)
   std::string date;
   std::string description;
+  std::vector<FigureSource> sources;  // optional citations of the figures (hypothetical machines)
   std::vector<GpuSpec> gpus;
   std::vector<NodeSpec> nodes;   // non-GPU vertices
   std::vector<LinkSpec> links;

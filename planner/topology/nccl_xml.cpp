@@ -4,12 +4,14 @@
 #include <cctype>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
 
 #include "planner/core/error.hpp"
+#include "planner/topology/gpu_catalog.hpp"
 #include "planner/topology/machine.hpp"
 
 namespace peerplan {
@@ -17,8 +19,6 @@ namespace peerplan {
 namespace {
 
 namespace pt = boost::property_tree;
-
-constexpr double kNominalSmpGbps = 64.0;  // NCCL does not record the inter-socket link; stated assumption
 
 constexpr int kMaxPciDepth = 32;  // real PCIe trees are a few levels deep; bounds recursion on hostile files
 constexpr int kMaxXmlDepth = 1000;  // element nesting before parsing (xml_depth); kMaxPciDepth gives the real limit
@@ -49,27 +49,6 @@ int xml_depth(const std::string& text, int limit) {
   }
   return deepest;
 }
-
-// NVIDIA PCI device ids -> product, memory and SM count as nvidia-smi / cudaGetDeviceProperties
-// report them. The XML records the device id but not the name or memory; an id not listed here
-// leaves both unknown (the JSON conversion then asks for memory_bytes by name).
-struct KnownGpu {
-  const char* device;
-  const char* name;
-  int64_t memory_mib;
-  int sm_count;
-};
-constexpr KnownGpu kKnownGpus[] = {
-    {"0x2330", "NVIDIA H100 80GB HBM3", 81559, 132},
-    {"0x2331", "NVIDIA H100 PCIe", 81559, 114},
-    {"0x2335", "NVIDIA H200", 143771, 132},
-    {"0x20b0", "NVIDIA A100-SXM4-40GB", 40960, 108},
-    {"0x20b2", "NVIDIA A100-SXM4-80GB", 81920, 108},
-    {"0x20b5", "NVIDIA A100 80GB PCIe", 81920, 108},
-    {"0x20f1", "NVIDIA A100-PCIE-40GB", 40960, 108},
-    {"0x26b9", "NVIDIA L40S", 46068, 142},
-    {"0x2684", "NVIDIA GeForce RTX 4090", 24564, 128},
-};
 
 struct Xml {
   const pt::ptree* node;
@@ -112,10 +91,14 @@ class Importer {
                      ": PCIe and NVLink structure as NCCL saw it; link rates are nominal; GPU names and memory "
                      "come from the PCI device id where peerplan knows it (unknown otherwise); P2P follows NCCL's "
                      "default level (same_switch). Profile the host for measured figures.";
+    Xml sx{&*sys, "system"};
     m_.meta = {{"source", "nccl_topo_xml"},
-               {"system_version", attr_or(Xml{&*sys, "system"}, "version", "")},
-               {"assumptions", nlohmann::json::array()}};
+               {"system_version", attr_or(sx, "version", "")},
+               {"assumptions", nlohmann::json::array()},
+               {"warnings", nlohmann::json::array()}};
     m_.p2p_policy = "same_switch";
+    check_version(sx);
+    check_one_host(*sys);
 
     std::map<std::string, int> cpu_index;
     std::vector<int> socket_numas;
@@ -161,6 +144,7 @@ class Importer {
     finish_gpus();
     add_nvlinks();
     if (m_.meta["assumptions"].empty()) m_.meta.erase("assumptions");
+    if (m_.meta["warnings"].empty()) m_.meta.erase("warnings");
     validate_machine(m_);
     return m_;
   }
@@ -174,6 +158,43 @@ class Importer {
   void assume(const std::string& what) {
     auto& a = m_.meta["assumptions"];
     if (std::find(a.begin(), a.end(), what) == a.end()) a.push_back(what);
+  }
+  // Something in the file NCCL itself skips (a self-targeted or dangling NVLink): read on, but say so.
+  void warn(const std::string& what) {
+    auto& a = m_.meta["warnings"];
+    if (std::find(a.begin(), a.end(), what) == a.end()) a.push_back(what);
+  }
+
+  // Every NCCL since 2.7 (the first with the XML topology) writes and reads <system version="1">
+  // (NCCL_TOPO_XML_VERSION) and refuses any other number; a hand-written file without one is read
+  // as version 1 and said so.
+  void check_version(const Xml& sys) {
+    auto v = attr(sys, "version");
+    if (!v) {
+      assume("system has no version attribute; read as version 1 (what NCCL 2.7 and later write)");
+      return;
+    }
+    if (*v != "1")
+      fail(sys, "version",
+           "version \"" + *v + "\" is not one NCCL writes or reads: every NCCL since 2.7 uses version 1 "
+           "(NCCL_TOPO_XML_VERSION) and refuses others");
+  }
+
+  // NCCL 2.19+ marks each <cpu> with its host's host_hash; a file fused from several hosts (multi-node
+  // NVLink) holds more than one. peerplan models one host.
+  void check_one_host(const pt::ptree& sys) {
+    std::string first;
+    int i = 0;
+    for (auto& [tag, child] : sys) {
+      if (tag != "cpu") continue;
+      Xml cpu{&child, "system/cpu[" + std::to_string(i++) + "]"};
+      std::string h = lower(attr_or(cpu, "host_hash", ""));
+      if (h.empty()) continue;
+      if (first.empty()) first = h;
+      else if (h != first)
+        fail(cpu, "host_hash", "this file describes more than one host (host_hash " + first + " and " + h +
+                                   "); peerplan models one host: keep the <cpu> elements of one host_hash");
+    }
   }
 
   std::optional<std::string> attr(const Xml& x, const std::string& name) const {
@@ -222,6 +243,12 @@ class Importer {
       assume(x.path + ": no link_speed; taken as 8 GT/s (Gen3), as NCCL does");
       sp = "8.0 GT/s PCIe";
     }
+    if (lower(sp).rfind("unknown", 0) == 0) {
+      // What /sys writes when the link is down or virtual; NCCL falls back to Gen3 for any rate it
+      // does not know (kvDictPciGen).
+      assume(x.path + ": link_speed \"" + sp + "\"; taken as 8 GT/s (Gen3), as NCCL does");
+      sp = "8.0 GT/s PCIe";
+    }
     double gts = 0;
     try {
       gts = std::stod(sp);
@@ -233,7 +260,8 @@ class Importer {
     for (auto [r, g] : gens)
       if (std::abs(gts - r) < 0.01) gen = g;
     if (!gen) fail(x, "link_speed", "unknown PCIe rate \"" + sp + "\"; expected 2.5, 5, 8, 16, 32 or 64 GT/s");
-    int width = int_attr(x, "link_width");
+    // NCCL writes link_width="" when /sys has no figure and reads it as 0, then as x16.
+    int width = attr_or(x, "link_width", "x").empty() ? 0 : int_attr(x, "link_width");
     if (width == 0) {
       // NCCL writes 0 when /sys has no width (virtual machines) and then uses x16 itself.
       assume(x.path + ": link_width 0 (unknown); taken as x16, as NCCL does");
@@ -272,7 +300,9 @@ class Importer {
     if (depth > kMaxPciDepth)
       fail(pci, "", "PCI elements nested deeper than " + std::to_string(kMaxPciDepth) + " levels; expected a PCIe tree");
     std::string busid = lower(str_attr(pci, "busid"));
-    std::string cls = lower(str_attr(pci, "class"));
+    // NCCL fills a missing class (and speed, width) from /sys for the devices it finds at run time,
+    // so files written for NCCL_TOPO_FILE may leave it out; what a pci element holds says what it is.
+    std::string cls = lower(attr_or(pci, "class", ""));
     if (auto g = pci.node->get_child_optional("gpu")) {
       Xml gx{&*g, pci.path + "/gpu"};
       GpuSpec s;
@@ -283,16 +313,8 @@ class Importer {
       s.compute_capability = std::to_string(sm / 10) + "." + std::to_string(sm % 10);
       s.name = "GPU sm_" + std::to_string(sm) + " (from NCCL XML)";
       s.pci = busid;
-      if (lower(attr_or(pci, "vendor", "")) == "0x10de") {
-        std::string dev = lower(attr_or(pci, "device", ""));
-        for (const auto& k : kKnownGpus)
-          if (dev == k.device) {
-            s.name = k.name;
-            s.memory_bytes = k.memory_mib << 20;
-            s.sm_count = k.sm_count;
-          }
-      }
-      gpu_xml_.push_back({s, gx, pcie_link(pci), parent});
+      known_model(pci, s);
+      gpu_xml_.push_back({s, gx, pcie_link(pci), parent, false});
       std::map<std::string, int> idx;
       for (auto& [tag, child] : *g) {
         if (tag != "nvlink") continue;
@@ -312,7 +334,27 @@ class Importer {
       pcie(id, parent, pcie_link(pci));
       return true;
     }
-    if (cls.rfind("0x0604", 0) == 0) {  // PCI bridge: a switch
+    if (cls.rfind("0x03", 0) == 0) {
+      // A display/3D controller without <gpu>: an NCCL_TOPO_FILE skeleton (cloud images ship these);
+      // NCCL adds the <gpu> from the driver at run time. Numbered in finish_gpus.
+      GpuSpec s;
+      s.id = -1;
+      s.pci = busid;
+      s.name = "GPU (PCI class " + cls + ", model not in the file)";
+      known_model(pci, s);
+      gpu_xml_.push_back({s, pci, pcie_link(pci), parent, true});
+      return true;
+    }
+    if (cls.rfind("0x02", 0) == 0) {  // a network controller without <nic> (skeleton): NCCL's net plugin fills it
+      std::string id = "nic" + std::to_string(nic_count_++);
+      m_.nodes.push_back(NodeSpec{id, NodeKind::Nic, -1, busid + " (PCI class " + cls + ")", 0});
+      pcie(id, parent, pcie_link(pci));
+      return true;
+    }
+    const bool has_children = pci.node->count("pci") > 0;
+    if (cls.empty() && has_children)
+      assume(pci.path + ": no class attribute; taken as a PCI bridge because it holds pci elements");
+    if (cls.rfind("0x0604", 0) == 0 || (cls.empty() && has_children)) {  // PCI bridge: a switch
       size_t nodes = m_.nodes.size(), links = m_.links.size(), gpus = gpu_xml_.size(), nv = nvlinks_.size();
       std::string id = "sw" + std::to_string(sw_count_++);
       m_.nodes.push_back(NodeSpec{id, NodeKind::PcieSwitch, -1, busid, 0});
@@ -335,13 +377,51 @@ class Importer {
     return false;  // storage, other devices: not part of the GPU topology
   }
 
+  // Name, memory, SMs and compute capability from the PCI device id, for the GPUs peerplan knows.
+  // Skeleton files often omit vendor/device: then the model stays unknown.
+  void known_model(const Xml& pci, GpuSpec& s) {
+    std::string vendor = lower(attr_or(pci, "vendor", ""));
+    if (vendor != "0x10de" && !vendor.empty()) return;
+    if (auto k = gpu_by_pci_device(attr_or(pci, "device", ""))) {
+      s.name = k->name;
+      s.memory_bytes = k->memory_mib << 20;
+      s.sm_count = k->sm_count;
+      if (s.compute_capability.empty()) s.compute_capability = k->compute_capability;
+    }
+  }
+
+  // Skeleton GPUs take the indices the <gpu> elements leave free, in PCI bus id order: the order
+  // nvidia-smi and CUDA_DEVICE_ORDER=PCI_BUS_ID use (NCCL writes the CUDA index it runs with).
+  void number_skeleton_gpus() {
+    std::set<int> used;
+    std::vector<GpuXml*> skeleton;
+    for (auto& g : gpu_xml_) {
+      if (g.skeleton) skeleton.push_back(&g);
+      else used.insert(g.spec.id);
+    }
+    if (skeleton.empty()) return;
+    std::stable_sort(skeleton.begin(), skeleton.end(), [](auto* x, auto* y) { return x->spec.pci < y->spec.pci; });
+    int next = 0;
+    for (auto* g : skeleton) {
+      while (used.count(next)) ++next;
+      g->spec.id = next++;
+    }
+    assume(std::to_string(skeleton.size()) + " GPU(s) given as PCI devices of class 0x03 without a <gpu> element (an "
+           "NCCL_TOPO_FILE skeleton): numbered by PCI bus id. NCCL fills their model and NVLinks from the driver at "
+           "run time; the file records neither, so peerplan sees PCIe links only" +
+           std::string(skeleton.front()->spec.memory_bytes > 0 ? "" : " and no GPU model or memory"));
+  }
+
   void finish_gpus() {
-    if (gpu_xml_.empty()) throw InputError(origin_, "system", "no <gpu> element found; expected at least one GPU");
+    if (gpu_xml_.empty())
+      throw InputError(origin_, "system",
+                       "no GPU found; expected <gpu> elements or PCI devices of class 0x03xxxx (display/3D controller)");
+    number_skeleton_gpus();
     std::stable_sort(gpu_xml_.begin(), gpu_xml_.end(), [](const auto& x, const auto& y) { return x.spec.id < y.spec.id; });
     for (size_t i = 0; i < gpu_xml_.size(); ++i) {
       auto& g = gpu_xml_[i];
       if (g.spec.id != int(i))
-        fail(g.xml, "dev", "GPU dev indices must be 0..N-1 without gaps or duplicates; expected " + std::to_string(i) +
+        fail(g.xml, g.skeleton ? "busid" : "dev", "GPU dev indices must be 0..N-1 without gaps or duplicates; expected " + std::to_string(i) +
                                ", found " + std::to_string(g.spec.id));
       m_.gpus.push_back(g.spec);
       pcie(g.spec.node_id(), g.parent, g.link);
@@ -349,32 +429,41 @@ class Importer {
     }
   }
 
-  static double nvlink_rate(const std::string& cc) {
-    int major = std::stoi(cc);
-    if (major <= 6) return 20.0;   // NVLink 1 (P100)
-    if (major <= 9) return 25.0;   // NVLink 2 / 3 / 4 (V100, A100, H100/H200)
-    return 50.0;                   // NVLink 5 (B200)
+  // Per-link rate from the source GPU's compute capability (gpu_catalog.hpp).
+  double nvlink_rate(int gpu) {
+    double r = nvlink_gbps_per_link(m_.gpus[size_t(gpu)].compute_capability);
+    if (r > 0) return r;
+    assume("GPU " + std::to_string(gpu) + " has no known compute capability; its NVLinks taken as 25 GB/s per link");
+    return 25.0;
   }
 
+  // Target classes as NCCL reads them (kvDictPciClass, prefix match): 0x068001 a CPU, 0x03 a GPU,
+  // anything else the NVSwitch fabric (0x068000 is what NCCL writes).
   void add_nvlinks() {
     std::map<std::pair<int, int>, int> pair_count;
     std::map<int, int> switch_count;
     for (const auto& n : nvlinks_) {
-      if (n.tclass == "0x068000") {
-        switch_count[n.gpu] += n.count;  // all NVSwitch chips form one fabric vertex, as NCCL does
-      } else if (n.tclass.rfind("0x0302", 0) == 0 || n.tclass.rfind("0x0300", 0) == 0) {
-        auto it = by_busid_.find(n.target);
-        if (it == by_busid_.end())
-          throw InputError(origin_, n.field + "@target", "NVLink target " + n.target + " is not a GPU in this file");
-        if (it->second == n.gpu) throw InputError(origin_, n.field + "@target", "NVLink from a GPU to itself");
-        auto key = std::minmax(n.gpu, it->second);
-        pair_count[key] = std::max(pair_count[key], n.count);  // both ends list the same links
-      } else if (n.tclass.rfind("0x0604", 0) == 0 || n.tclass.rfind("0x0600", 0) == 0) {
+      if (n.tclass.rfind("0x068001", 0) == 0) {
         throw InputError(origin_, n.field + "@tclass",
                          "NVLink to a CPU (POWER9-style) is not supported by peerplan; remove it to model PCIe only");
+      } else if (n.tclass.rfind("0x03", 0) == 0) {
+        auto it = by_busid_.find(n.target);
+        if (it == by_busid_.end()) {  // NCCL finds no node for it and adds no link
+          warn(n.field + ": NVLink target " + n.target + " is not a GPU in this file; ignored, as NCCL does");
+          continue;
+        }
+        if (it->second == n.gpu) {
+          warn(n.field + ": NVLink from GPU " + std::to_string(n.gpu) + " to itself (target " + n.target +
+               " is its own bus id); ignored");
+          continue;
+        }
+        auto key = std::minmax(n.gpu, it->second);
+        pair_count[key] = std::max(pair_count[key], n.count);  // both ends list the same links
       } else {
-        throw InputError(origin_, n.field + "@tclass",
-                         "unknown NVLink target class \"" + n.tclass + "\"; expected 0x068000 (NVSwitch) or a GPU class");
+        if (n.tclass.rfind("0x068000", 0) != 0)
+          warn(n.field + ": NVLink target class \"" + n.tclass +
+               "\" is not a GPU (0x03xxxx) or a CPU (0x068001); taken as the NVSwitch fabric, as NCCL does");
+        switch_count[n.gpu] += n.count;  // all NVSwitch chips form one fabric vertex, as NCCL does
       }
     }
     if (!switch_count.empty()) m_.nodes.push_back(NodeSpec{"nvswitch", NodeKind::NvSwitch, -1, "NVSwitch fabric", 0});
@@ -384,7 +473,7 @@ class Importer {
       l.b = "nvswitch";
       l.kind = LinkKind::NvLink;
       l.nvlinks = count;
-      l.gbps_per_link = nvlink_rate(m_.gpus[size_t(gpu)].compute_capability);
+      l.gbps_per_link = nvlink_rate(gpu);
       m_.links.push_back(l);
     }
     for (auto [pair, count] : pair_count) {
@@ -393,7 +482,7 @@ class Importer {
       l.b = "gpu" + std::to_string(pair.second);
       l.kind = LinkKind::NvLink;
       l.nvlinks = count;
-      l.gbps_per_link = nvlink_rate(m_.gpus[size_t(pair.first)].compute_capability);
+      l.gbps_per_link = nvlink_rate(pair.first);
       m_.links.push_back(l);
     }
   }
@@ -403,6 +492,7 @@ class Importer {
     Xml xml;
     std::pair<int, int> link;
     std::string parent;
+    bool skeleton;  // a class 0x03 pci element without <gpu>
   };
 
   std::string origin_;

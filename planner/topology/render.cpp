@@ -42,9 +42,17 @@ std::string gib(int64_t bytes) {
   return fmt::format("{:.1f} GiB", double(bytes) / double(1LL << 30));
 }
 
+// A DOT string literal. A newline in `s` becomes DOT's centred line break `\n`; quotes and
+// backslashes are escaped so a name cannot end the string or start an escape sequence (labels were
+// built with a literal "\\n" that this then escaped, and Graphviz drew the backslashes: issue 19).
 std::string dot_quote(const std::string& s) {
   std::string o = "\"";
   for (char c : s) {
+    if (c == '\n') {
+      o += "\\n";
+      continue;
+    }
+    if (c == '\r' || c == '\t') c = ' ';
     if (c == '"' || c == '\\') o += '\\';
     o += c;
   }
@@ -119,6 +127,9 @@ std::string render_matrix(const Topology& t) {
   if (m.meta.contains("assumptions") && m.meta["assumptions"].is_array())
     for (const auto& a : m.meta["assumptions"])
       if (a.is_string()) o << "  assumption: " << a.get<std::string>() << "\n";
+  if (m.meta.contains("warnings") && m.meta["warnings"].is_array())
+    for (const auto& a : m.meta["warnings"])
+      if (a.is_string()) o << "  warning: " << a.get<std::string>() << "\n";
   o << "\n";
 
   const size_t w = 7;
@@ -384,10 +395,10 @@ std::string render_dot(const Topology& t) {
     << "  label=" << dot_quote(m.name + (m.measured() ? " (measured profile)" : " (nominal specs)")) << ";\n"
     << "  node [fontname=\"Helvetica\"]; edge [fontname=\"Helvetica\", fontsize=10];\n";
   for (const auto& g : m.gpus) {
-    std::string label = "GPU" + std::to_string(g.id) + "\\n" + (g.name.empty() ? "?" : g.name);
-    if (g.memory_bytes > 0) label += "\\n" + gib(g.memory_bytes);
-    o << "  " << dot_quote(g.node_id()) << " [shape=box, style=filled, fillcolor=\"#b7e1a1\", label=\"" << label
-      << "\"];\n";
+    std::string label = "GPU" + std::to_string(g.id) + "\n" + (g.name.empty() ? "?" : g.name);
+    if (g.memory_bytes > 0) label += "\n" + gib(g.memory_bytes);
+    o << "  " << dot_quote(g.node_id()) << " [shape=box, style=filled, fillcolor=\"#b7e1a1\", label=" << dot_quote(label)
+      << "];\n";
   }
   for (const auto& s : m.nodes) {
     std::string shape = "ellipse", fill = "#dddddd";
@@ -395,15 +406,15 @@ std::string render_dot(const Topology& t) {
     switch (s.kind) {
       case NodeKind::CpuSocket:
         shape = "box3d"; fill = "#a9c8f0";
-        label += "\\nNUMA " + std::to_string(s.numa);
-        if (s.mem_gbps > 0) label += "\\nmemory " + fmt::format("{:.0f}", s.mem_gbps) + " GB/s";
+        label += "\nNUMA " + std::to_string(s.numa);
+        if (s.mem_gbps > 0) label += "\nmemory " + fmt::format("{:.0f}", s.mem_gbps) + " GB/s";
         break;
       case NodeKind::NvSwitch: shape = "hexagon"; fill = "#f5c97a"; break;
       case NodeKind::HostBridge: shape = "invhouse"; break;
       case NodeKind::Nic: shape = "cds"; break;
       default: break;
     }
-    if (!s.name.empty()) label += "\\n" + s.name;
+    if (!s.name.empty()) label += "\n" + s.name;
     o << "  " << dot_quote(s.id) << " [shape=" << shape << ", style=filled, fillcolor=\"" << fill << "\", label="
       << dot_quote(label) << "];\n";
   }
@@ -418,7 +429,7 @@ std::string render_dot(const Topology& t) {
       case LinkKind::Smp: label = "SMP"; style = "dashed"; break;
       case LinkKind::Network: label = "net"; style = "dotted"; break;
     }
-    label += fmt::format("\\n{:.0f} GB/s", cap);
+    label += fmt::format("\n{:.0f} GB/s", cap);
     o << "  " << dot_quote(l.a) << " -- " << dot_quote(l.b) << " [label=" << dot_quote(label) << ", color=\"" << color
       << "\", style=" << style << (l.kind == LinkKind::NvLink ? ", penwidth=2" : "") << "];\n";
   }

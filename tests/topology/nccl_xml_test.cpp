@@ -176,13 +176,147 @@ TEST(NcclXmlBadInput, MissingAndWrongAttributesNameTheElement) {
   expect_xml_rejected(replace(x, "<cpu numaid=\"1\"", "<cpu numaid=\"0\""), "system/cpu[1]@numaid", "one per NUMA node");
 }
 
-TEST(NcclXmlBadInput, NvlinkToAMissingGpu) {
+// What NCCL skips, peerplan skips too, and says so (meta.warnings, printed by `topo`).
+bool has_note(const Machine& m, const char* key, const std::string& words) {
+  if (!m.meta.contains(key)) return false;
+  for (const auto& a : m.meta[key])
+    if (a.get<std::string>().find(words) != std::string::npos) return true;
+  return false;
+}
+
+TEST(NcclXml, SelfTargetedAndDanglingNvlinksAreIgnoredWithAWarning) {
   std::string x = read_text_file(test::data("nccl-nvlink-pair.xml"));
-  expect_xml_rejected(replace(x, "target=\"0000:c1:00.0\"", "target=\"0000:c9:00.0\""),
-                      "system/cpu[0]/pci[0]/gpu/nvlink[0]@target", "not a GPU in this file");
+  // GPU0's NVLink names GPU0's own bus id (a file NCCL accepts; seen in hand-edited cloud files).
+  Machine self = parse_nccl_xml(replace(x, "target=\"0000:c1:00.0\"", "target=\"0000:41:00.0\""), "self.xml");
+  EXPECT_TRUE(has_note(self, "warnings", "to itself")) << self.meta.dump();
+  Topology ts(self);
+  // GPU1 still lists its link to GPU0: one NV18 link, from that end.
+  EXPECT_EQ(to_string(ts.path_type(0, 1), ts.nvlinks_between(0, 1)), "NV18");
+  // Both ends pointing at themselves: no NVLink at all, PCIe across the sockets.
+  std::string both = replace(replace(x, "target=\"0000:c1:00.0\"", "target=\"0000:41:00.0\""),
+                             "target=\"0000:41:00.0\" count=\"18\" tclass=\"0x030200\"/>\n      </gpu>\n    </pci>\n  </cpu>\n</system>",
+                             "target=\"0000:c1:00.0\" count=\"18\" tclass=\"0x030200\"/>\n      </gpu>\n    </pci>\n  </cpu>\n</system>");
+  Topology tb(parse_nccl_xml(both, "both.xml"));
+  EXPECT_EQ(tb.path_type(0, 1), PathType::SYS);
+  // A target that is no GPU in the file (NCCL finds no node and adds no link).
+  Machine dangling = parse_nccl_xml(replace(x, "target=\"0000:c1:00.0\"", "target=\"0000:c9:00.0\""), "dangling.xml");
+  EXPECT_TRUE(has_note(dangling, "warnings", "0000:c9:00.0 is not a GPU in this file")) << dangling.meta.dump();
+  // The CLI prints the warnings on stderr whatever the format.
+  EXPECT_FALSE(has_note(load_machine(test::data("nccl-nvlink-pair.xml")), "warnings", ""));
+}
+
+TEST(NcclXml, TargetClassesAsNcclReadsThem) {
+  std::string x = read_text_file(test::data("nccl-nvlink-pair.xml"));
+  // Neither a GPU (0x03) nor a CPU (0x068001): NCCL takes it as the NVSwitch fabric.
+  Machine m = parse_nccl_xml(replace(x, "count=\"18\" tclass=\"0x030200\"/>\n      </gpu>\n    </pci>\n  </cpu>\n  <cpu",
+                                     "count=\"18\" tclass=\"0x123456\"/>\n      </gpu>\n    </pci>\n  </cpu>\n  <cpu"),
+                             "odd-class.xml");
+  EXPECT_TRUE(has_note(m, "warnings", "taken as the NVSwitch fabric")) << m.meta.dump();
   expect_xml_rejected(replace(x, "count=\"18\" tclass=\"0x030200\"/>\n      </gpu>\n    </pci>\n  </cpu>\n  <cpu",
-                              "count=\"18\" tclass=\"0x123456\"/>\n      </gpu>\n    </pci>\n  </cpu>\n  <cpu"),
-                      "system/cpu[0]/pci[0]/gpu/nvlink[0]@tclass", "0x068000");
+                              "count=\"18\" tclass=\"0x068001\"/>\n      </gpu>\n    </pci>\n  </cpu>\n  <cpu"),
+                      "system/cpu[0]/pci[0]/gpu/nvlink[0]@tclass", "CPU");
+}
+
+TEST(NcclXml, AzureNdH100v5SkeletonGpusAsPciDevicesOnly) {
+  // NCCL_TOPO_FILE skeleton in the format Azure HPC images ship: GPUs and HCAs are bare PCI
+  // devices (class 0x030200 / 0x020700), no <gpu>, no <nic>, no vendor or device id.
+  Machine m = load_machine(test::data("azure-ndv5-skeleton.xml"));
+  ASSERT_EQ(m.gpu_count(), 8);
+  // Numbered by bus id, as nvidia-smi and CUDA_DEVICE_ORDER=PCI_BUS_ID number them.
+  const char* bus[] = {"0001:00:00.0", "0002:00:00.0", "0003:00:00.0", "0008:00:00.0",
+                       "0009:00:00.0", "000a:00:00.0", "000b:00:00.0", "000c:00:00.0"};
+  for (int g = 0; g < 8; ++g) EXPECT_EQ(m.gpus[size_t(g)].pci, bus[g]);
+  EXPECT_EQ(m.gpus[3].numa, 0);
+  EXPECT_EQ(m.gpus[4].numa, 1);
+  EXPECT_EQ(m.gpus[0].memory_bytes, 0);  // the model is not in the file
+  EXPECT_TRUE(has_note(m, "assumptions", "NCCL_TOPO_FILE skeleton")) << m.meta.dump();
+  int nics = 0;
+  for (const auto& n : m.nodes) nics += n.kind == NodeKind::Nic;
+  EXPECT_EQ(nics, 8);
+  Topology t(m);
+  EXPECT_EQ(t.path_type(0, 1), PathType::NODE);  // each GPU behind its own virtual bridge
+  EXPECT_EQ(t.path_type(0, 4), PathType::SYS);
+  EXPECT_FALSE(t.p2p_usable(0, 1));               // NCCL's default level stops at PXB
+  EXPECT_NEAR(t.route(0, 1, TransferMode::HostStaged).bottleneck_Bps / 1e9, 63.015, 0.01);  // Gen5 x16
+  // Skeleton and full GPUs mix: the <gpu> keeps its dev, the bare ones fill the gaps by bus id.
+  std::string x = read_text_file(test::data("azure-ndv5-skeleton.xml"));
+  Machine mixed = parse_nccl_xml(
+      replace(x, "<pci busid=\"000c:00:00.0\" class=\"0x030200\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\"/>",
+              "<pci busid=\"000c:00:00.0\" class=\"0x030200\" vendor=\"0x10de\" device=\"0x2330\" link_speed=\"32.0 GT/s PCIe\" "
+              "link_width=\"16\"><gpu dev=\"0\" sm=\"90\" rank=\"0\" gdr=\"1\"/></pci>"),
+      "mixed.xml");
+  EXPECT_EQ(mixed.gpus[0].pci, "000c:00:00.0");
+  EXPECT_EQ(mixed.gpus[0].name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(mixed.gpus[1].pci, "0001:00:00.0");
+}
+
+TEST(NcclXml, AwsP5StyleDumpWithHostHashEfaNicsAndHiddenNvswitch) {
+  Machine m = load_machine(test::data("aws-p5-style-dump.xml"));
+  ASSERT_EQ(m.gpu_count(), 8);
+  EXPECT_EQ(m.gpus[7].name, "NVIDIA H100 80GB HBM3");
+  int nics = 0;
+  for (const auto& n : m.nodes) nics += n.kind == NodeKind::Nic;
+  EXPECT_EQ(nics, 32);  // 4 EFA per GPU; the virtio NIC directly under the cpu has no PCIe position
+  Topology t(m);
+  for (int a = 0; a < 8; ++a)
+    for (int b = 0; b < 8; ++b)
+      if (a != b) {
+        EXPECT_EQ(to_string(t.path_type(a, b), t.nvlinks_between(a, b)), "NV18");
+      }
+  EXPECT_EQ(t.route(0, 5, TransferMode::PeerCopyEngine).describe, "gpu0 -> nvswitch -> gpu5");
+  EXPECT_EQ(t.pcie_path_type(0, 1), PathType::NODE);
+  EXPECT_EQ(t.pcie_path_type(3, 4), PathType::SYS);
+  EXPECT_FALSE(m.meta.contains("warnings"));
+}
+
+TEST(NcclXml, EverySystemVersionNcclWrites) {
+  // NCCL 2.7 introduced the XML and every release since writes and reads version="1"
+  // (NCCL_TOPO_XML_VERSION); NCCL refuses any other number.
+  std::string x = read_text_file(test::data("nccl-nvlink-pair.xml"));
+  EXPECT_EQ(parse_nccl_xml(x, "v1.xml").meta["system_version"], "1");
+  Machine none = parse_nccl_xml(replace(x, "<system version=\"1\">", "<system>"), "none.xml");
+  EXPECT_TRUE(has_note(none, "assumptions", "read as version 1"));
+  expect_xml_rejected(replace(x, "<system version=\"1\">", "<system version=\"2\">"), "system@version",
+                      "every NCCL since 2.7 uses version 1");
+  // 2.7-era attribute spellings: "8 GT/s" without "PCIe", no host_hash; 2.19+ additions
+  // (host_hash, <pcilink>, <c2c>, net latency) are read past.
+  std::string old = replace(replace(x, "32.0 GT/s PCIe", "8 GT/s"), "32.0 GT/s PCIe", "8 GT/s");
+  Topology to(parse_nccl_xml(old, "nccl-2.7.xml"));
+  EXPECT_NEAR(to.route(0, 1, TransferMode::HostStaged).bottleneck_Bps / 1e9, 15.75, 0.01);  // Gen3 x16
+  std::string newer = replace(replace(x, "<cpu numaid=\"0\"", "<cpu host_hash=\"0x1\" numaid=\"0\""),
+                              "<gpu dev=\"0\" sm=\"90\" rank=\"0\" gdr=\"1\">",
+                              "<pcilink target=\"0000:42:00.0\"/><gpu dev=\"0\" sm=\"90\" rank=\"0\" gdr=\"1\"><c2c bw=\"0\" count=\"0\"/>");
+  EXPECT_EQ(parse_nccl_xml(newer, "nccl-2.2x.xml").gpu_count(), 2);
+}
+
+TEST(NcclXml, WhatSysWritesOnVirtualMachines) {
+  std::string x = read_text_file(test::data("nccl-nvlink-pair.xml"));
+  // "Unknown" speed and an empty width: NCCL reads Gen3 and x16.
+  std::string v = replace(x, "link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n      <gpu dev=\"0\"",
+                          "link_speed=\"Unknown\" link_width=\"\">\n      <gpu dev=\"0\"");
+  Machine m = parse_nccl_xml(v, "vm.xml");
+  EXPECT_TRUE(has_note(m, "assumptions", "taken as 8 GT/s (Gen3)"));
+  EXPECT_TRUE(has_note(m, "assumptions", "taken as x16"));
+  // A bridge without a class attribute (files written for NCCL_TOPO_FILE leave it to /sys).
+  std::string bare = "<system version=\"1\"><cpu numaid=\"0\"><pci busid=\"0000:10:00.0\" link_speed=\"16.0 GT/s PCIe\" "
+                     "link_width=\"16\"><pci busid=\"0000:11:00.0\" class=\"0x030200\" link_speed=\"16.0 GT/s PCIe\" "
+                     "link_width=\"16\"/><pci busid=\"0000:12:00.0\" class=\"0x030200\" link_speed=\"16.0 GT/s PCIe\" "
+                     "link_width=\"16\"/></pci></cpu></system>";
+  Topology tb(parse_nccl_xml(bare, "bare.xml"));
+  EXPECT_EQ(tb.path_type(0, 1), PathType::PIX);
+}
+
+TEST(NcclXmlBadInput, MoreThanOneHostIsRefused) {
+  std::string x = read_text_file(test::data("nccl-nvlink-pair.xml"));
+  std::string two = replace(replace(x, "<cpu numaid=\"0\"", "<cpu host_hash=\"0xaaa\" numaid=\"0\""), "<cpu numaid=\"1\"",
+                            "<cpu host_hash=\"0xbbb\" numaid=\"1\"");
+  expect_xml_rejected(two, "system/cpu[1]@host_hash", "more than one host");
+}
+
+TEST(NcclXmlBadInput, NoGpuAtAll) {
+  expect_xml_rejected("<system version=\"1\"><cpu numaid=\"0\"><pci busid=\"0000:01:00.0\" class=\"0x010802\" "
+                      "link_speed=\"16.0 GT/s PCIe\" link_width=\"4\"/></cpu></system>",
+                      "system", "PCI devices of class 0x03xxxx");
 }
 
 }  // namespace

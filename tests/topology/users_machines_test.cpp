@@ -83,5 +83,21 @@ TEST(UsersMachines, EachPlansAModel) {
   }
 }
 
+// Issue 15's bar: a 70B AWQ checkpoint (4-bit weights, ~37 GiB) plans onto the 4 x RTX 4090 rig;
+// with the stock driver the plan runs P2P-off (host-staged), with the P2P driver it need not.
+TEST(UsersMachines, Llama70bAwqPlansOntoFourRtx4090s) {
+  for (const char* name : {"rtx4090x4-pcie", "rtx4090x4-pcie-p2p"}) {
+    SCOPED_TRACE(name);
+    std::string out;
+    int code = run(std::string("plan --model llama-3.1-70b-awq --machine ") + name + " --workload chat --requests 20 --json", &out);
+    ASSERT_EQ(code, 0) << out.substr(0, 2000);
+    auto j = nlohmann::json::parse(out);
+    ASSERT_TRUE(j["recommended"].is_string()) << out.substr(0, 600);
+    std::string rec = j["recommended"];
+    EXPECT_EQ(rec.rfind("tp4", 0), 0u) << rec;  // 4-bit 70B needs all four 24 GB cards
+    EXPECT_EQ(rec.find("p2p-off") != std::string::npos, std::string(name) == "rtx4090x4-pcie") << rec;
+  }
+}
+
 }  // namespace
 }  // namespace peerplan

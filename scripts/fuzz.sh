@@ -55,6 +55,7 @@ shipped() {
     nccl_xml)     find models/hardware tests/data -name '*.xml' ;;
     plan)         find tests/golden tests/data -name '*.plan.json' ;;
     lua)          find plugins -maxdepth 1 -name '*.lua' ;;
+    gguf)         find tests/data/model -name '*.gguf' ;;
   esac 2>/dev/null || true
 }
 
@@ -86,7 +87,7 @@ for t in "${TARGETS[@]}"; do
   mkdir -p "$BUILD/dict"
   dictfile="$BUILD/dict/$t.dict"
   : >"$dictfile"
-  case "$t" in nccl_xml|lua) ;; *) cat tests/fuzz/dict/json.dict >>"$dictfile" ;; esac
+  case "$t" in nccl_xml|lua|gguf) ;; *) cat tests/fuzz/dict/json.dict >>"$dictfile" ;; esac
   [ -f "tests/fuzz/dict/$t.dict" ] && cat "tests/fuzz/dict/$t.dict" >>"$dictfile"
   dict=()
   [ -s "$dictfile" ] && dict=(-dict="$dictfile")

@@ -1,5 +1,6 @@
 // `peerplan model`: what the planner derives from a HuggingFace config.json.
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -7,6 +8,7 @@
 #include "planner/cli/option_checks.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
+#include "planner/model/gguf.hpp"
 #include "planner/model/model_config.hpp"
 #include "planner/model/model_figures.hpp"
 #include "planner/model/model_summary.hpp"
@@ -54,15 +56,19 @@ void run(const ModelOptions& o) {
     throw InputError("", "MODEL", "give a config.json path or a shipped model name (see: peerplan model --list)");
   for (int64_t c : o.contexts)
     if (c < 1) throw InputError("", "--context", "context lengths must be >= 1; found " + std::to_string(c));
-  ModelConfig cfg = load_model_config(resolve_model_path(o.model));
+  const std::string path = resolve_model_path(o.model);
+  ModelConfig cfg = load_model_config(path);
   apply_precision(cfg, o.precision);
   ModelFigures fig = derive_figures(cfg);
   nlohmann::json j = figures_to_json(cfg, fig);
+  std::optional<GgufFile> gguf;  // a GGUF file: also what its tensors store (planner/model/gguf.hpp)
+  if (is_gguf_path(path)) gguf = read_gguf(path), j["gguf"] = gguf_summary_json(*gguf);
   if (!o.out.empty()) write_file_atomic(o.out, j.dump(2) + "\n");
   if (o.json) {
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << model_summary_text(cfg, fig, o.contexts.empty() ? default_contexts(cfg) : o.contexts);
+    if (gguf) std::cout << gguf_summary_text(*gguf);
     if (!o.out.empty()) std::cout << "\nwrote " << o.out << "\n";
   }
 }
@@ -83,13 +89,17 @@ void add_model_command(CLI::App& app) {
       "  peerplan model mixtral-8x7b --json           # machine-readable; keys documented in docs/model.md\n"
       "  peerplan model deepseek-v2-lite --context 4096,65536\n"
       "  peerplan model --list                        # the shipped models\n"
+      "  peerplan model meta-llama/Llama-3.1-8B       # from the local HuggingFace cache (HF_HUB_CACHE, HF_HOME)\n"
+      "  peerplan model Llama-3.1-8B-Q4_K_M.gguf      # a GGUF file's header: shapes, tensor types, bytes\n"
       "  peerplan model llama-3.1-70b --weights fp8 --kv-dtype fp8   # what if it were quantized\n"
       "\n"
       "Supported architectures: Llama, Mistral, Qwen2, Qwen3, Phi-3, Mixtral, Qwen2-MoE, Qwen3-MoE,\n"
-  sub->add_option("MODEL", opt->model, "config.json path, a directory holding one, or a shipped model name");
       "DeepSeek V2/V3 (multi-head latent attention), gpt-oss (MXFP4 experts, sliding-window layers).\n"
       "A config's quantization_config (fp8, compressed-tensors, awq, gptq, mxfp4, bitsandbytes) is read:\n"
       "weights are counted as stored, scales included. Counting conventions: docs/model.md.");
+  sub->add_option("MODEL", opt->model,
+                  "config.json path, a directory holding one, a shipped model name, an HF id (org/name) in the "
+                  "local HuggingFace cache, or a .gguf file");
   sub->add_flag("--json", opt->json, "print JSON (params_total, weight_bytes, kv_bytes_per_token, flops_per_token, ...)");
   sub->add_option("--out", opt->out, "also write the JSON to this file (written atomically)");
   sub->add_option("--context", opt->contexts, "context lengths at which to show FLOPs per token, comma-separated\n(default: 1k, 8k, 32k and the model's max_position_embeddings, up to that)")

@@ -9,6 +9,8 @@
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
 #include "planner/core/json_in.hpp"
+#include "planner/model/gguf.hpp"
+#include "planner/model/hf_cache.hpp"
 
 namespace peerplan {
 
@@ -228,6 +230,7 @@ void check_plausible(const JsonIn& in, const ModelConfig& c, const std::string& 
 
 std::string name_from_path(const std::string& path) {
   namespace fs = std::filesystem;
+  if (std::string id = hf_repo_id_of_path(path); !id.empty()) return id;  // a hub cache snapshot: its id, not the hash
   fs::path p(path);
   if (p.filename() == "config.json") {
     std::string dir = p.parent_path().filename().string();
@@ -340,6 +343,7 @@ std::vector<std::string> supported_architectures() {
 }
 
 ModelConfig load_model_config(const std::string& path) {
+  if (is_gguf_path(path)) return gguf_model_config(read_gguf(path));  // llama.cpp's format: its header (gguf.hpp)
   json j = load_json_file(path, file_kind::kModelConfig);
   ModelConfig c = from_json(j, path);
   c.name = name_from_path(path);  // the directory users name it by, not the hub id

@@ -4,6 +4,7 @@
 
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
+#include "planner/model/hf_cache.hpp"
 #include "planner/model/model_config.hpp"
 #include "planner/model/workload.hpp"
 
@@ -58,6 +59,19 @@ std::string resolve_model_path(const std::string& name_or_path) {
   if (name_or_path.find('/') == std::string::npos) {
     std::string p = find_data_file("models/llm/" + name_or_path + "/config.json");
     if (fs::is_regular_file(p, ec)) return p;
+  }
+  // "org/name": a HuggingFace model id in the local hub cache (planner/model/hf_cache.hpp).
+  if (looks_like_hf_repo_id(name_or_path)) {
+    HfCacheDir cache = hf_cache_dir();
+    std::vector<std::string> looked;
+    if (auto p = find_hf_snapshot_file(cache.path, name_or_path, &looked)) return *p;
+    std::string where;
+    for (const auto& l : looked) where += "\n  " + l;
+    throw InputError(name_or_path, "",
+                     "no such file, no shipped model of that name, and not in the HuggingFace cache " + cache.path +
+                         " (" + cache.from + "; set HF_HUB_CACHE or HF_HOME to another, or download it with "
+                         "`huggingface-cli download " + name_or_path + " config.json`); looked for:" + where +
+                         "\nshipped models: " + join(shipped_model_names()));
   }
   throw InputError(name_or_path, "", "no such file, and no shipped model of that name; shipped models: " +
                                          join(shipped_model_names()));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tests/fuzz/fuzz_support.hpp"
+#include "tests/fuzz/target_gguf.hpp"
 #include "tests/fuzz/target_json_in.hpp"
 #include "tests/fuzz/target_lua.hpp"
 #include "tests/fuzz/target_machine.hpp"
@@ -31,6 +32,7 @@ inline const std::vector<Target>& targets() {
       {"nccl_xml", fuzz_nccl_xml, {{"models/hardware", ".xml"}, {"tests/data", ".xml"}}},
       {"plan", fuzz_plan, {{"tests/golden", ".plan.json"}, {"tests/data", ".plan.json"}, {"tests/fuzz/seeds/plan", ".plan.json"}}},
       {"lua", fuzz_lua, {{"plugins", ".lua", false}}},
+      {"gguf", fuzz_gguf, {{"tests/data/model", ".gguf"}}},
   };
   return table;
 }

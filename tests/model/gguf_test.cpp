@@ -1,0 +1,302 @@
+// GGUF header reader: every value type, tensor sizes from the ggml block table, the mapping to a
+// model config, a real model's header (tests/data/model/llama-3.1-8b-q4_k_m.header.gguf, written by
+// make_gguf_header_fixture.py beside it), and the refusals of hostile files.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "planner/core/error.hpp"
+#include "planner/model/gguf.hpp"
+#include "planner/model/model_config.hpp"
+#include "tests/model/gguf_writer.hpp"
+
+namespace peerplan {
+namespace {
+
+using test_gguf::Writer;
+namespace fs = std::filesystem;
+
+struct T {
+  std::string name;
+  std::vector<uint64_t> dims;
+  uint32_t type;
+  uint64_t bytes;  // expected
+};
+
+// ggml type ids: F32 0, F16 1, Q4_0 2, Q8_0 8, Q4_K 12, Q6_K 14, BF16 30.
+const std::vector<T> kTiny = {
+    {"token_embd.weight", {64, 5000}, 8, 5000 * 2 * 34},  // Q8_0: 32 per 34-byte block
+    {"blk.0.attn_norm.weight", {64}, 0, 256},
+    {"blk.0.attn_q.weight", {64, 64}, 1, 8192},
+    {"blk.0.attn_k.weight", {64, 32}, 30, 4096},
+    {"blk.0.ffn_up.weight", {256, 4}, 12, 4 * 144},
+    {"blk.1.ffn_down.weight", {256, 2}, 14, 2 * 210},
+    {"blk.1.attn_v.weight", {64, 2}, 2, 4 * 18},
+};
+
+// A small llama model: metadata of several types, a 5000-token vocabulary (longer than the reader
+// keeps), and kTiny's tensors with their data.
+std::string tiny_llama(uint32_t version = 3, bool with_data = true) {
+  Writer w;
+  w.header(version, kTiny.size(), 14);
+  w.kv_str("general.architecture", "llama").kv_str("general.name", "tiny-llama");
+  w.kv_u32("llama.block_count", 2).kv_u64("llama.context_length", 256);
+  w.kv_u32("llama.embedding_length", 64).kv_i32("llama.feed_forward_length", 128);
+  w.kv_u32("llama.attention.head_count", 4).kv_u32("llama.attention.head_count_kv", 2);
+  w.kv_f32("llama.rope.freq_base", 10000.f).kv_f64("test.f64", 0.25).kv_bool("test.bool", true);
+  w.kv_i32_array("test.small", {1, -2, 3});
+  std::vector<std::string> tokens;
+  for (int i = 0; i < 5000; ++i) tokens.push_back("tok" + std::to_string(i));
+  w.kv_str_array("tokenizer.ggml.tokens", tokens);
+  w.kv_i16("test.i16", -7);
+  uint64_t off = 0, end = 0;
+  for (const T& t : kTiny) {
+    w.tensor(t.name, t.dims, t.type, off);
+    end = off + t.bytes;
+    off = (end + 31) / 32 * 32;
+  }
+  if (with_data) w.data(end);
+  return w.bytes;
+}
+
+GgufFile parse(const std::string& bytes, GgufReadOptions opt = {}) {
+  std::istringstream in(bytes);
+  return parse_gguf(in, bytes.size(), "mem.gguf", opt);
+}
+
+// The error's text, for checks on what it names.
+std::string error_of(const std::string& bytes, GgufReadOptions opt = {}) {
+  try {
+    parse(bytes, opt);
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "mem.gguf");
+    return e.what();
+  }
+  ADD_FAILURE() << "accepted";
+  return "";
+}
+
+TEST(Gguf, ReadsEveryValueTypeAndTensorSizes) {
+  GgufFile f = parse(tiny_llama());
+  EXPECT_EQ(f.version, 3u);
+  EXPECT_EQ(f.kv.size(), 14u);
+  EXPECT_EQ(f.find("general.architecture")->value, "llama");
+  EXPECT_EQ(f.find("llama.context_length")->type, GgufValueType::U64);
+  EXPECT_EQ(f.find("llama.feed_forward_length")->value, 128);
+  EXPECT_FLOAT_EQ(f.find("llama.rope.freq_base")->value.get<double>(), 10000.0);
+  EXPECT_DOUBLE_EQ(f.find("test.f64")->value.get<double>(), 0.25);
+  EXPECT_EQ(f.find("test.bool")->value, true);
+  EXPECT_EQ(f.find("test.i16")->value, -7);
+  EXPECT_EQ(f.find("test.small")->value, nlohmann::json({1, -2, 3}));
+  const GgufKV* tok = f.find("tokenizer.ggml.tokens");
+  EXPECT_EQ(tok->array_type, GgufValueType::String);
+  EXPECT_EQ(tok->array_count, 5000u);
+  EXPECT_TRUE(tok->value.empty()) << "a long array is counted, not kept";
+  ASSERT_EQ(f.tensors.size(), kTiny.size());
+  for (size_t i = 0; i < kTiny.size(); ++i) {
+    EXPECT_EQ(f.tensors[i].name, kTiny[i].name);
+    EXPECT_EQ(f.tensors[i].dims, kTiny[i].dims);
+    EXPECT_EQ(f.tensors[i].bytes, kTiny[i].bytes) << kTiny[i].name;
+  }
+  EXPECT_TRUE(f.data_present);
+  EXPECT_EQ(f.data_offset % 32, 0u);
+  GgufWeights w = gguf_weights(f);
+  EXPECT_EQ(w.by_type.at("Q8_0").bytes, 340000u);
+  EXPECT_EQ(w.by_type.at("BF16").elements, 2048u);
+  EXPECT_EQ(w.by_type.size(), 7u);
+  EXPECT_NEAR(w.bits_per_weight(), 8.0 * double(w.bytes) / double(w.elements), 1e-12);
+  EXPECT_EQ(parse(tiny_llama(2)).version, 2u);
+}
+
+TEST(Gguf, BlockTableMatchesGgml) {
+  // {type, elements per block, bytes per block} from ggml.c's type_traits.
+  struct Row { uint32_t t; const char* name; uint32_t be, bb; };
+  for (Row r : {Row{0, "F32", 1, 4}, {1, "F16", 1, 2}, {2, "Q4_0", 32, 18}, {8, "Q8_0", 32, 34}, {10, "Q2_K", 256, 84},
+                {11, "Q3_K", 256, 110}, {12, "Q4_K", 256, 144}, {13, "Q5_K", 256, 176}, {14, "Q6_K", 256, 210},
+                {23, "IQ4_XS", 256, 136}, {30, "BF16", 1, 2}, {39, "MXFP4", 32, 17}}) {
+    GgmlTypeInfo i = ggml_type_info(r.t);
+    EXPECT_STREQ(i.name, r.name);
+    EXPECT_EQ(i.block_elems, r.be) << r.name;
+    EXPECT_EQ(i.block_bytes, r.bb) << r.name;
+  }
+  EXPECT_EQ(ggml_type_info(4).block_elems, 0u) << "Q4_2 was removed";
+  EXPECT_EQ(ggml_type_info(40).block_elems, 0u);
+}
+
+TEST(Gguf, MapsMetadataToTheModelConfig) {
+  ModelConfig c = gguf_model_config(parse(tiny_llama()));
+  EXPECT_EQ(c.architecture, "LlamaForCausalLM");
+  EXPECT_EQ(c.name, "tiny-llama");
+  EXPECT_EQ(c.layers, 2);
+  EXPECT_EQ(c.hidden, 64);
+  EXPECT_EQ(c.heads, 4);
+  EXPECT_EQ(c.kv_heads, 2);
+  EXPECT_EQ(c.head_dim, 16);
+  EXPECT_EQ(c.intermediate, 128);
+  EXPECT_EQ(c.vocab, 5000) << "from tokenizer.ggml.tokens";
+  EXPECT_EQ(c.max_context, 256);
+  EXPECT_TRUE(c.tied_embeddings) << "no output.weight tensor";
+  EXPECT_EQ(c.source_file, "mem.gguf");
+}
+
+TEST(Gguf, LoadModelConfigReadsAGgufFile) {
+  fs::path dir = fs::temp_directory_path() / ("peerplan-gguf-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "tiny.Q8_0.GGUF").string();
+  std::ofstream(path, std::ios::binary) << tiny_llama();
+  ModelConfig c = load_model_config(resolve_model_path(path));
+  EXPECT_EQ(c.layers, 2);
+  EXPECT_EQ(c.source_file, path);
+  // Cut inside the tensor data: refused as truncated, naming the last tensor.
+  std::string bytes = tiny_llama();
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() - 10);
+  try {
+    load_model_config(path);
+    ADD_FAILURE() << "a truncated file was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), path);
+    EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Gguf, RealModelHeaderFixture) {
+  const std::string path = std::string(PEERPLAN_TEST_DATA) + "/model/llama-3.1-8b-q4_k_m.header.gguf";
+  EXPECT_THROW(read_gguf(path), InputError) << "header only: refused unless allowed";
+  GgufFile f = read_gguf(path, {.allow_missing_data = true});
+  EXPECT_FALSE(f.data_present);
+  EXPECT_EQ(f.tensors.size(), 292u);
+  ModelConfig c = gguf_model_config(f);
+  EXPECT_EQ(c.name, "Meta Llama 3.1 8B Instruct");
+  EXPECT_EQ(c.layers, 32);
+  EXPECT_EQ(c.hidden, 4096);
+  EXPECT_EQ(c.heads, 32);
+  EXPECT_EQ(c.kv_heads, 8);
+  EXPECT_EQ(c.intermediate, 14336);
+  EXPECT_EQ(c.vocab, 128256);
+  EXPECT_EQ(c.max_context, 131072);
+  EXPECT_FALSE(c.tied_embeddings);
+  GgufWeights w = gguf_weights(f);
+  // 8.03 B weights; the published Q4_K_M file is 4.92 GB of which ~8 MB is the tokenizer header.
+  EXPECT_EQ(w.elements, 8030261312u);
+  EXPECT_EQ(w.bytes, 4912898304u);
+  EXPECT_NEAR(w.bits_per_weight(), 4.894, 0.001);
+  EXPECT_EQ(w.by_type.at("Q6_K").tensors, 33u) << "output + attn_v and ffn_down on 16 layers";
+}
+
+TEST(Gguf, MixtureOfExpertsArchitectures) {
+  Writer w;
+  w.header(3, 0, 10);
+  w.kv_str("general.architecture", "qwen3moe").kv_u32("qwen3moe.block_count", 4);
+  w.kv_u32("qwen3moe.embedding_length", 128).kv_u32("qwen3moe.attention.head_count", 4);
+  w.kv_u32("qwen3moe.attention.head_count_kv", 2).kv_u32("qwen3moe.attention.key_length", 64);
+  w.kv_u32("qwen3moe.expert_count", 8).kv_u32("qwen3moe.expert_used_count", 2);
+  w.kv_u32("qwen3moe.expert_feed_forward_length", 96).kv_u32("qwen3moe.vocab_size", 1000);
+  ModelConfig c = gguf_model_config(parse(w.bytes));
+  EXPECT_EQ(c.architecture, "Qwen3MoeForCausalLM");
+  EXPECT_EQ(c.experts, 8);
+  EXPECT_EQ(c.experts_per_token, 2);
+  EXPECT_EQ(c.expert_intermediate, 96);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_FALSE(c.tied_embeddings) << "no tensors listed: nothing to say about tying";
+}
+
+TEST(Gguf, MetadataErrorsNameTheKey) {
+  auto config_error = [](Writer w) -> std::string {
+    try {
+      gguf_model_config(parse(w.bytes));
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  Writer a;
+  a.header(3, 0, 1).kv_str("general.architecture", "gpt2");
+  EXPECT_NE(config_error(a).find("one of llama, qwen2"), std::string::npos) << config_error(a);
+  Writer b;
+  b.header(3, 0, 2).kv_str("general.architecture", "llama").kv_u32("llama.embedding_length", 64);
+  EXPECT_NE(config_error(b).find("llama.block_count"), std::string::npos) << config_error(b);
+  Writer c;
+  c.header(3, 0, 5).kv_str("general.architecture", "llama").kv_u32("llama.block_count", 2);
+  c.kv_u32("llama.embedding_length", 64).kv_u32("llama.feed_forward_length", 128);
+  c.kv_i32_array("llama.attention.head_count", {4, 4});
+  EXPECT_NE(config_error(c).find("per-layer"), std::string::npos) << config_error(c);
+  Writer d;  // the config reader's own checks run on the mapped values
+  d.header(3, 0, 6).kv_str("general.architecture", "llama").kv_u32("llama.block_count", 2);
+  d.kv_u32("llama.embedding_length", 64).kv_u32("llama.feed_forward_length", 128);
+  d.kv_u32("llama.attention.head_count", 5).kv_u32("llama.vocab_size", 10);
+  EXPECT_NE(config_error(d).find("num_attention_heads"), std::string::npos) << config_error(d);
+}
+
+TEST(Gguf, HostileHeadersAreRefusedWithTheOffset) {
+  const std::string good = tiny_llama();
+  EXPECT_NE(error_of("GGU").find("magic"), std::string::npos);
+  EXPECT_NE(error_of("GGML" + good.substr(4)).find("magic"), std::string::npos);
+  EXPECT_NE(error_of(tiny_llama(1)).find("version 1"), std::string::npos);
+  EXPECT_NE(error_of(tiny_llama(4)).find("version 2 or 3, got 4"), std::string::npos);
+  EXPECT_NE(error_of(tiny_llama(0x03000000)).find("big-endian"), std::string::npos);
+  // Every proper prefix of the header is refused (never read past the end, never crash).
+  const size_t header_end = parse(good).data_offset;
+  for (size_t n = 0; n < header_end; n += n < 256 ? 1 : 211) EXPECT_THROW(parse(good.substr(0, n)), InputError) << n;
+
+  Writer huge;
+  huge.header(3, 0, uint64_t(1) << 60);
+  EXPECT_NE(error_of(huge.bytes).find("metadata_kv_count"), std::string::npos);
+  Writer tensors;
+  tensors.header(3, uint64_t(1) << 40, 0);
+  EXPECT_NE(error_of(tensors.bytes).find("tensor_count"), std::string::npos);
+  Writer longstr;
+  longstr.header(3, 0, 1).num<uint64_t>(uint64_t(1) << 62).num<uint64_t>(0);  // room for one pair: the length fails
+  EXPECT_NE(error_of(longstr.bytes).find("length"), std::string::npos);
+  Writer type13;
+  type13.header(3, 0, 1).str("k").num<uint32_t>(13).num<uint32_t>(0);
+  EXPECT_NE(error_of(type13.bytes).find("value type 0..12"), std::string::npos);
+  Writer nested;
+  nested.header(3, 0, 1).str("k").num<uint32_t>(9).num<uint32_t>(9).num<uint64_t>(1);
+  EXPECT_NE(error_of(nested.bytes).find("nested"), std::string::npos);
+  Writer bigarray;
+  bigarray.header(3, 0, 1).str("k").num<uint32_t>(9).num<uint32_t>(6).num<uint64_t>(uint64_t(1) << 61);
+  EXPECT_NE(error_of(bigarray.bytes).find("fits in the file"), std::string::npos);
+  Writer badbool;
+  badbool.header(3, 0, 1).kv_u8("x", 0);
+  badbool.bytes[badbool.bytes.size() - 5] = 7;  // the type field: 7 = bool, then the value byte 0
+  badbool.bytes.back() = 2;
+  EXPECT_NE(error_of(badbool.bytes).find("bool"), std::string::npos);
+  Writer dup;
+  dup.header(3, 0, 2).kv_u32("a", 1).kv_u32("a", 2);
+  EXPECT_NE(error_of(dup.bytes).find("duplicate"), std::string::npos);
+  Writer align;
+  align.header(3, 0, 1).kv_u32("general.alignment", 24);
+  EXPECT_NE(error_of(align.bytes).find("power of two"), std::string::npos);
+}
+
+TEST(Gguf, HostileTensorInfosAreRefused) {
+  auto one = [](const std::string& name, std::vector<uint64_t> dims, uint32_t type, uint64_t offset) {
+    Writer w;
+    w.header(3, 1, 0).tensor(name, dims, type, offset).data(1 << 12);
+    return w.bytes;
+  };
+  EXPECT_NE(error_of(one("t", {32}, 4, 0)).find("known ggml tensor type"), std::string::npos);
+  EXPECT_NE(error_of(one("t", {}, 0, 0)).find("1..4 dimensions"), std::string::npos);
+  EXPECT_NE(error_of(one("t", {1, 1, 1, 1, 1}, 0, 0)).find("1..4 dimensions"), std::string::npos);
+  EXPECT_NE(error_of(one("t", {0}, 0, 0)).find("size >= 1"), std::string::npos);
+  EXPECT_NE(error_of(one("t", {100}, 12, 0)).find("block of 256"), std::string::npos);
+  EXPECT_NE(error_of(one("t", {8}, 0, 16)).find("alignment"), std::string::npos);
+  EXPECT_NE(error_of(one("t", {uint64_t(1) << 40, uint64_t(1) << 40}, 0, 0)).find("63 bits"), std::string::npos);
+  EXPECT_NE(error_of(one(std::string(64, 'n'), {8}, 0, 0)).find("at most 63 bytes"), std::string::npos);
+  EXPECT_NE(error_of(one("t", {4096}, 0, 0)).find("truncated"), std::string::npos);
+  EXPECT_FALSE(parse(one("t", {4096}, 0, 0), {.allow_missing_data = true}).data_present);
+  Writer overlap;
+  overlap.header(3, 2, 0).tensor("a", {64}, 0, 0).tensor("b", {64}, 0, 128).data(512);
+  EXPECT_NE(error_of(overlap.bytes).find("overlap"), std::string::npos);
+  Writer dup;
+  dup.header(3, 2, 0).tensor("a", {8}, 0, 0).tensor("a", {8}, 0, 32).data(64);
+  EXPECT_NE(error_of(dup.bytes).find("duplicate"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace peerplan

@@ -12,6 +12,7 @@
 #include "planner/cli/trace_options.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
+#include "planner/export/export_request.hpp"
 #include "planner/model/model_config.hpp"
 #include "planner/model/model_figures.hpp"
 #include "planner/model/workload.hpp"
@@ -42,6 +43,9 @@ struct PlanCmd {
   bool mpi = false;               // --validate under mpirun: one process per GPU, rank 0 chooses
   int threads = 2;
   int per_octave = 16;
+  // --export ENGINE (issue 19): the launch commands of the recommended plan, or of ranked plan --rank K.
+  std::string export_engine, export_out, engine_model;
+  int export_rank = 0;
   Precision precision;
 };
 
@@ -207,6 +211,24 @@ void run_plan_mpi(GpuBackend& gpu, const PlanCmd& o) {
   });
 }
 
+// --export: the recommended plan (or --rank K) as an engine's launch commands, after the table.
+void export_ranked(const PlanCmd& o, const SearchResult& r) {
+  const int k = o.export_rank > 0 ? o.export_rank : r.recommended + 1;
+  if (k < 1 || size_t(k) > r.ranked.size())
+    throw InputError("", o.export_rank > 0 ? "--rank" : "--export",
+                     r.ranked.empty() ? std::string("a plan that fits: none does, so there is nothing to export")
+                                      : fmt::format("a rank in 1..{}, got {}", r.ranked.size(), k));
+  ModelConfig cfg = load_model_config(resolve_model_path(o.model));
+  Machine machine = load_machine(resolve_machine_path(o.machine));
+  ExportSources src;
+  src.model_arg = o.model;
+  src.engine_model = o.engine_model;
+  ExportRequest req = make_export_request(plan_to_json(r.ranked[size_t(k - 1)].plan), fmt::format("ranked plan #{}", k),
+                                          cfg, r.workload, src, &machine);
+  if (o.export_out.empty()) std::cout << "\n";
+  emit_export(*parse_engine(o.export_engine), req, false, o.export_out);
+}
+
 void run_plan(const Executable& exe, const PlanCmd& o) {
   if (!objective_from_string(o.objective))
     throw InputError("", "--objective", "one of: goodput (default), p99, throughput");
@@ -219,8 +241,16 @@ void run_plan(const Executable& exe, const PlanCmd& o) {
       apply_precision(c, o.precision);
       return c;
     }());
+  if (!o.export_engine.empty()) {  // before minutes of search
+    parse_export_engine(o.export_engine);
+    if (o.mpi) throw InputError("", "--export", "a plan without --mpi (export after the search, on one process)");
+    if (o.json_stdout && o.export_out.empty())
+      throw InputError("", "--export", "--export-out FILE with --json (standard output holds the JSON)");
+  }
+  if (o.export_rank < 0) throw InputError("", "--rank", "a rank >= 1 (1: the best ranked plan; default: the recommended)");
   if (o.mpi) return run_plan_mpi(*exe.gpu, o);
   SearchResult r = search_and_report(o);
+  if (!o.export_engine.empty()) export_ranked(o, r);
   if (o.validate > 0) validate_plans(*exe.gpu, top_plans(r, o.validate), o, r.workload);
 }
 
@@ -282,6 +312,13 @@ void add_plan_command(CLI::App& app, const Executable& exe) {
   sub->add_option("--shape-points", o->per_octave,
                   "Iteration shapes are priced on a grid of this many points per octave (0: exact, slow)")
       ->capture_default_str()->check(integer_in(0, 1024, "points per octave"));
+  sub->add_option("--export", o->export_engine,
+                  "Also print the launch commands of the recommended plan for this engine: vllm, sglang, trtllm or "
+                  "llamacpp (as `peerplan export` does; docs/export.md)");
+  sub->add_option("--rank", o->export_rank, "--export: the plan of this rank instead of the recommended one");
+  sub->add_option("--export-out", o->export_out, "--export: write the launch script to this file");
+  sub->add_option("--engine-model", o->engine_model,
+                  "--export: what the engine loads, if not the model given (HF id, checkpoint directory, .gguf)");
   sub->callback([o, exe] { run_plan(exe, *o); });
 }
 

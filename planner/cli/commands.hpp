@@ -5,6 +5,9 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "planner/export/engine_export.hpp"
 
 namespace peerplan {
 class GpuBackend;
@@ -27,6 +30,13 @@ void add_plans_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);
 void add_plan_command(CLI::App& app, const Executable& exe);
 void add_validate_command(CLI::App& app, const Executable& exe);
+void add_export_command(CLI::App& app);
+
+// `export` and `plan --export` (cmd_export.cpp): the engine named by --engine / --export, a plan
+// file's JSON (one plan of a {"plans": [...]} file), and the export printed or written to `out`.
+Engine parse_export_engine(const std::string& key);
+nlohmann::json load_plan_json(const std::string& path);
+void emit_export(Engine e, const ExportRequest& r, bool json, const std::string& out);
 
 // The executor, or InputError (exit 2) naming `option` when this peerplan was built without CUDA.
 GpuBackend& require_executor(const Executable& exe, const std::string& option);

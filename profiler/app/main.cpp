@@ -37,5 +37,6 @@ int main(int argc, char** argv) {
   cli::add_simulate_command(app);
   cli::add_plan_command(app, exe);
   cli::add_validate_command(app, exe);
+  cli::add_export_command(app);
   return cli::run_app(app, argc, argv);
 }

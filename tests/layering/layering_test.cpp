@@ -1,6 +1,6 @@
 // The planner's modules depend one way (docs/DEVELOPING.md draws it):
 //   core -> model, topology -> plan -> compile -> cost -> strategy -> sim -> search, validate
-//        -> report -> cli
+//        -> report, export -> cli
 // A module includes only its own headers and those of modules on an earlier layer (modules on
 // one layer, e.g. model and topology, do not include each other), and nothing under planner/
 // includes profiler/ (the GPU half). Read from the #include lines of planner/**/*.{hpp,cpp}:
@@ -21,7 +21,8 @@ namespace {
 // simulator's cost model, and before sim, which never runs a strategy.
 const std::map<std::string, int> kLayer = {
     {"core", 0},     {"model", 1},  {"topology", 1}, {"plan", 2},     {"compile", 3}, {"cost", 4},
-    {"strategy", 5}, {"sim", 6},    {"search", 7},   {"validate", 7}, {"report", 8},  {"cli", 9},
+    {"strategy", 5}, {"sim", 6},    {"search", 7},   {"validate", 7}, {"report", 8},  {"export", 8},
+    {"cli", 9},
 };
 
 // "planner/cost/x.hpp" -> "cost"; "" when the path is not a module's file.

@@ -146,8 +146,11 @@ std::string model_summary_text(const ModelConfig& c, const ModelFigures& f, cons
     for (const auto& l : f.layers)
       for (const auto& m : l.matrices)
         if (!q && m.format.scales != ScaleLayout::None) q = &m.format;
-    line(fmt::format("    format          {} ({}{}), activations {}{}", c.quant.method, c.quant.source,
-                     c.quant.ignore.empty() ? "" : fmt::format(", {} ignore patterns", c.quant.ignore.size()),
+    const std::string origin = c.quant.method == c.quant.source ? "" : " (" + c.quant.source;  // --weights: one name
+    line(fmt::format("    format          {}{}{}, activations {}{}", c.quant.method, origin,
+                     (c.quant.ignore.empty() ? "" : fmt::format("{} {} ignore patterns", origin.empty() ? " (" : ",",
+                                                                c.quant.ignore.size())) +
+                         (origin.empty() && c.quant.ignore.empty() ? "" : ")"),
                      c.quant.activations, c.quant.activation_scheme.empty() ? "" : " " + c.quant.activation_scheme));
     if (q) line("    quantized       " + describe(*q) + "; dense: embedding, router, norms, biases" +
                 (c.quant.lm_head ? "" : ", LM head"));

@@ -21,6 +21,9 @@ struct ProfileOptions {
   int warmup = 3;
   std::vector<std::string> models;         // config.json paths or names under models/llm
   int64_t max_tokens = 8192;               // GEMM token sweep 1..max_tokens, powers of two
+  // Weight formats the GEMMs are timed in ("gemms" rows' dtype) and, with "fp8", attention over an
+  // FP8 KV cache too (issue 15): bf16, fp8, int8, int4.
+  std::vector<std::string> dtypes = {"bf16", "fp8", "int4"};
   bool all_groups = false;                 // NCCL on every subset of >= 2 GPUs, not just full set + pairs
   bool progress = true;                    // progress bar on stderr
   std::string name;                        // machine name in the profile (default: hostname)

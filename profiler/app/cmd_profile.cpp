@@ -60,6 +60,13 @@ void add_profile_command(CLI::App& app, bool built_with_mpi) {
                   "Model(s) whose GEMM/attention shapes to time: shipped name or config.json (default: "
                   "llama-3.1-8b, llama-3.1-70b, mixtral-8x7b)");
   sub->add_option("--max-tokens", o->max_tokens, "GEMM token counts 1..N, powers of two")->capture_default_str();
+  sub->add_option("--dtypes", o->dtypes,
+                  "Weight formats to time the GEMMs in (comma-separated): bf16, fp8 (e4m3, per-tensor scales, x "
+                  "quantized first), int8 (W8A8, per-token x, per-channel W), int4 (W4A16, group 128); fp8 also "
+                  "times attention over an FP8 KV cache (docs/quantization.md)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"bf16", "fp8", "int8", "int4"}))
+      ->capture_default_str();
   sub->add_flag("--all-groups", o->all_groups, "NCCL on every GPU subset of 2+, not just the full set and pairs");
   sub->add_option("--name", o->name, "Machine name in the profile (default: the hostname)");
   sub->add_flag("--no-progress", *no_progress, "No progress bar on stderr");

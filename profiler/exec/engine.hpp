@@ -80,6 +80,7 @@ class Engine {
   // Scratch elements (bf16) each GPU's X, Y and Z buffers need for the worst-case iterations.
   struct ScratchNeed {
     int64_t x = 0, y = 0, z = 0;
+    bool kv_fp8 = false;  // an Attention op of this GPU reads an FP8 KV cache (issue 15)
   };
   GpuState& gpu(int id);
   // Construction (engine_alloc.cpp, engine_comm.cpp).
@@ -94,6 +95,7 @@ class Engine {
   // Op dispatch (engine_ops.cpp): one function per op kind.
   void run_op(const Op& op, int slot, std::vector<cudaEvent_t>* send_done);
   void run_gemm(const Op& op, GpuState& g);
+  void run_quant_gemm(const Op& op, GpuState& g);  // op.wdtype fp8 / int8 / int4 (engine_quant.cpp)
   void run_embedding(GpuState& g);
   void run_attention(const Op& op, GpuState& g);
   void run_elementwise(const Op& op, GpuState& g);

@@ -8,6 +8,7 @@
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/attention.hpp"
 #include "profiler/kernels/elementwise.hpp"
+#include "profiler/kernels/quant.hpp"
 
 namespace peerplan::exec {
 
@@ -73,6 +74,7 @@ std::map<int, Engine::ScratchNeed> Engine::scratch_needs(const std::vector<OpGra
           n.z = std::max(n.z, op.bytes / 2 + 8);
         } else if (op.kind == OpKind::Attention) {
           n.z = std::max(n.z, (op.attn_batch * op.attn_q_len + 8) * op.attn_heads * op.attn_head_dim);
+          n.kv_fp8 = n.kv_fp8 || op.kv_dtype == DType::FP8_E4M3;
         } else if (op.kind == OpKind::Elementwise) {
           n.z = std::max(n.z, int64_t(op.mem_bytes / 2) + 8);
         }
@@ -93,6 +95,8 @@ void Engine::allocate(GpuState& g, const ScratchNeed& need) {
   g.copy[0] = gpu::Stream(dev);
   g.copy[1] = gpu::Stream(dev);
   g.gemm = std::make_unique<gpu::GemmRunner>(dev);
+  g.qgemm = std::make_unique<gpu::QuantGemmRunner>(dev);
+  g.kv_fp8 = need.kv_fp8;
   g.cap_x = need.x + 8;
   g.cap_y = need.y + 8;
   g.cap_z = std::max(need.z, need.y) + 8;
@@ -135,11 +139,18 @@ void Engine::allocate(GpuState& g, const ScratchNeed& need) {
 void Engine::allocate_kv_cache(GpuState& g) {
   // KV cache of this GPU's layers: kv_slots + 1 slots (the last one absorbs padded sequences).
   const PlanStage& st = plan_.stages[size_t(g.stage)];
-  const size_t kv_bytes = size_t((kv_slots_ + 1) * g.kv_heads * max_ctx_ * g.head_dim) * 2;
+  // FP8 KV cache: one byte per element, random e4m3 codes (kSyntheticKvScale).
+  const int64_t elems = (kv_slots_ + 1) * g.kv_heads * max_ctx_ * g.head_dim;
+  const size_t kv_bytes = size_t(elems) * (g.kv_fp8 ? 1 : 2);
   for (int64_t l = st.layer_begin; l < st.layer_end; ++l) {
     gpu::DeviceBuffer k(g.dev, kv_bytes), v(g.dev, kv_bytes);
-    kn::fill_random(k.as<bf16>(), int64_t(kv_bytes / 2), opt_.seed * 53 + uint64_t(l), 1.0f, g.stream);
-    kn::fill_random(v.as<bf16>(), int64_t(kv_bytes / 2), opt_.seed * 59 + uint64_t(l), 1.0f, g.stream);
+    if (g.kv_fp8) {
+      kn::fill_random_fp8(k.as<uint8_t>(), elems, opt_.seed * 53 + uint64_t(l), g.stream);
+      kn::fill_random_fp8(v.as<uint8_t>(), elems, opt_.seed * 59 + uint64_t(l), g.stream);
+    } else {
+      kn::fill_random(k.as<bf16>(), elems, opt_.seed * 53 + uint64_t(l), 1.0f, g.stream);
+      kn::fill_random(v.as<bf16>(), elems, opt_.seed * 59 + uint64_t(l), 1.0f, g.stream);
+    }
     g.kv[int(l)] = {std::move(k), std::move(v)};
   }
 }

@@ -32,6 +32,7 @@ void Engine::run_op(const Op& op, int slot, std::vector<cudaEvent_t>* send_done)
 }
 
 void Engine::run_gemm(const Op& op, GpuState& g) {
+  if (op.wdtype != DType::BF16) return run_quant_gemm(op, g);
   const std::string& key = op.name;
   auto it = g.weights.find(key);
   const int64_t welems = op.n * op.k * op.batch_count;
@@ -64,8 +65,14 @@ void Engine::run_attention(const Op& op, GpuState& g) {
     kn::PrefillAttention a;
     a.q = g.qkv.as<bf16>();
     a.q_row_stride = qkv_w;
-    a.k_cache = kv.first.as<bf16>();
-    a.v_cache = kv.second.as<bf16>();
+    if (g.kv_fp8) {
+      a.k_cache_fp8 = kv.first.as<uint8_t>();
+      a.v_cache_fp8 = kv.second.as<uint8_t>();
+      a.k_scale = a.v_scale = kSyntheticKvScale;
+    } else {
+      a.k_cache = kv.first.as<bf16>();
+      a.v_cache = kv.second.as<bf16>();
+    }
     a.slots = g.m(g.o_pfslot);
     a.q_start = g.m(g.o_qstart);
     a.seq_lens = g.m(g.o_pflen);
@@ -81,8 +88,14 @@ void Engine::run_attention(const Op& op, GpuState& g) {
   kn::DecodeAttention a;
   a.q = g.qkv.as<bf16>() + g.npf_tok * qkv_w;
   a.q_row_stride = qkv_w;
-  a.k_cache = kv.first.as<bf16>();
-  a.v_cache = kv.second.as<bf16>();
+  if (g.kv_fp8) {
+    a.k_cache_fp8 = kv.first.as<uint8_t>();
+    a.v_cache_fp8 = kv.second.as<uint8_t>();
+    a.k_scale = a.v_scale = kSyntheticKvScale;
+  } else {
+    a.k_cache = kv.first.as<bf16>();
+    a.v_cache = kv.second.as<bf16>();
+  }
   a.slots = g.m(g.o_dcslot);
   a.seq_lens = g.m(g.o_dclen);
   a.out = g.Z.as<bf16>() + g.npf_tok * g.heads * g.head_dim;
@@ -110,8 +123,14 @@ void Engine::run_elementwise(const Op& op, GpuState& g) {
       r.positions = g.m(g.o_pos);
       r.token_slot = g.m(g.o_slot);
       auto& kv = g.kv.at(op.layer);
-      r.k_cache = kv.first.as<bf16>();
-      r.v_cache = kv.second.as<bf16>();
+      if (g.kv_fp8) {
+        r.k_cache_fp8 = kv.first.as<uint8_t>();
+        r.v_cache_fp8 = kv.second.as<uint8_t>();
+        r.k_scale = r.v_scale = kSyntheticKvScale;
+      } else {
+        r.k_cache = kv.first.as<bf16>();
+        r.v_cache = kv.second.as<bf16>();
+      }
       r.tokens = g.ntok;
       r.heads = int(g.heads);
       r.kv_heads = int(g.kv_heads);
@@ -141,8 +160,16 @@ int64_t Engine::warm_gemm_plans(int64_t max_tokens, int64_t max_seqs) {
   std::set<std::tuple<int, int64_t, int64_t, int64_t>> seen;
   std::map<std::tuple<int, int64_t, int64_t, uint64_t>, int64_t> kernels;  // (gpu, n, k, algo) -> smallest M
   auto add = [&](const BatchShape& sh) {
+  std::set<std::tuple<int, int64_t, int64_t, uint64_t>> quant_warm;  // (gpu, n, k, kernel)
     for (const Op& op : compile(sh).ops) {
-      if (op.kind != OpKind::Gemm || !local(op.gpus[0]) || !seen.emplace(op.gpus[0], op.m, op.n, op.k).second) continue;
+      if (op.kind != OpKind::Gemm || !local(op.gpus[0])) continue;
+      if (op.wdtype != DType::BF16) {  // quantized: run each distinct kernel once (engine_quant.cpp)
+        GpuState& gq = gpu(op.gpus[0]);
+        const uint64_t algo = gq.qgemm->prepare(op.wdtype, gpu::Fp8Scaling::PerTensor, op.m, op.n, op.k);
+        if (quant_warm.emplace(op.gpus[0], op.n, op.k, algo ^ uint64_t(op.wdtype)).second) run_quant_gemm(op, gq);
+        continue;
+      }
+      if (!seen.emplace(op.gpus[0], op.m, op.n, op.k).second) continue;
       const uint64_t algo = gpu(op.gpus[0]).gemm->prepare(op.m, op.n, op.k);
       auto [it, fresh] = kernels.emplace(std::make_tuple(op.gpus[0], op.n, op.k, algo), op.m);
     case EwKind::MoeRoute: return run_moe_route(op, g);
@@ -168,7 +195,7 @@ int64_t Engine::warm_gemm_plans(int64_t max_tokens, int64_t max_seqs) {
     if (w.get()) g.stream.synchronize();
   }
   for (auto& [id, gp] : state_) gp->stream.synchronize();
-  warm_kernels_ = int64_t(kernels.size());
+  warm_kernels_ = int64_t(kernels.size() + quant_warm.size());
   return int64_t(seen.size());
 }
 

@@ -12,6 +12,7 @@
 
 #include "profiler/exec/engine.hpp"
 #include "profiler/gpu/gemm.hpp"
+#include "profiler/gpu/gemm_quant.hpp"
 #include "profiler/gpu/raii.hpp"
 
 #include "profiler/kernels/moe_route.hpp"
@@ -32,6 +33,10 @@ struct GpuState {
   gpu::Stream copy[2];
   std::unique_ptr<gpu::GemmRunner> gemm;
   std::map<std::string, gpu::DeviceBuffer> weights;
+  // Quantized weights (issue 15): op.wdtype != bf16, in the stored format with scales.
+  std::unique_ptr<gpu::QuantGemmRunner> qgemm;
+  std::map<std::string, gpu::QuantWeight> qweights;
+  bool kv_fp8 = false;  // the KV cache holds e4m3 codes (kSyntheticKvScale per tensor)
   gpu::DeviceBuffer X, Y, Z, hidden, qkv, normw, attn_ws;
   int64_t cap_x = 0, cap_y = 0, cap_z = 0;
   std::map<int, std::pair<gpu::DeviceBuffer, gpu::DeviceBuffer>> kv;  // layer -> K, V
@@ -62,6 +67,9 @@ struct GpuState {
   }
   int* m(int64_t off) const { return meta.as<int>() + off; }
 };
+
+// Per-tensor scale of the synthetic FP8 KV cache: random codes up to 448 -> values up to 1.
+inline constexpr float kSyntheticKvScale = 1.f / 448;
 
 struct Engine::StageGraph {
   cudaGraph_t graph = nullptr;

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "profiler/exec/executor.hpp"
+#include "profiler/exec/self_test_util.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/gpu/raii.hpp"
 #include "profiler/kernels/attention.hpp"
@@ -18,7 +19,7 @@
 
 namespace peerplan::exec {
 
-namespace {
+namespace selftest {  // not anonymous: self_test_util.hpp shares the helpers with the other case files
 
 using bf16 = __nv_bfloat16;
 namespace kn = peerplan::kernels;
@@ -41,63 +42,7 @@ Host random_host(size_t n, std::mt19937_64& rng, double scale = 1.0) {
   return h;
 }
 
-gpu::DeviceBuffer upload(int dev, const std::vector<bf16>& v) {
-  gpu::DeviceBuffer b(dev, v.size() * 2);
-  CUDA_CHECK(cudaMemcpy(b.get(), v.data(), v.size() * 2, cudaMemcpyHostToDevice));
-  return b;
-}
-gpu::DeviceBuffer upload_int(int dev, const std::vector<int>& v) {
-  gpu::DeviceBuffer b(dev, std::max<size_t>(4, v.size() * 4));
-  CUDA_CHECK(cudaMemcpy(b.get(), v.data(), v.size() * 4, cudaMemcpyHostToDevice));
-  return b;
-}
-gpu::DeviceBuffer poisoned(int dev, size_t n) {
-  gpu::DeviceBuffer b(dev, n * 2);
-  CUDA_CHECK(cudaMemset(b.get(), 0xff, n * 2));  // 0xffff is a bf16 NaN
-  return b;
-}
-
-SelfTestResult compare(const std::string& kernel, const std::string& shape, const gpu::DeviceBuffer& out,
-                       const std::vector<double>& ref) {
-  CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<bf16> h(ref.size());
-  CUDA_CHECK(cudaMemcpy(h.data(), out.get(), h.size() * 2, cudaMemcpyDeviceToHost));
-  SelfTestResult r;
-  r.kernel = kernel;
-  r.shape = shape;
-  r.tolerance = kTol;
-  r.all_written = true;
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double g = double(__bfloat162float(h[i]));
-    if (std::isnan(g)) r.all_written = false;
-    num += (g - ref[i]) * (g - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  r.rel_error = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-  if (!r.all_written) r.rel_error = INFINITY;
-  return r;
-}
-
-// Reference attention of one query row against keys/values [0, n).
-void ref_attend(const double* q, const std::vector<double>& K, const std::vector<double>& V, int64_t base, int n, int D,
-                double scale, double* out) {
-  std::vector<double> s(static_cast<size_t>(n));
-  double m = -INFINITY;
-  for (int t = 0; t < n; ++t) {
-    double acc = 0;
-    for (int d = 0; d < D; ++d) acc += q[d] * K[size_t(base + int64_t(t) * D + d)];
-    s[size_t(t)] = acc * scale;
-    m = std::max(m, s[size_t(t)]);
-  }
-  double l = 0;
-  for (auto& x : s) l += (x = std::exp(x - m));
-  for (int d = 0; d < D; ++d) {
-    double acc = 0;
-    for (int t = 0; t < n; ++t) acc += s[size_t(t)] * V[size_t(base + int64_t(t) * D + d)];
-    out[d] = acc / l;
-  }
-}
+// upload, upload_int, poisoned, compare, ref_attend: self_test_util.cpp (shared with the other case files).
 
 
 // Decode attention on one shape against ref_attend; slot_of empty: the kernel gets no slot table
@@ -377,9 +322,10 @@ void rotary_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rn
   out.push_back(compare("kv_cache_write", fmt::format("3 tokens kv=2 D={}", D), dg, ref));
 }
 
-}  // namespace
+}  // namespace selftest
 
 std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
+  using namespace selftest;
   gpu::ScopedDevice sd(dev);
   std::mt19937_64 rng(seed);
   std::vector<SelfTestResult> out;
@@ -401,6 +347,9 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
   std::fprintf(stderr, "self-test: %s\n", "rotary");
   rotary_cases(out, dev, rng, 128);
   rotary_cases(out, dev, rng, 96);  // Phi-3-mini's head_dim
+
+  std::fprintf(stderr, "self-test: %s\n", "quantized GEMMs, FP8 KV cache");
+  quant_cases(out, dev, sms, rng);
   return out;
 }
 

@@ -29,6 +29,11 @@ struct DecodeAttention {
   const __nv_bfloat16* k_cache = nullptr;
   const __nv_bfloat16* v_cache = nullptr;
   const int* slots = nullptr;         // device [batch]: cache slot of each sequence (nullptr: slot = index)
+  // FP8 e4m3 KV cache (issue 15): when set, read instead of k_cache / v_cache (same layout, one
+  // byte per element); element = code * k_scale (v_scale), per-tensor scales.
+  const uint8_t* k_cache_fp8 = nullptr;
+  const uint8_t* v_cache_fp8 = nullptr;
+  float k_scale = 1.f, v_scale = 1.f;
   const int* seq_lens = nullptr;      // device [batch]: context length incl. the new token (>= 1)
   __nv_bfloat16* out = nullptr;       // [batch][heads*head_dim]
   float* workspace = nullptr;         // decode_attention_workspace_bytes()
@@ -51,6 +56,9 @@ struct PrefillAttention {
   const __nv_bfloat16* k_cache = nullptr;
   const __nv_bfloat16* v_cache = nullptr;
   const int* slots = nullptr;         // device [num_seqs] (nullptr: slot = index)
+  const uint8_t* k_cache_fp8 = nullptr;  // FP8 e4m3 KV cache, as DecodeAttention's
+  const uint8_t* v_cache_fp8 = nullptr;
+  float k_scale = 1.f, v_scale = 1.f;
   const int* q_start = nullptr;       // device [num_seqs + 1]: prefix sums of q_len over sequences
   const int* seq_lens = nullptr;      // device [num_seqs]: context incl. the new tokens
   __nv_bfloat16* out = nullptr;       // [total_q][heads*head_dim]

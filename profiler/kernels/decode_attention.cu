@@ -43,6 +43,7 @@
 
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/attention.hpp"
+#include "profiler/kernels/kv_fp8.cuh"
 #include "profiler/kernels/mma_ptx.cuh"
 
 namespace peerplan::kernels {
@@ -71,11 +72,12 @@ constexpr int kMaxClusterSplits = 8;  // portable cluster size
 struct DecodeParams {
   const bf16* q;
   int64_t q_row_stride;
-  const bf16* k_cache;
-  const bf16* v_cache;
+  const void* k_cache;  // bf16 or e4m3 codes (the kernel's KV type)
+  const void* v_cache;
   const int* slots;
   const int* seq_lens;
   bf16* out;
+  float v_scale;  // FP8 KV: V's per-tensor scale, applied to the (linear) output; 1 for bf16
   float* ws_o;    // [batch][heads][splits][D]
   float* ws_lse;  // [batch][heads][splits]
   int heads, kv_heads, max_ctx, splits;  // splits: fixed grid dimension
@@ -94,7 +96,9 @@ __device__ __forceinline__ uint4 ld16(const bf16* p) { return *reinterpret_cast<
 
 // DT, GT: the head-dim and group tiles the block is built for; kGeneral: the real head_dim (<= DT,
 // a multiple of 8) and group (<= GT) come from p, else they are exactly DT and GT.
-template <int DT, int GT, bool kCluster, bool kGeneral>
+// KV: bf16, or uint8_t for an FP8 e4m3 cache (kv_fp8.cuh: 8 codes load as 8 bf16; K's scale is in
+// scale_log2, V's in v_scale).
+template <int DT, int GT, bool kCluster, bool kGeneral, class KV>
 __global__ void __launch_bounds__(kThreads, GT > 8 ? 3 : kResidentBlocks) decode_split_kernel(DecodeParams p) {
   static_assert(GT >= 1 && GT <= 16, "query heads per kv head");
   constexpr int NB32 = DT / 32, NB64 = DT / 64;
@@ -121,8 +125,8 @@ __global__ void __launch_bounds__(kThreads, GT > 8 ? 3 : kResidentBlocks) decode
   const int g = lane >> 2, t = lane & 3;
   const int slot = p.slots ? p.slots[b] : b;
   const int64_t kv_base = (int64_t(slot) * p.kv_heads + kvh) * p.max_ctx * D;
-  const bf16* kp = p.k_cache + kv_base;
-  const bf16* vp = p.v_cache + kv_base;
+  const KV* kp = static_cast<const KV*>(p.k_cache) + kv_base;
+  const KV* vp = static_cast<const KV*>(p.v_cache) + kv_base;
 
   // Q: rows g and g+8 of the S A fragment are heads h0+g and h0+g+8 (zeros past the group).
   uint4 qlo[NB32], qhi[NB32];
@@ -160,7 +164,7 @@ __global__ void __launch_bounds__(kThreads, GT > 8 ? 3 : kResidentBlocks) decode
       const int tok = min(tb + 8 * n + g, t1 - 1);
 #pragma unroll
       for (int i = 0; i < NB32; ++i)
-        kx[n][i] = (!kGeneral || 32 * i + 8 * t < D) ? ld16(kp + int64_t(tok) * D + 32 * i + 8 * t)
+        kx[n][i] = (!kGeneral || 32 * i + 8 * t < D) ? ld_kv8(kp + int64_t(tok) * D + 32 * i + 8 * t)
                                                      : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
@@ -168,7 +172,7 @@ __global__ void __launch_bounds__(kThreads, GT > 8 ? 3 : kResidentBlocks) decode
       const int tok = min(tb + (r >> 1) * 8 + 2 * t + (r & 1), t1 - 1);
 #pragma unroll
       for (int i = 0; i < NB64; ++i)
-        vx[i][r] = (!kGeneral || 64 * i + 8 * g < D) ? ld16(vp + int64_t(tok) * D + 64 * i + 8 * g)
+        vx[i][r] = (!kGeneral || 64 * i + 8 * g < D) ? ld_kv8(vp + int64_t(tok) * D + 64 * i + 8 * g)
                                                      : make_uint4(0, 0, 0, 0);
     }
 
@@ -297,13 +301,13 @@ __global__ void __launch_bounds__(kThreads, GT > 8 ? 3 : kResidentBlocks) decode
     }
     const int h = h0 + hg;
     if (kCluster) {
-      part_o[hg][d] = den > 0.f ? num / den : 0.f;
+      part_o[hg][d] = den > 0.f ? num / den * p.v_scale : 0.f;
       if (d == 0) part_lse[hg] = den > 0.f ? mx + log2f(den) : -INFINITY;
     } else if (p.splits == 1) {
-      p.out[(int64_t(b) * p.heads + h) * D + d] = __float2bfloat16(num / den);
+      p.out[(int64_t(b) * p.heads + h) * D + d] = __float2bfloat16(num / den * p.v_scale);
     } else {
       const int64_t ix = (int64_t(b) * p.heads + h) * p.splits + split;
-      p.ws_o[ix * D + d] = num / den;
+      p.ws_o[ix * D + d] = num / den * p.v_scale;
       if (d == 0) p.ws_lse[ix] = mx + log2f(den);
     }
   }
@@ -388,10 +392,11 @@ __global__ void __launch_bounds__(DT) decode_merge_kernel(DecodeParams p) {
   p.out[(int64_t(b) * p.heads + h) * HD + d] = __float2bfloat16(num / den);
 }
 
-template <int DT, int GT, bool kGeneral>
+template <int DT, int GT, bool kGeneral, class KV>
 void launch_decode(const DecodeParams& p, int batch, bool cluster, cudaStream_t stream) {
   const dim3 grid(p.splits, p.kv_heads, batch);
-  auto kernel = cluster ? decode_split_kernel<DT, GT, true, kGeneral> : decode_split_kernel<DT, GT, false, kGeneral>;
+  auto kernel =
+      cluster ? decode_split_kernel<DT, GT, true, kGeneral, KV> : decode_split_kernel<DT, GT, false, kGeneral, KV>;
   if (cluster) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = grid;
@@ -417,14 +422,14 @@ void launch_decode(const DecodeParams& p, int batch, bool cluster, cudaStream_t 
   }
 }
 
-template <int DT, bool kGeneral>
+template <int DT, bool kGeneral, class KV>
 void dispatch_group(const DecodeParams& p, int batch, int group_tile, bool cluster, cudaStream_t stream) {
   switch (group_tile) {
-    case 1: return launch_decode<DT, 1, kGeneral>(p, batch, cluster, stream);
-    case 2: return launch_decode<DT, 2, kGeneral>(p, batch, cluster, stream);
-    case 4: return launch_decode<DT, 4, kGeneral>(p, batch, cluster, stream);
-    case 8: return launch_decode<DT, 8, kGeneral>(p, batch, cluster, stream);
-    case 16: return launch_decode<DT, 16, kGeneral>(p, batch, cluster, stream);
+    case 1: return launch_decode<DT, 1, kGeneral, KV>(p, batch, cluster, stream);
+    case 2: return launch_decode<DT, 2, kGeneral, KV>(p, batch, cluster, stream);
+    case 4: return launch_decode<DT, 4, kGeneral, KV>(p, batch, cluster, stream);
+    case 8: return launch_decode<DT, 8, kGeneral, KV>(p, batch, cluster, stream);
+    case 16: return launch_decode<DT, 16, kGeneral, KV>(p, batch, cluster, stream);
     default:
       throw RuntimeError("decode_attention: internal: group tile " + std::to_string(group_tile));
   }
@@ -482,6 +487,17 @@ DecodePlan decode_plan(int batch, int kv_heads, int max_ctx, int sm_count, bool 
   return {s, s > 1};
 }
 
+template <class KV>
+void dispatch_dims(const DecodeParams& p, const DecodeVariant& v, int batch, bool cluster, cudaStream_t stream) {
+  if (v.dim_tile == 128) {
+    if (v.general) dispatch_group<128, true, KV>(p, batch, v.group_tile, cluster, stream);
+    else dispatch_group<128, false, KV>(p, batch, v.group_tile, cluster, stream);
+  } else {
+    if (v.general) dispatch_group<64, true, KV>(p, batch, v.group_tile, cluster, stream);
+    else dispatch_group<64, false, KV>(p, batch, v.group_tile, cluster, stream);
+  }
+}
+
 }  // namespace
 
 int decode_attention_chunk(int batch, int kv_heads, int max_ctx, int sm_count) {
@@ -511,8 +527,12 @@ void decode_attention(const DecodeAttention& a, int sm_count, cudaStream_t strea
   DecodeParams p{};
   p.q = a.q;
   p.q_row_stride = a.q_row_stride;
-  p.k_cache = a.k_cache;
-  p.v_cache = a.v_cache;
+  const bool fp8 = a.k_cache_fp8 != nullptr;
+  if (fp8 != (a.v_cache_fp8 != nullptr))
+    throw RuntimeError("decode_attention: an FP8 KV cache needs both k_cache_fp8 and v_cache_fp8");
+  p.k_cache = fp8 ? static_cast<const void*>(a.k_cache_fp8) : a.k_cache;
+  p.v_cache = fp8 ? static_cast<const void*>(a.v_cache_fp8) : a.v_cache;
+  p.v_scale = fp8 ? a.v_scale : 1.f;
   p.slots = a.slots;
   p.seq_lens = a.seq_lens;
   p.out = a.out;
@@ -522,7 +542,7 @@ void decode_attention(const DecodeAttention& a, int sm_count, cudaStream_t strea
   const DecodePlan plan = decode_plan(a.batch, a.kv_heads, a.max_ctx, sm_count, clusters_supported());
   p.splits = plan.splits;
   const float scale = a.scale > 0 ? a.scale : 1.0f / std::sqrt(float(a.head_dim));
-  p.scale_log2 = scale * 1.4426950408889634f;
+  p.scale_log2 = scale * 1.4426950408889634f * (fp8 ? a.k_scale : 1.f);
   const int64_t n = int64_t(a.batch) * a.heads * p.splits;
   p.ws_o = a.workspace;
   p.ws_lse = a.workspace + n * a.head_dim;
@@ -530,13 +550,8 @@ void decode_attention(const DecodeAttention& a, int sm_count, cudaStream_t strea
     throw RuntimeError("decode_attention: workspace required for split-K");
   p.group = a.heads / a.kv_heads;
   p.head_dim = a.head_dim;
-  if (v.dim_tile == 128) {
-    if (v.general) dispatch_group<128, true>(p, a.batch, v.group_tile, plan.cluster, stream);
-    else dispatch_group<128, false>(p, a.batch, v.group_tile, plan.cluster, stream);
-  } else {
-    if (v.general) dispatch_group<64, true>(p, a.batch, v.group_tile, plan.cluster, stream);
-    else dispatch_group<64, false>(p, a.batch, v.group_tile, plan.cluster, stream);
-  }
+  if (fp8) dispatch_dims<uint8_t>(p, v, a.batch, plan.cluster, stream);
+  else dispatch_dims<bf16>(p, v, a.batch, plan.cluster, stream);
 }
 
 }  // namespace peerplan::kernels

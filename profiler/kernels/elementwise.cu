@@ -4,6 +4,7 @@
 
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/elementwise.hpp"
+#include "profiler/kernels/kv_fp8.cuh"
 
 namespace peerplan::kernels {
 namespace {
@@ -125,6 +126,8 @@ __global__ void embed_kernel(const int* ids, const __nv_bfloat16* table, __nv_bf
 
 // One block per token; thread i rotates pair (i, i + D/2) of one head (q or k), then copies k and v
 // into the cache.
+// KV: bf16 cache, or uint8_t for an FP8 e4m3 cache (codes = value / scale, saturating).
+template <class KV>
 __global__ void rotary_cache_kernel(RotaryCache a) {
   const int64_t t = blockIdx.x;
   const int D = a.head_dim, half = D / 2;
@@ -149,10 +152,15 @@ __global__ void rotary_cache_kernel(RotaryCache a) {
   for (int64_t i = threadIdx.x; i < vec; i += blockDim.x) {
     const int kvh = int(i * 8 / D), d = int(i * 8 % D);
     const int64_t dst = ((int64_t(slot) * a.kv_heads + kvh) * a.max_ctx + pos) * D + d;
-    *reinterpret_cast<uint4*>(a.k_cache + dst) =
-        *reinterpret_cast<const uint4*>(base + int64_t(a.heads) * D + i * 8);
-    *reinterpret_cast<uint4*>(a.v_cache + dst) =
-        *reinterpret_cast<const uint4*>(base + int64_t(a.heads + a.kv_heads) * D + i * 8);
+    const uint4 k8 = *reinterpret_cast<const uint4*>(base + int64_t(a.heads) * D + i * 8);
+    const uint4 v8 = *reinterpret_cast<const uint4*>(base + int64_t(a.heads + a.kv_heads) * D + i * 8);
+    if constexpr (sizeof(KV) == 1) {
+      *reinterpret_cast<uint2*>(a.k_cache_fp8 + dst) = bf16x8_to_e4m3(k8, 1.f / a.k_scale);
+      *reinterpret_cast<uint2*>(a.v_cache_fp8 + dst) = bf16x8_to_e4m3(v8, 1.f / a.v_scale);
+    } else {
+      *reinterpret_cast<uint4*>(a.k_cache + dst) = k8;
+      *reinterpret_cast<uint4*>(a.v_cache + dst) = v8;
+    }
   }
 }
 
@@ -232,7 +240,11 @@ void embedding_gather(const int* ids, const __nv_bfloat16* table, __nv_bfloat16*
 void rotary_and_cache(const RotaryCache& a, cudaStream_t stream) {
   require_multiple_of_8(a.head_dim, "head_dim", "rotary_and_cache");
   if (a.tokens == 0) return;
-  rotary_cache_kernel<<<unsigned(a.tokens), 256, 0, stream>>>(a);
+  const bool fp8 = a.k_cache_fp8 != nullptr;
+  if (fp8 != (a.v_cache_fp8 != nullptr))
+    throw RuntimeError("rotary_and_cache: an FP8 KV cache needs both k_cache_fp8 and v_cache_fp8");
+  if (fp8) rotary_cache_kernel<uint8_t><<<unsigned(a.tokens), 256, 0, stream>>>(a);
+  else rotary_cache_kernel<__nv_bfloat16><<<unsigned(a.tokens), 256, 0, stream>>>(a);
   CUDA_CHECK_LAUNCH("rotary_and_cache");
 }
 

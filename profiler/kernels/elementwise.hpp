@@ -31,6 +31,11 @@ struct RotaryCache {
   const int* token_slot = nullptr;  // device [tokens]: cache slot of the token's sequence
   __nv_bfloat16* k_cache = nullptr;
   __nv_bfloat16* v_cache = nullptr;
+  // FP8 e4m3 KV cache (issue 15): when set, K and V are written here instead, code =
+  // e4m3(value / k_scale) (v_scale), saturating.
+  uint8_t* k_cache_fp8 = nullptr;
+  uint8_t* v_cache_fp8 = nullptr;
+  float k_scale = 1.f, v_scale = 1.f;
   int64_t tokens = 0;
   int heads = 0, kv_heads = 0, head_dim = 128, max_ctx = 0;
   float theta = 500000.f;

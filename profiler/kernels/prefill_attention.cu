@@ -22,6 +22,7 @@
 
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/attention.hpp"
+#include "profiler/kernels/kv_fp8.cuh"
 #include "profiler/kernels/mma_ptx.cuh"
 
 namespace peerplan::kernels {
@@ -39,8 +40,9 @@ constexpr int kBN = 64;  // keys per tile
 struct PrefillParams {
   const bf16* q;
   int64_t q_row_stride;
-  const bf16* k_cache;
-  const bf16* v_cache;
+  const void* k_cache;  // bf16 or e4m3 codes (the kernel's KV type)
+  const void* v_cache;
+  float v_scale;        // FP8 KV: V's per-tensor scale, on the output (K's is in scale_log2)
   const int* slots;
   const int* q_start;
   const int* seq_lens;
@@ -62,7 +64,9 @@ __device__ __forceinline__ uint32_t ld_u32(const bf16* p) { return *reinterpret_
 
 // 2 blocks per SM: MT = 1 measured faster so (no spills at <= 255 registers) than 3 blocks with
 // <= 168 registers and spills (H200, 2026-12-01: 222 vs 203 TFLOP/s at 2048 tokens).
-template <int D, int MT>
+// KV = uint8_t: an FP8 e4m3 cache, converted to bf16 on its way into shared memory (a register
+// load, not cp.async; kv_fp8.cuh).
+template <int D, int MT, class KV>
 __global__ void __launch_bounds__(kWarps * 32, 2) prefill_kernel(PrefillParams p) {
   using C = Cfg<D, MT>;
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -80,8 +84,8 @@ __global__ void __launch_bounds__(kWarps * 32, 2) prefill_kernel(PrefillParams p
   const int kvh = h / (p.heads / p.kv_heads);
   const int slot = p.slots ? p.slots[seq] : seq;
   const int64_t kv_base = (int64_t(slot) * p.kv_heads + kvh) * p.max_ctx * D;
-  const bf16* kg = p.k_cache + kv_base;
-  const bf16* vg = p.v_cache + kv_base;
+  const KV* kg = static_cast<const KV*>(p.k_cache) + kv_base;
+  const KV* vg = static_cast<const KV*>(p.v_cache) + kv_base;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane >> 2, t4 = lane & 3;
   constexpr int VPR = D / 8;  // 16-byte pieces per row
@@ -100,8 +104,13 @@ __global__ void __launch_bounds__(kWarps * 32, 2) prefill_kernel(PrefillParams p
       const int r = i / VPR, c = (i % VPR) * 8;
       const bool ok = kt0 + r < kv_end;
       const int64_t off = int64_t(ok ? kt0 + r : 0) * D + c;
-      ptx::cp_async16(ks + r * C::LD + c, kg + off, ok);
-      ptx::cp_async16(vs + r * C::LD + c, vg + off, ok);
+      if constexpr (sizeof(KV) == 1) {
+        *reinterpret_cast<uint4*>(ks + r * C::LD + c) = ok ? ld_kv8(kg + off) : make_uint4(0, 0, 0, 0);
+        *reinterpret_cast<uint4*>(vs + r * C::LD + c) = ok ? ld_kv8(vg + off) : make_uint4(0, 0, 0, 0);
+      } else {
+        ptx::cp_async16(ks + r * C::LD + c, kg + off, ok);
+        ptx::cp_async16(vs + r * C::LD + c, vg + off, ok);
+      }
     }
   };
   if constexpr (MT > 1) {  // Q rows past q_len are zeros (their results are never stored)
@@ -277,7 +286,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) prefill_kernel(PrefillParams p
     l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-    const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
+    const float inv0 = l0 > 0.f ? p.v_scale / l0 : 0.f, inv1 = l1 > 0.f ? p.v_scale / l1 : 0.f;
     const int r0 = wrow0 + mt * 16 + g, r1 = r0 + 8;
     bf16* o0 = p.out + int64_t(qs + r0) * out_stride + int64_t(h) * D + 2 * t4;
     bf16* o1 = o0 + 8 * out_stride;
@@ -291,20 +300,30 @@ __global__ void __launch_bounds__(kWarps * 32, 2) prefill_kernel(PrefillParams p
   }
 }
 
-template <int D, int MT>
+template <int D, int MT, class KV>
 void launch_prefill(const PrefillParams& p, int num_seqs, int max_q_len, cudaStream_t stream) {
   using C = Cfg<D, MT>;
-  auto kernel = prefill_kernel<D, MT>;
+  auto kernel = prefill_kernel<D, MT, KV>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::smem)));
   dim3 grid(p.heads, (max_q_len + C::BM - 1) / C::BM, num_seqs);  // heads fastest: a GQA group's heads share K/V in L2
   kernel<<<grid, kWarps * 32, C::smem, stream>>>(p);
   CUDA_CHECK_LAUNCH("prefill_kernel");
 }
 
-template <int D>
+template <int D, class KV>
 void launch_prefill(const PrefillParams& p, int num_seqs, int max_q_len, cudaStream_t stream) {
-  if (max_q_len >= PEERPLAN_PREFILL_MT2_MIN_Q) launch_prefill<D, 2>(p, num_seqs, max_q_len, stream);
-  else launch_prefill<D, 1>(p, num_seqs, max_q_len, stream);
+  if (max_q_len >= PEERPLAN_PREFILL_MT2_MIN_Q) launch_prefill<D, 2, KV>(p, num_seqs, max_q_len, stream);
+  else launch_prefill<D, 1, KV>(p, num_seqs, max_q_len, stream);
+}
+
+template <class KV>
+void launch_prefill_dim(const PrefillParams& p, int head_dim, int num_seqs, int max_q_len, cudaStream_t stream) {
+  switch (head_dim) {
+    case 128: return launch_prefill<128, KV>(p, num_seqs, max_q_len, stream);
+    case 96: return launch_prefill<96, KV>(p, num_seqs, max_q_len, stream);
+    case 80: return launch_prefill<80, KV>(p, num_seqs, max_q_len, stream);
+    default: return launch_prefill<64, KV>(p, num_seqs, max_q_len, stream);
+  }
 }
 
 }  // namespace
@@ -321,8 +340,12 @@ void prefill_attention(const PrefillAttention& a, cudaStream_t stream) {
   PrefillParams p{};
   p.q = a.q;
   p.q_row_stride = a.q_row_stride;
-  p.k_cache = a.k_cache;
-  p.v_cache = a.v_cache;
+  const bool fp8 = a.k_cache_fp8 != nullptr;
+  if (fp8 != (a.v_cache_fp8 != nullptr))
+    throw RuntimeError("prefill_attention: an FP8 KV cache needs both k_cache_fp8 and v_cache_fp8");
+  p.k_cache = fp8 ? static_cast<const void*>(a.k_cache_fp8) : a.k_cache;
+  p.v_cache = fp8 ? static_cast<const void*>(a.v_cache_fp8) : a.v_cache;
+  p.v_scale = fp8 ? a.v_scale : 1.f;
   p.slots = a.slots;
   p.q_start = a.q_start;
   p.seq_lens = a.seq_lens;
@@ -331,13 +354,9 @@ void prefill_attention(const PrefillAttention& a, cudaStream_t stream) {
   p.kv_heads = a.kv_heads;
   p.max_ctx = a.max_ctx;
   const float scale = a.scale > 0 ? a.scale : 1.0f / std::sqrt(float(a.head_dim));
-  p.scale_log2 = scale * 1.4426950408889634f;
-  switch (a.head_dim) {
-    case 128: return launch_prefill<128>(p, a.num_seqs, a.max_q_len, stream);
-    case 96: return launch_prefill<96>(p, a.num_seqs, a.max_q_len, stream);
-    case 80: return launch_prefill<80>(p, a.num_seqs, a.max_q_len, stream);
-    default: return launch_prefill<64>(p, a.num_seqs, a.max_q_len, stream);
-  }
+  p.scale_log2 = scale * 1.4426950408889634f * (fp8 ? a.k_scale : 1.f);
+  if (fp8) launch_prefill_dim<uint8_t>(p, a.head_dim, a.num_seqs, a.max_q_len, stream);
+  else launch_prefill_dim<bf16>(p, a.head_dim, a.num_seqs, a.max_q_len, stream);
 }
 
 }  // namespace peerplan::kernels

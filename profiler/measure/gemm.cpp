@@ -1,7 +1,10 @@
-// bf16 GEMM times of the models' shapes through the executor's own call (gpu/gemm.hpp), on GPU 0
-// (the GPUs of one host are the same part; other GPUs' figures would repeat these). Inputs are
-// pseudo-random, not zeros (zeros run faster on tensor cores than real weights).
+// GEMM times of the models' shapes through the executor's own calls, on GPU 0 (the GPUs of one
+// host are the same part; other GPUs' figures would repeat these): bf16 (gpu/gemm.hpp) and, per
+// --dtypes, quantized weights (gpu/gemm_quant.hpp: fp8 per-tensor with x quantized first, int8,
+// int4 W4A16), each row tagged with its dtype. Inputs are pseudo-random, not zeros (zeros run
+// faster on tensor cores than real weights).
 #include <algorithm>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -9,6 +12,7 @@
 #include "planner/model/model_config.hpp"
 #include "profiler/common/gemm_shapes.hpp"
 #include "profiler/gpu/gemm.hpp"
+#include "profiler/gpu/gemm_quant.hpp"
 #include "profiler/common/profile_models.hpp"
 #include "profiler/measure/curve.hpp"
 
@@ -36,26 +40,54 @@ void measure_gemm(Context& ctx) {
   gpu::launch_fill_bf16(w.get(), size_t(max_nk), 2, s);
   s.synchronize();
   gpu::GemmRunner runner(g);
+  gpu::QuantGemmRunner qrunner(g);
+  gpu::QuantWeight qw;  // the quantized weight of the current (dtype, n, k)
   gpu::BlockingGate gate;
-  for (size_t i = 0; i < problems.size(); ++i) {
-    const auto& p = problems[i];
-    ctx.progress.update(double(i) / problems.size(), fmt::format("m={} n={} k={}", p.m, p.n, p.k));
-    double expect_s = 2.0 * double(p.m) * double(p.n) * double(p.k) / 600e12 + 3e-6;
-    int reps = std::clamp(int(200e-6 / expect_s), 1, 64);
-    auto region = [&] {
-      return gpu::time_region(&gate, s, {}, [&] { for (int r = 0; r < reps; ++r) runner.run(x.get(), w.get(), y.get(), p.m, p.n, p.k, s); });
-    };
-    runner.run(x.get(), w.get(), y.get(), p.m, p.n, p.k, s);  // algorithm lookup outside the timed region
-    s.synchronize();
-    for (int r = 0; r < ctx.plan.warmup; ++r) region();
-    std::vector<double> t;
-    for (int r = 0; r < ctx.plan.samples; ++r) t.push_back(region() / reps);
-    ctx.ms.gemms.push_back({g, p.m, p.n, p.k, "bf16", compute_stats(std::move(t))});
+  std::vector<std::string> skipped;
+  const auto& dtypes = ctx.opts.dtypes;
+  const size_t total = problems.size() * dtypes.size();
+  size_t step = 0;
+  for (const std::string& dname : dtypes) {
+    const DType dt = parse_dtype(dname).value_or(DType::BF16);
+    for (const auto& p : problems) {
+      ctx.progress.update(double(step++) / double(total), fmt::format("{} m={} n={} k={}", dname, p.m, p.n, p.k));
+      std::function<void()> call;
+      try {
+        if (dt == DType::BF16) {
+          call = [&] { runner.run(x.get(), w.get(), y.get(), p.m, p.n, p.k, s); };
+        } else {
+          if (!qw.codes.get() || qw.dtype != dt || qw.n != p.n || qw.k != p.k) {
+            qw = gpu::QuantWeight{};  // free the previous one first
+            qw = gpu::make_random_quant_weight(g, dt, gpu::Fp8Scaling::PerTensor, p.n, p.k, 2, s);
+          }
+          call = [&] { qrunner.run(x.get(), qw, y.get(), p.m, s); };
+        }
+        call();  // algorithm lookup and scratch outside the timed region
+        s.synchronize();
+      } catch (const std::exception& e) {  // a format this GPU or shape cannot run: noted, not fatal
+        skipped.push_back(fmt::format("{} m={} n={} k={}: {}", dname, p.m, p.n, p.k, e.what()));
+        continue;
+      }
+      // Quantized calls at small m are ~2-3 kernels: time several per region as bf16 does.
+      double expect_s = 2.0 * double(p.m) * double(p.n) * double(p.k) / 600e12 + 3e-6;
+      int reps = std::clamp(int(200e-6 / expect_s), 1, 64);
+      auto region = [&] { return gpu::time_region(&gate, s, {}, [&] { for (int r = 0; r < reps; ++r) call(); }); };
+      for (int r = 0; r < ctx.plan.warmup; ++r) region();
+      std::vector<double> t;
+      for (int r = 0; r < ctx.plan.samples; ++r) t.push_back(region() / reps);
+      ctx.ms.gemms.push_back({g, p.m, p.n, p.k, dname, compute_stats(std::move(t))});
+    }
   }
+  if (!skipped.empty())
+    ctx.not_applicable("gemm (some dtypes/shapes)", fmt::format("{} not timed, first: {}", skipped.size(), skipped.front()));
   nlohmann::json names = nlohmann::json::array();
   for (const auto& m : models) names.push_back(m.name);
   ctx.ms.extra["gemm"] = {{"gpu", g}, {"models", names}, {"layout", "y[m,n] = x[m,k] W^T, W [n,k]; bf16, fp32 accumulate"},
-                          {"call", "peerplan::gpu::GemmRunner::run (cuBLASLt, heuristic's first algorithm, 32 MiB workspace)"}};
+                          {"call", "peerplan::gpu::GemmRunner::run (cuBLASLt, heuristic's first algorithm, 32 MiB workspace)"},
+                          {"dtypes", dtypes},
+                          {"quantized_call", "peerplan::gpu::QuantGemmRunner::run: fp8 e4m3 per-tensor scales (x quantized "
+                                             "by a kernel, timed), int8 W8A8 (per-token x, per-channel W, int32 epilogue), "
+                                             "int4 W4A16 group 128 (GEMV kernel m <= 64, dequantise + cuBLASLt above)"}};
 }
 
 }  // namespace peerplan::profiler

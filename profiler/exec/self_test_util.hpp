@@ -1,0 +1,33 @@
+#pragma once
+// Helpers of the kernel self-test (self_test.cpp) shared with its other case files
+// (self_test_quant.cpp: the quantized GEMMs and the FP8 KV cache, issue 15). Internal to profiler/exec.
+#include <cuda_bf16.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "planner/validate/gpu_backend.hpp"
+#include "profiler/gpu/raii.hpp"
+
+namespace peerplan::exec::selftest {
+
+gpu::DeviceBuffer upload(int dev, const std::vector<__nv_bfloat16>& v);
+gpu::DeviceBuffer upload_int(int dev, const std::vector<int>& v);
+gpu::DeviceBuffer poisoned(int dev, size_t n);  // n bf16 NaNs: an unwritten element fails
+// ||out - ref|| / ||ref|| of the bf16 device buffer `out` against the fp64 reference (tolerance 1e-2).
+SelfTestResult compare(const std::string& kernel, const std::string& shape, const gpu::DeviceBuffer& out,
+                       const std::vector<double>& ref);
+// Reference attention of one query row against keys/values [base, base + n*D) of K and V.
+void ref_attend(const double* q, const std::vector<double>& K, const std::vector<double>& V, int64_t base, int n, int D,
+                double scale, double* out);
+
+// FP8 / INT8 / W4A16 GEMMs and the FP8 KV cache (decode, prefill, rotary write): self_test_quant.cpp.
+void quant_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt19937_64& rng);
+// The four storage orders of FP8 block scales (W, x: outer-dimension- or k-major), one row each:
+// which one cuBLASLt reads (bench/quant prints them; not part of the self-test).
+void fp8_block_layout_probe(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng);
+// Routed MoE: routing, grouped GEMMs, combine (issue 14): self_test_moe.cpp.
+void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng);
+
+}  // namespace peerplan::exec::selftest

@@ -1,0 +1,299 @@
+#include "profiler/gpu/gemm_quant.hpp"
+
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <string>
+
+#include "profiler/kernels/elementwise.hpp"
+#include "profiler/kernels/quant.hpp"
+#include "profiler/kernels/w4a16.hpp"
+
+namespace peerplan::gpu {
+
+namespace kn = peerplan::kernels;
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// Rows of W per int4 dequant slab: 64 MiB of bf16 at most, whole 128-row multiples.
+int64_t int4_slab_rows(int64_t n, int64_t k) {
+  const int64_t rows = std::max<int64_t>(128, (int64_t(32) << 20) / k / 128 * 128);
+  return std::min(n, rows);
+}
+std::string shape_text(int64_t M, int64_t n, int64_t k) {
+  return "y[" + std::to_string(M) + "," + std::to_string(n) + "] = x[" + std::to_string(M) + "," + std::to_string(k) +
+         "] W^T";
+}
+
+}  // namespace
+
+const char* to_string(Fp8Scaling s) {
+  switch (s) {
+    case Fp8Scaling::PerTensor: return "per-tensor";
+    case Fp8Scaling::PerChannel: return "per-channel";
+    case Fp8Scaling::Block128: return "block-128x128";
+  }
+  return "?";
+}
+
+size_t quant_weight_bytes(DType dtype, Fp8Scaling scaling, int64_t n, int64_t k) {
+  switch (dtype) {
+    case DType::FP8_E4M3: {
+      const int64_t s = scaling == Fp8Scaling::PerTensor    ? 1
+                        : scaling == Fp8Scaling::PerChannel ? n
+                                                            : ceil_div(k, 128) * ceil_div(n, 128);
+      return size_t(n * k + 4 * s);
+    }
+    case DType::INT8: return size_t(n * k + 4 * n);
+    case DType::INT4: return size_t(n * k / 2 + 2 * n * (k / kn::kW4Group));
+    default: return size_t(n * k * 2);
+  }
+}
+
+void check_quant_shape(DType dtype, int64_t n, int64_t k) {
+  const bool ok = dtype == DType::INT4 ? (k % kn::kW4Group == 0 && n % 8 == 0)
+                  : (dtype == DType::FP8_E4M3 || dtype == DType::INT8) ? (k % 16 == 0 && n % 16 == 0)
+                                                                       : false;
+  if (!ok)
+    throw RuntimeError(std::string("quantized GEMM: ") + dtype_name(dtype) + " weights [" + std::to_string(n) + "," +
+                       std::to_string(k) + "] do not run here (" +
+                       (dtype == DType::INT4 ? "int4: k a multiple of 128, n of 8"
+                        : (dtype == DType::FP8_E4M3 || dtype == DType::INT8) ? "fp8/int8: k and n multiples of 16"
+                                                                               : "not a quantized weight format") +
+                       ")");
+}
+
+QuantWeight make_random_quant_weight(int device, DType dtype, Fp8Scaling scaling, int64_t n, int64_t k, uint64_t seed,
+                                     cudaStream_t stream) {
+  check_quant_shape(dtype, n, k);
+  ScopedDevice d(device);
+  QuantWeight w;
+  w.dtype = dtype;
+  w.scaling = scaling;
+  w.n = n;
+  w.k = k;
+  // Codes span e4m3's range (|v| up to 448) or int8's; scales bring weights near 0.02-0.05.
+  if (dtype == DType::FP8_E4M3) {
+    w.codes = DeviceBuffer(device, size_t(n * k));
+    kn::fill_random_fp8(w.codes.as<uint8_t>(), n * k, seed, stream);
+    const int64_t ns = scaling == Fp8Scaling::PerTensor    ? 1
+                       : scaling == Fp8Scaling::PerChannel ? n
+                                                           : ceil_div(k, 128) * ceil_div(n, 128);
+    w.scales = DeviceBuffer(device, size_t(ns) * 4);
+    kn::fill_random_f32(w.scales.as<float>(), ns, seed ^ 0x5ca1e, 1.f / 8192, 1.f / 4096, stream);
+    w.x_scale = DeviceBuffer(device, 4);
+    kn::fill_f32(w.x_scale.as<float>(), 1, 1.f / 64, stream);  // x in [-1, 1] -> codes up to 64
+  } else if (dtype == DType::INT8) {
+    w.codes = DeviceBuffer(device, size_t(n * k));
+    kn::fill_random_int8(w.codes.as<int8_t>(), n * k, seed, stream);
+    w.scales = DeviceBuffer(device, size_t(n) * 4);
+    kn::fill_random_f32(w.scales.as<float>(), n, seed ^ 0x5ca1e, 1.f / 4096, 1.f / 2048, stream);
+  } else {
+    w.codes = DeviceBuffer(device, size_t(n * k / 2));
+    kn::fill_random_u32(w.codes.as<uint32_t>(), n * k / 8, seed, stream);
+    const int64_t ns = n * (k / kn::kW4Group);
+    w.scales = DeviceBuffer(device, size_t(ns) * 2);
+    kn::fill_random(w.scales.as<__nv_bfloat16>(), ns, seed ^ 0x5ca1e, 1.f / 256, stream);  // |s| <= 1/256
+  }
+  return w;
+}
+
+struct QuantGemmRunner::Plan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  ~Plan() {
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+QuantGemmRunner::QuantGemmRunner(int device, size_t ws) : device_(device), handle_(device), workspace_(device, ws) {
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device));
+}
+QuantGemmRunner::~QuantGemmRunner() = default;
+QuantGemmRunner::QuantGemmRunner(QuantGemmRunner&&) noexcept = default;
+QuantGemmRunner& QuantGemmRunner::operator=(QuantGemmRunner&&) noexcept = default;
+
+void* QuantGemmRunner::scratch(int which, size_t bytes, cudaStream_t stream) {
+  DeviceBuffer& b = scratch_[which];
+  if (b.bytes() < bytes) {
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    CUDA_CHECK(cudaStreamIsCapturing(stream, &st));
+    if (st != cudaStreamCaptureStatusNone)
+      throw RuntimeError("QuantGemmRunner: scratch must grow to " + std::to_string(bytes) +
+                         " bytes during CUDA-graph capture; run the shape once eagerly first");
+    CUDA_CHECK(cudaStreamSynchronize(stream));  // the old buffer may still be in use
+    b = DeviceBuffer(device_, std::max<size_t>(bytes, 256));
+    CUDA_CHECK(cudaMemsetAsync(b.get(), 0, b.bytes(), stream));  // the W4A16 split-K counters start at 0
+  }
+  return b.get();
+}
+
+// In cuBLAS's column-major terms, as GemmRunner: C(n x M) = op(A) B, A = W (k x n, transposed),
+// B = x (k x M), "TN" (FP8 and IMMA kernels need exactly this layout).
+const QuantGemmRunner::Plan& QuantGemmRunner::plan_for(DType dtype, Fp8Scaling scaling, int64_t M, int64_t n,
+                                                       int64_t k, int64_t ldc) {
+  auto key = std::make_tuple(int(dtype), int(scaling), M, n, k, ldc);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return *it->second;
+  auto p = std::make_unique<Plan>();
+  const bool int8 = dtype == DType::INT8;
+  CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->op, int8 ? CUBLAS_COMPUTE_32I : CUBLAS_COMPUTE_32F,
+                                        int8 ? CUDA_R_32I : CUDA_R_32F));
+  cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  cudaDataType_t ab = CUDA_R_16BF, cd = CUDA_R_16BF;
+  if (dtype == DType::FP8_E4M3) {
+    ab = CUDA_R_8F_E4M3;
+    int32_t am = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, bm = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+    if (scaling == Fp8Scaling::PerChannel) am = bm = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    if (scaling == Fp8Scaling::Block128) {
+      am = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+      bm = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    }
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &am, sizeof(am)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &bm, sizeof(bm)));
+    // Scale pointers are set per call (cublasLtMatmulDescSetAttribute is host-only and cheap);
+    // a placeholder here lets the heuristic see the scaling in force.
+    const void* dummy = workspace_.get();
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &dummy, sizeof(dummy)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &dummy, sizeof(dummy)));
+  } else if (int8) {
+    ab = CUDA_R_8I;
+    cd = CUDA_R_32I;
+  }
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->a, ab, uint64_t(k), uint64_t(n), k));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->b, ab, uint64_t(k), uint64_t(M), k));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->c, cd, uint64_t(n), uint64_t(M), ldc));
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  size_t ws = workspace_.bytes();
+  cublasLtMatmulHeuristicResult_t res{};
+  int found = 0;
+  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulAlgoGetHeuristic(handle_, p->op, p->a, p->b, p->c, p->c, pref, 1, &res, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0)
+    throw CublasError("cuBLAS", "cublasLtMatmulAlgoGetHeuristic", found == 0 ? "no algorithm" : "error", int(st),
+                      device_,
+                      std::string("cuBLASLt found no ") + dtype_name(dtype) +
+                          (dtype == DType::FP8_E4M3 ? std::string(" (") + to_string(scaling) + ")" : std::string()) +
+                          " algorithm for " + shape_text(M, n, k) + " on device " + std::to_string(device_) +
+                          " (status " + std::to_string(int(st)) + ")");
+  p->algo = res.algo;
+  auto& ref = *p;
+  plans_.emplace(key, std::move(p));
+  return ref;
+}
+
+uint64_t QuantGemmRunner::prepare(DType dtype, Fp8Scaling scaling, int64_t M, int64_t n, int64_t k) {
+  ScopedDevice d(device_);
+  check_quant_shape(dtype, n, k);
+  if (dtype == DType::INT4 && M <= std::min(int4_gemv_max_m_, kn::kW4GemvMaxM)) return M <= 16 ? 1 : M <= 32 ? 2 : 4;  // the kernel's variant
+  const Plan& p = dtype == DType::INT4 ? plan_for(DType::BF16, Fp8Scaling::PerTensor, M, int4_slab_rows(n, k), k, n)
+                                       : plan_for(dtype, scaling, M, n, k, n);
+  uint64_t h = 1469598103934665603ull;
+  for (uint64_t w : p.algo.data) h = (h ^ w) * 1099511628211ull;
+  return h;
+}
+
+void QuantGemmRunner::run(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream) {
+  ScopedDevice d(device_);
+  if (M <= 0) return;
+  switch (w.dtype) {
+    case DType::FP8_E4M3: return run_fp8(x, w, y, M, stream);
+    case DType::INT8: return run_int8(x, w, y, M, stream);
+    case DType::INT4: return run_int4(x, w, y, M, stream);
+    default: throw RuntimeError(std::string("QuantGemmRunner: ") + dtype_name(w.dtype) + " is not a quantized format");
+  }
+}
+
+void QuantGemmRunner::run_fp8(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream) {
+  const int64_t n = w.n, k = w.k;
+  auto* xq = static_cast<uint8_t*>(scratch(0, size_t(M * k), stream));
+  const auto* xb = static_cast<const __nv_bfloat16*>(x);
+  const void* xs = nullptr;
+  if (w.scaling == Fp8Scaling::PerTensor) {
+    kn::quantize_fp8_per_tensor(xb, xq, M * k, w.x_scale.as<float>(), stream);
+    xs = w.x_scale.get();
+  } else {
+    const int64_t group = w.scaling == Fp8Scaling::PerChannel ? k : 128;
+    auto* s = static_cast<float*>(scratch(1, size_t(M * (k / group)) * 4, stream));
+    kn::quantize_fp8_rows(xb, xq, s, M, k, group, M, stream, w.scaling == Fp8Scaling::Block128 && block_x_kmajor_);
+    xs = s;
+  }
+  if (w.scaling == Fp8Scaling::PerTensor) return run_fp8_prequantized(xq, w, y, M, stream);
+  const Plan& p = plan_for(DType::FP8_E4M3, w.scaling, M, n, k, n);
+  const void* ws = w.scales.get();
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &ws, sizeof(ws)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &xs, sizeof(xs)));
+  const float alpha = 1.0f, beta = 0.0f;
+  CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, w.codes.get(), p.a, xq, p.b, &beta, y, p.c, y, p.c, &p.algo,
+                              workspace_.get(), workspace_.bytes(), stream));
+}
+
+void QuantGemmRunner::run_fp8_prequantized(const void* xq, const QuantWeight& w, void* y, int64_t M,
+                                           cudaStream_t stream) {
+  ScopedDevice d(device_);
+  if (w.dtype != DType::FP8_E4M3 || w.scaling != Fp8Scaling::PerTensor)
+    throw RuntimeError("QuantGemmRunner::run_fp8_prequantized: per-tensor FP8 weights only");
+  const Plan& p = plan_for(DType::FP8_E4M3, w.scaling, M, w.n, w.k, w.n);
+  const void* ws = w.scales.get();
+  const void* xs = w.x_scale.get();
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &ws, sizeof(ws)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &xs, sizeof(xs)));
+  const float alpha = 1.0f, beta = 0.0f;
+  CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, w.codes.get(), p.a, xq, p.b, &beta, y, p.c, y, p.c, &p.algo,
+                              workspace_.get(), workspace_.bytes(), stream));
+}
+
+void QuantGemmRunner::run_int8(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream) {
+  const int64_t n = w.n, k = w.k;
+  auto* xq = static_cast<int8_t*>(scratch(0, size_t(M * k), stream));
+  auto* xs = static_cast<float*>(scratch(1, size_t(M) * 4, stream));
+  auto* acc = static_cast<int32_t*>(scratch(2, size_t(M * n) * 4, stream));
+  kn::quantize_int8_rows(static_cast<const __nv_bfloat16*>(x), xq, xs, M, k, stream);
+  const Plan& p = plan_for(DType::INT8, Fp8Scaling::PerTensor, M, n, k, n);
+  const int32_t alpha = 1, beta = 0;
+  CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, w.codes.get(), p.a, xq, p.b, &beta, acc, p.c, acc, p.c, &p.algo,
+                              workspace_.get(), workspace_.bytes(), stream));
+  kn::dequant_int32(acc, xs, w.scales.as<float>(), static_cast<__nv_bfloat16*>(y), M, n, stream);
+}
+
+void QuantGemmRunner::run_int4(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream) {
+  const int64_t n = w.n, k = w.k;
+  if (M <= std::min(int4_gemv_max_m_, kn::kW4GemvMaxM)) {
+    kn::W4A16Gemm a;
+    a.x = static_cast<const __nv_bfloat16*>(x);
+    a.w = w.codes.as<uint32_t>();
+    a.scales = w.scales.as<__nv_bfloat16>();
+    a.y = static_cast<__nv_bfloat16*>(y);
+    a.M = M;
+    a.n = n;
+    a.k = k;
+    const size_t wsb = kn::w4a16_workspace_bytes(M, n, k, sms_);
+    a.workspace = wsb ? static_cast<float*>(scratch(4, wsb, stream)) : nullptr;  // zeroed when allocated
+    return kn::w4a16_gemm(a, sms_, stream);
+  }
+  // Dequantise a slab of W's rows (= output columns), then y[:, slab] = x slab^T with ldc = n.
+  const int64_t rows = int4_slab_rows(n, k);
+  auto* slab = static_cast<__nv_bfloat16*>(scratch(3, size_t(rows * k) * 2, stream));
+  const float alpha = 1.0f, beta = 0.0f;
+  for (int64_t r0 = 0; r0 < n; r0 += rows) {
+    const int64_t nr = std::min(rows, n - r0);
+    kn::w4a16_dequant(w.codes.as<uint32_t>(), w.scales.as<__nv_bfloat16>(), slab, r0, nr, k, stream);
+    const Plan& p = plan_for(DType::BF16, Fp8Scaling::PerTensor, M, nr, k, n);
+    void* yo = static_cast<__nv_bfloat16*>(y) + r0;
+    CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, slab, p.a, x, p.b, &beta, yo, p.c, yo, p.c, &p.algo,
+                                workspace_.get(), workspace_.bytes(), stream));
+  }
+}
+
+}  // namespace peerplan::gpu

@@ -1,0 +1,103 @@
+#pragma once
+// Quantized-weight GEMMs of peerplan (issue 15): the executor runs them and the profiler times
+// them through this one runner, as gemm.hpp does for bf16.
+//
+//   y[M, n] = x[M, k] . W^T      x, y bf16 row-major; W [n, k] in its stored format with scales
+//
+// FP8 (W8A8, e4m3): x is quantized to e4m3 first (a kernel of its own, included in the time),
+// then one cuBLASLt FP8 matmul, fp32 accumulation, bf16 out. Scalings (cuBLASLt 12.9+, all on
+// Hopper sm_90; cuBLAS 12.9 release notes and NVIDIA's "Boosting Matrix Multiplication Speed and
+// Flexibility with cuBLAS 12.9": channel- and block-scaled FP8 on Hopper):
+//   PerTensor  one scale for W, one static scale for x (SCALAR_32F), torch._scaled_mm's default
+//   PerChannel one scale per output channel of W, one dynamic scale per token of x (OUTER_VEC_32F)
+//   Block128   one scale per 128x128 block of W (BLK128x128_32F), one per token and 128 k of x
+//              (VEC128_32F): DeepSeek-V3 / Qwen3-FP8 checkpoints ("weight_block_size": [128, 128])
+// Scale tensors are outer-dimension-major: W block (nb, kb) at kb * ceil(n/128) + nb, x group
+// (m, kb) at kb * M + m.
+// INT8 (W8A8): x quantized per token (dynamic), cuBLASLt int8 x int8 -> int32 (IMMA), then an
+// epilogue kernel y = acc * x_scale[m] * w_scale[n] in bf16 (per-channel weight scales).
+// INT4 (W4A16): profiler/kernels/w4a16.hpp; M <= 64 runs its tensor-core GEMV, larger M
+// dequantises W to bf16 in slabs of columns (64 MiB of scratch) and runs cuBLASLt bf16 on each.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "planner/core/dtype.hpp"
+#include "profiler/gpu/gemm.hpp"
+#include "profiler/gpu/raii.hpp"
+
+namespace peerplan::gpu {
+
+enum class Fp8Scaling { PerTensor, PerChannel, Block128 };
+const char* to_string(Fp8Scaling s);
+
+// One quantized weight matrix on one device: codes and scales in the formats above.
+struct QuantWeight {
+  DType dtype = DType::FP8_E4M3;  // FP8_E4M3, INT8 or INT4
+  Fp8Scaling scaling = Fp8Scaling::PerTensor;  // FP8 only
+  int64_t n = 0, k = 0;
+  DeviceBuffer codes;   // fp8 / int8: [n][k] bytes; int4: [n][k/8] uint32
+  DeviceBuffer scales;  // fp32 (fp8: 1, n or ceil(k/128)*ceil(n/128); int8: n); int4: bf16 [n][k/128]
+  DeviceBuffer x_scale;  // fp32 static activation scale (FP8 PerTensor)
+};
+// Bytes of the stored weight (codes + scales) in that format: what a GEMM streams at decode.
+size_t quant_weight_bytes(DType dtype, Fp8Scaling scaling, int64_t n, int64_t k);
+// Synthetic weights of the format (random codes, scales around 1/64), on `stream`.
+QuantWeight make_random_quant_weight(int device, DType dtype, Fp8Scaling scaling, int64_t n, int64_t k, uint64_t seed,
+                                     cudaStream_t stream);
+// Throws InputError-like RuntimeError naming the shape when the format cannot run it (k, n
+// multiples of 16 for FP8/INT8; k of 128 and n of 8 for INT4).
+void check_quant_shape(DType dtype, int64_t n, int64_t k);
+
+class QuantGemmRunner {
+ public:
+  explicit QuantGemmRunner(int device, size_t workspace_bytes = kGemmWorkspaceBytes);
+  ~QuantGemmRunner();
+  QuantGemmRunner(QuantGemmRunner&&) noexcept;
+  QuantGemmRunner& operator=(QuantGemmRunner&&) noexcept;
+
+  // Enqueues y = x W^T on `stream`. x, y: bf16 device pointers. Scratch (quantized x, scales, the
+  // int32 accumulator, the int4 dequant slab) grows on first use of a larger shape, so run each
+  // shape once before capturing it into a CUDA graph (the engine does).
+  void run(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream);
+  // Looks up (and caches) the cuBLASLt algorithm of the shape; returns a fingerprint of the kernel
+  // configuration (equal fingerprints of one (n, k) share a kernel), as GemmRunner::prepare.
+  uint64_t prepare(DType dtype, Fp8Scaling scaling, int64_t M, int64_t n, int64_t k);
+  // FP8 per-tensor with x already e4m3 codes at w.x_scale (an engine that fuses the quantization
+  // into the kernel before, as vLLM's fused RMSNorm-quant): the matmul alone. bench/quant uses it
+  // beside run() to show what the separate quantize kernel costs.
+  void run_fp8_prequantized(const void* xq, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream);
+  // Largest M that runs the W4A16 GEMV kernel (default kernels::kW4GemvMaxM); larger M dequantise
+  // + cuBLASLt. A bench sets it to time both paths at the same M.
+  void set_int4_gemv_max_m(int64_t m) { int4_gemv_max_m_ = m; }
+  int64_t int4_gemv_max_m() const { return int4_gemv_max_m_; }
+  // Storage order of the FP8 128x128 block scales (W) and 1x128 group scales (x): outer-dimension
+  // major (false, the default) or k-major (true). cuBLASLt reads one of them; the self-test's
+  // probe (bench/quant) tries all four to tell which.
+  void set_block_scale_layout(bool w_kmajor, bool x_kmajor) { block_w_kmajor_ = w_kmajor, block_x_kmajor_ = x_kmajor; }
+  bool block_w_kmajor() const { return block_w_kmajor_; }
+  int device() const { return device_; }
+  int sm_count() const { return sms_; }
+
+ private:
+  struct Plan;
+  // ldc: the output's row stride (n, or the whole matrix's n for an int4 slab's bf16 GEMM).
+  const Plan& plan_for(DType dtype, Fp8Scaling scaling, int64_t M, int64_t n, int64_t k, int64_t ldc);
+  void* scratch(int which, size_t bytes, cudaStream_t stream);
+  void run_fp8(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream);
+  void run_int8(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream);
+  void run_int4(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream);
+  int device_ = -1;
+  int sms_ = 132;
+  int64_t int4_gemv_max_m_ = 32;  // GEMV kernel up to here (H200 2026-12-02: even with dequant + cuBLASLt at 64)
+  bool block_w_kmajor_ = false, block_x_kmajor_ = false;
+  CublasLtHandle handle_;
+  DeviceBuffer workspace_;
+  DeviceBuffer scratch_[5];  // 0: quantized x, 1: x scales, 2: int32 acc, 3: int4 bf16 slab, 4: int4 split-K
+  std::map<std::tuple<int, int, int64_t, int64_t, int64_t, int64_t>, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace peerplan::gpu

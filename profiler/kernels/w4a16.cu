@@ -1,0 +1,285 @@
+// W4A16 tensor-core GEMV and dequantisation (layout and design: w4a16.hpp).
+//
+// Fragment mapping. mma m16n8k16 with A = x (16 rows of M), B = W^T (16 k x 8 output columns),
+// g = lane / 4, t = lane % 4. k is the reduction, so any bijection of logical to physical k works
+// as long as A and B use the same one. Lane (g, t) loads the 16 bytes (32 codes) of W row
+// n0 + g at k = c*128 + 32t .. +32 (4 words: the 4 lanes of a row read its 64-byte segment of the
+// group), and x rows g, g+8 at the same 32 k. Word w of those gives two mma steps h = 0, 1:
+//   B reg0 = (nibble 2h, nibble 2h+4) of word w, B reg1 = (nibble 2h+1, nibble 2h+5)
+//   A reg0/1 = x rows g / g+8 at the same two k each, A reg2/3 = the same for reg1's k.
+// (w >> 8h) & 0x000F000F puts nibbles 2h and 2h+4 in the two bf16 halves at once.
+#include <algorithm>
+#include <string>
+
+#include "profiler/gpu/cuda_check.hpp"
+#include "profiler/kernels/mma_ptx.cuh"
+#include "profiler/kernels/w4a16.hpp"
+
+namespace peerplan::kernels {
+namespace {
+
+using bf16 = __nv_bfloat16;
+constexpr int kWarps = 4;
+constexpr int kNT = 4;               // 8-column tiles per warp: 32 output columns
+constexpr int kCols = 8 * kNT;
+// Split-K workspace: one int counter per column group (zeroed once by its owner, re-armed by the
+// kernel), then the partial sums.
+constexpr int64_t kCounterFloats = 65536;  // column groups of n <= 2M columns
+constexpr int kWarpsPerSmTarget = 16;  // one wave at <= 128 registers (16 warps/SM); 2 KB per warp per chunk in flight, double-buffered
+
+__device__ __forceinline__ uint4 ldg_stream(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+// Two bf16 (q - 8) * s from the nibbles at bits [sh, sh+4) and [sh+16, sh+20) of w.
+__device__ __forceinline__ uint32_t dq2(uint32_t w, int sh, __nv_bfloat162 s2) {
+  uint32_t v = ((w >> sh) & 0x000F000Fu) | 0x43004300u;  // bf16 128 + q in each half
+  __nv_bfloat162 h = *reinterpret_cast<__nv_bfloat162*>(&v);
+  h = __hmul2(__hsub2(h, __floats2bfloat162_rn(136.f, 136.f)), s2);  // q - 8 exact, one rounding
+  return *reinterpret_cast<uint32_t*>(&h);
+}
+
+struct Chunk {
+  uint4 w[kNT];
+  float s[kNT];  // this lane's row's group scale, per tile
+};
+
+// (nibble at bits [sh, sh+4), nibble at [sh+16, sh+20)) of w as bf16 (128 + q): one shift and one
+// lop3. The 128 + 8 offset comes off after the MMA (136 * the group's x sums, one more MMA per
+// k-step shared by all tiles), and the group scale after that, in fp32: 2 instructions per 2
+// weights instead of 5 (the kernel is instruction-bound otherwise: H200, 2026-12-02, 1.4 TB/s).
+__device__ __forceinline__ uint32_t raw2(uint32_t w_shifted) { return (w_shifted & 0x000F000Fu) | 0x43004300u; }
+
+template <int MT>
+__global__ void __launch_bounds__(kWarps * 32) w4a16_kernel(W4A16Gemm a, int splits, int chunks_per_split) {
+  const int lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+  const int64_t warp_id = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
+  const int64_t col_groups = (a.n + kCols - 1) / kCols;
+  const int64_t cg = warp_id % col_groups;
+  const int split = int(warp_id / col_groups);
+  if (split >= splits) return;
+  const int64_t chunks = a.k / kW4Group;
+  const int64_t c0 = int64_t(split) * chunks_per_split;
+  const int64_t c1 = std::min<int64_t>(chunks, c0 + chunks_per_split);
+  const int64_t words_per_row = a.k / 8, groups_per_row = a.k / kW4Group;
+  const int64_t n0 = cg * kCols;
+
+  // Row of W this lane streams in each tile (tiles past n are skipped as a whole: n % 8 == 0).
+  bool tile_ok[kNT];
+  const uint32_t* wrow[kNT];
+  const bf16* srow[kNT];
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) {
+    const int64_t r = n0 + nt * 8 + g;
+    tile_ok[nt] = n0 + nt * 8 < a.n;
+    wrow[nt] = a.w + (tile_ok[nt] ? r : 0) * words_per_row + 4 * t;
+    srow[nt] = a.scales + (tile_ok[nt] ? r : 0) * groups_per_row;
+  }
+  auto load = [&](int64_t c, Chunk& ch) {
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+      if (tile_ok[nt]) {
+        ch.w[nt] = ldg_stream(wrow[nt] + c * 16);
+        ch.s[nt] = __bfloat162float(srow[nt][c]);
+      } else {
+        ch.w[nt] = make_uint4(0x88888888u, 0x88888888u, 0x88888888u, 0x88888888u);  // codes 8: zeros
+        ch.s[nt] = 0.f;
+      }
+    }
+  };
+
+  float acc[MT][kNT][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.f;
+
+  const uint32_t b136 = 0x43084308u;  // bf16 136 in both halves
+  Chunk cur, nxt;
+  if (c0 < c1) load(c0, cur);
+  for (int64_t c = c0; c < c1; ++c) {
+    if (c + 1 < c1) load(c + 1, nxt);  // the next chunk's loads fly while this one computes
+    const int64_t kb = c * kW4Group + 32 * t;
+    float part[MT][kNT][4], corr[MT][4];  // this group: x . (128 + q) per tile, 136 * sum(x) per row
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      corr[mt][0] = corr[mt][1] = corr[mt][2] = corr[mt][3] = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) part[mt][nt][0] = part[mt][nt][1] = part[mt][nt][2] = part[mt][nt][3] = 0.f;
+    }
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      // x fragments of this word's 8 k for every m-tile: rows g and g+8 (zeros past M).
+      uint32_t xa[MT][2][4];  // [mt][h][a0..a3]
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        const int64_t r0 = mt * 16 + g, r1 = r0 + 8;
+        const uint4 v0 = r0 < a.M ? *reinterpret_cast<const uint4*>(a.x + r0 * a.k + kb + 8 * w) : make_uint4(0, 0, 0, 0);
+        const uint4 v1 = r1 < a.M ? *reinterpret_cast<const uint4*>(a.x + r1 * a.k + kb + 8 * w) : make_uint4(0, 0, 0, 0);
+        // h = 0: k (0,4) and (1,5); h = 1: (2,6) and (3,7) of the 8.
+        xa[mt][0][0] = __byte_perm(v0.x, v0.z, 0x5410u);
+        xa[mt][0][1] = __byte_perm(v1.x, v1.z, 0x5410u);
+        xa[mt][0][2] = __byte_perm(v0.x, v0.z, 0x7632u);
+        xa[mt][0][3] = __byte_perm(v1.x, v1.z, 0x7632u);
+        xa[mt][1][0] = __byte_perm(v0.y, v0.w, 0x5410u);
+        xa[mt][1][1] = __byte_perm(v1.y, v1.w, 0x5410u);
+        xa[mt][1][2] = __byte_perm(v0.y, v0.w, 0x7632u);
+        xa[mt][1][3] = __byte_perm(v1.y, v1.w, 0x7632u);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+          ptx::mma_bf16(corr[mt], xa[mt][h][0], xa[mt][h][1], xa[mt][h][2], xa[mt][h][3], b136, b136);
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        const uint32_t word = reinterpret_cast<const uint32_t*>(&cur.w[nt])[w];
+        const uint32_t w4 = word >> 4, w8 = word >> 8, w12 = word >> 12;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint32_t b0 = raw2(h ? w8 : word), b1 = raw2(h ? w12 : w4);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt)
+            ptx::mma_bf16(part[mt][nt], xa[mt][h][0], xa[mt][h][1], xa[mt][h][2], xa[mt][h][3], b0, b1);
+        }
+      }
+    }
+    // acc += (part - corr) * scale of the fragment's columns 2t, 2t+1 (rows n0+8nt+2t, +1 of W,
+    // whose scales lanes 8t and 8t+4 loaded).
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+      const float se = __shfl_sync(0xffffffffu, cur.s[nt], 8 * t), so = __shfl_sync(0xffffffffu, cur.s[nt], 8 * t + 4);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        acc[mt][nt][0] = fmaf(part[mt][nt][0] - corr[mt][0], se, acc[mt][nt][0]);
+        acc[mt][nt][1] = fmaf(part[mt][nt][1] - corr[mt][1], so, acc[mt][nt][1]);
+        acc[mt][nt][2] = fmaf(part[mt][nt][2] - corr[mt][2], se, acc[mt][nt][2]);
+        acc[mt][nt][3] = fmaf(part[mt][nt][3] - corr[mt][3], so, acc[mt][nt][3]);
+      }
+    }
+    if (c + 1 < c1) cur = nxt;
+  }
+
+  // C fragment: rows (x rows) g, g+8 of each m-tile; columns n0 + 8nt + 2t, +1.
+  float* part = a.workspace + kCounterFloats;  // [splits][M][n] partial sums past the counters
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+      if (!tile_ok[nt]) continue;
+      const int64_t col = n0 + nt * 8 + 2 * t;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int64_t r = mt * 16 + g + 8 * half;
+        if (r >= a.M) continue;
+        const float v0 = acc[mt][nt][2 * half], v1 = acc[mt][nt][2 * half + 1];
+        if (splits == 1)
+          *reinterpret_cast<__nv_bfloat162*>(a.y + r * a.n + col) = __floats2bfloat162_rn(v0, v1);
+        else
+          *reinterpret_cast<float2*>(part + (int64_t(split) * a.M + r) * a.n + col) = make_float2(v0, v1);
+      }
+    }
+  if (splits == 1) return;
+  // Split-K: the last warp of this column group to finish sums every split's partials (no second
+  // kernel: at batch 1 its launch would cost as much as a small GEMM's whole weight stream) and
+  // re-arms the group's counter for the next call (graph replays included).
+  __threadfence();
+  int prev = 0;
+  if (lane == 0) prev = atomicAdd(reinterpret_cast<int*>(a.workspace) + cg, 1);
+  prev = __shfl_sync(0xffffffffu, prev, 0);
+  if (prev != splits - 1) return;
+  __threadfence();
+  const int64_t cols = std::min<int64_t>(kCols, a.n - n0);
+  for (int64_t e = lane; e < a.M * cols / 2; e += 32) {
+    const int64_t r = e / (cols / 2), col = n0 + 2 * (e % (cols / 2));
+    float2 sum = make_float2(0.f, 0.f);
+    for (int p = 0; p < splits; ++p) {
+      const float2 v = __ldcg(reinterpret_cast<const float2*>(part + (int64_t(p) * a.M + r) * a.n + col));
+      sum.x += v.x;
+      sum.y += v.y;
+    }
+    *reinterpret_cast<__nv_bfloat162*>(a.y + r * a.n + col) = __floats2bfloat162_rn(sum.x, sum.y);
+  }
+  if (lane == 0) reinterpret_cast<int*>(a.workspace)[cg] = 0;
+}
+
+__global__ void w4a16_dequant_kernel(const uint32_t* w, const bf16* scales, bf16* out, int64_t row0, int64_t rows,
+                                     int64_t k) {
+  const int64_t words = rows * (k / 8);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < words; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / (k / 8), j = i % (k / 8);
+    const uint32_t word = w[(row0 + r) * (k / 8) + j];
+    const bf16 s = scales[(row0 + r) * (k / kW4Group) + j * 8 / kW4Group];
+    const __nv_bfloat162 s2 = __halves2bfloat162(s, s);
+    // Nibbles (0,4), (1,5), (2,6), (3,7) -> natural order 0..7.
+    const uint32_t p04 = dq2(word, 0, s2), p15 = dq2(word, 4, s2), p26 = dq2(word, 8, s2), p37 = dq2(word, 12, s2);
+    uint4 o;
+    o.x = __byte_perm(p04, p15, 0x5410u);  // k0, k1
+    o.y = __byte_perm(p26, p37, 0x5410u);  // k2, k3
+    o.z = __byte_perm(p04, p15, 0x7632u);  // k4, k5
+    o.w = __byte_perm(p26, p37, 0x7632u);  // k6, k7
+    reinterpret_cast<uint4*>(out)[i] = o;
+  }
+}
+
+void check_shape(int64_t n, int64_t k, const char* what) {
+  if (k % kW4Group != 0 || n % 8 != 0 || k <= 0 || n <= 0)
+    throw RuntimeError(std::string(what) + ": k = " + std::to_string(k) + " must be a positive multiple of " +
+                       std::to_string(kW4Group) + " (the scale group) and n = " + std::to_string(n) +
+                       " a positive multiple of 8");
+}
+
+}  // namespace
+
+int w4a16_splits(int64_t M, int64_t n, int64_t k, int sm_count) {
+  (void)M;
+  const int64_t col_groups = (n + kCols - 1) / kCols;
+  const int64_t chunks = k / kW4Group;
+  const int64_t target = int64_t(std::max(sm_count, 1)) * kWarpsPerSmTarget;
+  int64_t s = std::max<int64_t>(1, target / std::max<int64_t>(col_groups, 1));
+  s = std::min<int64_t>(s, std::max<int64_t>(1, chunks / 2));  // >= 2 chunks per split: the prefetch overlaps
+  // Equal chunk counts per split (no empty split).
+  const int64_t per = (chunks + s - 1) / s;
+  return int((chunks + per - 1) / per);
+}
+
+size_t w4a16_workspace_bytes(int64_t M, int64_t n, int64_t k, int sm_count) {
+  const int s = w4a16_splits(M, n, k, sm_count);
+  return s > 1 ? (size_t(kCounterFloats) + size_t(s) * size_t(M) * size_t(n)) * sizeof(float) : 0;
+}
+
+void w4a16_gemm(const W4A16Gemm& a, int sm_count, cudaStream_t stream) {
+  check_shape(a.n, a.k, "w4a16_gemm");
+  if (a.M > kW4GemvMaxM)
+    throw RuntimeError("w4a16_gemm: M = " + std::to_string(a.M) + " > " + std::to_string(kW4GemvMaxM) +
+                       " (larger M runs dequantise + cuBLASLt: profiler/gpu/gemm_quant.hpp)");
+  if (a.M <= 0) return;
+  const int splits = w4a16_splits(a.M, a.n, a.k, sm_count);
+  if (splits > 1 && !a.workspace)
+    throw RuntimeError("w4a16_gemm: split-K needs the workspace (w4a16_workspace_bytes, zeroed once)");
+  if ((a.n + kCols - 1) / kCols > kCounterFloats) throw RuntimeError("w4a16_gemm: n too large for the split-K counters");
+  const int64_t chunks = a.k / kW4Group;
+  const int per = int((chunks + splits - 1) / splits);
+  const int64_t warps = (a.n + kCols - 1) / kCols * splits;
+  const unsigned blocks = unsigned((warps + kWarps - 1) / kWarps);
+  if (a.M <= 16) w4a16_kernel<1><<<blocks, kWarps * 32, 0, stream>>>(a, splits, per);
+  else if (a.M <= 32) w4a16_kernel<2><<<blocks, kWarps * 32, 0, stream>>>(a, splits, per);
+  else w4a16_kernel<4><<<blocks, kWarps * 32, 0, stream>>>(a, splits, per);
+  CUDA_CHECK_LAUNCH("w4a16_kernel");
+}
+
+void w4a16_dequant(const uint32_t* w, const bf16* scales, bf16* out, int64_t row0, int64_t rows, int64_t k,
+                   cudaStream_t stream) {
+  check_shape(8, k, "w4a16_dequant");
+  if (rows <= 0) return;
+  const int64_t words = rows * (k / 8);
+  const int grid = int(std::min<int64_t>((words + 255) / 256, 132 * 16));
+  w4a16_dequant_kernel<<<grid, 256, 0, stream>>>(w, scales, out, row0, rows, k);
+  CUDA_CHECK_LAUNCH("w4a16_dequant");
+}
+
+}  // namespace peerplan::kernels

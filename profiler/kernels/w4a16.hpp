@@ -1,0 +1,50 @@
+#pragma once
+// W4A16: 4-bit weights, bf16 activations and output, fp32 accumulation (issue 15).
+//
+// Weight format (GPTQ-style, symmetric): W [n][k] stored as packed [n][k / 8] uint32, nibble i
+// (bits 4i..4i+3, low nibble first) of word j holding k = 8j + i as a code q in 0..15; one bf16
+// scale per row and group of 128 along k, scales [n][k / 128]; weight = (q - 8) * scale. This is
+// GPTQ's symmetric layout with its implicit zero point 8, in PyTorch's Linear orientation. AWQ
+// checkpoints (asymmetric, per-group zero points, interleaved nibbles) repack to it at load time
+// with the zero point folded into a per-group bf16 bias; that bias adds one [k/128] x n GEMV of the
+// activations' group sums, which this kernel does not run (it costs < 1 % of the weight bytes).
+//
+//   y[M, n] = x[M, k] . W^T        x, y row-major bf16; k a multiple of 128, n a multiple of 8.
+//
+// M <= 64: w4a16_gemm, a tensor-core GEMV: each warp streams 8-row strips of packed weights
+// straight from HBM into registers (16 bytes per lane, 4 lanes per 64-byte row segment, no
+// shared memory), dequantises them in registers (nibble | 0x4300 is the bf16 128 + q, minus 136
+// is q - 8 exactly, times the group scale) and multiplies on mma.sync m16n8k16 against x, which
+// stays in L1/L2. Split-K over k fills the GPU when n alone does not; the last warp of each
+// column group to finish sums the splits (a counter per group in the workspace, no second kernel). Larger M: dequantise to bf16 in slabs of columns and run cuBLASLt
+// (profiler/gpu/gemm_quant.*), what AWQ/GPTQ engines do for prefill.
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+namespace peerplan::kernels {
+
+inline constexpr int kW4Group = 128;       // k elements per scale
+inline constexpr int64_t kW4GemvMaxM = 64;  // w4a16_gemm handles M up to this
+
+struct W4A16Gemm {
+  const __nv_bfloat16* x = nullptr;  // [M][k]
+  const uint32_t* w = nullptr;       // [n][k/8]
+  const __nv_bfloat16* scales = nullptr;  // [n][k/128]
+  __nv_bfloat16* y = nullptr;        // [M][n]
+  float* workspace = nullptr;        // w4a16_workspace_bytes(M, n, k, sms), zeroed before its first use
+  int64_t M = 0, n = 0, k = 0;
+};
+// Split-K factor the kernel uses for this shape (1: no workspace needed).
+int w4a16_splits(int64_t M, int64_t n, int64_t k, int sm_count);
+size_t w4a16_workspace_bytes(int64_t M, int64_t n, int64_t k, int sm_count);
+void w4a16_gemm(const W4A16Gemm& a, int sm_count, cudaStream_t stream);
+
+// out[r][c] = (q(r, c) - 8) * scale[r][c / 128] for rows [row0, row0 + rows) of W: a bf16 slab
+// [rows][k] (row0 a multiple of 8).
+void w4a16_dequant(const uint32_t* w, const __nv_bfloat16* scales, __nv_bfloat16* out, int64_t row0, int64_t rows,
+                   int64_t k, cudaStream_t stream);
+
+}  // namespace peerplan::kernels

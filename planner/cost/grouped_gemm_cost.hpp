@@ -12,6 +12,11 @@
 //   time = w(max_rows) + (touched - 1) w((rows - max_rows) / (touched - 1))
 // (equal to touched x w(rows / touched) when balanced, and more when one expert holds extra tiles).
 //
+// A launch's fixed part c0 is taken out first: the intercept of time against touched experts over
+// the decode-like points (<= 2 rows per expert), so time = c0 + the rule, w from (s_i - c0) / t_i.
+// Linear interpolation across the weight-bound / compute-bound knee overestimates when points
+// are far apart (the synthetic test: 19 % with points 4x apart in tokens at the knee).
+//
 // Table: the profile's "grouped_gemms" entries of the same (n, k) and weight format, this GPU's
 // first, any GPU's otherwise. An entry with the op's exact (rows, touched) is Measured; else
 // Interpolated between rows-per-expert points, Extrapolated beyond them.

@@ -118,7 +118,7 @@ TEST(Compiler, DecodeFlopsMatchTheModelFiguresExactly) {
     OpGraph g = compile_iteration(stage_plan({{0}}, {{0, m.cfg.layers}}), m.cfg, m.fig, topo->machine(), b);
     double flops = 0;
     for (const auto& o : g.ops)
-      if (o.kind == OpKind::Gemm || o.kind == OpKind::Attention) flops += o.flops;
+      if (o.kind == OpKind::Gemm || o.kind == OpKind::GroupedGemm || o.kind == OpKind::Attention) flops += o.flops;
     EXPECT_NEAR(flops / (16 * m.fig.flops_per_token_at(1000)), 1.0, 1e-12) << name;
   }
 }

@@ -183,12 +183,12 @@ TEST(Routing, WorkloadObject) {
     const char* json;
     const char* field;
   };
-  for (const Bad& b : {Bad{R"({"skew": "hot"})", "/moe_routing/skew"}, Bad{R"({"skew": "zipf"})", "/moe_routing/exponent"},
-                       Bad{R"({"skew": "zipf", "exponent": 20})", "/moe_routing/exponent"},
-                       Bad{R"({"skew": "uniform", "exponent": 1})", "/moe_routing/exponent"},
-                       Bad{R"({"skew": "popularity", "weights": [0, 0]})", "/moe_routing/weights"},
-                       Bad{R"({"skew": "popularity", "weights": [1, -1]})", "/moe_routing/weights/1"},
-                       Bad{R"({"skews": "zipf"})", "/moe_routing/skews"}, Bad{R"("zipf")", "/moe_routing"}}) {
+  for (const Bad& b : {Bad{R"({"skew": "hot"})", "moe_routing/skew"}, Bad{R"({"skew": "zipf"})", "moe_routing/exponent"},
+                       Bad{R"({"skew": "zipf", "exponent": 20})", "moe_routing/exponent"},
+                       Bad{R"({"skew": "uniform", "exponent": 1})", "moe_routing/exponent"},
+                       Bad{R"({"skew": "popularity", "weights": [0, 0]})", "moe_routing/weights"},
+                       Bad{R"({"skew": "popularity", "weights": [1, -1]})", "moe_routing/weights/1"},
+                       Bad{R"({"skews": "zipf"})", "moe_routing/skews"}, Bad{R"("zipf")", "moe_routing"}}) {
     try {
       parse_workload(workload_with(b.json), "w.json");
       ADD_FAILURE() << b.json;

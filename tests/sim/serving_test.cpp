@@ -110,3 +110,45 @@ TEST(Serving, StreamingGivesTheSameMetricsAndHoldsNoTimings) {
   EXPECT_EQ(got.completed, 3000);
   EXPECT_EQ(metrics_to_json(got, false).dump(), metrics_to_json(want, false).dump());
 }
+
+TEST(Serving, AWorkloadStreamServesExactlyAsItsRequestVector) {
+  // The serving loop draws requests from a stream as the previous one arrives and holds only those
+  // in flight; the result must be the one the whole vector gave, kept or streamed into metrics.
+  Workload w = load_workload(resolve_workload_path("chat"));
+  w.num_requests = 3000;
+  const RequestSource src(w);
+  const std::vector<Request> all = src.all();
+  SchedulerConfig c;
+  c.max_num_seqs = 16;
+  Slo slo{0.5, 0.05, 20};
+  for (bool streamed : {false, true}) {
+    SCOPED_TRACE(streamed ? "streamed into metrics" : "timings kept");
+    Scheduler s1(c), s2(c);
+    FixedPricer p1({0.004}), p2({0.004});
+    MetricsAccumulator a1(slo, kPerRequestLimit), a2(slo, kPerRequestLimit);
+    ServingRun from_vector = run_serving(all, s1, p1, 0, 0, 0, false, streamed ? &a1 : nullptr);
+    WorkloadStream in = src.stream();
+    ServingRun from_stream = run_serving(in, s2, p2, 0, 0, 0, false, streamed ? &a2 : nullptr);
+    EXPECT_EQ(from_stream.iterations, from_vector.iterations);
+    EXPECT_EQ(from_stream.events, from_vector.events);
+    EXPECT_EQ(from_stream.end_s, from_vector.end_s);
+    Metrics mv = streamed ? a1.finish() : compute_metrics(from_vector.requests, slo);
+    Metrics ms = streamed ? a2.finish() : compute_metrics(from_stream.requests, slo);
+    EXPECT_EQ(metrics_to_json(ms, true).dump(), metrics_to_json(mv, true).dump());
+  }
+}
+
+TEST(Serving, OutOfOrderRequestsAreServedByArrivalAndReportedInTheOrderGiven) {
+  std::vector<Request> ordered;
+  for (int i = 0; i < 50; ++i) ordered.push_back({i, 0.01 * i, 32, 4});
+  std::vector<Request> reversed(ordered.rbegin(), ordered.rend());
+  Scheduler s1(SchedulerConfig{}), s2(SchedulerConfig{});
+  FixedPricer p1({0.002}), p2({0.002});
+  ServingRun a = run_serving(ordered, s1, p1, 0, 0);
+  ServingRun b = run_serving(reversed, s2, p2, 0, 0);
+  ASSERT_EQ(b.requests.size(), 50u);
+  for (size_t i = 0; i < 50; ++i) {
+    EXPECT_EQ(b.requests[i].id, reversed[i].id) << "in the order given";
+    EXPECT_EQ(b.requests[i].finish_s, a.requests[size_t(reversed[i].id)].finish_s);
+  }
+}

@@ -96,9 +96,7 @@ void add_export_command(CLI::App& app) {
       "Details: docs/export.md\n");
   sub->add_option("--engine,-e", o->engine, "vllm, sglang, trtllm or llamacpp")->required();
   sub->add_option("--plan,-p", o->plan, "Plan JSON (plan --best-out, plans --out, or one plan of plans --json)")->required();
-  sub->add_option("--model,-m", o->model,
-                  "Model the plan is for: a shipped name, an HF id in the local cache, a config.json or a .gguf")
-      ->required();
+  sub->add_option("--model,-m", o->model, kModelHelp)->required();
   sub->add_option("--workload,-w", o->workload, "Workload whose batching limits the plan was simulated under")
       ->capture_default_str();
   sub->add_option("--machine", o->machine,

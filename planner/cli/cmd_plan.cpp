@@ -272,7 +272,7 @@ void add_plan_command(CLI::App& app, const Executable& exe) {
       "  peerplan plan --model llama-3.1-70b --machine my-host.json --objective p99 --rate 2 --report out/\n"
       "  peerplan plan --model mixtral-8x7b --machine pcie-gen5x8-2socket --json > plans.json\n"
       "  mpirun -np 4 peerplan plan --model llama-3.1-70b --machine two-hosts.json --validate 2 --mpi\n");
-  sub->add_option("--model,-m", o->model, "Model: a shipped name (models/llm/<name>) or a config.json path")->required();
+  sub->add_option("--model,-m", o->model, kModelHelp)->required();
   add_precision_options(sub, o->precision);
   sub->add_option("--machine", o->machine, "Machine: a shipped name (models/hardware/<name>) or a profile/machine JSON")
       ->required();

@@ -153,7 +153,7 @@ void add_plans_command(CLI::App& app) {
       "  peerplan plans --model llama-3.1-70b --machine hgx-h100x8\n"
       "  peerplan plans --model mixtral-8x7b --machine pcie-gen5x8-2socket --strategy expert_parallel --set ep=4\n"
       "  peerplan plans --model llama-3.1-8b --machine my-host.json --strategy my_strategy.lua --json > plans.json");
-  sub->add_option("--model", o->model, "HF config.json, its directory, or a shipped model name")->required();
+  sub->add_option("--model", o->model, kModelHelp)->required();
   add_precision_options(sub, o->precision);
   sub->add_option("--machine,-m", o->machine, "Machine JSON / profile / NCCL XML, or a shipped machine name")->required();
   sub->add_option("--strategy,-s", o->strategies, "Strategy name (plugins/) or Lua file; repeatable; default: all built-ins");

@@ -132,7 +132,7 @@ void add_simulate_command(CLI::App& app) {
       "  peerplan simulate --plan best.plan.json --model llama-3.1-8b --machine hgx-h100x8 --workload chat \\\n"
       "      --out predicted.json --trace trace.json\n");
   sub->add_option("--plan,-p", o->plan, "Plan JSON file")->required();
-  sub->add_option("--model,-m", o->model, "Model: a shipped name or a config.json path")->required();
+  sub->add_option("--model,-m", o->model, kModelHelp)->required();
   add_precision_options(sub, o->precision);
   sub->add_option("--machine", o->machine, "Machine: a shipped name or a profile/machine JSON")->required();
   sub->add_option("--workload,-w", o->workload, "Workload: shipped name or JSON file")->capture_default_str();

@@ -133,7 +133,7 @@ void add_validate_command(CLI::App& app, const Executable& exe) {
       "  mpirun -np 2 peerplan validate --mpi --plan tp2.json --model llama-3.1-8b --workload chat \\\n"
       "                    --machine h200x2-nvlink --out report/   # one process per GPU");
   sub->add_option("--plan", o->plan, "Plan JSON (from `peerplan plans --json` or hand-written)");
-  sub->add_option("--model", o->model, "Model name (models/llm/<name>) or config.json path");
+  sub->add_option("--model", o->model, kModelHelp);
   add_precision_options(sub, o->precision);
   sub->add_option("--workload", o->workload, "Workload name (models/workloads/<name>) or file");
   sub->add_option("--machine", o->machine, "Profile of THIS host (from `peerplan profile`)");

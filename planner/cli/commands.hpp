@@ -47,6 +47,11 @@ int run_app(CLI::App& app, int argc, char** argv);
 std::string app_description();
 std::string version_string(bool with_cuda);
 
+// Help of --model, one rule for every command (resolve_model_path, planner/model/model_paths.cpp).
+inline constexpr const char* kModelHelp =
+    "Model: a shipped name (models/llm/<name>), a config.json or its directory, an HF id (org/name) in the "
+    "local HuggingFace cache, or a .gguf file";
+
 // Help of the workload overrides, one rule for every command (planner/model/workload.hpp).
 inline constexpr const char* kRateHelp =
     "Poisson arrivals at this rate (requests/s), replacing the workload's arrival process; with a trace "

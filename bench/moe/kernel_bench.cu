@@ -121,10 +121,13 @@ void check(std::mt19937_64& g) {
   const int64_t n = 200, kd = 288;
   auto xin = randv(size_t(T * kd), g, 1.f), wv = randv(size_t(count * n * kd), g, 0.1f);
   bf16 *dx = up(xin), *dw = up(wv), *dy = dalloc<bf16>(size_t(o * n));
-  for (int kind = 0; kind < kn::kMoeTileKinds; ++kind) {
+  for (int variant = 0; variant < 2 * kn::kMoeTileKinds - 1; ++variant) {
+    const int kind = variant % kn::kMoeTileKinds;
+    const bool split = variant < kn::kMoeTileKinds;  // stream kernels with and without the k split
     CUDA_CHECK(cudaMemset(dy, 0xff, size_t(o * n) * 2));
     kn::MoeGemmArgs a;
     a.x = dx, a.gather = x.r.token_of_row, a.w = dw, a.y = dy, a.n = n, a.k = kd, a.entries = T * k;
+    a.touched = split ? 0 : int64_t(1) << 30;
     kn::moe_grouped_gemm_kind(a, x.r, kind, nullptr);
     auto y = down(dy, size_t(o * n));
     double num = 0, den = 0;
@@ -138,7 +141,8 @@ void check(std::mt19937_64& g) {
           den += ref * ref;
         }
     report(kind == 0 ? "moe_gemm stream16" : kind == 1 ? "moe_gemm stream32" : "moe_gemm tiled64",
-           "rows=" + std::to_string(o) + " n=200 k=288 gather", std::sqrt(num / den), 1e-2);
+           "rows=" + std::to_string(o) + " n=200 k=288 gather" + (kind < 2 ? (split ? " split-k" : " no split") : ""),
+           std::sqrt(num / den), 1e-2);
   }
   // Combine.
   const int64_t H = 264;
@@ -253,7 +257,7 @@ int main() {
       const int rows = off[size_t(sh.E)];
       kn::MoeGemmArgs a;
       a.x = x, a.gather = sh.gather ? rt.r.token_of_row : nullptr, a.y = y, a.n = sh.n, a.k = sh.k;
-      a.entries = T * sh.topk, a.max_rows = max_rows;
+      a.entries = T * sh.topk, a.max_rows = max_rows, a.touched = touched;
       const double bytes = double(touched) * double(sh.n * sh.k) * 2;
       const int reps = std::clamp(int(2e-3 / (bytes / 4e12 + 2.0 * rows * sh.n * sh.k / 3e14 + 3e-6)), 2, 48);
       auto time_kind = [&](int kind) {
@@ -268,6 +272,14 @@ int main() {
                   max_rows, t * 1e6, bytes / t / 1e9, 100 * bytes / t / (hbm / 2));
       for (int kind = 0; kind < kn::kMoeTileKinds; ++kind)
         if (max_rows <= 256) std::printf(" %8.1f", time_kind(kind) * 1e6);
+      if (max_rows <= 32) {  // the stream kernel with the k split forced on and off
+        const int64_t keep = a.touched;
+        for (const int64_t tv : {int64_t(0), int64_t(1) << 30}) {
+          a.touched = tv;
+          std::printf(" %s %.1f", tv ? "nosplit" : "split", time_kind(kn::moe_gemm_tile_kind(max_rows, sh.gather)) * 1e6);
+        }
+        a.touched = keep;
+      }
       if (T >= 512) {
         // cuBLAS per touched expert on rows already in expert order (sizes known on the host).
         const float one = 1.f, zero = 0.f;

@@ -19,11 +19,24 @@ constexpr int64_t moe_max_tiles(int64_t entries, int64_t experts, int tile_rows)
 }
 
 // Which kernel (and tile list) a grouped GEMM whose busiest expert has `max_rows` rows takes:
-// 0 = stream, 16-row tiles; 1 = stream, 32-row tiles; 2 = tiled, 64-row tiles (0 = unknown).
-constexpr int moe_gemm_tile_kind(int64_t max_rows) {
-  if (max_rows > 0 && max_rows <= moe_tile_rows(0)) return 0;
-  if (max_rows > 0 && max_rows <= moe_tile_rows(1)) return 1;
-  return 2;
+// 0 = stream, 16-row tiles; 1 = stream, 32-row tiles; 2 = tiled, 64-row tiles (max_rows 0 =
+// unknown: 2, right for any size). Measured on H200 (docs/validation/runs/2026-12-02-moe): one
+// row per expert (batch 1) runs best on 16-row tiles; the gathered gate_up GEMM with 2..32 rows
+// on 32-row tiles (4-7 % faster than 16-row ones at Qwen1.5-MoE and Mixtral shapes), the down
+// GEMM (rows in sorted order) on 16-row tiles up to 16 rows; past 32 rows the tiled kernel.
+constexpr int moe_gemm_tile_kind(int64_t max_rows, bool gathered = false) {
+  if (max_rows <= 0 || max_rows > moe_tile_rows(1)) return 2;
+  if (max_rows == 1) return 0;
+  if (gathered) return 1;
+  return max_rows <= moe_tile_rows(0) ? 0 : 1;
+}
+
+// Whether the stream kernel splits k over 4 warps of a CTA: when the touched experts' 16-row weight
+// groups alone give fewer than 8 warps per SM (of 132). Measured on H200: at 512-704 such warps
+// (batch 1 of Qwen1.5-MoE, Mixtral's down) the split streams 1.8-2.2x faster; from 2048 up it is
+// 4-30 % slower. touched = 0 (unknown): split.
+constexpr bool moe_stream_split(int64_t n, int64_t touched) {
+  return touched <= 0 || (n + 15) / 16 * touched < 8 * 132;
 }
 
 }  // namespace peerplan::kernels

@@ -92,6 +92,7 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
   a.k = op.k;
   a.entries = entries;
   a.max_rows = op.group_max_rows;
+  a.touched = op.batch_count;
   kn::moe_grouped_gemm(a, g.moe, g.stream);
 }
 

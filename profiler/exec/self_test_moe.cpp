@@ -158,7 +158,7 @@ void check_route(std::vector<SelfTestResult>& out, const Routed& x) {
 
 // y[row] = x[src(row)] . W[e(row)]^T against fp64, for one tile kind.
 void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng, const Routed& x, int64_t n,
-                int64_t kdim, bool gather, int kind) {
+                int64_t kdim, bool gather, int kind, bool split = true) {
   const int64_t entries = x.tokens * x.topk;
   const auto off = download(x.r.offsets, size_t(x.count + 1));
   const auto tor = download(x.r.token_of_row, size_t(entries));
@@ -174,6 +174,7 @@ void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng,
   a.w = dw.as<bf16>();
   a.y = dy.as<bf16>();
   a.n = n, a.k = kdim, a.entries = entries;
+  a.touched = split ? 0 : int64_t(1) << 30;  // stream kernels: k split over 4 warps, or not
   kn::moe_grouped_gemm_kind(a, x.r, kind, nullptr);
   std::vector<double> ref(size_t(rows) * size_t(n));
   int max_rows = 0;
@@ -191,8 +192,8 @@ void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng,
   }
   static const char* names[] = {"moe_gemm(stream16)", "moe_gemm(stream32)", "moe_gemm(tiled64)"};
   out.push_back(compare(names[kind],
-                        fmt::format("rows={} max/expert={} experts={} n={} k={}{}", rows, max_rows, x.count, n, kdim,
-                                    gather ? " gather" : ""),
+                        fmt::format("rows={} max/expert={} experts={} n={} k={}{}{}", rows, max_rows, x.count, n, kdim,
+                                    gather ? " gather" : "", kind < 2 && !split ? " no-split" : ""),
                         dy, ref));
 }
 
@@ -242,6 +243,8 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
     check_gemm(out, dev, rng, b, 200, 288, kind != 1, kind);
   }
   check_gemm(out, dev, rng, c, 128, 1024, true, 0);  // an EP shard: only local rows
+  check_gemm(out, dev, rng, a, 200, 288, true, 0, false);  // the stream kernels without the k split
+  check_gemm(out, dev, rng, b, 200, 288, false, 1, false);
   check_combine(out, dev, rng, b, 264);
   check_combine(out, dev, rng, c, 512);  // tokens with no local expert sum to zero
 }

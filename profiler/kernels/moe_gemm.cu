@@ -1,4 +1,5 @@
 // Grouped expert GEMM kernels (see moe_gemm.hpp). Fragment layouts: mma_ptx.cuh.
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -37,22 +38,29 @@ __device__ __forceinline__ uint4 load_stream(const bf16* p) {
   return v;
 }
 
-// ---- stream kernel: 4 warps x 16 weight rows per CTA, NT x 8 routed rows per tile ----
-constexpr int kStreamWarps = 4;
+// ---- stream kernel: R row groups of 16 weight rows x S splits of k per CTA (one warp each),
+// NT x 8 routed rows per tile. With few touched experts (decode at small batch) the rows alone
+// give too few warps to keep HBM busy (Mixtral's down at batch 1: 512 warps); S > 1 splits k
+// over S warps of the CTA, whose partial sums meet in shared memory.
+constexpr int kStreamWarps = 4;   // warps of a CTA without the k split (R = 4, S = 1)
+constexpr int kSplitK = 4;        // the k split, when taken (R = 2, S = 4)
 
 // NT: 8-row token sub-tiles per tile; U: 32-column chunks loaded per iteration (bytes in flight:
-// at decode a GPU holds few CTAs per SM, so each warp keeps U x 2 16-byte weight loads out).
-template <int NT, int U>
-__global__ void __launch_bounds__(kStreamWarps * 32) stream_kernel(MoeGemmArgs a, const int* tiles, const int* num_tiles,
-                                                                         const int* offsets) {
+// each warp keeps U x 2 16-byte weight loads out).
+template <int NT, int U, int R, int S>
+__global__ void __launch_bounds__(R * S * 32) stream_kernel(MoeGemmArgs a, const int* tiles, const int* num_tiles,
+                                                            const int* offsets) {
   TileRef tl;
-  if (!tile_of(tiles, num_tiles, offsets, blockIdx.x, NT * 8, tl)) return;
+  if (!tile_of(tiles, num_tiles, offsets, blockIdx.x, NT * 8, tl)) return;  // CTA-uniform
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int64_t n0 = (int64_t(blockIdx.y) * kStreamWarps + warp) * 16;
-  if (n0 >= a.n) return;
+  const int rg = warp % R, split = warp / R;
+  const int64_t n0 = (int64_t(blockIdx.y) * R + rg) * 16;
+  const bool active = n0 < a.n;  // no early return: split warps meet at the barrier below
   const int64_t K = a.k;
+  const int64_t chunks = K / 32, per = (chunks + S - 1) / S;
+  const int64_t kbeg = std::min(chunks, split * per) * 32, kend = std::min(chunks, (split + 1) * per) * 32;
   const bf16* wexp = a.w + int64_t(tl.expert) * a.n * K;
-  const bool va0 = n0 + g < a.n, va1 = n0 + g + 8 < a.n;
+  const bool va0 = active && n0 + g < a.n, va1 = active && n0 + g + 8 < a.n;
   const bf16* wa0 = wexp + (va0 ? n0 + g : 0) * K + 8 * t;
   const bf16* wa1 = wexp + (va1 ? n0 + g + 8 : 0) * K + 8 * t;
   const bf16* xb[NT];
@@ -75,8 +83,8 @@ __global__ void __launch_bounds__(kStreamWarps * 32) stream_kernel(MoeGemmArgs a
       ptx::mma_bf16(acc[j], A0.z, A1.z, A0.w, A1.w, B[j].z, B[j].w);
     }
   };
-  int64_t kc = 0;
-  for (; kc + 32 * U <= K; kc += 32 * U) {
+  int64_t kc = active ? kbeg : kend;
+  for (; kc + 32 * U <= kend; kc += 32 * U) {
     uint4 A0[U], A1[U], B[U][NT];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -90,13 +98,30 @@ __global__ void __launch_bounds__(kStreamWarps * 32) stream_kernel(MoeGemmArgs a
 #pragma unroll
     for (int u = 0; u < U; ++u) mma_chunk(keep(A0[u], va0), keep(A1[u], va1), B[u]);
   }
-  for (; kc < K; kc += 32) {
+  for (; kc < kend; kc += 32) {
     uint4 B[NT];
     const uint4 A0 = load_stream(wa0 + kc), A1 = load_stream(wa1 + kc);
 #pragma unroll
     for (int j = 0; j < NT; ++j) B[j] = __ldg(reinterpret_cast<const uint4*>(xb[j] + kc));
     mma_chunk(keep(A0, va0), keep(A1, va1), B);
   }
+  if constexpr (S > 1) {
+    __shared__ float part[S - 1][R][NT * 4][32];  // [split][row group][value][lane]: conflict-free
+    if (split > 0)
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) part[split - 1][rg][j * 4 + q][lane] = acc[j][q];
+    __syncthreads();
+    if (split > 0) return;
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s)
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[j][q] += part[s][rg][j * 4 + q][lane];
+  }
+  if (!active) return;
   // D[weight row][token]: c0, c1 = (g, tokens 2t, 2t+1), c2, c3 = (g + 8, same tokens).
 #pragma unroll
   for (int j = 0; j < NT; ++j)
@@ -209,16 +234,20 @@ void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, 
   if (kind == 2) {
     const dim3 grid(unsigned(tiles), unsigned((a.n + kTM - 1) / kTM));
     tiled_kernel<<<grid, kTiledThreads, 0, stream>>>(a, r.tiles[2], r.num_tiles + 2, r.offsets);
+  } else if (moe_stream_split(a.n, a.touched)) {
+    const dim3 grid(unsigned(tiles), unsigned((a.n + 32 - 1) / 32));
+    if (kind == 0) stream_kernel<2, 8, 2, kSplitK><<<grid, 2 * kSplitK * 32, 0, stream>>>(a, r.tiles[0], r.num_tiles, r.offsets);
+    else stream_kernel<4, 4, 2, kSplitK><<<grid, 2 * kSplitK * 32, 0, stream>>>(a, r.tiles[1], r.num_tiles + 1, r.offsets);
   } else {
     const dim3 grid(unsigned(tiles), unsigned((a.n + 16 * kStreamWarps - 1) / (16 * kStreamWarps)));
-    if (kind == 0) stream_kernel<2, 8><<<grid, kStreamWarps * 32, 0, stream>>>(a, r.tiles[0], r.num_tiles, r.offsets);
-    else stream_kernel<4, 4><<<grid, kStreamWarps * 32, 0, stream>>>(a, r.tiles[1], r.num_tiles + 1, r.offsets);
+    if (kind == 0) stream_kernel<2, 8, kStreamWarps, 1><<<grid, kStreamWarps * 32, 0, stream>>>(a, r.tiles[0], r.num_tiles, r.offsets);
+    else stream_kernel<4, 4, kStreamWarps, 1><<<grid, kStreamWarps * 32, 0, stream>>>(a, r.tiles[1], r.num_tiles + 1, r.offsets);
   }
   CUDA_CHECK_LAUNCH("moe_grouped_gemm");
 }
 
 void moe_grouped_gemm(const MoeGemmArgs& a, const MoeRouting& r, cudaStream_t stream) {
-  moe_grouped_gemm_kind(a, r, moe_gemm_tile_kind(a.max_rows), stream);
+  moe_grouped_gemm_kind(a, r, moe_gemm_tile_kind(a.max_rows, a.gather != nullptr), stream);
 }
 
 }  // namespace peerplan::kernels

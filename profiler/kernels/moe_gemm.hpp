@@ -31,6 +31,7 @@ struct MoeGemmArgs {
   int64_t n = 0, k = 0;
   int64_t entries = 0;   // tokens x top-k of the routing: bounds the grid
   int64_t max_rows = 0;  // rows of the busiest expert (host figure; moe_gemm_tile_kind), 0: unknown
+  int64_t touched = 0;   // experts with rows (host figure; moe_stream_split), 0: unknown
 };
 
 // Throws std::invalid_argument for k not a multiple of 32 or a null operand.

@@ -111,7 +111,7 @@ void measure_grouped_gemm(Context& ctx) {
       a.x = x.as<__nv_bfloat16>();
       a.gather = s.gather ? r.token_of_row : nullptr;
       a.y = y.as<__nv_bfloat16>();
-      a.n = s.n, a.k = s.k, a.entries = tokens * s.topk, a.max_rows = load.max_rows;
+      a.n = s.n, a.k = s.k, a.entries = tokens * s.topk, a.max_rows = load.max_rows, a.touched = load.touched;
       const double bytes = double(load.touched) * double(s.n * s.k) * 2;
       const double expect_s = std::max(2.0 * double(load.rows * s.n * s.k) / 400e12, bytes / 4e12) + 5e-6;
       const int reps = std::clamp(int(300e-6 / expect_s), 1, 64);
@@ -135,7 +135,7 @@ void measure_grouped_gemm(Context& ctx) {
                                       "bf16", compute_stats(timed(-1))});
       if (load.max_rows <= 256) {  // the kernels side by side where more than one is plausible
         nlohmann::json e = {{"n", s.n}, {"k", s.k}, {"experts", s.experts}, {"tokens", tokens},
-                            {"max_rows", load.max_rows}, {"chosen", kn::moe_gemm_tile_kind(load.max_rows)}};
+                            {"max_rows", load.max_rows}, {"chosen", kn::moe_gemm_tile_kind(load.max_rows, s.gather)}};
         for (int kind = 0; kind < kn::kMoeTileKinds; ++kind)
           e[fmt::format("kind{}_us", kind)] = compute_stats(timed(kind)).median * 1e6;
         e["weights_gbps"] = bytes / ctx.ms.grouped_gemms.back().time.median / 1e9;

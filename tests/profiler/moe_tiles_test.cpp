@@ -66,13 +66,29 @@ TEST(MoeTiles, GridBoundHoldsForTheWorstSpreads) {
 }
 
 TEST(MoeTiles, KernelFollowsTheBusiestExpert) {
-  EXPECT_EQ(moe_gemm_tile_kind(1), 0);
-  EXPECT_EQ(moe_gemm_tile_kind(16), 0);   // decode: one 16-row tile per expert
+  EXPECT_EQ(moe_gemm_tile_kind(1), 0);    // batch 1: one row per touched expert
+  EXPECT_EQ(moe_gemm_tile_kind(1, true), 0);
+  EXPECT_EQ(moe_gemm_tile_kind(16), 0);   // down, decode: one 16-row tile per expert
+  EXPECT_EQ(moe_gemm_tile_kind(2, true), 1);  // gate_up (gathered), decode: 32-row tiles
+  EXPECT_EQ(moe_gemm_tile_kind(16, true), 1);
   EXPECT_EQ(moe_gemm_tile_kind(17), 1);
   EXPECT_EQ(moe_gemm_tile_kind(32), 1);
   EXPECT_EQ(moe_gemm_tile_kind(33), 2);   // prefill-sized groups: the shared-memory tiled kernel
+  EXPECT_EQ(moe_gemm_tile_kind(33, true), 2);
   EXPECT_EQ(moe_gemm_tile_kind(0), 2);    // unknown: the kernel that is right for any size
   for (int kind = 0; kind < kMoeTileKinds; ++kind) EXPECT_EQ(moe_tile_rows(kind), 16 << kind);
+}
+
+TEST(MoeTiles, StreamKernelSplitsKWhenTheTouchedRowsGiveTooFewWarps) {
+  // Mixtral at batch 1: 2 experts; down (n 4096) has 512 row groups: split; gate_up (n 28672)
+  // 3584: enough warps without. Batch 8 (8 experts): down has 2048, no split.
+  EXPECT_TRUE(moe_stream_split(4096, 2));
+  EXPECT_FALSE(moe_stream_split(28672, 2));
+  EXPECT_FALSE(moe_stream_split(4096, 8));
+  EXPECT_TRUE(moe_stream_split(2048, 4));   // Qwen1.5-MoE down at batch 1 (512)
+  EXPECT_TRUE(moe_stream_split(2816, 4));   // Qwen gate_up at batch 1 (704)
+  EXPECT_FALSE(moe_stream_split(2048, 27)); // Qwen down at batch 8 (3456)
+  EXPECT_TRUE(moe_stream_split(100, 0));    // unknown: split
 }
 
 }  // namespace

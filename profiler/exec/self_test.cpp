@@ -13,6 +13,7 @@
 #include "profiler/exec/executor.hpp"
 #include "profiler/exec/self_test_util.hpp"
 #include "profiler/gpu/cuda_check.hpp"
+#include "profiler/gpu/cudnn_attention.hpp"
 #include "profiler/gpu/raii.hpp"
 #include "profiler/kernels/attention.hpp"
 #include "profiler/kernels/elementwise.hpp"
@@ -127,7 +128,9 @@ SelfTestResult prefill_case(int dev, std::mt19937_64& rng, int D, int kvh, int g
     qs += (s ? "," : "") + std::to_string(qlen[size_t(s)]);
     cs += (s ? "," : "") + std::to_string(ctx[size_t(s)]);
   }
-  return compare("prefill_attention",
+  // The path that ran it (issue 18): cuDNN's fused attention or the own kernel.
+  const bool dnn = kn::prefill_attention_last_path().rfind("cudnn", 0) == 0;
+  return compare(dnn ? "prefill_attention[cudnn]" : "prefill_attention[own]",
                  fmt::format("{} seqs q={} ctx={} heads={} kv={} D={}{}", nseq, qs, cs, heads, kvh, D,
                              slot_of.empty() ? " no-slots" : ""),
                  dout, ref);
@@ -335,8 +338,22 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
   std::fprintf(stderr, "self-test: %s\n", "decode attention");
   decode_attention_cases(out, dev, sms, rng);
 
-  std::fprintf(stderr, "self-test: %s\n", "prefill attention");
-  prefill_attention_cases(out, dev, rng);
+  // Prefill attention by each path (issue 18): with PEERPLAN_PREFILL_ATTENTION=auto or cudnn,
+  // cuDNN's fused attention where it runs the shape (results named prefill_attention[cudnn]); then
+  // always the own kernel (prefill_attention[own]).
+  {
+    const auto prev = gpu::prefill_backend();
+    if (prev != gpu::PrefillBackend::Own) {
+      const std::string dnn = gpu::cudnn_description();
+      std::fprintf(stderr, "self-test: prefill attention, cuDNN: %s\n",
+                   dnn.empty() ? gpu::cudnn_load_error().c_str() : dnn.c_str());
+      prefill_attention_cases(out, dev, rng);
+    }
+    std::fprintf(stderr, "self-test: %s\n", "prefill attention, own kernel");
+    gpu::set_prefill_backend(gpu::PrefillBackend::Own);
+    prefill_attention_cases(out, dev, rng);
+    gpu::set_prefill_backend(prev);
+  }
 
   std::fprintf(stderr, "self-test: %s\n", "RMSNorm");
   norm_cases(out, dev, rng);
@@ -350,6 +367,9 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
 
   std::fprintf(stderr, "self-test: %s\n", "quantized GEMMs, FP8 KV cache");
   quant_cases(out, dev, sms, rng);
+
+  std::fprintf(stderr, "self-test: %s\n", "MoE routing, grouped GEMM, combine");
+  moe_cases(out, dev, rng);
   return out;
 }
 

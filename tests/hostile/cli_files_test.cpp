@@ -119,6 +119,34 @@ TEST(CliFilesHostile, ACsvTraceLineLongerThan64KiBIsRefused) {
   expect_input_error(r, trace, {"line 2", "longer than 65536 bytes"});
 }
 
+TEST(CliFilesHostile, AJsonTraceOverTheOld64MiBCapIsStreamedInLittleMemory) {
+  // JSON traces were parsed as a tree under a 64 MiB cap (CSV was streamed): this ~93 MiB JSON
+  // trace was refused, and a tree of one within the cap took ~20x its size. Now both are streamed under
+  // the 4 GiB trace cap: memory follows the columns kept (24 B per request), not the text.
+  ScratchDir d;
+  std::string text = "{\"source\": \"a JSON trace with a note per request\", \"requests\": [\n";
+  const std::string pad(240, 'x');
+  const int rows = 300000;
+  text.reserve(size_t(rows) * 310);
+  for (int i = 0; i < rows; ++i)
+    text += std::string(i ? ",\n" : "") + "{\"timestamp_s\": " + std::to_string(i * 0.01) +
+            ", \"prompt_tokens\": " + std::to_string(100 + i % 900) + ", \"output_tokens\": 20, \"note\": \"" + pad + "\"}";
+  text += "]}\n";
+  ASSERT_GT(text.size(), size_t(72) << 20);
+  d.write("trace.json", text);
+  text.clear();
+  text.shrink_to_fit();
+  const std::string wf = d.write("w.json", R"({"arrival": {"process": "trace", "file": "trace.json"}})");
+  RunOptions o;
+  o.deadline = 120s;
+  CliResult r = run_peerplan({"plans", "--model", "llama-3.1-8b", "--machine", "h200x2-nvlink", "--strategy",
+                              "single_gpu", "--workload", wf, "--json"},
+                             o);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(nlohmann::json::parse(r.out)["memory_options"]["context"], 999 + 20) << "the longest prompt + output";
+  EXPECT_LT(r.max_rss_kib, startup_rss_kib() + 64 * 1024) << "~93 MiB of JSON, 300 000 requests: " << r.describe();
+}
+
 TEST(CliFilesHostile, CsvTraceAsSpreadsheetsWriteItIsRead) {
   // Excel and LibreOffice write a UTF-8 byte-order mark, quote the header cells and end lines
   // with CRLF. Was: "the header row must name a timestamp_s column".

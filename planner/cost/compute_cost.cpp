@@ -1,5 +1,8 @@
 #include "planner/cost/compute_cost.hpp"
 
+#include "planner/cost/attention_grid.hpp"
+#include "planner/cost/quant_cost.hpp"
+
 #include <algorithm>
 #include <limits>
 
@@ -37,26 +40,13 @@ std::optional<ComputePrice> gemm_from_table(const std::vector<GemmTime>& table, 
 }
 
 std::optional<ComputePrice> attention_from_table(const std::vector<AttentionTime>& table, int gpu, const Op& op) {
-  const char* phase = op.attn_prefill ? "prefill" : "decode";
-  auto work = [](int64_t b, int64_t q, int64_t c) { return double(b) * double(std::max<int64_t>(q, 1)) * double(c); };
-  double x = work(op.attn_batch, op.attn_q_len, op.attn_context);
-  for (int pass = 0; pass < 2; ++pass) {
-    std::vector<std::pair<double, double>> pts;
-    for (const AttentionTime& a : table) {
-      if (a.phase != phase || a.heads != op.attn_heads || a.kv_heads != op.attn_kv_heads ||
-          a.head_dim != op.attn_head_dim || (pass == 0 && a.gpu != gpu))
-        continue;
-      if (a.batch == op.attn_batch && a.q_len == op.attn_q_len && a.context == op.attn_context)
-        return ComputePrice{a.time.median, CostSource::Measured};
-      pts.push_back({work(a.batch, a.q_len, a.context), a.time.median});
-    }
-    if (!pts.empty()) {
-      ComputePrice p = from_points(std::move(pts), x);
-      if (p.source == CostSource::Measured) p.source = CostSource::Interpolated;  // same work, other shape
-      return p;
-    }
-  }
-  return std::nullopt;
+  // The measured 2-D grid, interpolated in log space (planner/cost/attention_grid.hpp, issue 18).
+  AttentionShape s;
+  s.prefill = op.attn_prefill;
+  s.batch = op.attn_batch, s.q_len = op.attn_q_len, s.context = op.attn_context;
+  s.heads = op.attn_heads, s.kv_heads = op.attn_kv_heads, s.head_dim = op.attn_head_dim;
+  s.kv_dtype = attention_table_dtype(op.kv_dtype);
+  return attention_from_grid(table, gpu, s);
 }
 
 }  // namespace peerplan

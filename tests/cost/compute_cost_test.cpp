@@ -1,5 +1,7 @@
 #include "planner/cost/compute_cost.hpp"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 using namespace peerplan;
@@ -71,7 +73,9 @@ TEST(ComputeCost, AttentionTableInterpolatesInWork) {
   auto p = attention_from_table({a, b}, 0, op);
   ASSERT_TRUE(p);
   EXPECT_EQ(p->source, CostSource::Interpolated);
-  EXPECT_NEAR(p->seconds, 18e-6, 1e-12) << "1/3 of the way from 1024 to 4096 tokens of work";
+  // Time per unit of work interpolated in log space (planner/cost/attention_grid.hpp): halfway
+  // between 1024 and 4096 in log context, the geometric mean of the two efficiencies.
+  EXPECT_NEAR(p->seconds, 2048 * std::sqrt(10e-6 / 1024 * 34e-6 / 4096), 1e-12);
   op.attn_heads = 16;
   EXPECT_FALSE(attention_from_table({a, b}, 0, op)) << "another head count is another kernel shape";
 }

@@ -1,16 +1,20 @@
-// Attention kernel times of the executor's own kernels (profiler/kernels/attention.hpp), on GPU 0,
-// for the head configurations of the profiled models at each TP degree (heads/tp, kv_heads/tp):
+// Attention kernel times of the executor's own calls (profiler/kernels/attention.hpp: prefill through
+// cuDNN's fused attention where it runs, else the own kernel), on GPU 0, for the head configurations
+// of the profiled models at each TP degree (heads/tp, kv_heads/tp):
 //   decode:  batch x context grid, one new token per sequence;
-//   prefill: one sequence of q_len new tokens attending causally to itself (context = q_len).
+//   prefill: q_len new tokens over a cached context (q_len <= context), the chunks of chunked prefill.
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <tuple>
 
 #include <fmt/format.h>
 
+#include "planner/cost/attention_grid.hpp"
 #include "planner/model/model_config.hpp"
 #include "profiler/common/gemm_shapes.hpp"
 #include "profiler/kernels/attention.hpp"
+#include "profiler/kernels/quant.hpp"
 #include "profiler/common/profile_models.hpp"
 #include "profiler/measure/curve.hpp"
 
@@ -36,71 +40,126 @@ std::set<std::tuple<int, int, int>> head_configs(Context& ctx) {
   return configs;
 }
 
-// The grid timed for each head configuration.
+// The grid timed for each head configuration (issue 18): prefill chunks of q_len new tokens over a
+// context (context >= q_len; context = q_len is a whole prompt) at batch 1, and decode over
+// (batch, context), both up to the profiled models' maximum context. Log-spaced, so that
+// planner/cost/attention_grid.hpp's log-space interpolation stays within 3 %: the held-back points
+// (geometric midpoints of grid cells, timed as well) check it and the profile records the errors.
 struct AttentionGrid {
-  std::vector<int> batches, contexts, prefill_lens;
-  int64_t max_tokens = int64_t(1) << 19;  // batch x context cap: bounds the KV cache to a few GiB
+  std::vector<int> batches, contexts, q_lens;
+  std::vector<std::pair<int, int>> held_prefill, held_decode;  // (q_len, ctx) and (batch, ctx)
+  int64_t max_tokens = int64_t(1) << 21;  // decode batch x context cap: bounds the KV cache (4 GiB per K at 8 x 128)
 };
 
-// One head configuration on GPU g: the decode grid, then the prefill lengths.
+int geo_mid(int a, int b) { return int(std::lround(std::sqrt(double(a) * double(b)))); }
+
+AttentionGrid make_grid(bool quick, int max_context) {
+  AttentionGrid g;
+  if (quick) {
+    g.batches = {1, 32};
+    g.contexts = {512, 4096};
+    g.q_lens = {64, 512};
+    g.held_prefill = {{181, 1448}};
+    g.held_decode = {{6, 1448}};
+    return g;
+  }
+  // 2x steps: 4x cells leave up to ~11 % where the launch floor gives way to compute
+  // (tests/cost/attention_grid_test.cpp, a synthetic kernel); the held-back points check the rest.
+  g.batches = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+  g.q_lens = {16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192};
+  for (int c = 256; c < max_context; c *= 2) g.contexts.push_back(c);
+  if (g.contexts.empty() || g.contexts.back() != max_context) g.contexts.push_back(max_context);
+  // Held back: midpoints of cells along and off the diagonal, and decode cells.
+  const auto& C = g.contexts;
+  for (size_t i = 0; i + 1 < g.q_lens.size(); i += 3) {
+    const int q = geo_mid(g.q_lens[i], g.q_lens[i + 1]);
+    for (size_t j = 0; j + 1 < C.size(); j += 3)
+      if (geo_mid(C[j], C[j + 1]) >= q) g.held_prefill.push_back({q, geo_mid(C[j], C[j + 1])});
+  }
+  for (size_t i = 0; i + 1 < g.batches.size(); i += 2)
+    for (size_t j = 1; j + 1 < C.size(); j += 3) {
+      const int b = geo_mid(g.batches[i], g.batches[i + 1]), c = geo_mid(C[j], C[j + 1]);
+      if (int64_t(b) * c <= g.max_tokens) g.held_decode.push_back({b, c});
+    }
+  return g;
+}
+
+// One head configuration on GPU g: decode over (batch, context), then prefill chunks over
+// (q_len, context), each grid plus its held-back points (indices into ms.attention in *held).
 void time_config(Context& ctx, const AttentionGrid& grid, int g, int sms, gpu::Stream& s, gpu::BlockingGate& gate,
-                 int heads, int kv, int hd) {
-  int max_ctx = std::max(grid.contexts.back(), grid.prefill_lens.back());
-  int max_batch = grid.batches.back();
-  size_t kv_elems = size_t(std::min<int64_t>(int64_t(max_batch) * max_ctx, grid.max_tokens + max_ctx)) * kv * hd;
+                 int heads, int kv, int hd, std::vector<size_t>* held) {
+  const int max_ctx = grid.contexts.back();
+  const int max_batch = grid.batches.back();
+  const int max_q = std::max(grid.q_lens.back(), max_batch);
+  const int64_t tokens = std::max<int64_t>(std::min<int64_t>(int64_t(max_batch) * max_ctx, grid.max_tokens), max_ctx);
+  const size_t kv_elems = size_t(tokens) * kv * hd;
   gpu::DeviceBuffer kc(g, kv_elems * 2), vc(g, kv_elems * 2);
   gpu::launch_fill_bf16(kc.get(), kv_elems, 3, s);
   gpu::launch_fill_bf16(vc.get(), kv_elems, 4, s);
-  size_t q_rows = size_t(std::max(max_batch, grid.prefill_lens.back()));
+  const size_t q_rows = size_t(max_q);
   gpu::DeviceBuffer q(g, q_rows * heads * hd * 2), out(g, q_rows * heads * hd * 2);
   gpu::launch_fill_bf16(q.get(), q_rows * heads * hd, 5, s);
-  gpu::DeviceBuffer lens(g, sizeof(int) * 1024), qstart(g, sizeof(int) * 2);
+  gpu::DeviceBuffer lens(g, sizeof(int) * 1024), qstart(g, sizeof(int) * 2), slot0(g, sizeof(int));
+  CUDA_CHECK(cudaMemsetAsync(slot0.get(), 0, sizeof(int), s));
   s.synchronize();
   auto time_it = [&](const std::function<void()>& launch) {
-    launch();  // first call outside timing (lazy module load)
+    launch();  // first call outside timing (lazy module load, cuDNN graph build)
     s.synchronize();
     for (int w = 0; w < ctx.plan.warmup; ++w) gpu::time_region(&gate, s, {}, launch);
     std::vector<double> t;
     for (int i = 0; i < ctx.plan.samples; ++i) t.push_back(gpu::time_region(&gate, s, {}, launch));
     return compute_stats(std::move(t));
   };
-  for (int b : grid.batches)
-    for (int c : grid.contexts) {
-      if (int64_t(b) * c > grid.max_tokens) continue;
-      std::vector<int> h(size_t(b), c);
-      CUDA_CHECK(cudaMemcpy(lens.get(), h.data(), sizeof(int) * size_t(b), cudaMemcpyHostToDevice));
-      size_t ws_bytes = kernels::decode_attention_workspace_bytes(b, heads, hd, c, kv, sms);
-      gpu::DeviceBuffer ws(g, std::max<size_t>(ws_bytes, 256));
-      kernels::DecodeAttention a;
-      a.q = q.as<__nv_bfloat16>();
-      a.q_row_stride = int64_t(heads) * hd;
-      a.k_cache = kc.as<__nv_bfloat16>();
-      a.v_cache = vc.as<__nv_bfloat16>();
-      a.seq_lens = lens.as<int>();
-      a.out = out.as<__nv_bfloat16>();
-      a.workspace = ws.as<float>();
-      a.batch = b; a.heads = heads; a.kv_heads = kv; a.head_dim = hd; a.max_ctx = c;
-      auto st = time_it([&] { kernels::decode_attention(a, sms, s); });
-      ctx.ms.attention.push_back({g, "decode", b, 1, c, heads, kv, hd, st});
-    }
-  for (int L : grid.prefill_lens) {
-    int h_len = L;
+  auto decode = [&](int b, int c, bool held_back) {
+    if (int64_t(b) * c > grid.max_tokens) return;
+    std::vector<int> h(size_t(b), c);
+    CUDA_CHECK(cudaMemcpy(lens.get(), h.data(), sizeof(int) * size_t(b), cudaMemcpyHostToDevice));
+    size_t ws_bytes = kernels::decode_attention_workspace_bytes(b, heads, hd, c, kv, sms);
+    gpu::DeviceBuffer ws(g, std::max<size_t>(ws_bytes, 256));
+    kernels::DecodeAttention a;
+    a.q = q.as<__nv_bfloat16>();
+    a.q_row_stride = int64_t(heads) * hd;
+    a.k_cache = kc.as<__nv_bfloat16>();
+    a.v_cache = vc.as<__nv_bfloat16>();
+    a.seq_lens = lens.as<int>();
+    a.out = out.as<__nv_bfloat16>();
+    a.workspace = ws.as<float>();
+    a.batch = b; a.heads = heads; a.kv_heads = kv; a.head_dim = hd; a.max_ctx = c;
+    auto st = time_it([&] { kernels::decode_attention(a, sms, s); });
+    if (held_back) held->push_back(ctx.ms.attention.size());
+    ctx.ms.attention.push_back({g, "decode", b, 1, c, heads, kv, hd, "bf16", st});
+  };
+  // Prefill as the executor calls it: a slot table (one sequence in slot 0), a cache of the
+  // grid's largest context (the executor's cache capacity), the new tokens the last q_len.
+  auto prefill = [&](int L, int c, bool held_back) {
     int qs[2] = {0, L};
-    CUDA_CHECK(cudaMemcpy(lens.get(), &h_len, sizeof(int), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(lens.get(), &c, sizeof(int), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(qstart.get(), qs, sizeof qs, cudaMemcpyHostToDevice));
     kernels::PrefillAttention a;
     a.q = q.as<__nv_bfloat16>();
     a.q_row_stride = int64_t(heads) * hd;
     a.k_cache = kc.as<__nv_bfloat16>();
     a.v_cache = vc.as<__nv_bfloat16>();
+    a.slots = slot0.as<int>();
     a.q_start = qstart.as<int>();
     a.seq_lens = lens.as<int>();
     a.out = out.as<__nv_bfloat16>();
     a.num_seqs = 1; a.max_q_len = L;
-    a.heads = heads; a.kv_heads = kv; a.head_dim = hd; a.max_ctx = L;
+    a.heads = heads; a.kv_heads = kv; a.head_dim = hd; a.max_ctx = max_ctx;
     auto st = time_it([&] { kernels::prefill_attention(a, s); });
-    ctx.ms.attention.push_back({g, "prefill", 1, L, L, heads, kv, hd, st});
+    if (held_back) held->push_back(ctx.ms.attention.size());
+    ctx.ms.attention.push_back({g, "prefill", 1, L, c, heads, kv, hd, "bf16", st});
+  };
+  for (int b : grid.batches)
+    for (int c : grid.contexts) decode(b, c, false);
+  for (auto [b, c] : grid.held_decode) decode(b, c, true);
+  for (int L : grid.q_lens) {
+    std::vector<int> cs{L};
+    for (int c : grid.contexts)
+      if (c > L) cs.push_back(c);
+    for (int c : cs) prefill(L, c, false);
   }
+  for (auto [L, c] : grid.held_prefill) prefill(L, c, true);
 }
 
 }  // namespace
@@ -111,23 +170,43 @@ void measure_attention(Context& ctx) {
     ctx.not_applicable("attention", "no standard-attention model with a shape the kernels run");
     return;
   }
-  const bool quick = ctx.plan.quick;
-  AttentionGrid grid;
-  grid.batches = quick ? std::vector<int>{1, 32} : std::vector<int>{1, 8, 32, 128};
-  grid.contexts = quick ? std::vector<int>{512, 4096} : std::vector<int>{256, 1024, 4096, 16384};
-  grid.prefill_lens = quick ? std::vector<int>{512} : std::vector<int>{128, 512, 2048, 8192};
+  int max_context = 8192;
+  for (const auto& m : load_profile_models(ctx.opts.models))
+    if (!m.mla) max_context = std::max<int>(max_context, int(std::min<int64_t>(m.max_context, int64_t(1) << 17)));
+  const AttentionGrid grid = make_grid(ctx.plan.quick, max_context);
   const int g = ctx.measured_gpus().front();  // GPU 0, or an MPI rank's own GPU
   gpu::ScopedDevice dev(g);
   int sms = ctx.machine.gpus[size_t(g)].sm_count;
   gpu::Stream s(g);
   gpu::BlockingGate gate;
   size_t step = 0;
+  std::vector<size_t> held;
   for (auto [heads, kv, hd] : configs) {
     ctx.progress.update(double(step++) / configs.size(), fmt::format("heads {} kv {} dim {}", heads, kv, hd));
-    time_config(ctx, grid, g, sms, s, gate, heads, kv, hd);
+    time_config(ctx, grid, g, sms, s, gate, heads, kv, hd, &held);
   }
-  ctx.ms.extra["attention"] = {{"gpu", g}, {"kernels", "peerplan::kernels::decode_attention / prefill_attention (profiler/kernels)"},
-                               {"kv_layout", "[slots][kv_heads][max_ctx][head_dim], max_ctx = the context timed"}};
+  // Interpolation error at the held-back points (priced without any of them).
+  const std::vector<double> err = attention_grid_holdout(ctx.ms.attention, held);
+  nlohmann::json hb = nlohmann::json::array();
+  double worst = 0;
+  for (size_t i = 0; i < held.size(); ++i) {
+    const AttentionTime& a = ctx.ms.attention[held[i]];
+    hb.push_back({{"phase", a.phase}, {"batch", a.batch}, {"q_len", a.q_len}, {"context", a.context},
+                  {"heads", a.heads}, {"kv_heads", a.kv_heads}, {"head_dim", a.head_dim},
+                  {"interpolation_error", std::isnan(err[i]) ? nlohmann::json() : nlohmann::json(err[i])}});
+    if (!std::isnan(err[i])) worst = std::max(worst, std::abs(err[i]));
+  }
+  fmt::print(stderr, "attention grid: {} points, {} held back, worst interpolation error {:.1f} % (target 3 %)\n",
+             ctx.ms.attention.size(), held.size(), 100 * worst);
+  ctx.ms.extra["attention"] = {
+      {"gpu", g},
+      {"kernels", "peerplan::kernels::decode_attention / prefill_attention (profiler/kernels)"},
+      {"prefill_path", kernels::prefill_attention_last_path()},
+      {"kv_layout", "[slots][kv_heads][max_ctx][head_dim]; decode: max_ctx = the context timed; prefill: one "
+                    "sequence in slot 0 of a cache of the grid's largest context"},
+      {"grid", {{"decode_batches", grid.batches}, {"contexts", grid.contexts}, {"prefill_q_lens", grid.q_lens}}},
+      {"held_back", hb},
+      {"worst_interpolation_error", worst}};
 }
 
 }  // namespace peerplan::profiler

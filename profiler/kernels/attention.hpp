@@ -11,6 +11,7 @@
 // Sequence lengths live in device memory, so a captured CUDA graph stays valid while contexts grow.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -28,12 +29,12 @@ struct DecodeAttention {
   int64_t q_row_stride = 0;           // elements
   const __nv_bfloat16* k_cache = nullptr;
   const __nv_bfloat16* v_cache = nullptr;
-  const int* slots = nullptr;         // device [batch]: cache slot of each sequence (nullptr: slot = index)
   // FP8 e4m3 KV cache (issue 15): when set, read instead of k_cache / v_cache (same layout, one
   // byte per element); element = code * k_scale (v_scale), per-tensor scales.
   const uint8_t* k_cache_fp8 = nullptr;
   const uint8_t* v_cache_fp8 = nullptr;
   float k_scale = 1.f, v_scale = 1.f;
+  const int* slots = nullptr;         // device [batch]: cache slot of each sequence (nullptr: slot = index)
   const int* seq_lens = nullptr;      // device [batch]: context length incl. the new token (>= 1)
   __nv_bfloat16* out = nullptr;       // [batch][heads*head_dim]
   float* workspace = nullptr;         // decode_attention_workspace_bytes()
@@ -55,10 +56,10 @@ struct PrefillAttention {
   int64_t q_row_stride = 0;
   const __nv_bfloat16* k_cache = nullptr;
   const __nv_bfloat16* v_cache = nullptr;
-  const int* slots = nullptr;         // device [num_seqs] (nullptr: slot = index)
   const uint8_t* k_cache_fp8 = nullptr;  // FP8 e4m3 KV cache, as DecodeAttention's
   const uint8_t* v_cache_fp8 = nullptr;
   float k_scale = 1.f, v_scale = 1.f;
+  const int* slots = nullptr;         // device [num_seqs] (nullptr: slot = index)
   const int* q_start = nullptr;       // device [num_seqs + 1]: prefix sums of q_len over sequences
   const int* seq_lens = nullptr;      // device [num_seqs]: context incl. the new tokens
   __nv_bfloat16* out = nullptr;       // [total_q][heads*head_dim]
@@ -67,6 +68,11 @@ struct PrefillAttention {
   float scale = 0;
 };
 void prefill_attention(const PrefillAttention& a, cudaStream_t stream);
+// cuDNN's fused attention for this call where it runs it (prefill_dispatch.cpp; the environment's
+// PEERPLAN_PREFILL_ATTENTION = auto | cudnn | own chooses); false: the own kernel runs it.
+bool prefill_attention_cudnn(const PrefillAttention& a, cudaStream_t stream);
+// "cudnn 9.x.y (path)" or "own kernel (why cuDNN did not run it)" for the last prefill call.
+std::string prefill_attention_last_path();
 
 // Which shapes run (head_dim, query heads per kv head) and how: profiler/common/attention_support.hpp.
 

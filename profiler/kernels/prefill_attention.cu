@@ -337,6 +337,8 @@ void prefill_attention(const PrefillAttention& a, cudaStream_t stream) {
   if (a.q_row_stride % 2 != 0)
     throw RuntimeError("prefill_attention: q_row_stride must be even (Q is read in bf16 pairs)");
   if (a.num_seqs == 0 || a.max_q_len == 0) return;
+  // issue 18: cuDNN's fused attention where it runs (bf16 KV; an FP8 KV cache, issue 15, takes the own kernel)
+  if (!a.k_cache_fp8 && prefill_attention_cudnn(a, stream)) return;
   PrefillParams p{};
   p.q = a.q;
   p.q_row_stride = a.q_row_stride;

@@ -29,7 +29,7 @@ namespace peerplan::cli {
 namespace {
 
 struct PlanCmd {
-  std::string model, machine, workload = "chat", objective = "goodput";
+  std::string model, machine, workload = "chat", objective = "gpus";
   std::string moe_routing;  // --moe-routing ("": the workload's)
   double rate = 0;
   int64_t requests = 0;
@@ -42,6 +42,8 @@ struct PlanCmd {
   bool allow_other_host = false;
   bool mpi = false;               // --validate under mpirun: one process per GPU, rank 0 chooses
   int threads = 2;
+  bool capacity_all = false;      // --capacity: every ranked plan's capacity, not only the recommended's
+  double slo_attainment = 0.99;   // --slo-attainment: the share of requests within the SLOs that "meets" them
   int per_octave = 16;
   // --export ENGINE (issue 19): the launch commands of the recommended plan, or of ranked plan --rank K.
   std::string export_engine, export_out, engine_model;
@@ -127,6 +129,8 @@ SearchResult search_and_report(const PlanCmd& o) {
   so.sets = parse_set_options(o.sets);
   so.compare_p2p = !o.no_p2p_compare;
   so.threads = o.threads;
+  so.capacity_all = o.capacity_all;
+  so.capacity.slo_threshold = o.slo_attainment;
   so.sim.pricer.per_octave = o.per_octave;
   SearchResult r = search_plans(cfg, fig, topo, w, so);
   if (std::string note = over_context_note(r.workload); !note.empty()) std::cerr << "peerplan: note: " << note << "\n";
@@ -231,7 +235,7 @@ void export_ranked(const PlanCmd& o, const SearchResult& r) {
 
 void run_plan(const Executable& exe, const PlanCmd& o) {
   if (!objective_from_string(o.objective))
-    throw InputError("", "--objective", "one of: goodput (default), p99, throughput");
+    throw InputError("", "--objective", "one of: gpus (default), goodput, p99, throughput");
   if (o.threads < 1) throw InputError("", "--threads", "at least 1");
   if (o.validate < 0) throw InputError("", "--validate", "a number of top-ranked plans to execute (0: none)");
   check_plan_validate_mpi(o.mpi, o.validate, exe.built_with_mpi, launcher_size_from_env());
@@ -263,8 +267,14 @@ void add_plan_command(CLI::App& app, const Executable& exe) {
       "Find the best way to split a model over this machine's GPUs, and whether splitting pays at all");
   sub->footer(
       "\nEvery strategy (plugins/*.lua) proposes plans; each plan that fits in memory is simulated under the\n"
-      "workload with P2P on and off, then ranked. A plan on more GPUs is recommended only if it beats the best\n"
-      "plan on fewer GPUs by 5% in latency (TPOT p50, TTFT p50, E2E p99) or capacity (goodput, tokens/s).\n"
+      "workload with P2P on and off, then ranked. The default objective, gpus, recommends the fewest GPUs that\n"
+      "meet the SLOs at the requested rate (>= --slo-attainment of requests within TTFT and TPOT, all finished;\n"
+      "ties by goodput, then E2E p99). With another objective (or when no plan meets the SLOs) a plan on more\n"
+      "GPUs is recommended only if it beats the best plan on fewer GPUs by 5% in latency (TPOT p50, TTFT p50,\n"
+      "E2E p99) or capacity (goodput, tokens/s). The verdict lists the best plan at each GPU count.\n"
+      "Capacity: the highest arrival rate the recommended plan sustains within the SLOs (every plan's with\n"
+      "--capacity), found by doubling/halving the rate from the requested one, then bisecting to 5%; each probe\n"
+      "simulates the same seeded requests with their arrivals rescaled (docs/simulator.md).\n"
       "Costs come from the machine file: measured curves when it is a profile (peerplan profile), nominal\n"
       "specs otherwise; the 'priced from' column says which.\n\n"
       "Examples:\n"
@@ -278,9 +288,15 @@ void add_plan_command(CLI::App& app, const Executable& exe) {
       ->required();
   sub->add_option("--workload,-w", o->workload, "Workload: shipped name (models/workloads) or a JSON file")
       ->capture_default_str();
-  sub->add_option("--objective", o->objective, "Rank by: goodput (requests/s within SLO), p99 (lowest E2E p99), "
-                                               "throughput (output tokens/s)")
+  sub->add_option("--objective", o->objective, "Rank by: gpus (fewest GPUs meeting the SLOs at the rate), goodput "
+                                               "(requests/s within SLO), p99 (lowest E2E p99), throughput (output tokens/s)")
       ->capture_default_str();
+  sub->add_option("--slo-attainment", o->slo_attainment,
+                  "Share of requests that must meet TTFT and TPOT for a plan to meet the SLOs (objective gpus, capacity)")
+      ->capture_default_str()->check(finite_in(0.01, 1, "a fraction"));
+  sub->add_flag("--capacity", o->capacity_all,
+                "Find every ranked plan's capacity (highest rate within the SLOs), not only the recommended one's; "
+                "about 8 simulations per plan, over --threads");
   sub->add_option("--rate", o->rate, kRateHelp);
   sub->add_option("--requests", o->requests, kRequestsHelp);
   add_trace_slice_options(sub, o->trace_slice);

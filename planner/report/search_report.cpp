@@ -63,6 +63,22 @@ std::string trunc(const std::string& raw, size_t n) {
   return s.size() <= n ? s : s.substr(0, n - 1) + "~";
 }
 std::string esc(const std::string& s) { return escape_control(s); }
+// The capacity column: "-" when not searched, "<x" when it misses even at the lowest rate tried,
+// ">=x" when it meets at the highest.
+std::string capacity_cell(const Capacity& c) {
+  if (!c.searched) return "-";
+  if (c.rate_rps <= 0) return c.miss_rps > 0 ? fmt::format("<{:.2f}", c.miss_rps) : "?";
+  return (c.miss_rps > 0 ? "" : ">=") + fmt::format("{:.2f}", c.rate_rps);
+}
+nlohmann::json capacity_json(const Capacity& c) {
+  if (!c.searched) return nullptr;
+  return {{"rate_rps", c.rate_rps},
+          {"output_tokens_per_s", c.output_tokens_per_s},
+          {"miss_rps", c.miss_rps > 0 ? nlohmann::json(c.miss_rps) : nlohmann::json()},
+          {"tolerance", c.tolerance},
+          {"probes", c.probes},
+          {"note", c.note}};
+}
 std::string esc(const nlohmann::json& p, const char* key, const std::string& def) { return escape_control(p.value(key, def)); }
 
 }  // namespace
@@ -85,21 +101,25 @@ std::string ranked_table(const SearchResult& r, size_t max_rows) {
     o << unmeasured_note(top.metrics.model, top.metrics.provenance);
     if (top.metrics.provenance.contains("moe_routing"))
       o << "MoE routing (plan " << trunc(top.plan.name, 40) << "): " << routing::summary_text(top.metrics.provenance["moe_routing"]) << "\n";
-    o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8} {:>6}  {}\n", "#", "plan", "gpus",
-                     "p2p", "TTFT p50", "TPOT p50", "E2E p99", "out tok/s", "SLO%", "goodput", "comm%", "priced from");
-    o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8} {:>6}\n", "", "", "", "", "ms", "ms",
-                     "s", "", "", "req/s", "");
+    o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8} {:>8} {:>6}  {}\n", "#", "plan",
+                     "gpus", "p2p", "TTFT p50", "TPOT p50", "E2E p99", "out tok/s", "SLO%", "goodput", "capacity",
+                     "comm%", "priced from");
+    o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8} {:>8} {:>6}\n", "", "", "", "", "ms",
+                     "ms", "s", "", "", "req/s", "req/s", "");
     for (size_t i = 0; i < r.ranked.size() && i < max_rows; ++i) {
       const CandidateResult& c = r.ranked[i];
       const Metrics& m = c.metrics;
       std::string mark = int(i) == r.recommended ? " *" : "";
-      o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>9} {:>9} {:>9.2f} {:>9.0f} {:>6.1f} {:>8.2f} {:>6.1f}  {}{}\n", i + 1,
-                       trunc(c.plan.name, 34), c.plan.num_gpus(), c.plan.num_gpus() > 1 ? (c.p2p ? "on" : "off") : "-",
-                       ms(m.ttft.p50), ms(m.tpot.p50), m.e2e.p99, m.output_tokens_per_s, 100 * m.slo_attainment,
-                       m.goodput_rps, 100 * c.comm_fraction, cost_source_summary(m.provenance), mark);
+      o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>9} {:>9} {:>9.2f} {:>9.0f} {:>6.1f} {:>8.2f} {:>8} {:>6.1f}  {}{}\n",
+                       i + 1, trunc(c.plan.name, 34), c.plan.num_gpus(),
+                       c.plan.num_gpus() > 1 ? (c.p2p ? "on" : "off") : "-", ms(m.ttft.p50), ms(m.tpot.p50), m.e2e.p99,
+                       m.output_tokens_per_s, 100 * m.slo_attainment, m.goodput_rps, capacity_cell(c.capacity),
+                       100 * c.comm_fraction, cost_source_summary(m.provenance), mark);
     }
     if (r.ranked.size() > max_rows) o << fmt::format("     ... {} more (see --json / --csv)\n", r.ranked.size() - max_rows);
-    o << "  * recommended\n";
+    o << fmt::format("  * recommended; SLO% = requests within TTFT and TPOT; capacity = highest rate within the SLOs "
+                     "(>= {:.0f}% and all finished; '-': not searched, --capacity searches every plan)\n",
+                     100 * r.slo_threshold);
   }
   if (!r.rejected.empty()) {
     o << fmt::format("\n{} candidate{} did not run:\n", r.rejected.size(), r.rejected.size() == 1 ? "" : "s");
@@ -126,7 +146,20 @@ nlohmann::json search_to_json(const SearchResult& r) {
   j["wall_s"] = r.wall_s;
   j["verdict"] = r.verdict;
   j["advice"] = r.advice;
+  j["slo_threshold"] = r.slo_threshold;
   j["recommended"] = r.recommended >= 0 ? nlohmann::json(r.ranked[size_t(r.recommended)].plan.name) : nlohmann::json();
+  j["capacity"] = r.recommended >= 0 ? capacity_json(r.ranked[size_t(r.recommended)].capacity) : nlohmann::json();
+  j["gpu_steps"] = nlohmann::json::array();
+  for (const GpuStep& g : r.gpu_steps) {
+    const CandidateResult& c = r.ranked[size_t(g.rank)];
+    j["gpu_steps"].push_back({{"gpus", g.gpus},
+                              {"rank", g.rank + 1},
+                              {"plan", c.plan.name},
+                              {"meets_slos", c.meets_slos},
+                              {"tpot_p50_s", c.metrics.tpot.p50},
+                              {"e2e_p99_s", c.metrics.e2e.p99},
+                              {"goodput_rps", c.metrics.goodput_rps}});
+  }
   j["ranked"] = nlohmann::json::array();
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const CandidateResult& c = r.ranked[i];
@@ -136,6 +169,8 @@ nlohmann::json search_to_json(const SearchResult& r) {
                            {"gpus", c.plan.num_gpus()},
                            {"p2p", c.p2p},
                            {"score", c.score},
+                           {"meets_slos", c.meets_slos},
+                           {"capacity", capacity_json(c.capacity)},
                            {"comm_fraction", c.comm_fraction},
                            {"bottleneck", c.bottleneck},
                            {"fix", c.fix},
@@ -199,15 +234,15 @@ void stage_report_dir(const SearchResult& r, const std::string& dir, OutputSet& 
   md << "## Verdict\n\n" << escape_control(r.verdict, true) << "\n\n";
   for (const auto& a : r.advice) md << "- " << escape_control(a, true) << "\n";
   md << "\n## Ranking\n\n";
-  md << "| # | plan | GPUs | P2P | TTFT p50 (ms) | TPOT p50 (ms) | E2E p99 (s) | out tok/s | SLO % | goodput (req/s) | comm % | priced from |\n";
-  md << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  md << "| # | plan | GPUs | P2P | TTFT p50 (ms) | TPOT p50 (ms) | E2E p99 (s) | out tok/s | SLO % | goodput (req/s) | capacity (req/s) | comm % | priced from |\n";
+  md << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const auto& c = r.ranked[i];
     const auto& m = c.metrics;
-    md << fmt::format("| {}{} | `{}` | {} | {} | {:.1f} | {:.2f} | {:.2f} | {:.0f} | {:.1f} | {:.2f} | {:.1f} | {} |\n", i + 1,
-                      int(i) == r.recommended ? " ★" : "", esc(c.plan.name), c.plan.num_gpus(),
+    md << fmt::format("| {}{} | `{}` | {} | {} | {:.1f} | {:.2f} | {:.2f} | {:.0f} | {:.1f} | {:.2f} | {} | {:.1f} | {} |\n",
+                      i + 1, int(i) == r.recommended ? " ★" : "", esc(c.plan.name), c.plan.num_gpus(),
                       c.plan.num_gpus() > 1 ? (c.p2p ? "on" : "off") : "-", m.ttft.p50 * 1e3, m.tpot.p50 * 1e3, m.e2e.p99,
-                      m.output_tokens_per_s, 100 * m.slo_attainment, m.goodput_rps, 100 * c.comm_fraction,
+                      m.output_tokens_per_s, 100 * m.slo_attainment, m.goodput_rps, capacity_cell(c.capacity), 100 * c.comm_fraction,
                       cost_source_summary(m.provenance));
   }
   if (!r.rejected.empty()) {

@@ -16,6 +16,7 @@ namespace peerplan {
 
 const char* to_string(Objective o) {
   switch (o) {
+    case Objective::Gpus: return "gpus";
     case Objective::Goodput: return "goodput";
     case Objective::P99: return "p99";
     case Objective::Throughput: return "throughput";
@@ -24,6 +25,7 @@ const char* to_string(Objective o) {
 }
 
 std::optional<Objective> objective_from_string(const std::string& s) {
+  if (s == "gpus") return Objective::Gpus;
   if (s == "goodput") return Objective::Goodput;
   if (s == "p99") return Objective::P99;
   if (s == "throughput") return Objective::Throughput;
@@ -34,11 +36,75 @@ double objective_score(const Metrics& m, Objective o) {
   // Unfinished requests make a plan lose to any plan that finishes them all.
   double unfinished = double(m.requests - m.completed);
   switch (o) {
+    case Objective::Gpus:
     case Objective::Goodput: return m.goodput_rps - unfinished;
     case Objective::P99: return -(m.e2e.p99 + 1e6 * unfinished);
     case Objective::Throughput: return m.output_tokens_per_s - 1e3 * unfinished;
   }
   return 0;
+}
+
+bool meets_slos(const Metrics& m, double threshold) {
+  return m.requests > 0 && m.completed == m.requests && m.slo_attainment >= threshold;
+}
+
+Workload at_rate(const Workload& w, double rate_rps) {
+  Workload out = w;
+  if (w.arrival == Workload::Arrival::Trace && !out.trace_arrivals_s.empty() && w.rate_rps > 0) {
+    const double k = w.rate_rps / rate_rps, t0 = out.trace_arrivals_s.front();
+    for (double& t : out.trace_arrivals_s) t = t0 + (t - t0) * k;
+  }
+  out.rate_rps = rate_rps;
+  return out;
+}
+
+Capacity find_capacity(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo,
+                       const Workload& w, const Metrics& at_requested, const SimulateOptions& sim,
+                       const CapacityOptions& opt) {
+  Capacity c;
+  c.searched = true;
+  c.tolerance = opt.tolerance;
+  const double r0 = w.rate_rps;
+  if (!(r0 > 0)) {
+    c.note = "the workload has no arrival rate to start from";
+    return c;
+  }
+  // The highest rate known to meet (lo, with its tokens/s) and the lowest known to miss (hi).
+  double lo = 0, lo_tps = 0, hi = 0;
+  auto probe = [&](double rate) {
+    Workload pw = at_rate(w, rate);
+    const RequestSource src(pw);  // the same seeded requests, arrivals rescaled
+    Simulation s = simulate_plan(plan, cfg, fig, topo, pw, src, sim);
+    ++c.probes;
+    if (meets_slos(s.metrics, opt.slo_threshold)) {
+      lo = rate;
+      lo_tps = s.metrics.output_tokens_per_s;
+    } else {
+      hi = rate;
+    }
+  };
+  // Bracket: from the requested rate's own run, double up while it meets, halve down while it misses.
+  constexpr double kMaxFactor = 1024;  // 10 doublings or halvings at most
+  if (meets_slos(at_requested, opt.slo_threshold)) {
+    lo = r0;
+    lo_tps = at_requested.output_tokens_per_s;
+    while (hi == 0 && c.probes < opt.max_probes && lo * 2 <= r0 * kMaxFactor) probe(lo * 2);
+  } else {
+    hi = r0;
+    while (lo == 0 && c.probes < opt.max_probes && hi / 2 >= r0 / kMaxFactor) probe(hi / 2);
+  }
+  // Bisect geometrically: the ratio hi/lo halves in log each probe (2 -> 1.05 in 4).
+  while (lo > 0 && hi > 0 && hi / lo > 1 + opt.tolerance && c.probes < opt.max_probes) probe(std::sqrt(lo * hi));
+  c.rate_rps = lo;
+  c.output_tokens_per_s = lo_tps;
+  c.miss_rps = hi;
+  if (lo == 0)
+    c.note = fmt::format("misses the SLOs at every rate tried, down to {:.3g} req/s", hi);
+  else if (hi == 0)
+    c.note = fmt::format("meets the SLOs at every rate tried, up to {:.3g} req/s (a lower bound)", lo);
+  else if (hi / lo > 1 + opt.tolerance)
+    c.note = fmt::format("probe budget spent: between {:.3g} and {:.3g} req/s", lo, hi);
+  return c;
 }
 
 namespace {
@@ -62,6 +128,21 @@ bool any_p2p(const Plan& p, const Topology& topo) {
 }
 
 std::string base_name(const std::string& n) { return without_p2p_off_suffix(n); }
+
+// fn(0..n-1) over `threads` threads (the caller's included), each index once.
+template <class Fn>
+void for_each_parallel(size_t n, int threads, Fn fn) {
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) fn(i);
+  };
+  int nthreads = std::max(1, std::min<int>(threads, int(n)));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < nthreads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+}
+
 
 }  // namespace
 
@@ -153,6 +234,7 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
   res.precision = precision_json(cfg, fig);
   res.precision_line = precision_line(cfg, fig);
   res.objective = opt.objective;
+  res.slo_threshold = opt.capacity.slo_threshold;
   res.workload = w;
   WorkloadOverrides overrides;
   overrides.rate_rps = opt.rate_rps.value_or(0.0);
@@ -188,11 +270,9 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
   }
 
   // Simulate in parallel: every job has its own cost model and pricer; the topology is shared read-only.
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
+  for_each_parallel(jobs.size(), opt.threads, [&](size_t i) {
       CandidateResult& r = jobs[i];
-      if (!r.why_not.empty()) continue;
+      if (!r.why_not.empty()) return;
       try {
         SimulateOptions so = opt.sim;
         so.memory = r.memory;
@@ -204,13 +284,7 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
       } catch (const std::exception& e) {
         r.why_not = std::string("simulation failed: ") + e.what();
       }
-    }
-  };
-  int nthreads = std::max(1, std::min<int>(opt.threads, int(jobs.size())));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < nthreads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  });
 
   for (CandidateResult& r : jobs) {
     if (!r.simulated) {
@@ -218,6 +292,7 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
       continue;
     }
     r.score = objective_score(r.metrics, opt.objective);
+    r.meets_slos = meets_slos(r.metrics, opt.capacity.slo_threshold);
     double busy = 0, comm = 0;
     for (int g : r.plan.all_gpus()) {
       const GpuUsage& u = r.metrics.gpus.at(size_t(g));
@@ -228,7 +303,10 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
     explain_bottleneck(r, topo);
     res.ranked.push_back(std::move(r));
   }
-  std::stable_sort(res.ranked.begin(), res.ranked.end(), [](const CandidateResult& a, const CandidateResult& b) {
+  const bool by_gpus = opt.objective == Objective::Gpus;
+  std::stable_sort(res.ranked.begin(), res.ranked.end(), [by_gpus](const CandidateResult& a, const CandidateResult& b) {
+    if (by_gpus && a.meets_slos != b.meets_slos) return a.meets_slos;
+    if (by_gpus && a.meets_slos && a.plan.num_gpus() != b.plan.num_gpus()) return a.plan.num_gpus() < b.plan.num_gpus();
     if (a.score != b.score) return a.score > b.score;
     if (a.metrics.e2e.p99 != b.metrics.e2e.p99) return a.metrics.e2e.p99 < b.metrics.e2e.p99;
     if (a.plan.num_gpus() != b.plan.num_gpus()) return a.plan.num_gpus() < b.plan.num_gpus();
@@ -240,7 +318,9 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
     res.best_overall = 0;
     int cur = 0;
     std::string why_smaller;
-    for (;;) {
+    // `gpus`: the first-ranked plan meeting the SLOs is on the fewest GPUs that do; nothing to walk.
+    const bool fewest = by_gpus && res.ranked.front().meets_slos;
+    for (; !fewest;) {
       const CandidateResult& big = res.ranked[size_t(cur)];
       int n = big.plan.num_gpus();
       int smaller = -1;
@@ -268,6 +348,31 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
       cur = smaller;
     }
     res.recommended = cur;
+    // Capacity: the recommended plan's, or every ranked plan's (each search is sequential in itself).
+    std::vector<size_t> cap_of;
+    for (size_t i = 0; i < res.ranked.size(); ++i)
+      if (opt.capacity_all || (opt.capacity_recommended && int(i) == cur)) cap_of.push_back(i);
+    for_each_parallel(cap_of.size(), opt.threads, [&](size_t k) {
+      CandidateResult& c = res.ranked[cap_of[k]];
+      SimulateOptions so = opt.sim;
+      so.memory = c.memory;
+      so.memory_context = mem.context;
+      so.progress = false;
+      try {
+        c.capacity = find_capacity(c.plan, cfg, fig, topo, wl, c.metrics, so, opt.capacity);
+      } catch (const std::exception& e) {
+        c.capacity.searched = true;
+        c.capacity.note = std::string("capacity search failed: ") + e.what();
+      }
+    });
+    // What each additional GPU buys: the best-ranked plan at every GPU count.
+    for (size_t i = 0; i < res.ranked.size(); ++i) {
+      int n = res.ranked[i].plan.num_gpus();
+      bool seen = false;
+      for (const GpuStep& g : res.gpu_steps) seen |= g.gpus == n;
+      if (!seen) res.gpu_steps.push_back({n, int(i)});
+    }
+    std::sort(res.gpu_steps.begin(), res.gpu_steps.end(), [](const GpuStep& a, const GpuStep& b) { return a.gpus < b.gpus; });
     const CandidateResult& r = res.ranked[size_t(cur)];
     const Metrics& m = r.metrics;
     res.verdict = fmt::format(
@@ -277,7 +382,38 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
         wl.rate_rps, m.ttft.p50 * 1e3, m.tpot.p50 * 1e3, m.e2e.p99, m.output_tokens_per_s, 100 * m.slo_attainment,
         m.goodput_rps);
     if (!why_smaller.empty()) res.verdict += " " + why_smaller;
-    if (r.plan.num_gpus() > 1) {
+    const double thr = opt.capacity.slo_threshold;
+    if (fewest) {
+      res.verdict += fmt::format(" It is the fewest GPUs that meet the SLOs at {:.2f} req/s (>= {:.0f}% of requests "
+                                 "within TTFT and TPOT, all finished)",
+                                 wl.rate_rps, 100 * thr);
+      for (size_t i = 0; i < res.ranked.size(); ++i)
+        if (res.ranked[i].plan.num_gpus() < r.plan.num_gpus()) {
+          const Metrics& s = res.ranked[i].metrics;
+          res.verdict += fmt::format("; the best plan on fewer GPUs, {}, meets them for {:.0f}% ({} of {} finished)",
+                                     res.ranked[i].plan.name, 100 * s.slo_attainment, s.completed, s.requests);
+          break;
+        }
+      res.verdict += ".";
+    } else if (by_gpus) {
+      res.verdict += fmt::format(" No plan meets the SLOs at {:.2f} req/s (>= {:.0f}% of requests within TTFT and TPOT, "
+                                 "all finished); ranked by goodput instead.",
+                                 wl.rate_rps, 100 * thr);
+    }
+    if (r.capacity.searched) {
+      const Capacity& cap = r.capacity;
+      if (cap.rate_rps > 0)
+        res.verdict += fmt::format(" Capacity: {:.2f} req/s ({:.0f} output tok/s) within the SLOs", cap.rate_rps,
+                                   cap.output_tokens_per_s);
+      else
+        res.verdict += " Capacity: none found";
+      res.verdict += cap.miss_rps > 0 && cap.rate_rps > 0
+                         ? fmt::format(" (misses at {:.2f}; bisection to {:.0f}%, {} simulations)", cap.miss_rps,
+                                       100 * cap.tolerance, cap.probes)
+                         : fmt::format(" ({}, {} simulations)", cap.note, cap.probes);
+      res.verdict += ".";
+    }
+    if (!fewest && r.plan.num_gpus() > 1) {
       for (size_t i = 0; i < res.ranked.size(); ++i)
         if (res.ranked[i].plan.num_gpus() < r.plan.num_gpus()) {
           const Metrics& s = res.ranked[i].metrics;
@@ -288,6 +424,16 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
       bool any_smaller = false;
       for (const auto& c : res.ranked) any_smaller |= c.plan.num_gpus() < r.plan.num_gpus();
       if (!any_smaller) res.verdict += " No plan on fewer GPUs fits in memory.";
+    }
+    if (res.gpu_steps.size() > 1) {
+      res.verdict += " What each GPU count buys (its best plan):";
+      for (const GpuStep& g : res.gpu_steps) {
+        const CandidateResult& c = res.ranked[size_t(g.rank)];
+        const Metrics& s = c.metrics;
+        res.verdict += fmt::format("\n  {:>2} GPU{}: {:<28} TPOT p50 {:7.2f} ms, E2E p99 {:7.2f} s, goodput {:6.2f} req/s{}",
+                                   g.gpus, g.gpus == 1 ? " " : "s", c.plan.name, s.tpot.p50 * 1e3, s.e2e.p99, s.goodput_rps,
+                                   c.meets_slos ? "" : " (misses the SLOs)");
+      }
     }
     if (!r.bottleneck.empty()) {
       res.advice.push_back("Communication-bound: " + r.bottleneck + ".");

@@ -2,9 +2,18 @@
 // Plan search: run every strategy, simulate every candidate that fits (with P2P on and off),
 // rank by an objective, and decide whether splitting is worth it at all.
 //
-// Recommendation rule: the best-ranked plan is recommended only if it beats the best plan on
-// FEWER GPUs by at least `min_gain` in latency (TPOT p50 or E2E p99) or capacity (goodput or
-// tokens/s); otherwise the smaller plan is recommended and the output says why.
+// Objective `gpus` (the default): the fewest GPUs that meet the SLOs at the requested rate. A plan
+// meets them when every request finished and at least `slo_threshold` of them met TTFT and TPOT;
+// those plans rank first, fewest GPUs first, ties by goodput then E2E p99; the rest follow by goodput.
+// The best-ranked plan is recommended when it meets the SLOs.
+//
+// Other objectives (goodput, p99, throughput), and `gpus` when no plan meets the SLOs: the
+// best-ranked plan is recommended only if it beats the best plan on FEWER GPUs by at least
+// `min_gain` in latency (TPOT p50 or E2E p99) or capacity (goodput or tokens/s); otherwise the
+// smaller plan is recommended and the output says why.
+//
+// Capacity: the highest arrival rate a plan sustains within the SLOs (find_capacity), for the
+// recommended plan, or for every ranked plan with `capacity_all`.
 #include <map>
 #include <optional>
 #include <string>
@@ -21,12 +30,32 @@
 
 namespace peerplan {
 
-enum class Objective { Goodput, P99, Throughput };
+enum class Objective { Gpus, Goodput, P99, Throughput };
 const char* to_string(Objective o);
-std::optional<Objective> objective_from_string(const std::string& s);  // "goodput", "p99", "throughput"
+std::optional<Objective> objective_from_string(const std::string& s);  // "gpus", "goodput", "p99", "throughput"
+
+// Whether a run meets the SLOs: every request finished and slo_attainment >= threshold.
+bool meets_slos(const Metrics& m, double threshold);
+
+// A plan's capacity: the highest arrival rate at which it still meets the SLOs.
+struct Capacity {
+  bool searched = false;
+  double rate_rps = 0;             // highest rate found to meet the SLOs (0: none down to min_rate_rps)
+  double output_tokens_per_s = 0;  // at that rate
+  double miss_rps = 0;             // lowest rate found to miss them (0: none up to the probe budget)
+  double tolerance = 0;            // miss_rps / rate_rps - 1 is at most this when both are found
+  int probes = 0;                  // simulations run (the requested rate's own run is not counted)
+  std::string note;                // when the bracket is open on one side: why
+};
+
+struct CapacityOptions {
+  double slo_threshold = 0.99;
+  double tolerance = 0.05;  // stop bisecting when miss/meet <= 1 + tolerance
+  int max_probes = 14;      // bracketing + bisection together
+};
 
 struct SearchOptions {
-  Objective objective = Objective::Goodput;
+  Objective objective = Objective::Gpus;
   std::optional<double> rate_rps;          // overrides the workload's arrival rate
   int64_t num_requests = 0;                // 0: the workload's own count
   std::vector<std::string> strategy_files; // empty: the shipped plugins
@@ -34,6 +63,9 @@ struct SearchOptions {
   bool compare_p2p = true;                 // also simulate each multi-GPU plan with P2P off
   int threads = 2;                         // candidates simulated in parallel
   double min_gain = 0.05;                  // a bigger plan must beat a smaller one by this much
+  CapacityOptions capacity;                // slo_threshold also decides "meets the SLOs" for `gpus`
+  bool capacity_recommended = true;        // find the recommended plan's capacity
+  bool capacity_all = false;               // ... and every ranked plan's (in parallel over `threads`)
   SimulateOptions sim;
 };
 
@@ -47,19 +79,29 @@ struct CandidateResult {
   std::string why_not;        // didn't fit / failed to simulate: the reason
   Metrics metrics;
   double score = 0;           // by the objective; higher is better
+  bool meets_slos = false;    // at the requested rate (meets_slos())
+  Capacity capacity;          // searched for the recommended plan, or all with capacity_all
   double comm_fraction = 0;   // communication share of its GPUs' busy time
   size_t distinct_shapes = 0;
   std::string bottleneck;     // for communication-bound plans: the dominating boundary/link, in words
   std::string fix;            // a proposed remedy
 };
 
+// The best-ranked plan at one GPU count: what each additional GPU buys.
+struct GpuStep {
+  int gpus = 0;
+  int rank = 0;  // index into ranked
+};
+
 struct SearchResult {
-  Objective objective = Objective::Goodput;
+  Objective objective = Objective::Gpus;
+  double slo_threshold = 0.99;
   Workload workload;          // as used (rate override applied)
   std::vector<CandidateResult> ranked;    // simulated, best first
   std::vector<CandidateResult> rejected;  // did not fit or failed
   int recommended = -1;       // index into ranked, -1 when nothing fits
   int best_overall = -1;
+  std::vector<GpuStep> gpu_steps;  // ascending GPU count, the best-ranked plan at each
   std::string verdict;        // one paragraph, for people
   std::vector<std::string> advice;
   nlohmann::json provenance;
@@ -75,8 +117,22 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
 // boundaries, NCCL without P2P). Single-GPU plans and machines without usable P2P give one.
 std::vector<Plan> p2p_variants(const Plan& p, const Topology& topo, bool compare);
 
-// Score under an objective (higher is better) and the ordering used for the ranking.
+// Score under an objective (higher is better) and the ordering used for the ranking. For `gpus`
+// the score is goodput (the tie-break among plans on as many GPUs that meet the SLOs).
 double objective_score(const Metrics& m, Objective o);
+
+// The workload with its arrivals rescaled to `rate_rps`: the same seeded requests (prompts,
+// outputs, and the arrivals' random draws) with every gap multiplied by old rate / new rate.
+// Poisson: the rate replaced (its gaps are draws / rate). Trace: timestamps compressed about the first.
+Workload at_rate(const Workload& w, double rate_rps);
+
+// Capacity of one plan by bracketing and bisection over the rate: start from the requested rate
+// (`at_requested`: the plan's run there), double while it meets the SLOs (halve while it misses),
+// then bisect geometrically until miss/meet <= 1 + tolerance. Each probe is a full simulation.
+// `sim` as for the plan's run (memory and memory_context set).
+Capacity find_capacity(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo,
+                       const Workload& w, const Metrics& at_requested, const SimulateOptions& sim,
+                       const CapacityOptions& opt);
 
 // What dominates a communication-bound plan and what to try instead ("" when not comm-bound).
 void explain_bottleneck(CandidateResult& c, const Topology& topo);

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include <gtest/gtest.h>
 
 #include "planner/model/model_config.hpp"
@@ -50,4 +52,42 @@ TEST(SearchReport, JsonCarriesRankingVerdictAndProvenance) {
   EXPECT_EQ(j["recommended"], result().ranked[size_t(result().recommended)].plan.name);
   EXPECT_EQ(j["provenance"]["origin"], "nominal");
   EXPECT_TRUE(j["provenance"].contains("assumptions"));
+}
+
+TEST(SearchReport, CapacityColumnAndJsonFields) {
+  const SearchResult& r = result();
+  ASSERT_GE(r.recommended, 0);
+  const Capacity& cap = r.ranked[size_t(r.recommended)].capacity;
+  ASSERT_TRUE(cap.searched);
+  std::string t = ranked_table(r);
+  EXPECT_NE(t.find("capacity"), std::string::npos) << t;
+  // The recommended row carries its capacity, the others '-' (only the recommended is searched).
+  std::istringstream in(t);
+  std::string line;
+  bool rec_row = false;
+  while (std::getline(in, line))
+    if (line.size() > 2 && line.compare(line.size() - 2, 2, " *") == 0) {
+      rec_row = true;
+      std::string want = (cap.miss_rps > 0 ? "" : ">=") + fmt::format("{:.2f}", cap.rate_rps);
+      EXPECT_NE(line.find(" " + want + " "), std::string::npos) << line;
+    }
+  EXPECT_TRUE(rec_row) << t;
+  nlohmann::json j = search_to_json(r);
+  EXPECT_EQ(j["objective"], "gpus");
+  EXPECT_DOUBLE_EQ(j["slo_threshold"].get<double>(), 0.99);
+  EXPECT_DOUBLE_EQ(j["capacity"]["rate_rps"].get<double>(), cap.rate_rps);
+  EXPECT_DOUBLE_EQ(j["capacity"]["output_tokens_per_s"].get<double>(), cap.output_tokens_per_s);
+  EXPECT_EQ(j["capacity"]["tolerance"], 0.05);
+  EXPECT_EQ(j["capacity"]["probes"], cap.probes);
+  const auto& rec = j["ranked"][size_t(r.recommended)];
+  EXPECT_DOUBLE_EQ(rec["capacity"]["rate_rps"].get<double>(), cap.rate_rps);
+  for (size_t i = 0; i < r.ranked.size(); ++i) {
+    EXPECT_EQ(j["ranked"][i]["meets_slos"], r.ranked[i].meets_slos);
+    if (int(i) != r.recommended) EXPECT_TRUE(j["ranked"][i]["capacity"].is_null());
+  }
+  ASSERT_EQ(j["gpu_steps"].size(), r.gpu_steps.size());
+  for (const auto& g : j["gpu_steps"]) {
+    EXPECT_EQ(j["ranked"][g["rank"].get<size_t>() - 1]["gpus"], g["gpus"]);
+    EXPECT_TRUE(g.contains("tpot_p50_s") && g.contains("e2e_p99_s") && g.contains("goodput_rps"));
+  }
 }

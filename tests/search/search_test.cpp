@@ -7,6 +7,7 @@
 
 #include "planner/model/model_config.hpp"
 #include "planner/model/model_figures.hpp"
+#include "planner/model/workload_requests.hpp"
 #include "planner/topology/machine.hpp"
 
 using namespace peerplan;
@@ -114,6 +115,8 @@ TEST(Search, ABiggerPlanMustBeatTheBestSmallerOne) {
   Machine m = load_machine(resolve_machine_path("hgx-h100x8"));
   Topology topo(m);
   SearchOptions so;
+  so.objective = Objective::Goodput;  // the min-gain rule (objective gpus recommends by the SLOs instead)
+  so.capacity_recommended = false;
   so.num_requests = 60;
   so.min_gain = 9.0;
   SearchResult r = search_plans(cfg, fig, topo, small_chat(60), so);
@@ -161,4 +164,125 @@ TEST(Search, CliPlanAndSimulateRunAndRejectBadInput) {
   cmd = bin + " simulate --plan " + (tmp / "missing.json").string() +
         " --model llama-3.1-8b --machine hgx-h100x8 > /dev/null 2>&1";
   EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 2) << "a missing plan file is bad input";
+}
+
+TEST(Search, GpusObjectivePicksTheFewestGpusThatMeetTheSlos) {
+  // Llama-3.1-8B on 8 H100s at the chat rate: under goodput a split plan ranks first (it cuts
+  // latency); under gpus one GPU meets the SLOs, so one GPU is recommended and nothing smaller exists.
+  ModelConfig cfg = load_model_config(resolve_model_path("llama-3.1-8b"));
+  ModelFigures fig = derive_figures(cfg);
+  Machine m = load_machine(resolve_machine_path("hgx-h100x8"));
+  Topology topo(m);
+  SearchOptions so;
+  so.num_requests = 60;
+  so.capacity_recommended = false;
+  so.objective = Objective::Goodput;
+  SearchResult good = search_plans(cfg, fig, topo, small_chat(60), so);
+  ASSERT_FALSE(good.ranked.empty());
+  EXPECT_GT(good.ranked.front().plan.num_gpus(), 1) << "under goodput a wider plan ranks first";
+  so.objective = Objective::Gpus;
+  SearchResult r = search_plans(cfg, fig, topo, small_chat(60), so);
+  ASSERT_EQ(r.recommended, 0);
+  const CandidateResult& rec = r.ranked.front();
+  EXPECT_TRUE(rec.meets_slos);
+  int fewest = 1 << 30;
+  for (const auto& c : r.ranked)
+    if (c.meets_slos) fewest = std::min(fewest, c.plan.num_gpus());
+  EXPECT_EQ(rec.plan.num_gpus(), fewest);
+  EXPECT_EQ(rec.plan.num_gpus(), 1) << r.verdict;
+  // Ties among plans on as many GPUs that meet the SLOs: goodput first.
+  for (size_t i = 1; i < r.ranked.size(); ++i) {
+    const auto& a = r.ranked[i - 1];
+    const auto& b = r.ranked[i];
+    EXPECT_GE(a.meets_slos, b.meets_slos) << "plans meeting the SLOs rank first";
+    if (a.meets_slos && b.meets_slos) {
+      EXPECT_LE(a.plan.num_gpus(), b.plan.num_gpus());
+      if (a.plan.num_gpus() == b.plan.num_gpus()) EXPECT_GE(a.metrics.goodput_rps, b.metrics.goodput_rps);
+    }
+  }
+  EXPECT_NE(r.verdict.find("fewest GPUs that meet the SLOs"), std::string::npos) << r.verdict;
+  // What each GPU count buys: one line per count, ascending, each its count's best-ranked plan.
+  ASSERT_GT(r.gpu_steps.size(), 1u);
+  for (size_t i = 0; i < r.gpu_steps.size(); ++i) {
+    const GpuStep& g = r.gpu_steps[i];
+    if (i) EXPECT_LT(r.gpu_steps[i - 1].gpus, g.gpus);
+    EXPECT_EQ(r.ranked[size_t(g.rank)].plan.num_gpus(), g.gpus);
+    for (int k = 0; k < g.rank; ++k) EXPECT_NE(r.ranked[size_t(k)].plan.num_gpus(), g.gpus) << "the first at its count";
+    EXPECT_NE(r.verdict.find(r.ranked[size_t(g.rank)].plan.name + " "), std::string::npos) << r.verdict;
+  }
+}
+
+TEST(Search, MeetingTheSlosNeedsEveryRequestFinishedAndTheThreshold) {
+  Metrics m;
+  m.requests = 100;
+  m.completed = 100;
+  m.slo_attainment = 0.99;
+  EXPECT_TRUE(meets_slos(m, 0.99));
+  EXPECT_FALSE(meets_slos(m, 0.995));
+  m.completed = 99;
+  m.slo_attainment = 1.0;
+  EXPECT_FALSE(meets_slos(m, 0.5)) << "an unfinished request misses";
+  m.requests = m.completed = 0;
+  EXPECT_FALSE(meets_slos(m, 0.5)) << "no requests, no evidence";
+  EXPECT_EQ(objective_from_string("gpus"), Objective::Gpus);
+  EXPECT_EQ(SearchOptions{}.objective, Objective::Gpus) << "the default";
+}
+
+TEST(Search, AtRateRescalesTheSameRequestsInTime) {
+  Workload w = small_chat(50);
+  Workload fast = at_rate(w, 2 * w.rate_rps);
+  std::vector<Request> a = RequestSource(w).all(), b = RequestSource(fast).all();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(b[i].arrival_s, a[i].arrival_s / 2, 1e-9 * (1 + a[i].arrival_s));
+    EXPECT_EQ(b[i].prompt_tokens, a[i].prompt_tokens);
+    EXPECT_EQ(b[i].output_tokens, a[i].output_tokens);
+  }
+  Workload tr = w;  // trace arrivals: compressed about the first
+  tr.arrival = Workload::Arrival::Trace;
+  tr.trace_arrivals_s = {5, 6, 9};
+  tr.rate_rps = 0.5;
+  Workload tr2 = at_rate(tr, 2.0);
+  EXPECT_EQ(tr2.trace_arrivals_s, (std::vector<double>{5, 5.25, 6}));
+  EXPECT_EQ(tr2.rate_rps, 2.0);
+}
+
+TEST(Search, CapacityMeetsJustBelowAndMissesJustAbove) {
+  // Llama-3.1-8B on the PCIe machine (nominal): the recommended plan's capacity, then two checks
+  // outside the search: it meets the SLOs at 0.95x and misses at 1.1x (the tolerance is 5 %).
+  ModelConfig cfg = load_model_config(resolve_model_path("llama-3.1-8b"));
+  ModelFigures fig = derive_figures(cfg);
+  Machine m = load_machine(resolve_machine_path("pcie-gen5x8-2socket"));
+  Topology topo(m);
+  SearchOptions so;
+  so.num_requests = 200;
+  so.compare_p2p = false;
+  SearchResult r = search_plans(cfg, fig, topo, small_chat(200), so);
+  ASSERT_GE(r.recommended, 0);
+  const CandidateResult& rec = r.ranked[size_t(r.recommended)];
+  const Capacity& cap = rec.capacity;
+  ASSERT_TRUE(cap.searched);
+  ASSERT_GT(cap.rate_rps, 0) << cap.note;
+  ASSERT_GT(cap.miss_rps, cap.rate_rps) << cap.note;
+  EXPECT_LE(cap.miss_rps / cap.rate_rps, 1 + cap.tolerance + 1e-12);
+  EXPECT_DOUBLE_EQ(cap.tolerance, 0.05);
+  EXPECT_LE(cap.probes, 14);
+  EXPECT_GT(cap.output_tokens_per_s, 0);
+  EXPECT_NE(r.verdict.find("Capacity: "), std::string::npos) << r.verdict;
+  SimulateOptions sim;
+  sim.memory = rec.memory;
+  sim.memory_context = r.workload.max_context();
+  auto run_at = [&](double rate) {
+    Workload pw = at_rate(r.workload, rate);
+    RequestSource src(pw);
+    return simulate_plan(rec.plan, cfg, fig, topo, pw, src, sim).metrics;
+  };
+  Metrics below = run_at(0.95 * cap.rate_rps), above = run_at(1.1 * cap.rate_rps);
+  EXPECT_TRUE(meets_slos(below, r.slo_threshold)) << "attainment " << below.slo_attainment << " at " << 0.95 * cap.rate_rps;
+  EXPECT_FALSE(meets_slos(above, r.slo_threshold)) << "attainment " << above.slo_attainment << " at " << 1.1 * cap.rate_rps;
+  // With capacity_all every ranked plan gets one (in parallel), the same for the recommended plan.
+  so.capacity_all = true;
+  SearchResult all = search_plans(cfg, fig, topo, small_chat(200), so);
+  for (const auto& c : all.ranked) EXPECT_TRUE(c.capacity.searched) << c.plan.name;
+  EXPECT_DOUBLE_EQ(all.ranked[size_t(all.recommended)].capacity.rate_rps, cap.rate_rps) << "deterministic";
 }

@@ -9,7 +9,6 @@
 
 #include "planner/cli/commands.hpp"
 #include "planner/cli/moe_routing_option.hpp"
-#include "planner/cli/trace_options.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/json_in.hpp"
 #include "planner/model/workload.hpp"
@@ -20,6 +19,7 @@
 #include "planner/validate/gpu_reports.hpp"
 #include "planner/validate/host_validation.hpp"
 #include "planner/cli/option_checks.hpp"
+#include "planner/cli/trace_options.hpp"
 #include "planner/validate/launch.hpp"
 
 namespace peerplan::cli {

@@ -9,8 +9,8 @@
 #include "planner/cost/compute_cost.hpp"
 #include "planner/cost/grouped_gemm_cost.hpp"
 #include "planner/cost/cross_host_collective.hpp"
-#include "planner/cost/transfer_cost.hpp"
 #include "planner/cost/quant_cost.hpp"
+#include "planner/cost/transfer_cost.hpp"
 
 namespace peerplan {
 

@@ -99,13 +99,13 @@ class Engine {
   void run_embedding(GpuState& g);
   void run_attention(const Op& op, GpuState& g);
   void run_elementwise(const Op& op, GpuState& g);
-  // Collectives and stage boundaries (engine_comm.cpp).
-  void ncclgroup_collective(const Op& op);
   // Routed MoE (engine_moe.cpp).
   void ensure_moe_state(const Op& op, GpuState& g);
   void run_moe_route(const Op& op, GpuState& g);
   void run_grouped_gemm(const Op& op, GpuState& g);
   void run_moe_combine(const Op& op, GpuState& g);
+  // Collectives and stage boundaries (engine_comm.cpp).
+  void ncclgroup_collective(const Op& op);
   void send_between_ranks(const Op& op, int slot);
   void send_in_process(const Op& op, int slot, std::vector<cudaEvent_t>* send_done);
   // Stages: eager launch, CUDA-graph capture and replay (engine_graph.cpp).

@@ -54,15 +54,14 @@ void Engine::enable_peer_access() {
 
 std::map<int, Engine::ScratchNeed> Engine::scratch_needs(const std::vector<OpGraph>& worst) const {
   std::map<int, ScratchNeed> need;
-  for (const OpGraph& g : worst)
   std::map<int, int64_t> moe_entries;  // per GPU: (token, expert) entries of its last MoeRoute
+  for (const OpGraph& g : worst)
     for (const Op& op : g.ops)
       for (int id : op.gpus) {
         ScratchNeed& n = need[id];
         if (op.kind == OpKind::Gemm) {
           n.x = std::max(n.x, op.m * op.k * op.batch_count);
           n.y = std::max(n.y, op.m * op.n * op.batch_count);
-        } else if (is_collective(op.kind)) {
         } else if (op.kind == OpKind::GroupedGemm) {
           // Routed rows: gate_up reads Z's tokens and writes Y, down reads Z's rows (engine_moe.cpp).
           // The device may route up to every (token, expert) entry here (the compiler's rows can be
@@ -70,6 +69,7 @@ std::map<int, Engine::ScratchNeed> Engine::scratch_needs(const std::vector<OpGra
           const int64_t rows = std::max(op.m, moe_entries[id]);
           n.y = std::max(n.y, rows * op.n);
           n.z = std::max(n.z, rows * op.k);
+        } else if (is_collective(op.kind)) {
           n.y = std::max(n.y, op.bytes / 2 + 8);
           n.z = std::max(n.z, op.bytes / 2 + 8);
         } else if (op.kind == OpKind::Attention) {
@@ -77,10 +77,10 @@ std::map<int, Engine::ScratchNeed> Engine::scratch_needs(const std::vector<OpGra
           n.kv_fp8 = n.kv_fp8 || op.kv_dtype == DType::FP8_E4M3;
         } else if (op.kind == OpKind::Elementwise) {
           n.z = std::max(n.z, int64_t(op.mem_bytes / 2) + 8);
-        }
-      }
           if (op.ew == EwKind::MoeCombine) n.z = std::max(n.z, op.ew_rows * op.ew_cols + 8);
           if (op.ew == EwKind::MoeRoute) moe_entries[id] = op.ew_rows * cfg_.experts_per_token;
+        }
+      }
   return need;
 }
 

@@ -145,6 +145,8 @@ void Engine::run_elementwise(const Op& op, GpuState& g) {
       const int64_t rows = std::max<int64_t>(1, op.ew_rows);
       return kn::silu_mul(g.Y.as<bf16>(), g.Z.as<bf16>(), rows, cols / 8 * 8, s);
     }
+    case EwKind::MoeRoute: return run_moe_route(op, g);
+    case EwKind::MoeCombine: return run_moe_combine(op, g);
     case EwKind::None: break;
   }
   throw RuntimeError("executor: elementwise op " + op.name + " has no kind (planner/compile/compiler.cpp types every "
@@ -158,9 +160,9 @@ int64_t Engine::warm_gemm_plans(int64_t max_tokens, int64_t max_seqs) {
   // kernel costs ~2.5 ms of host time (measured: 2.4-3.5 ms for 8B shapes on H200), which
   // otherwise lands inside the first serving iterations that need it (as TTFT).
   std::set<std::tuple<int, int64_t, int64_t, int64_t>> seen;
+  std::set<std::tuple<int, int64_t, int64_t, uint64_t>> quant_warm;  // (gpu, n, k, kernel)
   std::map<std::tuple<int, int64_t, int64_t, uint64_t>, int64_t> kernels;  // (gpu, n, k, algo) -> smallest M
   auto add = [&](const BatchShape& sh) {
-  std::set<std::tuple<int, int64_t, int64_t, uint64_t>> quant_warm;  // (gpu, n, k, kernel)
     for (const Op& op : compile(sh).ops) {
       if (op.kind != OpKind::Gemm || !local(op.gpus[0])) continue;
       if (op.wdtype != DType::BF16) {  // quantized: run each distinct kernel once (engine_quant.cpp)
@@ -172,8 +174,6 @@ int64_t Engine::warm_gemm_plans(int64_t max_tokens, int64_t max_seqs) {
       if (!seen.emplace(op.gpus[0], op.m, op.n, op.k).second) continue;
       const uint64_t algo = gpu(op.gpus[0]).gemm->prepare(op.m, op.n, op.k);
       auto [it, fresh] = kernels.emplace(std::make_tuple(op.gpus[0], op.n, op.k, algo), op.m);
-    case EwKind::MoeRoute: return run_moe_route(op, g);
-    case EwKind::MoeCombine: return run_moe_combine(op, g);
       if (!fresh) it->second = std::min(it->second, op.m);
     }
   };

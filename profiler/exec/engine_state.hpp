@@ -14,8 +14,8 @@
 #include "profiler/gpu/gemm.hpp"
 #include "profiler/gpu/gemm_quant.hpp"
 #include "profiler/gpu/raii.hpp"
-
 #include "profiler/kernels/moe_route.hpp"
+
 namespace peerplan::exec {
 
 using bf16 = __nv_bfloat16;
@@ -40,16 +40,16 @@ struct GpuState {
   gpu::DeviceBuffer X, Y, Z, hidden, qkv, normw, attn_ws;
   int64_t cap_x = 0, cap_y = 0, cap_z = 0;
   std::map<int, std::pair<gpu::DeviceBuffer, gpu::DeviceBuffer>> kv;  // layer -> K, V
-  gpu::DeviceBuffer meta;                       // int32 metadata (see the offsets below)
-  std::vector<gpu::PinnedHostBuffer> meta_host;  // one per in-flight slot
-  std::vector<gpu::DeviceBuffer> recv;           // stage-boundary receive buffer per slot
-  gpu::PinnedHostBuffer staging;                 // host-staged sends out of this GPU
-  std::vector<gpu::Event> start, done;           // per slot (timing events: per-iteration records)
   // MoE (engine_moe.cpp): the last MoeRoute's device routing, reused by the layer's grouped GEMMs
   // and combine; the popularity CDF when routing is skewed.
   gpu::DeviceBuffer moe_buf, moe_cdf;
   kernels::MoeRouting moe;
   int64_t moe_cap_tokens = 0, moe_tokens = 0;
+  gpu::DeviceBuffer meta;                       // int32 metadata (see the offsets below)
+  std::vector<gpu::PinnedHostBuffer> meta_host;  // one per in-flight slot
+  std::vector<gpu::DeviceBuffer> recv;           // stage-boundary receive buffer per slot
+  gpu::PinnedHostBuffer staging;                 // host-staged sends out of this GPU
+  std::vector<gpu::Event> start, done;           // per slot (timing events: per-iteration records)
   gpu::Event epoch;                              // GPU time 0 of the per-iteration records
   gpu::Stream finish;                            // MPI, rank 0: receives the last stage's "done"
   gpu::DeviceBuffer token;                       // MPI: the one-byte "done" messages

@@ -23,7 +23,8 @@ inline bool fuzz_model_config(const std::string& data) {
     FUZZ_CHECK(int64_t(f.layers.size()) == cfg.layers, "one LayerFigures per layer");
     FUZZ_CHECK(f.params_total > 0 && f.params_active > 0 && f.params_active <= f.params_total,
                "params_total " + std::to_string(f.params_total) + ", active " + std::to_string(f.params_active));
-    FUZZ_CHECK(f.weight_bytes >= f.params_total, "weight bytes below the parameter count");
+    // 4-bit formats (int4, mxfp4) store half a byte per weight plus scales: at least params / 2 bytes.
+    FUZZ_CHECK(2 * f.weight_bytes >= f.params_total, "weight bytes below half a byte per parameter");
     FUZZ_CHECK(f.kv_bytes_per_token > 0 && f.flops_per_token > 0, "a model that costs nothing per token");
     (void)figures_to_json(cfg, f).dump();
   });

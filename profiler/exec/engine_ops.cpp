@@ -58,6 +58,22 @@ void Engine::run_embedding(GpuState& g) {
   kn::embedding_gather(g.m(g.o_ids), it->second.as<bf16>(), g.hidden.as<bf16>(), g.ntok, vocab_local, H, g.stream);
 }
 
+namespace {
+// Prefill and decode attention read the layer's K/V cache in the same way: bf16, or e4m3 with the
+// synthetic per-tensor scale.
+template <class Args, class Kv>
+void point_at_kv_cache(Args& a, Kv& kv, bool fp8) {
+  if (fp8) {
+    a.k_cache_fp8 = kv.first.template as<uint8_t>();
+    a.v_cache_fp8 = kv.second.template as<uint8_t>();
+    a.k_scale = a.v_scale = kSyntheticKvScale;
+  } else {
+    a.k_cache = kv.first.template as<bf16>();
+    a.v_cache = kv.second.template as<bf16>();
+  }
+}
+}  // namespace
+
 void Engine::run_attention(const Op& op, GpuState& g) {
   auto& kv = g.kv.at(op.layer);
   const int64_t qkv_w = (g.heads + 2 * g.kv_heads) * g.head_dim;
@@ -65,14 +81,7 @@ void Engine::run_attention(const Op& op, GpuState& g) {
     kn::PrefillAttention a;
     a.q = g.qkv.as<bf16>();
     a.q_row_stride = qkv_w;
-    if (g.kv_fp8) {
-      a.k_cache_fp8 = kv.first.as<uint8_t>();
-      a.v_cache_fp8 = kv.second.as<uint8_t>();
-      a.k_scale = a.v_scale = kSyntheticKvScale;
-    } else {
-      a.k_cache = kv.first.as<bf16>();
-      a.v_cache = kv.second.as<bf16>();
-    }
+    point_at_kv_cache(a, kv, g.kv_fp8);
     a.slots = g.m(g.o_pfslot);
     a.q_start = g.m(g.o_qstart);
     a.seq_lens = g.m(g.o_pflen);
@@ -88,14 +97,7 @@ void Engine::run_attention(const Op& op, GpuState& g) {
   kn::DecodeAttention a;
   a.q = g.qkv.as<bf16>() + g.npf_tok * qkv_w;
   a.q_row_stride = qkv_w;
-  if (g.kv_fp8) {
-    a.k_cache_fp8 = kv.first.as<uint8_t>();
-    a.v_cache_fp8 = kv.second.as<uint8_t>();
-    a.k_scale = a.v_scale = kSyntheticKvScale;
-  } else {
-    a.k_cache = kv.first.as<bf16>();
-    a.v_cache = kv.second.as<bf16>();
-  }
+  point_at_kv_cache(a, kv, g.kv_fp8);
   a.slots = g.m(g.o_dcslot);
   a.seq_lens = g.m(g.o_dclen);
   a.out = g.Z.as<bf16>() + g.npf_tok * g.heads * g.head_dim;

@@ -39,10 +39,11 @@ Timed run_plans(const ScratchDir& d, const std::string& script, std::vector<std:
   return t;
 }
 
-// The limit is 1 s; the target is "stopped within 1 s of it". The process itself (model, machine,
-// the helper library, a fork) takes ~0.3 s on the 2-core VM; 2.5 s leaves room for a loaded host
-// while still failing the old behaviour (running until killed, 60 s here).
-constexpr double kStoppedBy = 2.5;
+// The limit is 1 s; the target is "stopped within 1 s of it", which the sandbox's own clock checks
+// (tests/strategy). Here, end to end through the CLI, the bound only has to tell "stopped by the
+// limit" from the old behaviour (running until killed, 60 s here): 10 s does that without failing
+// on a loaded 2-core CI box, where starting the binary alone once took 2.2 s.
+constexpr double kStoppedBy = 10.0;
 
 TEST(LimitsHostile, EndlessLoopInsidePcallIsStopped) {
   ScratchDir d;
@@ -72,7 +73,7 @@ TEST(LimitsHostile, BalancedPatternOverALongStringIsRefused) {
   ScratchDir d;
   Timed t = run_plans(d, strategy("    local s = string.rep('(', 300000)\n    s:find('%b()')\n    return {}"), {}, "20");
   expect_input_error(t.r, (d / "hostile.lua").string(), {"pattern limit"});
-  EXPECT_LT(t.seconds, 5.0) << t.r.describe();
+  EXPECT_LT(t.seconds, kStoppedBy) << t.r.describe();
 }
 
 TEST(LimitsHostile, ARunawayStrategyIsReportedAndTheOthersPlansStillComeOut) {

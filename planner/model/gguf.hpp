@@ -97,8 +97,17 @@ GgufWeights gguf_weights(const GgufFile& f);
 // rope.freq_base keys, the vocabulary from tokenizer.ggml.tokens or token_embd.weight, tied
 // embeddings when there is no output.weight). Throws InputError naming the file and the key.
 nlohmann::json gguf_hf_config(const GgufFile& f);
-// gguf_hf_config read by the config.json reader; name from general.name or the file name.
+// gguf_hf_config read by the config.json reader; name from general.name or the file name; `quant`
+// from gguf_quantization, so plans count the bytes the file stores.
 ModelConfig gguf_model_config(const GgufFile& f);
+// What each planner matrix is stored in: the file's weight tensors (blk.N.attn_q/k/v/qkv ->
+// "qkv", attn_output -> "o", ffn_gate/ffn_up -> "gate_up" ("up" without a gate), ffn_down,
+// ffn_gate_inp -> "router", ffn_*_exps -> "expert.*", ffn_*_shexp -> "shared.*", token_embd ->
+// "embedding", output -> "lm_head") grouped into Quantization::per_matrix. F16/BF16 matrices are
+// dense; block types are ScaleLayout::Ggml with their exact bits per weight, labelled for the
+// cost model as int8 (8-bit blocks: Q8_0), mxfp4, or int4 (fewer bits: Q2_K..Q6_K, IQ*, Q4_0..).
+// Norms, biases and rope factors (vectors) are not matrices: the planner holds them in bf16.
+Quantization gguf_quantization(const GgufFile& f, const ModelConfig& c);
 // The GGUF architectures gguf_hf_config maps.
 std::vector<std::string> gguf_supported_architectures();
 

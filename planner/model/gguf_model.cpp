@@ -1,9 +1,11 @@
 // GGUF metadata -> the HF config.json it stands for (llama.cpp's convert_hf_to_gguf.py writes one
 // from the other: gguf-py/gguf/constants.py Keys.LLM / Keys.Attention name the keys), read by the
 // config.json reader so that a GGUF model passes the same checks as its config.json would.
+#include <algorithm>
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "planner/core/error.hpp"
 #include "planner/model/gguf.hpp"
@@ -138,11 +140,104 @@ nlohmann::json gguf_hf_config(const GgufFile& f) {
   return j;
 }
 
+namespace {
+
+// The planner matrix (layer, name) a GGUF weight tensor is part of (llama.cpp's tensor names,
+// src/llama-arch.cpp); nullopt for vectors and tensors the planner has no matrix for.
+std::optional<std::pair<int64_t, std::string>> planner_matrix(const GgufTensor& t, bool gated) {
+  const std::string& n = t.name;
+  if (t.dims.size() < 2) return std::nullopt;  // norms, biases, rope factors
+  if (n == "token_embd.weight") return std::pair<int64_t, std::string>{-1, "embedding"};
+  if (n == "output.weight") return std::pair<int64_t, std::string>{-1, "lm_head"};
+  const std::string weight = ".weight";
+  if (n.rfind("blk.", 0) != 0 || n.size() <= weight.size() || n.compare(n.size() - weight.size(), weight.size(), weight))
+    return std::nullopt;
+  const size_t dot = n.find('.', 4);
+  if (dot == std::string::npos || dot == 4) return std::nullopt;
+  int64_t layer = 0;
+  for (size_t i = 4; i < dot; ++i) {
+    if (n[i] < '0' || n[i] > '9' || layer > (int64_t(1) << 40)) return std::nullopt;
+    layer = layer * 10 + (n[i] - '0');
+  }
+  std::string part = n.substr(dot + 1, n.size() - weight.size() - dot - 1);
+  // Mixtral files of early 2024 store experts one by one: blk.N.ffn_gate.E.weight.
+  bool per_expert = false;
+  if (auto d = part.find('.'); d != std::string::npos) {
+    const std::string e = part.substr(d + 1);
+    if (e.empty() || e.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    part = part.substr(0, d), per_expert = true;
+  }
+  auto m = [&](const char* name) { return std::optional<std::pair<int64_t, std::string>>{{layer, name}}; };
+  if (per_expert) {
+    if (part == "ffn_gate" || part == "ffn_up") return m("expert.gate_up");
+    if (part == "ffn_down") return m("expert.down");
+    return std::nullopt;
+  }
+  if (part == "attn_q" || part == "attn_k" || part == "attn_v" || part == "attn_qkv") return m("qkv");
+  if (part == "attn_output") return m("o");
+  if (part == "ffn_gate") return m("gate_up");
+  if (part == "ffn_up") return m(gated ? "gate_up" : "up");
+  if (part == "ffn_down") return m("down");
+  if (part == "ffn_gate_inp") return m("router");
+  if (part == "ffn_gate_exps" || part == "ffn_up_exps") return m("expert.gate_up");
+  if (part == "ffn_down_exps") return m("expert.down");
+  if (part == "ffn_gate_shexp" || part == "ffn_up_shexp") return m("shared.gate_up");
+  if (part == "ffn_down_shexp") return m("shared.down");
+  if (part == "ffn_gate_inp_shexp") return m("shared_gate");
+  return std::nullopt;
+}
+
+}  // namespace
+
+Quantization gguf_quantization(const GgufFile& f, const ModelConfig& c) {
+  struct Acc {
+    uint64_t elements = 0, bytes = 0;
+    std::vector<std::string> types;  // in the order met
+  };
+  std::map<std::pair<int64_t, std::string>, Acc> acc;
+  for (const auto& t : f.tensors) {
+    auto key = planner_matrix(t, c.gated_mlp);
+    if (!key) continue;
+    Acc& a = acc[*key];
+    a.elements += t.elements, a.bytes += t.bytes;
+    const std::string type = ggml_type_info(t.ggml_type).name;
+    if (std::find(a.types.begin(), a.types.end(), type) == a.types.end()) a.types.push_back(type);
+  }
+  Quantization q;
+  q.method = "gguf";
+  q.source = "GGUF tensor types";
+  q.lm_head = true;  // output.weight has its own type like every other tensor
+  for (const auto& [key, a] : acc) {
+    WeightFormat w;
+    const bool dense = std::all_of(a.types.begin(), a.types.end(), [](const std::string& n) { return n == "F16" || n == "BF16"; });
+    if (dense) {
+      w.dtype = a.types.size() == 1 && a.types[0] == "F16" ? DType::FP16 : DType::BF16;  // 2 bytes each way
+    } else {
+      w.scales = ScaleLayout::Ggml;
+      w.bits_per_weight = a.elements ? 8.0 * double(a.bytes) / double(a.elements) : 0;
+      w.ggml_types = fmt::format("{}", fmt::join(a.types, "+"));
+      // The label the cost model prices by (tensor rate, measured table rows); the bytes are exact.
+      w.dtype = w.bits_per_weight >= 15   ? DType::BF16  // F32 matrices: dense compute, 4 bytes stored
+                : a.types == std::vector<std::string>{"MXFP4"} ? DType::MXFP4
+                : w.bits_per_weight >= 8  ? DType::INT8
+                                          : DType::INT4;
+    }
+    q.per_matrix[key] = w;
+  }
+  if (!q.quantized()) {  // an F16/BF16 file: the model's dense weights, as a config.json without quantization_config
+    Quantization none;
+    none.source = "GGUF tensor types";
+    return none;
+  }
+  return q;
+}
+
 ModelConfig gguf_model_config(const GgufFile& f) {
   nlohmann::json j = gguf_hf_config(f);
   ModelConfig c = parse_model_config(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                                      f.path + ": metadata read as config.json");
   c.source_file = f.path;
+  c.quant = gguf_quantization(f, c);
   return c;
 }
 

@@ -24,6 +24,7 @@ namespace peerplan {
 
 double stored_bytes(const WeightFormat& f, int64_t k, int64_t n, int64_t count, int dense_bytes) {
   const double K = double(k), N = double(n), C = double(count);
+  if (f.scales == ScaleLayout::Ggml) return K * N * C * f.bits_per_weight / 8.0;
   if (f.scales == ScaleLayout::None && (f.dtype == DType::BF16 || f.dtype == DType::FP16))
     return K * N * C * double(dense_bytes);
   double b = K * N * dtype_bits(f.dtype) / 8.0;
@@ -36,6 +37,7 @@ double stored_bytes(const WeightFormat& f, int64_t k, int64_t n, int64_t count, 
       b += groups * (f.scale_bytes + f.zero_bits / 8.0 + f.extra_scale_bytes);
       break;
     }
+    case ScaleLayout::Ggml: break;  // returned above
     case ScaleLayout::Block:
       b += std::ceil(K / double(f.block_k)) * std::ceil(N / double(f.block_n)) * f.scale_bytes;
       break;
@@ -56,6 +58,8 @@ std::string describe(const WeightFormat& f) {
     case ScaleLayout::Channel: s += fmt::format(", per-channel scales ({})", sb()); break;
     case ScaleLayout::Group: s += fmt::format(", group {} scales ({})", f.group, sb()); break;
     case ScaleLayout::Block: s += fmt::format(", {}x{} block scales ({})", f.block_n, f.block_k, sb()); break;
+    case ScaleLayout::Ggml: return fmt::format("ggml {} ({:.2f} bits per weight, scales in the blocks)", f.ggml_types,
+                                               f.bits_per_weight);
   }
   if (f.zero_bits > 0) s += fmt::format(" + {:g}-bit zero points", f.zero_bits);
   if (f.extra_scale_bytes > 0) s += " + double-quantized absmax";
@@ -294,10 +298,22 @@ bool module_matches(const std::string& pattern, const std::string& module) {
   return std::regex_search(module, std::regex(re));
 }
 
+bool Quantization::quantized() const {
+  auto q = [](const WeightFormat& f) { return f.dtype != DType::BF16 && f.dtype != DType::FP16; };
+  if (per_matrix.empty()) return q(linear);
+  for (const auto& [key, f] : per_matrix)
+    if (q(f)) return true;
+  return false;
+}
+
 WeightFormat matrix_format(const Quantization& q, const std::string& matrix, int64_t layer,
                            const std::string& model_type, DType dense) {
   WeightFormat d;
   d.dtype = dense;
+  if (!q.per_matrix.empty()) {  // GGUF: each matrix as its tensors are stored
+    auto it = q.per_matrix.find({layer, matrix});
+    return it == q.per_matrix.end() ? d : it->second;
+  }
   if (!q.quantized()) return d;
   // Never quantized by these schemes' loaders: the embedding gather and the MoE router (vLLM
   // builds every router gate with quant_config=None); norms and biases are not matrices.

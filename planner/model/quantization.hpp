@@ -5,6 +5,7 @@
 // scheme's loader does (vLLM / transformers) and the config's ignore lists; docs/model.md lists
 // the rules and the published checkpoint sizes they were checked against.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,8 @@ enum class ScaleLayout {
   Channel,  // one per output column (n scales)
   Group,    // one per `group` consecutive input rows per column (AWQ, GPTQ, W4A16, MXFP4, bnb)
   Block,    // one per block_k x block_n tile (DeepSeek-V3 FP8: 128 x 128)
+  Ggml,     // ggml block formats (GGUF Q4_K, Q8_0, ...): scales and mins inside each block, so
+            // `bits_per_weight` (block bytes x 8 / block elements) counts everything stored
 };
 
 struct WeightFormat {
@@ -33,6 +36,11 @@ struct WeightFormat {
   double zero_bits = 0;              // Group: bits of the zero point stored beside each scale (AWQ/GPTQ: packed)
   double extra_scale_bytes = 0;      // Group: a second level per scale (bnb double quant: fp32 per 256 absmax)
   double index_bytes_per_k = 0;      // per input row (GPTQ g_idx: int32)
+  // Ggml: stored bits per weight, and the ggml type names ("Q4_K", or "Q4_K+Q6_K" when a planner
+  // matrix fuses GGUF tensors of several types: the bits are then their element-weighted mean,
+  // so the matrix's bytes are the sum of its tensors' bytes).
+  double bits_per_weight = 0;
+  std::string ggml_types;
   bool operator==(const WeightFormat&) const = default;
 };
 
@@ -53,8 +61,12 @@ struct Quantization {
   bool lm_head = false;        // lm_head quantized too (compressed-tensors when not ignored; GPTQ lm_head: true)
   bool experts_only = false;   // only routed experts are quantized (MXFP4: gpt-oss)
   std::optional<DType> kv_dtype;  // the checkpoint's own KV-cache format (compressed-tensors kv_cache_scheme)
+  // Formats given matrix by matrix, keyed by (layer, planner matrix name; layer -1 for embedding
+  // and lm_head): a GGUF file, whose every tensor has its own ggml type (gguf_quantization in
+  // gguf.hpp). When set, it alone decides: a matrix it does not list is dense.
+  std::map<std::pair<int64_t, std::string>, WeightFormat> per_matrix;
 
-  bool quantized() const { return linear.dtype != DType::BF16 && linear.dtype != DType::FP16; }
+  bool quantized() const;
 };
 
 // Reads quantization_config (`q` is that object). Throws InputError naming the field for an

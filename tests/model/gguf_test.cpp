@@ -9,10 +9,15 @@
 
 #include <unistd.h>
 
+#include "planner/compile/compiler.hpp"
 #include "planner/core/error.hpp"
+#include "planner/core/files.hpp"
 #include "planner/model/gguf.hpp"
 #include "planner/model/model_config.hpp"
+#include "planner/model/model_figures.hpp"
+#include "planner/topology/machine.hpp"
 #include "tests/model/gguf_writer.hpp"
+#include "tests/plan_fixtures.hpp"
 
 namespace peerplan {
 namespace {
@@ -186,6 +191,117 @@ TEST(Gguf, RealModelHeaderFixture) {
   EXPECT_EQ(w.bytes, 4912898304u);
   EXPECT_NEAR(w.bits_per_weight(), 4.894, 0.001);
   EXPECT_EQ(w.by_type.at("Q6_K").tensors, 33u) << "output + attn_v and ffn_down on 16 layers";
+}
+
+// Plans count what the file stores (issue 19): the memory model and the GEMMs read each matrix's
+// bytes from its GGUF tensors' types through Quantization::per_matrix (the stored-bytes mechanism
+// quantization_config uses), not bf16.
+GgufFile real_q4_k_m() {
+  return read_gguf(std::string(PEERPLAN_TEST_DATA) + "/model/llama-3.1-8b-q4_k_m.header.gguf",
+                   {.allow_missing_data = true});
+}
+
+TEST(Gguf, PlanMemoryCountsTheFileBytes) {
+  GgufFile f = real_q4_k_m();
+  ModelConfig c = gguf_model_config(f);
+  EXPECT_EQ(c.quant.method, "gguf");
+  EXPECT_TRUE(c.quant.quantized());
+  // Expected, from the tensor table alone: every 2-D tensor at its stored bytes, the vectors
+  // (norms) at 2 bytes per weight (the planner holds them in bf16; rope_freqs is not a weight).
+  uint64_t matrix_bytes = 0, q6k_bytes = 0, vector_elems = 0;
+  for (const auto& t : f.tensors) {
+    if (t.dims.size() >= 2) {
+      matrix_bytes += t.bytes;
+      if (std::string(ggml_type_info(t.ggml_type).name) == "Q6_K") q6k_bytes += t.bytes;
+    } else if (t.name != "rope_freqs.weight") {
+      vector_elems += t.elements;
+    }
+  }
+  EXPECT_EQ(vector_elems, 65u * 4096u) << "attn_norm, ffn_norm on 32 layers, output_norm";
+  const int64_t expected = int64_t(matrix_bytes + 2 * vector_elems);
+  ModelFigures fig = derive_figures(c);
+  EXPECT_EQ(fig.weight_bytes, expected);
+  // One GPU: the plan's memory report holds every stored byte.
+  const Machine m = load_machine(find_data_file("models/hardware/rtx4090x4-pcie.json"));
+  MemoryOptions mo;
+  mo.max_seqs = 8, mo.context = 8192, mo.max_batched_tokens = 2048;
+  const Plan one = test_plans::tp({0}, int(c.layers));
+  MemoryReport r = check_memory(one, c, fig, m, mo);
+  EXPECT_EQ(r.gpus[0].weights, expected);
+  EXPECT_EQ(r.gpus[0].weights, 4912898304 - 64 * 4 - 65 * 4096 * 2) << "the file's 4.91 GB, norms at 2 bytes not 4";
+  // By format: the block types under int4 (Q4_K and Q6_K: 4.5 and 6.5625 bits). The norms' 0.5 MB
+  // land there too: weight_bytes_by_dtype labels non-matrix weights with the embedding's format.
+  int64_t by_dtype = 0;
+  for (const auto& [name, b] : r.weight_bytes_by_dtype) by_dtype += b;
+  EXPECT_EQ(by_dtype, expected);
+  ASSERT_FALSE(r.weight_bytes_by_dtype.empty());
+  EXPECT_EQ(r.weight_bytes_by_dtype.back().first, "int4");
+  EXPECT_GE(r.weight_bytes_by_dtype.back().second, int64_t(matrix_bytes));
+  // The mixed matrix of a use_more_bits layer (attn_v in Q6_K): q/k Q4_K + v Q6_K, bytes summed.
+  const MatrixShape* qkv = nullptr;
+  for (const auto& mm : fig.layers[0].matrices)
+    if (mm.name == "qkv") qkv = &mm;
+  ASSERT_TRUE(qkv);
+  EXPECT_EQ(qkv->format.ggml_types, "Q4_K+Q6_K");
+  EXPECT_DOUBLE_EQ(qkv->bytes, (4096.0 * 4096 + 4096.0 * 1024) * 144 / 256 + 4096.0 * 1024 * 210 / 256);
+  EXPECT_GT(q6k_bytes, 0u);
+  // Two GPUs of TP 2 hold the same bytes between them (norms replicated).
+  MemoryReport r2 = check_memory(test_plans::tp({0, 1}, int(c.layers)), c, fig, m, mo);
+  EXPECT_NEAR(double(r2.gpus[0].weights + r2.gpus[1].weights), double(expected + 2 * vector_elems), 64.0);
+}
+
+TEST(Gguf, Q4FitsWhereBf16DoesNot) {
+  // Llama-3.1-8B on one 24 GB RTX 4090 with 8 sequences of 8k tokens: the Q4_K_M file fits, the
+  // same model in bf16 (its GGUF metadata without the tensor types) does not.
+  GgufFile f = real_q4_k_m();
+  ModelConfig q4 = gguf_model_config(f);
+  ModelConfig bf16 = q4;
+  bf16.quant = Quantization{};
+  const Machine m = load_machine(find_data_file("models/hardware/rtx4090x4-pcie.json"));
+  MemoryOptions mo;
+  mo.max_seqs = 8, mo.context = 8192, mo.max_batched_tokens = 2048;
+  const Plan one = test_plans::tp({0}, int(q4.layers));
+  MemoryReport rq = check_memory(one, q4, derive_figures(q4), m, mo);
+  MemoryReport rb = check_memory(one, bf16, derive_figures(bf16), m, mo);
+  EXPECT_TRUE(rq.fits) << rq.why;
+  EXPECT_FALSE(rb.fits) << "16 GB of bf16 weights + 8 GiB of KV cache on a 24 GB card";
+  EXPECT_NEAR(double(rq.gpus[0].weights) / double(rb.gpus[0].weights), 4.894 / 16, 0.002);
+  EXPECT_GT(rq.max_seqs_that_fit, rb.max_seqs_that_fit);
+  // --weights still asks "what if": it replaces the file's formats.
+  ModelConfig w = q4;
+  apply_precision(w, DType::FP8_E4M3, std::nullopt);
+  EXPECT_TRUE(w.quant.per_matrix.empty());
+}
+
+TEST(Gguf, TensorTypesMapToPlannerMatrices) {
+  // Q8_0 embedding, F16/BF16 attention (dense: 2 bytes), Q4_K / Q6_K / Q4_0 block types; a
+  // llama file without output.weight ties the LM head to the embedding.
+  GgufFile f = parse(tiny_llama());
+  Quantization q = gguf_quantization(f, gguf_model_config(f));
+  EXPECT_EQ(q.per_matrix.at({-1, "embedding"}).dtype, DType::INT8);
+  EXPECT_DOUBLE_EQ(q.per_matrix.at({-1, "embedding"}).bits_per_weight, 8.5);
+  EXPECT_EQ(q.per_matrix.at({0, "qkv"}).scales, ScaleLayout::None) << "F16 q + BF16 k: dense";
+  EXPECT_EQ(q.per_matrix.at({0, "gate_up"}).ggml_types, "Q4_K");
+  EXPECT_DOUBLE_EQ(q.per_matrix.at({1, "down"}).bits_per_weight, 6.5625);
+  EXPECT_EQ(q.per_matrix.at({1, "qkv"}).ggml_types, "Q4_0");
+  EXPECT_EQ(q.per_matrix.count({-1, "lm_head"}), 0u);
+  EXPECT_EQ(q.per_matrix.size(), 5u) << "norms are not matrices";
+  EXPECT_DOUBLE_EQ(stored_bytes(q.per_matrix.at({1, "down"}), 256, 2, 1, 2), 420.0);
+  // MoE tensors: stacked experts, shared experts, router, and early Mixtral's one-by-one experts.
+  Writer w;
+  w.header(3, 6, 0);
+  w.tensor("blk.2.ffn_gate_exps.weight", {256, 8, 4}, 12, 0).tensor("blk.2.ffn_up_exps.weight", {256, 8, 4}, 14, 4608);
+  w.tensor("blk.2.ffn_gate_inp.weight", {256, 4}, 0, 11328).tensor("blk.2.ffn_down_shexp.weight", {256, 8}, 8, 15424);
+  w.tensor("blk.3.ffn_down.7.weight", {256, 8}, 12, 17600).tensor("blk.3.attn_output.bias", {256}, 0, 18752);
+  GgufFile moe = parse(w.data(19776).bytes);
+  Quantization qm = gguf_quantization(moe, gguf_model_config(f));
+  EXPECT_EQ(qm.per_matrix.at({2, "expert.gate_up"}).ggml_types, "Q4_K+Q6_K");
+  EXPECT_DOUBLE_EQ(qm.per_matrix.at({2, "expert.gate_up"}).bits_per_weight, (4.5 + 6.5625) / 2);
+  EXPECT_EQ(qm.per_matrix.at({2, "router"}).dtype, DType::BF16) << "F32: 4 bytes, priced dense";
+  EXPECT_DOUBLE_EQ(qm.per_matrix.at({2, "router"}).bits_per_weight, 32.0);
+  EXPECT_EQ(qm.per_matrix.at({2, "shared.down"}).dtype, DType::INT8);
+  EXPECT_EQ(qm.per_matrix.at({3, "expert.down"}).ggml_types, "Q4_K");
+  EXPECT_EQ(qm.per_matrix.size(), 4u);
 }
 
 TEST(Gguf, MixtureOfExpertsArchitectures) {

@@ -6,6 +6,8 @@ timings) and writes:
   latency_cdf.png  TTFT and end-to-end latency CDFs, one line per plan
   time_split.png   where each plan's GPU time goes: compute / communication / sync / idle
   link_util.png    utilisation of the busiest links of each plan
+  pareto.png       tokens/s per GPU against tokens/s per user (1 / TPOT p50): every ranked plan as
+                   a point, the Pareto front (search.json "pareto") as a line, the recommended plan marked
 
 Usage: python3 scripts/plot_report.py DIR
 """
@@ -112,6 +114,46 @@ def main(d):
     ax.set_title("Link utilisation (busiest links per plan)")
     fig.tight_layout()
     fig.savefig(os.path.join(d, "link_util.png"), dpi=120)
+    plt.close(fig)
+
+    pareto(d, search)
+
+
+def pareto(d, search):
+    """Tokens/s per GPU against tokens/s per user, with the front the planner computed."""
+    pts = []
+    for e in search.get("ranked", []):
+        m = e.get("metrics", {})
+        gpus = e.get("gpus") or 1
+        tpot_us = m.get("tpot", {}).get("p50_us", 0)
+        pts.append((e["rank"], e["plan"].get("name", "?") if isinstance(e.get("plan"), dict) else str(e.get("plan")),
+                    1e6 / tpot_us if tpot_us > 0 else 0.0, m.get("output_tokens_per_s", 0.0) / gpus))
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    if pts:
+        ax.scatter([p[2] for p in pts], [p[3] for p in pts], s=22, color="#8C8C8C", label="plans", zorder=2)
+        front = sorted(search.get("pareto", []), key=lambda f: f["tokens_per_s_per_user"])
+        if front:
+            ax.plot([f["tokens_per_s_per_user"] for f in front], [f["tokens_per_s_per_gpu"] for f in front],
+                    "-o", color="#C44E52", markersize=5, linewidth=1.6, label="Pareto front", zorder=3)
+            for f in front:
+                ax.annotate(f"#{f['rank']} {f['plan']}", (f["tokens_per_s_per_user"], f["tokens_per_s_per_gpu"]),
+                            fontsize=7, xytext=(4, 4), textcoords="offset points")
+        rec = search.get("recommended")
+        for rank, name, user, gpu in pts:
+            if name == rec:
+                ax.scatter([user], [gpu], s=160, marker="*", color="#DD8452", edgecolor="black", zorder=4,
+                           label=f"recommended (#{rank})")
+                break
+        ax.set_xlabel("tokens/s per user (1 / TPOT p50)")
+        ax.set_ylabel("output tokens/s per GPU")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no plan was simulated", ha="center", va="center")
+        ax.set_axis_off()
+    ax.set_title("Throughput per GPU against speed per user (simulated)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(d, "pareto.png"), dpi=120)
     plt.close(fig)
 
 

@@ -9,6 +9,7 @@
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
 #include "planner/core/text.hpp"
+#include "planner/report/pareto.hpp"
 
 namespace peerplan {
 
@@ -83,6 +84,37 @@ std::string esc(const nlohmann::json& p, const char* key, const std::string& def
 
 }  // namespace
 
+ParetoPoint throughput_point(const CandidateResult& c) {
+  const Metrics& m = c.metrics;
+  const int gpus = c.plan.num_gpus();
+  return {gpus > 0 ? m.output_tokens_per_s / double(gpus) : 0.0, m.tpot.p50 > 0 ? 1.0 / m.tpot.p50 : 0.0};
+}
+
+std::vector<size_t> search_pareto(const SearchResult& r) {
+  std::vector<ParetoPoint> pts;
+  for (const auto& c : r.ranked) pts.push_back(throughput_point(c));
+  return pareto_front(pts);
+}
+
+namespace {
+
+// The front as a table section: the text report and Markdown share the rows.
+struct FrontRow {
+  size_t rank;
+  const CandidateResult* c;
+  ParetoPoint p;
+};
+std::vector<FrontRow> front_rows(const SearchResult& r) {
+  std::vector<FrontRow> rows;
+  for (size_t i : search_pareto(r)) rows.push_back({i, &r.ranked[i], throughput_point(r.ranked[i])});
+  return rows;
+}
+constexpr const char* kParetoDefinition =
+    "tokens/s per GPU = output tokens/s / the plan's GPUs; tokens/s per user = 1 / TPOT p50; on the front: no other "
+    "plan is at least as good in both and better in one";
+
+}  // namespace
+
 std::string ranked_table(const SearchResult& r, size_t max_rows) {
   std::ostringstream o;
   const Workload& w = r.workload;
@@ -120,6 +152,13 @@ std::string ranked_table(const SearchResult& r, size_t max_rows) {
     o << fmt::format("  * recommended; SLO% = requests within TTFT and TPOT; capacity = highest rate within the SLOs "
                      "(>= {:.0f}% and all finished; '-': not searched, --capacity searches every plan)\n",
                      100 * r.slo_threshold);
+    const std::vector<FrontRow> front = front_rows(r);
+    o << fmt::format("\nPareto front ({} of {} plans; {}):\n", front.size(), r.ranked.size(), kParetoDefinition);
+    o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>10} {:>11}\n", "#", "plan", "gpus", "p2p", "tok/s/GPU", "tok/s/user");
+    for (const FrontRow& f : front)
+      o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>10.1f} {:>11.1f}{}\n", f.rank + 1, trunc(f.c->plan.name, 34),
+                       f.c->plan.num_gpus(), f.c->plan.num_gpus() > 1 ? (f.c->p2p ? "on" : "off") : "-", f.p.per_gpu,
+                       f.p.per_user, int(f.rank) == r.recommended ? "  (recommended)" : "");
   }
   if (!r.rejected.empty()) {
     o << fmt::format("\n{} candidate{} did not run:\n", r.rejected.size(), r.rejected.size() == 1 ? "" : "s");
@@ -177,6 +216,15 @@ nlohmann::json search_to_json(const SearchResult& r) {
                            {"kv_max_seqs", c.memory.max_seqs_that_fit},
                            {"metrics", metrics_to_json(c.metrics, false)}});
   }
+  // tokens/s per GPU against tokens/s per user (1 / TPOT p50): the non-dominated plans (pareto.hpp).
+  j["pareto"] = nlohmann::json::array();
+  for (const FrontRow& f : front_rows(r))
+    j["pareto"].push_back({{"rank", f.rank + 1},
+                           {"plan", f.c->plan.name},
+                           {"gpus", f.c->plan.num_gpus()},
+                           {"p2p", f.c->p2p},
+                           {"tokens_per_s_per_gpu", f.p.per_gpu},
+                           {"tokens_per_s_per_user", f.p.per_user}});
   j["rejected"] = nlohmann::json::array();
   for (const auto& c : r.rejected)
     j["rejected"].push_back({{"plan", c.plan.name}, {"strategy_file", c.strategy_file}, {"why", c.why_not}});
@@ -191,18 +239,20 @@ std::string search_to_csv(const SearchResult& r) {
   };
   std::ostringstream o;
   o << "rank,plan,strategy,gpus,p2p,fits,ttft_p50_ms,ttft_p99_ms,tpot_p50_ms,tpot_p99_ms,e2e_p50_s,e2e_p99_s,"
-       "output_tokens_per_s,slo_attainment,goodput_rps,comm_fraction,busiest_link,priced_from,why_not\n";
+       "output_tokens_per_s,slo_attainment,goodput_rps,comm_fraction,busiest_link,priced_from,why_not,pareto\n";
+  std::vector<bool> on_front(r.ranked.size(), false);
+  for (size_t i : search_pareto(r)) on_front[i] = true;
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const CandidateResult& c = r.ranked[i];
     const Metrics& m = c.metrics;
-    o << fmt::format("{},{},{},{},{},true,{:.4f},{:.4f},{:.4f},{:.4f},{:.5f},{:.5f},{:.2f},{:.4f},{:.4f},{:.4f},{},{},\n", i + 1,
+    o << fmt::format("{},{},{},{},{},true,{:.4f},{:.4f},{:.4f},{:.4f},{:.5f},{:.5f},{:.2f},{:.4f},{:.4f},{:.4f},{},{},,{}\n", i + 1,
                      q(c.plan.name), q(c.plan.strategy), c.plan.num_gpus(), c.p2p ? "on" : "off", m.ttft.p50 * 1e3,
                      m.ttft.p99 * 1e3, m.tpot.p50 * 1e3, m.tpot.p99 * 1e3, m.e2e.p50, m.e2e.p99, m.output_tokens_per_s,
                      m.slo_attainment, m.goodput_rps, c.comm_fraction, q(m.busiest_link),
-                     q(cost_source_summary(m.provenance)));
+                     q(cost_source_summary(m.provenance)), on_front[i] ? "true" : "false");
   }
   for (const auto& c : r.rejected)
-    o << fmt::format(",{},{},{},{},false,,,,,,,,,,,,,{}\n", q(c.plan.name), q(c.plan.strategy), c.plan.num_gpus(),
+    o << fmt::format(",{},{},{},{},false,,,,,,,,,,,,,{},false\n", q(c.plan.name), q(c.plan.strategy), c.plan.num_gpus(),
                      c.p2p ? "on" : "off", q(c.why_not));
   return o.str();
 }
@@ -245,6 +295,13 @@ void stage_report_dir(const SearchResult& r, const std::string& dir, OutputSet& 
                       m.output_tokens_per_s, 100 * m.slo_attainment, m.goodput_rps, capacity_cell(c.capacity), 100 * c.comm_fraction,
                       cost_source_summary(m.provenance));
   }
+  md << "\n## Pareto front\n\n" << kParetoDefinition << ".\n\n";
+  md << "| # | plan | GPUs | P2P | tokens/s per GPU | tokens/s per user |\n|---|---|---|---|---|---|\n";
+  for (const FrontRow& f : front_rows(r))
+    md << fmt::format("| {}{} | `{}` | {} | {} | {:.1f} | {:.1f} |\n", f.rank + 1, int(f.rank) == r.recommended ? " ★" : "",
+                      esc(f.c->plan.name), f.c->plan.num_gpus(), f.c->plan.num_gpus() > 1 ? (f.c->p2p ? "on" : "off") : "-",
+                      f.p.per_gpu, f.p.per_user);
+  md << "\n![Tokens/s per GPU against tokens/s per user](pareto.png)\n";
   if (!r.rejected.empty()) {
     md << "\n## Did not run\n\n";
     for (const auto& c : r.rejected) md << "- `" << esc(c.plan.name) << "`: " << esc(c.why_not) << "\n";

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "planner/report/pareto.hpp"
 #include "planner/search/search.hpp"
 
 namespace peerplan {
@@ -22,8 +23,16 @@ std::string cost_source_summary(const nlohmann::json& provenance);
 // the model's shapes. Empty otherwise (and always for machines without measurements).
 std::string unmeasured_note(const std::string& model, const nlohmann::json& prov);
 
-nlohmann::json search_to_json(const SearchResult& r);   // format "peerplan.search", version 1
-std::string search_to_csv(const SearchResult& r);       // one row per simulated candidate, then the rejected
+// A plan's two throughput figures (docs/simulator.md, "Pareto front"): output tokens/s over all the
+// plan's GPUs (plan.num_gpus()), and tokens/s per user = 1 / TPOT p50 (0 when TPOT p50 is 0: no
+// request produced a second token).
+ParetoPoint throughput_point(const CandidateResult& c);
+// Indices into r.ranked of the plans on the Pareto front of those figures (pareto_front's order).
+std::vector<size_t> search_pareto(const SearchResult& r);
+
+nlohmann::json search_to_json(const SearchResult& r);   // format "peerplan.search", version 1; "pareto": the front
+std::string search_to_csv(const SearchResult& r);       // one row per simulated candidate, then the rejected;
+                                                        // last column `pareto`: true for the front
 
 // Stages DIR/report.md, DIR/search.json and DIR/metrics/<rank>.json (per-request timings, for the
 // CDFs) in `out` (written with the command's other outputs, all or none); creates DIR/metrics.

@@ -54,6 +54,46 @@ TEST(SearchReport, JsonCarriesRankingVerdictAndProvenance) {
   EXPECT_TRUE(j["provenance"].contains("assumptions"));
 }
 
+TEST(SearchReport, JsonParetoFrontOfTokensPerGpuAndPerUser) {
+  const SearchResult& r = result();
+  nlohmann::json j = search_to_json(r);
+  ASSERT_TRUE(j["pareto"].is_array());
+  ASSERT_FALSE(j["pareto"].empty());
+  // Each entry: figures recomputed here from the ranked plan (output tok/s / GPUs, 1 / TPOT p50).
+  std::vector<std::pair<double, double>> front;
+  for (const auto& e : j["pareto"]) {
+    const size_t i = e["rank"].get<size_t>() - 1;
+    ASSERT_LT(i, r.ranked.size());
+    const CandidateResult& c = r.ranked[i];
+    EXPECT_EQ(e["plan"], c.plan.name);
+    EXPECT_EQ(e["gpus"], c.plan.num_gpus());
+    EXPECT_DOUBLE_EQ(e["tokens_per_s_per_gpu"].get<double>(), c.metrics.output_tokens_per_s / c.plan.num_gpus());
+    EXPECT_DOUBLE_EQ(e["tokens_per_s_per_user"].get<double>(), 1.0 / c.metrics.tpot.p50);
+    front.push_back({e["tokens_per_s_per_gpu"].get<double>(), e["tokens_per_s_per_user"].get<double>()});
+  }
+  // No ranked plan dominates a front entry; every plan off the front is dominated by one on it.
+  for (size_t i = 0; i < r.ranked.size(); ++i) {
+    const double g = r.ranked[i].metrics.output_tokens_per_s / r.ranked[i].plan.num_gpus();
+    const double u = 1.0 / r.ranked[i].metrics.tpot.p50;
+    bool on = false, dominated = false;
+    for (const auto& e : j["pareto"]) on = on || e["rank"].get<size_t>() == i + 1;
+    for (const auto& [fg, fu] : front) {
+      EXPECT_FALSE(g >= fg && u >= fu && (g > fg || u > fu)) << r.ranked[i].plan.name << " dominates a front plan";
+      dominated = dominated || (fg >= g && fu >= u && (fg > g || fu > u));
+    }
+    EXPECT_TRUE(on || dominated) << r.ranked[i].plan.name;
+  }
+  // The CSV marks the same plans.
+  std::istringstream in(search_to_csv(r));
+  std::string line;
+  std::getline(in, line);
+  EXPECT_NE(line.find(",why_not,pareto"), std::string::npos);
+  size_t marked = 0;
+  while (std::getline(in, line)) marked += line.size() >= 5 && line.compare(line.size() - 5, 5, ",true") == 0;
+  EXPECT_EQ(marked, j["pareto"].size());
+  EXPECT_NE(ranked_table(r).find("Pareto front ("), std::string::npos);
+}
+
 TEST(SearchReport, CapacityColumnAndJsonFields) {
   const SearchResult& r = result();
   ASSERT_GE(r.recommended, 0);

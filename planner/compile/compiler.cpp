@@ -400,8 +400,13 @@ MemoryReport check_memory(const Plan& plan, const ModelConfig& cfg, const ModelF
   const int64_t d = cfg.dtype_bytes, H = cfg.hidden;
   MemoryReport rep;
   rep.max_seqs_that_fit = INT64_MAX;
-  for (size_t si = 0; si < plan.stages.size(); ++si) {
-    const PlanStage& st = plan.stages[si];
+  // Every replica of a replicated plan is checked on its own GPUs (they may differ in memory);
+  // max_seqs_that_fit is then what the tightest replica holds, which each replica's scheduler gets.
+  std::vector<Plan> replicas;
+  for (int ri = 0; ri < plan.replica_count(); ++ri) replicas.push_back(replica_plan(plan, ri));
+  for (size_t sri = 0; sri < plan.stages.size() * replicas.size(); ++sri) {
+    const size_t si = sri % plan.stages.size();
+    const PlanStage& st = replicas[sri / plan.stages.size()].stages[si];
     const StageLayout lay = stage_layout(plan, si);
     const int64_t seqs = ceil_div(opt.max_seqs, lay.dp);
     const int64_t A = ceil_div(opt.max_batched_tokens, lay.dp);

@@ -161,7 +161,7 @@ Workload from_json(const json& root, const std::string& origin) {
   if (in.has("version") && in.integer("version") != 1)
     in.fail("version", "this peerplan reads workload version 1; found " + std::to_string(in.integer("version")));
   check_keys(in, {"version", "name", "description", "arrival", "prompt_tokens", "output_tokens", "batching", "slo",
-                  "num_requests", "seed", "moe_routing"});
+                  "num_requests", "seed", "moe_routing", "sessions"});
   Workload w;
   w.source_file = origin;
   w.name = in.str_or("name", std::filesystem::path(origin).stem().string());
@@ -230,6 +230,7 @@ Workload from_json(const json& root, const std::string& origin) {
     w.slo_e2e_p99_s = ms("e2e_p99_ms", w.slo_e2e_p99_s);
   }
   if (in.has("seed")) w.seed = uint64_t(in.nonnegative_int("seed"));
+  if (in.has("sessions")) w.sessions = in.nonnegative_int("sessions");
   if (auto r = in.opt("moe_routing")) w.moe_routing = routing::parse_routing_json(*r, origin);
   return w;
 }

@@ -27,6 +27,7 @@ struct Request {
   double arrival_s = 0;
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;
+  int64_t session = -1;   // the conversation it belongs to (a replicated plan's session_affinity router); -1: its own
 };
 
 struct Workload {
@@ -40,6 +41,10 @@ struct Workload {
   std::vector<int64_t> trace_output_tokens;    // optional, from the trace
   LengthDist prompt, output;
   int64_t num_requests = 1000;
+  // Conversations the requests belong to (a replicated plan's session_affinity router keeps each on
+  // one copy): request i draws its session uniformly from 0..sessions-1 on its own seeded stream,
+  // so no other draw changes. 0: every request is its own session.
+  int64_t sessions = 0;
   uint64_t seed = 1;
   // Batching limits (vLLM-style).
   int64_t max_num_seqs = 256;

@@ -110,6 +110,7 @@ WorkloadStream::WorkloadStream(const Workload& w, int64_t rows, int64_t total, b
       arrivals_(stream_seed(w.seed, 0)),
       prompts_(stream_seed(w.seed, 1)),
       outputs_(stream_seed(w.seed, 2)),
+      sessions_(stream_seed(w.seed, 3)),
       rows_(rows),
       total_(total),
       drop_(drop) {}
@@ -127,6 +128,7 @@ bool WorkloadStream::raw(Request& r) {
   }
   r.prompt_tokens = w.prompt.replay && i < w.prompt.samples.size() ? w.prompt.samples[i] : w.prompt.sample(prompts_);
   r.output_tokens = w.output.replay && i < w.output.samples.size() ? w.output.samples[i] : w.output.sample(outputs_);
+  r.session = w.sessions > 0 ? int64_t(sessions_() % uint64_t(w.sessions)) : -1;
   return true;
 }
 

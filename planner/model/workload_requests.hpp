@@ -50,7 +50,7 @@ class WorkloadStream final : public RequestStream {
   bool raw(Request& r);  // request i as drawn, before any drop
 
   const Workload* w_;
-  std::mt19937_64 arrivals_, prompts_, outputs_;
+  std::mt19937_64 arrivals_, prompts_, outputs_, sessions_;
   int64_t rows_, total_, i_ = 0, emitted_ = 0;
   double t_ = 0;
   bool drop_;

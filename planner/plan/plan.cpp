@@ -15,11 +15,82 @@
 
 namespace peerplan {
 
+std::vector<int> Plan::gpu_order() const {
+  std::vector<int> order;
+  for (const auto& st : stages)
+    for (int g : st.gpus)
+      if (std::find(order.begin(), order.end(), g) == order.end()) order.push_back(g);
+  return order;
+}
+
 std::vector<int> Plan::all_gpus() const {
   std::set<int> s;
   for (const auto& st : stages) s.insert(st.gpus.begin(), st.gpus.end());
+  for (const auto& rep : replicas) s.insert(rep.begin(), rep.end());
   return {s.begin(), s.end()};
 }
+
+Plan replica_plan(const Plan& p, int r) {
+  Plan out = p;
+  out.replicas.clear();
+  out.router = "round_robin";
+  if (p.replicas.empty() || r == 0) return out;
+  const std::vector<int>& from = p.replicas.at(0);
+  const std::vector<int>& to = p.replicas.at(size_t(r));
+  auto map = [&](int g) {
+    auto it = std::find(from.begin(), from.end(), g);
+    if (it == from.end() || to.size() != from.size())
+      throw InputError(p.name, fmt::format("replicas/{}", r), "as many GPUs as replicas/0, position for position");
+    return to[size_t(it - from.begin())];
+  };
+  for (auto& st : out.stages)
+    for (int& g : st.gpus) g = map(g);
+  for (int& g : out.expert_gpu) g = map(g);
+  out.name = fmt::format("{}@r{}", p.name, r);
+  return out;
+}
+
+Plan with_replicas(const Plan& base, const std::vector<std::vector<int>>& groups, const std::string& router) {
+  Plan p = base;
+  const std::vector<int> order = base.gpu_order();
+  if (groups.empty() || groups[0] != order)
+    throw InputError(base.name, "replicas/0", fmt::format("the plan's own GPUs in order [{}]", fmt::join(order, ",")));
+  for (size_t r = 0; r < groups.size(); ++r)
+    if (groups[r].size() != order.size())
+      throw InputError(base.name, fmt::format("replicas/{}", r), fmt::format("{} GPUs (as the plan's own)", order.size()));
+  p.replicas = groups.size() > 1 ? groups : std::vector<std::vector<int>>{};
+  p.router = router;
+  return p;
+}
+
+namespace {
+void validate_replicas(const Plan& p, int machine_gpus, const std::string& origin) {
+  auto fail = [&](const std::string& field, const std::string& expected) { throw InputError(origin, field, expected); };
+  if (std::find(kRouters.begin(), kRouters.end(), p.router) == kRouters.end())
+    fail("router", one_of_with_suggestion(p.router, kRouters));
+  if (p.replicas.empty()) return;
+  const std::vector<int> order = p.gpu_order();
+  if (p.replicas.size() < 2) fail("replicas", "at least 2 GPU lists (or no replicas key: one replica)");
+  if (p.replicas[0] != order)
+    fail("replicas/0", fmt::format("the plan's own GPUs in stage order [{}] (replica 0 is the plan as written), got [{}]",
+                                   fmt::join(order, ","), fmt::join(p.replicas[0], ",")));
+  std::set<int> used;
+  for (size_t r = 0; r < p.replicas.size(); ++r) {
+    const auto& rep = p.replicas[r];
+    if (rep.size() != order.size())
+      fail(fmt::format("replicas/{}", r), fmt::format("{} GPUs, position for position with replica 0, got {}",
+                                                     order.size(), rep.size()));
+    for (size_t g = 0; g < rep.size(); ++g) {
+      const int id = rep[g];
+      if (id < 0 || id >= machine_gpus)
+        fail(fmt::format("replicas/{}/{}", r, g), fmt::format("a GPU id in 0..{} (the machine has {} GPUs), got {}",
+                                                             machine_gpus - 1, machine_gpus, id));
+      if (!used.insert(id).second)
+        fail(fmt::format("replicas/{}/{}", r, g), fmt::format("GPU {} in one replica only (replicas share no GPU)", id));
+    }
+  }
+}
+}  // namespace
 
 void validate_plan(const Plan& p, int64_t model_layers, int64_t model_experts, int machine_gpus,
                    const std::string& origin) {
@@ -68,6 +139,7 @@ void validate_plan(const Plan& p, int64_t model_layers, int64_t model_experts, i
     if (p.boundary_modes[i] != "peer" && p.boundary_modes[i] != "host_staged")
       fail(fmt::format("boundary_modes/{}", i), "\"peer\" or \"host_staged\", got \"" + p.boundary_modes[i] + "\"");
   if (p.micro_batches < 1) fail("micro_batches", "an integer >= 1");
+  validate_replicas(p, machine_gpus, origin);
   if (p.ep_attention != "tp" && p.ep_attention != "replicated")
     fail("ep_attention", "\"tp\" or \"replicated\", got \"" + p.ep_attention + "\"");
   if (p.ep < 1) fail("ep", "an integer >= 1");
@@ -123,7 +195,8 @@ void check_keys(const JsonIn& node, const std::vector<std::string>& valid, const
 }
 
 const std::vector<std::string> kPlanKeys = {"version", "name", "strategy", "stages", "ep", "expert_gpu", "ep_attention",
-                                            "boundary_modes", "p2p", "micro_batches", "notes", "extra"};
+                                            "boundary_modes", "p2p", "micro_batches", "notes", "extra",
+                                            "replicas", "router"};
 // Written next to a plan by `peerplan plans --json` / `--out`: read back without complaint, not used.
 const std::vector<std::string> kPlanReportKeys = {"memory", "strategy_file"};
 const std::vector<std::string> kStageKeys = {"gpus", "layer_begin", "layer_end", "tp", "embeddings", "lm_head"};
@@ -178,6 +251,17 @@ Plan parse_plan_json(const nlohmann::json& j, const std::string& origin) {
     }
   }
   if (auto ex = in.opt("extra")) p.extra = ex->raw();
+  if (auto reps = in.opt("replicas")) {
+    if (!reps->is_array()) in.fail("replicas", "an array of GPU-id arrays, one per replica, each in the plan's GPU order");
+    for (size_t r = 0; r < reps->size(); ++r) {
+      JsonIn rep = (*reps)[r];
+      if (!rep.is_array()) reps->fail(std::to_string(r), "an array of GPU ids");
+      std::vector<int> ids;
+      for (size_t g = 0; g < rep.size(); ++g) ids.push_back(small_int(rep, rep[g].as_integer(), std::to_string(g)));
+      p.replicas.push_back(std::move(ids));
+    }
+  }
+  p.router = in.str_or("router", "round_robin");
   return p;
 }
 
@@ -198,6 +282,10 @@ nlohmann::json plan_to_json(const Plan& p) {
   j["micro_batches"] = p.micro_batches;
   j["notes"] = p.notes;
   j["extra"] = p.extra;
+  if (!p.replicas.empty()) {  // only when replicated: one-replica plans read and write as before
+    j["replicas"] = p.replicas;
+    j["router"] = p.router;
+  }
   return j;
 }
 

@@ -36,10 +36,31 @@ struct Plan {
   int micro_batches = 1;      // pipeline micro-batches in flight
   std::vector<std::string> notes;  // why the script proposed it
   nlohmann::json extra = nlohmann::json::object();  // free-form script data, kept verbatim
+  // Data-parallel replicas: R copies of this plan's shape, each on its own GPUs, behind a router
+  // that sends each request to one of them. replicas[r] lists replica r's GPUs position for
+  // position with gpu_order() (stage 0's GPUs, then stage 1's, ...), so replicas[0] is the
+  // plan's own order. Empty: one replica (the plan as written).
+  std::vector<std::vector<int>> replicas;
+  std::string router = "round_robin";  // see kRouters
 
-  std::vector<int> all_gpus() const;  // sorted, unique
+  int replica_count() const { return replicas.empty() ? 1 : int(replicas.size()); }
+  std::vector<int> gpu_order() const;  // replica 0's GPUs: stage 0's, then stage 1's, ...
+  std::vector<int> all_gpus() const;   // every replica's GPUs, sorted, unique
   int num_gpus() const { return int(all_gpus().size()); }
 };
+
+// How a replicated plan's router picks a replica for each arriving request:
+//   round_robin        the i-th arrival goes to replica i mod R (vLLM/SGLang's DP default)
+//   least_outstanding  the replica with the fewest requests arrived and not finished (ties: lowest index)
+//   session_affinity   by a hash of the request's session (every request of a session on one replica)
+inline const std::vector<std::string> kRouters = {"round_robin", "least_outstanding", "session_affinity"};
+
+// The plan replica r runs: GPU ids mapped from replicas[0] to replicas[r] (stages and expert_gpu),
+// no replicas of its own; the name gains "@r<r>". replica_plan(p, 0) is p without its replicas.
+Plan replica_plan(const Plan& p, int r);
+// `base` (one replica) repeated on `groups`, each listing GPUs position for position with
+// base.gpu_order(); groups[0] must be base.gpu_order(). Throws InputError when sizes differ.
+Plan with_replicas(const Plan& base, const std::vector<std::vector<int>>& groups, const std::string& router);
 
 // Validates structure against the model and machine: layers covered exactly once and in order,
 // tp == gpus.size(), GPU ids exist, no GPU twice in one stage, expert map sized to the experts,

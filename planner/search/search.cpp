@@ -227,6 +227,40 @@ void explain_bottleneck(CandidateResult& c, const Topology& topo) {
   }
 }
 
+namespace {
+
+// Whether replicas of a smaller plan or one wider plan carry the rate on fewer GPUs: the fewest
+// GPUs each way among plans that meet the SLOs ("" when no replicated plan was ranked).
+std::string replicas_or_wider(const std::vector<CandidateResult>& ranked, double rate_rps) {
+  const CandidateResult *rep = nullptr, *one = nullptr;
+  bool any_rep = false;
+  for (const CandidateResult& c : ranked) {
+    const bool replicated = c.plan.replica_count() > 1;
+    any_rep |= replicated;
+    if (!c.meets_slos) continue;
+    const CandidateResult*& slot = replicated ? rep : one;
+    if (!slot || c.plan.num_gpus() < slot->plan.num_gpus()) slot = &c;
+  }
+  if (!any_rep) return "";
+  auto said = [](const CandidateResult& c) {
+    return fmt::format("{} ({} GPU{}, {} replica{})", c.plan.name, c.plan.num_gpus(), c.plan.num_gpus() == 1 ? "" : "s",
+                       c.plan.replica_count(), c.plan.replica_count() == 1 ? "" : "s");
+  };
+  if (!rep && !one) return "";
+  if (!rep) return fmt::format(" Replicas or one wider plan: no replicated plan meets the SLOs at {:.2f} req/s; one plan, {}, does.",
+                               rate_rps, said(*one));
+  if (!one) return fmt::format(" Replicas or one wider plan: only replicated plans meet the SLOs at {:.2f} req/s; the fewest GPUs: {}.",
+                               rate_rps, said(*rep));
+  const int nr = rep->plan.num_gpus(), no = one->plan.num_gpus();
+  return fmt::format(" Replicas or one wider plan: at {:.2f} req/s the fewest GPUs that meet the SLOs are {} with replicas "
+                     "and {} without: {}.",
+                     rate_rps, said(*rep), said(*one),
+                     nr < no ? "replicas carry the load on fewer GPUs"
+                             : (no < nr ? "one plan carries it on fewer GPUs" : "as many GPUs either way"));
+}
+
+}  // namespace
+
 SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo, const Workload& w,
                           const SearchOptions& opt) {
   auto t0 = std::chrono::steady_clock::now();
@@ -413,6 +447,7 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
                          : fmt::format(" ({}, {} simulations)", cap.note, cap.probes);
       res.verdict += ".";
     }
+    res.verdict += replicas_or_wider(res.ranked, wl.rate_rps);
     if (!fewest && r.plan.num_gpus() > 1) {
       for (size_t i = 0; i < res.ranked.size(); ++i)
         if (res.ranked[i].plan.num_gpus() < r.plan.num_gpus()) {

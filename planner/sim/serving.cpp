@@ -10,19 +10,19 @@
 
 #include <unistd.h>
 
+#include "planner/core/error.hpp"
+
 namespace peerplan {
 
 namespace {
 
 constexpr int64_t kArrival = 0, kStageDone = 1;
 
-struct ServingSim {
-  RequestStream& reqs;
-  Scheduler& sched;
-  IterationPricer& pricer;
-  size_t record_limit;
-  EventQueue q;
-  ServingRun run;
+// One replica's pipeline: its scheduler and pricer, the iterations it has in flight and its
+// stages, each a resource serving one micro-batch at a time.
+struct ReplicaState {
+  Scheduler* sched = nullptr;
+  IterationPricer* pricer = nullptr;
   struct InFlight {
     Iteration it;
     const IterationCost* cost = nullptr;
@@ -31,6 +31,17 @@ struct ServingSim {
   std::vector<char> stage_busy;
   std::vector<std::deque<int64_t>> stage_queue;
   std::vector<double> stage_start;
+  int64_t outstanding = 0;              // requests arrived here and not finished (the router reads it)
+};
+
+struct ServingSim {
+  RequestStream& reqs;
+  Router& router;
+  size_t record_limit;
+  EventQueue q;
+  ServingRun run;
+  std::vector<ReplicaState> reps;
+  std::vector<int64_t> outstanding;     // per replica, for the router
   // Arrivals are drawn from the stream and fed to the queue one at a time, so the queue and the
   // requests held follow the requests in flight, not their total. `pending` has been scheduled
   // and not yet arrived; `arrived` counts arrivals (a request's slot: its index in arrival order).
@@ -39,30 +50,44 @@ struct ServingSim {
   size_t arrived = 0;
   int64_t finished = 0;
   // Requests that arrived and have not finished, by id: the request (streamed runs report it
-  // when it finishes), its slot in run.requests (kept runs), its first token time (-1 until then).
+  // when it finishes), its slot in run.requests (kept runs), its first token time (-1 until then),
+  // its replica.
   struct Live {
     Request r;
     size_t slot = 0;
     double first_token_s = -1;
+    int replica = 0;
   };
   std::unordered_map<int64_t, Live> live;
   // Streaming (stream != nullptr): each request goes to the accumulator when it finishes and
   // run.requests stays empty.
   MetricsAccumulator* stream = nullptr;
 
-  ServingSim(RequestStream& r, Scheduler& s, IterationPricer& p, size_t lim)
-      : reqs(r), sched(s), pricer(p), record_limit(lim) {
-    int S = std::max(1, p.num_stages());
-    stage_busy.assign(size_t(S), 0);
-    stage_queue.resize(size_t(S));
-    stage_start.assign(size_t(S), 0);
+  ServingSim(RequestStream& r, const std::vector<ReplicaServer>& servers, Router& rt, size_t lim)
+      : reqs(r), router(rt), record_limit(lim) {
+    for (const ReplicaServer& sv : servers) {
+      ReplicaState st;
+      st.sched = sv.sched;
+      st.pricer = sv.pricer;
+      int S = std::max(1, sv.pricer->num_stages());
+      st.stage_busy.assign(size_t(S), 0);
+      st.stage_queue.resize(size_t(S));
+      st.stage_start.assign(size_t(S), 0);
+      reps.push_back(std::move(st));
+    }
+    outstanding.assign(reps.size(), 0);
+    run.routed.assign(reps.size(), 0);
   }
 
+  // Event argument: bit 0 the kind; a stage completion carries (iteration, stage, replica).
+  static int64_t stage_arg(int64_t idx, int stage, int replica) {
+    return (((((idx << 8) | stage) << 8) | replica) << 1) | kStageDone;
+  }
   static void dispatch(void* ctx, int64_t arg) {
     auto* s = static_cast<ServingSim*>(ctx);
     int64_t kind = arg & 1, v = arg >> 1;
     if (kind == kArrival) s->arrive();
-    else s->stage_done(int(v & 255), v >> 8);
+    else s->stage_done(int(v & 255), int((v >> 8) & 255), v >> 16);
   }
 
   void schedule_next_arrival() {
@@ -73,48 +98,55 @@ struct ServingSim {
     const Request r = pending;
     const size_t slot = arrived++;
     schedule_next_arrival();
-    live.emplace(r.id, Live{r, slot, -1.0});
+    const int rep = reps.size() == 1 ? 0 : router.pick(r, outstanding);
+    ++outstanding[size_t(rep)];
+    ++run.routed[size_t(rep)];
+    live.emplace(r.id, Live{r, slot, -1.0, rep});
     if (!stream) run.requests.push_back({r.id, r.arrival_s, -1, -1, r.prompt_tokens, r.output_tokens});
-    sched.add_request(r);
-    launch();
+    reps[size_t(rep)].sched->add_request(r);
+    launch(rep);
   }
-  void launch() {
-    while (auto it = sched.next_iteration()) {
+  void launch(int rep) {
+    ReplicaState& R = reps[size_t(rep)];
+    while (auto it = R.sched->next_iteration()) {
       int64_t idx = it->index;
-      InFlight f{std::move(*it), nullptr};
-      f.cost = &pricer.price(f.it.shape);
-      flight.emplace(idx, std::move(f));
-      enqueue(0, idx);
+      ReplicaState::InFlight f{std::move(*it), nullptr};
+      f.cost = &R.pricer->price(f.it.shape);
+      R.flight.emplace(idx, std::move(f));
+      enqueue(rep, 0, idx);
     }
   }
-  void enqueue(int stage, int64_t idx) {
-    stage_queue[size_t(stage)].push_back(idx);
-    pump(stage);
+  void enqueue(int rep, int stage, int64_t idx) {
+    reps[size_t(rep)].stage_queue[size_t(stage)].push_back(idx);
+    pump(rep, stage);
   }
-  void pump(int stage) {
-    if (stage_busy[size_t(stage)] || stage_queue[size_t(stage)].empty()) return;
-    int64_t idx = stage_queue[size_t(stage)].front();
-    stage_queue[size_t(stage)].pop_front();
-    stage_busy[size_t(stage)] = 1;
-    stage_start[size_t(stage)] = q.now();
-    const IterationCost& c = *flight.at(idx).cost;
-    q.schedule(q.now() + c.stage_s.at(size_t(stage)), dispatch, this, (((idx << 8) | stage) << 1) | kStageDone);
+  void pump(int rep, int stage) {
+    ReplicaState& R = reps[size_t(rep)];
+    if (R.stage_busy[size_t(stage)] || R.stage_queue[size_t(stage)].empty()) return;
+    int64_t idx = R.stage_queue[size_t(stage)].front();
+    R.stage_queue[size_t(stage)].pop_front();
+    R.stage_busy[size_t(stage)] = 1;
+    R.stage_start[size_t(stage)] = q.now();
+    const IterationCost& c = *R.flight.at(idx).cost;
+    q.schedule(q.now() + c.stage_s.at(size_t(stage)), dispatch, this, stage_arg(idx, stage, rep));
   }
-  void stage_done(int stage, int64_t idx) {
-    stage_busy[size_t(stage)] = 0;
-    InFlight& f = flight.at(idx);
+  void stage_done(int rep, int stage, int64_t idx) {
+    ReplicaState& R = reps[size_t(rep)];
+    R.stage_busy[size_t(stage)] = 0;
+    ReplicaState::InFlight& f = R.flight.at(idx);
     if (run.records.size() < record_limit)
-      run.records.push_back({idx, stage, stage_start[size_t(stage)], q.now(), f.it.shape});
-    if (size_t(stage) + 1 < stage_busy.size()) {
-      enqueue(stage + 1, idx);
+      run.records.push_back({idx, stage, R.stage_start[size_t(stage)], q.now(), f.it.shape, rep});
+    if (size_t(stage) + 1 < R.stage_busy.size()) {
+      enqueue(rep, stage + 1, idx);
     } else {
-      complete(idx);
+      complete(rep, idx);
     }
-    pump(stage);
+    pump(rep, stage);
   }
-  void complete(int64_t idx) {
-    InFlight f = std::move(flight.at(idx));
-    flight.erase(idx);
+  void complete(int rep, int64_t idx) {
+    ReplicaState& R = reps[size_t(rep)];
+    ReplicaState::InFlight f = std::move(R.flight.at(idx));
+    R.flight.erase(idx);
     ++run.iterations;
     const IterationCost& c = *f.cost;
     for (size_t g = 0; g < run.gpu.size() && g < c.gpu.size(); ++g) {
@@ -130,9 +162,9 @@ struct ServingSim {
       run.ops_by_source[size_t(k)] += c.ops_by_source[size_t(k)];
       run.seconds_by_source[size_t(k)] += c.seconds_by_source[size_t(k)];
     }
-    for (const SchedulerEvent& e : sched.complete_iteration(f.it)) on_event(e);
+    for (const SchedulerEvent& e : R.sched->complete_iteration(f.it)) on_event(e);
     run.end_s = q.now();
-    launch();
+    launch(rep);
   }
   static RequestTiming timing_of(const Request& r, double first_token_s, double finish_s) {
     return {r.id, r.arrival_s, first_token_s, finish_s, r.prompt_tokens, r.output_tokens};
@@ -149,6 +181,7 @@ struct ServingSim {
     if (e.kind == SchedulerEvent::Kind::Finished) {
       if (stream) stream->add(timing_of(l.r, l.first_token_s, q.now()));
       else run.requests[l.slot].finish_s = q.now();
+      --outstanding[size_t(l.replica)];
       live.erase(it);
       ++finished;
     }
@@ -191,9 +224,10 @@ class Progress {
   Clock::time_point start_, next_;
 };
 
-ServingRun run_serving(RequestStream& requests, Scheduler& sched, IterationPricer& pricer, int gpu_count,
-                       int edge_count, size_t record_limit, bool progress, MetricsAccumulator* stream) {
-  ServingSim s(requests, sched, pricer, record_limit);
+ServingRun run_serving(RequestStream& requests, const std::vector<ReplicaServer>& replicas, Router& router,
+                       int gpu_count, int edge_count, size_t record_limit, bool progress, MetricsAccumulator* stream) {
+  if (replicas.empty() || replicas.size() > 255) throw RuntimeError("run_serving: 1 to 255 replicas");
+  ServingSim s(requests, replicas, router, record_limit);
   s.stream = stream;
   s.run.gpu.assign(size_t(std::max(gpu_count, 0)), TimeSplit{});
   s.run.edge_bytes.assign(size_t(std::max(edge_count, 0)), 0.0);
@@ -207,6 +241,13 @@ ServingRun run_serving(RequestStream& requests, Scheduler& sched, IterationPrice
   if (stream) s.stream_unfinished();
   s.run.events = s.q.events_run();
   return std::move(s.run);
+}
+
+ServingRun run_serving(RequestStream& requests, Scheduler& sched, IterationPricer& pricer, int gpu_count,
+                       int edge_count, size_t record_limit, bool progress, MetricsAccumulator* stream) {
+  Router one(RouterPolicy::RoundRobin, 1);
+  return run_serving(requests, {ReplicaServer{&sched, &pricer}}, one, gpu_count, edge_count, record_limit, progress,
+                     stream);
 }
 
 ServingRun run_serving(const std::vector<Request>& requests, Scheduler& sched, IterationPricer& pricer, int gpu_count,

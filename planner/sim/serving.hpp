@@ -11,6 +11,7 @@
 #include "planner/sim/engine.hpp"
 #include "planner/sim/iteration_cost.hpp"
 #include "planner/sim/metrics.hpp"
+#include "planner/sim/router.hpp"
 #include "planner/sim/scheduler.hpp"
 
 namespace peerplan {
@@ -20,6 +21,7 @@ struct StageRecord {
   int stage = 0;
   double start = 0, end = 0;
   BatchShape shape;
+  int replica = 0;
 };
 
 struct ServingRun {
@@ -32,6 +34,13 @@ struct ServingRun {
   std::array<double, kCostSourceCount> seconds_by_source{};
   std::vector<StageRecord> records;      // the first `record_limit` stage executions (for traces)
   uint64_t events = 0;
+  std::vector<int64_t> routed;           // requests the router sent to each replica
+};
+
+// One replica of a plan: its own scheduler (KV cache, batch limits) and pricer (its GPUs).
+struct ReplicaServer {
+  Scheduler* sched = nullptr;
+  IterationPricer* pricer = nullptr;
 };
 
 // Throws InputError (from the scheduler) for a request that can never fit the KV cache.
@@ -43,6 +52,12 @@ struct ServingRun {
 // stays empty; without it run.requests keeps every request's timing.
 ServingRun run_serving(RequestStream& requests, Scheduler& sched, IterationPricer& pricer, int gpu_count,
                        int edge_count, size_t record_limit = 0, bool progress = false,
+                       MetricsAccumulator* stream = nullptr);
+// A replicated plan: every arrival goes where `router` picks; each replica schedules and runs its
+// own iterations; all share one clock, so the router sees each replica's outstanding requests as
+// they are at that instant. One replica is the call above, event for event.
+ServingRun run_serving(RequestStream& requests, const std::vector<ReplicaServer>& replicas, Router& router,
+                       int gpu_count, int edge_count, size_t record_limit = 0, bool progress = false,
                        MetricsAccumulator* stream = nullptr);
 // Hand-built requests in any order (tests): served by arrival time, timings in the order given.
 ServingRun run_serving(const std::vector<Request>& requests, Scheduler& sched, IterationPricer& pricer,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 namespace peerplan {
 
@@ -42,34 +43,47 @@ void attach_usage(Metrics& m, const ServingRun& run, const Topology& topo) {
 
 namespace {
 
-// One simulation; `serve_with(sched, pricer, acc)` runs the serving loop over the caller's
+// One simulation; `serve_with(servers, router, acc)` runs the serving loop over the caller's
 // requests (acc: the metrics accumulator, or null to keep every timing); `count`: how many
 // requests it will serve.
 template <class Serve>
 Simulation simulate_with(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo,
                          const Workload& workload, int64_t count, const SimulateOptions& opt, const Serve& serve_with) {
   CostModel cost(topo, opt.cost);
-  PlanPricer pricer(plan, cfg, fig, cost, opt.pricer);
+  // One pricer and one scheduler per replica (each replica's GPUs price its own transfers); the
+  // router in front. A one-replica plan is the plan itself.
+  const int R = plan.replica_count();
+  std::vector<Plan> rplans;
+  rplans.reserve(size_t(R));
+  for (int r = 0; r < R; ++r) rplans.push_back(replica_plan(plan, r));
+  std::vector<std::unique_ptr<PlanPricer>> pricers;
+  for (const Plan& rp : rplans) pricers.push_back(std::make_unique<PlanPricer>(rp, cfg, fig, cost, opt.pricer));
   Simulation sim;
   sim.scheduler = SchedulerConfig::from_workload(workload, plan.stages.size() > 1 ? std::max(1, plan.micro_batches) : 1);
   // KV capacity in tokens: what the memory check found room for (sequences at its context). The
   // scheduler reserves each request's real prompt + output, so short requests pack more densely.
   if (opt.memory && opt.memory->max_seqs_that_fit > 0 && opt.memory_context > 0)
     sim.scheduler.kv_capacity_tokens = opt.memory->max_seqs_that_fit * opt.memory_context;
-  Scheduler sched(sim.scheduler);
+  std::vector<std::unique_ptr<Scheduler>> scheds;
+  std::vector<ReplicaServer> servers;
+  for (int r = 0; r < R; ++r) {
+    scheds.push_back(std::make_unique<Scheduler>(sim.scheduler));
+    servers.push_back({scheds.back().get(), pricers[size_t(r)].get()});
+  }
+  Router router(router_policy(plan.router), R);
   Slo slo{workload.slo_ttft_s, workload.slo_tpot_s, workload.slo_e2e_p99_s};
   Metrics& m = sim.metrics;
   if (size_t(count) <= kPerRequestLimit || opt.per_request) {
-    sim.run = serve_with(sched, pricer, nullptr);
+    sim.run = serve_with(servers, router, nullptr);
     m = compute_metrics(sim.run.requests, slo);
     // The metrics keep their own copy of every request's timing: release the run's.
     std::vector<RequestTiming>().swap(sim.run.requests);
   } else {  // a long run: requests stream into the metrics as they finish (see kPerRequestLimit)
     MetricsAccumulator acc(slo, kPerRequestLimit);
-    sim.run = serve_with(sched, pricer, &acc);
+    sim.run = serve_with(servers, router, &acc);
     m = acc.finish();
   }
-  sim.distinct_shapes = pricer.distinct_shapes();
+  for (const auto& pr : pricers) sim.distinct_shapes += pr->distinct_shapes();
   m.kind = "predicted";
   m.plan = plan.name;
   m.model = cfg.name;
@@ -95,6 +109,8 @@ Simulation simulate_with(const Plan& plan, const ModelConfig& cfg, const ModelFi
                        {"chunked_prefill", sim.scheduler.chunked_prefill},
                        {"micro_batches", sim.scheduler.micro_batches},
                        {"kv_capacity_tokens", sim.scheduler.kv_capacity_tokens}};
+  if (R > 1)
+    prov["router"] = {{"policy", plan.router}, {"replicas", R}, {"requests_per_replica", sim.run.routed}};
   prov["quantisation_points_per_octave"] = opt.pricer.per_octave;
   prov["distinct_iteration_shapes"] = sim.distinct_shapes;
   if (cfg.is_moe()) {  // the routing assumption, at this run's typical decode batch (output tokens per iteration)
@@ -114,9 +130,9 @@ Simulation simulate_with(const Plan& plan, const ModelConfig& cfg, const ModelFi
 Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo,
                          const Workload& workload, const RequestSource& requests, const SimulateOptions& opt) {
   return simulate_with(plan, cfg, fig, topo, workload, requests.size(), opt,
-                       [&](Scheduler& sched, IterationPricer& pricer, MetricsAccumulator* acc) {
+                       [&](const std::vector<ReplicaServer>& servers, Router& router, MetricsAccumulator* acc) {
                          WorkloadStream in = requests.stream();
-                         return run_serving(in, sched, pricer, topo.gpu_count(), topo.edge_count(), opt.record_limit,
+                         return run_serving(in, servers, router, topo.gpu_count(), topo.edge_count(), opt.record_limit,
                                             opt.progress, acc);
                        });
 }
@@ -124,9 +140,17 @@ Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFi
 Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo,
                          const Workload& workload, const std::vector<Request>& requests, const SimulateOptions& opt) {
   return simulate_with(plan, cfg, fig, topo, workload, int64_t(requests.size()), opt,
-                       [&](Scheduler& sched, IterationPricer& pricer, MetricsAccumulator* acc) {
-                         return run_serving(requests, sched, pricer, topo.gpu_count(), topo.edge_count(),
-                                            opt.record_limit, opt.progress, acc);
+                       [&](const std::vector<ReplicaServer>& servers, Router& router, MetricsAccumulator* acc) {
+                         if (servers.size() == 1)
+                           return run_serving(requests, *servers[0].sched, *servers[0].pricer, topo.gpu_count(),
+                                              topo.edge_count(), opt.record_limit, opt.progress, acc);
+                         std::vector<Request> sorted = requests;  // a router needs arrival order
+                         std::stable_sort(sorted.begin(), sorted.end(),
+                                          [](const Request& a, const Request& b) { return a.arrival_s < b.arrival_s; });
+                         VectorStream in(sorted);
+                         ServingRun run = run_serving(in, servers, router, topo.gpu_count(), topo.edge_count(),
+                                                      opt.record_limit, opt.progress, acc);
+                         return run;
                        });
 }
 

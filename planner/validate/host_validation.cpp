@@ -81,6 +81,13 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
                             const std::string& model, const std::string& machine_name, Workload w,
                             const HostValidationOptions& o) {
   Loaded in = load_inputs(plan, plan_origin, model, machine_name, o.precision);
+  // The executor runs one copy of a plan; a replicated plan's router and copies are not executed
+  // yet (issue 16), so it is refused before any GPU work rather than measured as something else.
+  if (plan.replica_count() > 1)
+    throw InputError(plan_origin, "replicas",
+                     fmt::format("a plan of one copy: the executor does not run {} replicas behind a router yet; "
+                                 "validate one copy (drop `replicas` and `router`) at 1/{} of the rate",
+                                 plan.replica_count(), plan.replica_count()));
   gpu.check_executable(in.cfg);  // a shape the executor cannot run: refused before any GPU work
   routing::check_routing_for_model(w.moe_routing, in.cfg.experts, in.cfg.name);
   in.cfg.moe_routing = w.moe_routing;  // MoE: simulator and executor route alike

@@ -8,6 +8,7 @@
 #include "planner/model/model_config.hpp"
 #include "planner/model/model_figures.hpp"
 #include "planner/model/workload_requests.hpp"
+#include "planner/strategy/strategy_runner.hpp"
 #include "planner/topology/machine.hpp"
 
 using namespace peerplan;
@@ -285,4 +286,27 @@ TEST(Search, CapacityMeetsJustBelowAndMissesJustAbove) {
   SearchResult all = search_plans(cfg, fig, topo, small_chat(200), so);
   for (const auto& c : all.ranked) EXPECT_TRUE(c.capacity.searched) << c.plan.name;
   EXPECT_DOUBLE_EQ(all.ranked[size_t(all.recommended)].capacity.rate_rps, cap.rate_rps) << "deterministic";
+}
+
+TEST(Search, AtSixteenRequestsPerSecondReplicasAreWeighedAgainstOneWiderPlan) {
+  // Issue 16's case: Llama-3.1-70B on hgx-h100x8, chat at 16 req/s. TP4 alone carries about 10
+  // req/s; two TP4 copies (8 GPUs) or one TP8 are the candidates that can carry 16, and the verdict
+  // says which does it on fewer GPUs.
+  ModelConfig cfg = load_model_config(resolve_model_path("llama-3.1-70b"));
+  ModelFigures fig = derive_figures(cfg);
+  Machine m = load_machine(resolve_machine_path("hgx-h100x8"));
+  Topology topo(m);
+  SearchOptions so;
+  so.num_requests = 400;
+  so.rate_rps = 16.0;
+  so.capacity_recommended = false;
+  so.compare_p2p = false;
+  so.strategy_files = {resolve_strategy("tensor_parallel"), resolve_strategy("data_parallel")};
+  SearchResult r = search_plans(cfg, fig, topo, small_chat(400), so);
+  bool replicated = false;
+  for (const auto& c : r.ranked) replicated |= c.plan.replica_count() > 1;
+  EXPECT_TRUE(replicated) << "replicated plans are among the ranked candidates";
+  EXPECT_NE(r.verdict.find("Replicas or one wider plan"), std::string::npos) << r.verdict;
+  ASSERT_GE(r.recommended, 0);
+  EXPECT_LE(r.ranked[size_t(r.recommended)].plan.num_gpus(), 8) << r.verdict;
 }

@@ -148,3 +148,34 @@ TEST(PlanSim, QuantisedPricingStaysWithinItsDocumentedError) {
   EXPECT_LT(worst, 0.05) << "worst relative error " << worst;
   EXPECT_LT(sum / 60, 0.015) << "mean relative error " << sum / 60;
 }
+
+TEST(PlanSim, TwoReplicasServeTwiceTheLoadAtOneReplicasLatency) {
+  // A load one GPU cannot keep up with (max 4 sequences per iteration) piles up in its queue; two
+  // copies on GPUs 0 and 5 behind a least-outstanding router split it, each GPU busy, and every
+  // request's time goes down. At a light load the copies change nothing: latency is one copy's.
+  Fixture f;
+  Workload w = batch_workload(4);
+  w.max_batched_tokens = 4096;
+  auto load = [](double gap_s) {
+    std::vector<Request> reqs;
+    for (int i = 0; i < 64; ++i) reqs.push_back({i, gap_s * i, 512, 64});
+    return reqs;
+  };
+  Plan one = f.single();
+  Plan two = with_replicas(one, {{0}, {5}}, "least_outstanding");
+  two.name = "dp2xsingle[0]";
+  Simulation a = simulate_plan(one, f.cfg, f.fig, f.topo, w, load(0.01), SimulateOptions{});
+  Simulation b = simulate_plan(two, f.cfg, f.fig, f.topo, w, load(0.01), SimulateOptions{});
+  ASSERT_EQ(b.metrics.completed, 64);
+  EXPECT_LT(b.metrics.e2e.p99, 0.6 * a.metrics.e2e.p99) << "two copies drain the queue about twice as fast";
+  EXPECT_GT(b.metrics.gpus[5].compute_s, 0.3 * b.metrics.gpus[0].compute_s) << "the second copy works";
+  EXPECT_EQ(b.metrics.gpus[1].compute_s, 0.0) << "GPU 1 is in neither copy";
+  const nlohmann::json& router = b.metrics.provenance.at("router");
+  EXPECT_EQ(router.at("policy"), "least_outstanding");
+  EXPECT_EQ(router.at("requests_per_replica")[0].get<int64_t>() + router.at("requests_per_replica")[1].get<int64_t>(), 64);
+  // Light load: one request at a time, so a copy changes no request's latency.
+  Simulation c = simulate_plan(one, f.cfg, f.fig, f.topo, w, load(2.0), SimulateOptions{});
+  Simulation d = simulate_plan(two, f.cfg, f.fig, f.topo, w, load(2.0), SimulateOptions{});
+  EXPECT_NEAR(d.metrics.tpot.p50 / c.metrics.tpot.p50, 1.0, 1e-9);
+  EXPECT_NEAR(d.metrics.ttft.p50 / c.metrics.ttft.p50, 1.0, 1e-9);
+}

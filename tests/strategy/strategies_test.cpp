@@ -35,7 +35,8 @@ std::vector<std::string> names(const std::vector<CandidatePlan>& v) {
 TEST(Strategies, BuiltinsAreListedWithParameters) {
   std::set<std::string> stems;
   for (const auto& f : builtin_strategy_files()) stems.insert(std::filesystem::path(f).stem().string());
-  EXPECT_EQ(stems, (std::set<std::string>{"expert_parallel", "hybrid", "pipeline_parallel", "single_gpu", "tensor_parallel"}));
+  EXPECT_EQ(stems, (std::set<std::string>{"data_parallel", "expert_parallel", "hybrid", "pipeline_parallel", "single_gpu",
+                                          "tensor_parallel"}));
   StrategyInfo tp = describe_strategy(resolve_strategy("tensor_parallel"));
   EXPECT_EQ(tp.name, "tensor_parallel");
   ASSERT_EQ(tp.params.size(), 2u);
@@ -232,6 +233,58 @@ TEST(Strategies, EveryBuiltinOnEveryModelAndMachineCompiles) {
     }
   }
   EXPECT_GT(total, 100);
+}
+
+}  // namespace
+}  // namespace peerplan
+
+namespace peerplan {
+namespace {
+
+TEST(DataParallel, ReplicasOfTp4OnTheTwoHalvesOfAnNvswitchBox) {
+  auto topo = testing::machine("nvswitch-8");
+  auto plans = run("data_parallel", "llama-3.1-70b", *topo);
+  const CandidatePlan* dp = nullptr;
+  for (const auto& c : plans)
+    if (c.plan.replica_count() == 2 && c.plan.stages[0].tp == 4) dp = &c;
+  ASSERT_NE(dp, nullptr) << "dp2 x tp4 among: " << ::testing::PrintToString(names(plans));
+  EXPECT_EQ(dp->plan.num_gpus(), 8);
+  EXPECT_EQ(dp->plan.router, "least_outstanding");
+  std::set<int> all;
+  for (const auto& r : dp->plan.replicas) all.insert(r.begin(), r.end());
+  EXPECT_EQ(all.size(), 8u) << "two disjoint groups of four";
+  EXPECT_GE(dp->memory.max_seqs_that_fit, 64) << "each copy holds its weights and a KV cache: " << dp->memory.why;
+  // Every proposal is a valid plan whose replicas cover disjoint GPUs and whose copies fit.
+  for (const auto& c : plans) {
+    EXPECT_GE(c.plan.replica_count(), 2) << c.plan.name;
+    EXPECT_LE(c.plan.num_gpus(), 8) << c.plan.name;
+    EXPECT_EQ(c.plan.name.rfind("dp", 0), 0u) << c.plan.name;
+  }
+  // 70B in bf16 does not fit one 80 GB GPU: no replicated single-GPU plan is proposed.
+  for (const auto& c : plans) EXPECT_GT(c.plan.gpu_order().size(), 1u) << c.plan.name;
+}
+
+TEST(DataParallel, EightSingleGpuCopiesOfAnEightBModel) {
+  auto topo = testing::machine("nvswitch-8");
+  auto plans = run("data_parallel", "llama-3.1-8b", *topo, {{"replicas", "8"}});
+  const CandidatePlan* dp8 = find(plans, "dp8xsingle[0]");
+  ASSERT_NE(dp8, nullptr) << ::testing::PrintToString(names(plans));
+  EXPECT_EQ(dp8->plan.all_gpus(), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  for (const auto& c : plans) EXPECT_EQ(c.plan.replica_count(), 8) << c.plan.name;
+}
+
+TEST(DataParallel, MoeCopiesMapTheirExpertsOntoTheirOwnGpus) {
+  auto topo = testing::machine("nvswitch-8");
+  auto plans = run("data_parallel", "mixtral-8x7b", *topo);
+  const CandidatePlan* ep = nullptr;
+  for (const auto& c : plans)
+    if (c.plan.ep == 2 && c.plan.replica_count() == 4) ep = &c;
+  ASSERT_NE(ep, nullptr) << ::testing::PrintToString(names(plans));
+  for (int r = 0; r < 4; ++r) {
+    Plan rp = replica_plan(ep->plan, r);
+    const auto& mine = ep->plan.replicas[size_t(r)];
+    for (int g : rp.expert_gpu) EXPECT_NE(std::find(mine.begin(), mine.end(), g), mine.end()) << "replica " << r;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,67 @@
+-- lib.replicas: data-parallel copies of a plan (plan JSON `replicas` and `router`, docs in
+-- plugins/README.md). Each copy gets its own GPUs, stage by stage the best free group of the
+-- stage's size (lib.placement.best_group), so on an 8-GPU NVSwitch box TP4 x 2 is {0-3} and {4-7},
+-- and on a 2-socket PCIe box each copy stays on one socket when it can.
+local M = {}
+
+-- The plan's GPUs in stage order (the order `replicas` lists them in).
+function M.order(plan)
+  local out = {}
+  for _, s in ipairs(plan.stages) do
+    for _, g in ipairs(s.gpus) do out[#out + 1] = g end
+  end
+  return out
+end
+
+-- `copies` GPU lists for plan (the first is the plan's own), or nil when the machine has too few.
+function M.groups(machine, plan, copies)
+  local used, lists = {}, {M.order(plan)}
+  for _, g in ipairs(lists[1]) do used[g] = true end
+  for _ = 2, copies do
+    local list = {}
+    for _, s in ipairs(plan.stages) do
+      local pool = {}
+      for g = 0, machine.gpu_count - 1 do if not used[g] then pool[#pool + 1] = g end end
+      if #pool < #s.gpus then return nil end
+      local g = lib.placement.best_group(machine, #s.gpus, pool)
+      if not g then return nil end
+      for _, x in ipairs(g) do used[x] = true; list[#list + 1] = x end
+    end
+    lists[#lists + 1] = list
+  end
+  return lists
+end
+
+-- plan copied `copies` times behind `router` ("least_outstanding" by default), renamed
+-- "dp<copies>x<name>"; nil when the machine has too few GPUs.
+function M.replicate(machine, plan, copies, router)
+  local lists = M.groups(machine, plan, copies)
+  if not lists then return nil end
+  local out = {}
+  for k, v in pairs(plan) do out[k] = v end
+  out.replicas = lists
+  out.router = router or "least_outstanding"
+  out.name = ("dp%dx%s"):format(copies, plan.name)
+  local notes = {}
+  for i, n in ipairs(plan.notes or {}) do notes[i] = n end
+  notes[#notes + 1] = ("%d replicas behind a %s router: %s"):format(copies, out.router:gsub("_", "-"),
+    table.concat((function()
+      local s = {}
+      for i, l in ipairs(lists) do s[i] = "[" .. lib.plans.ids(l) .. "]" end
+      return s
+    end)(), " "))
+  out.notes = notes
+  return out
+end
+
+-- Replica counts worth proposing for a plan of `size` GPUs on `gpus` GPUs: every count up to 8,
+-- then powers of two (capacity grows about linearly with the count; the search prices each).
+function M.counts(size, gpus)
+  local out = {}
+  for r = 2, gpus // size do
+    if r <= 8 or (r & (r - 1)) == 0 then out[#out + 1] = r end
+  end
+  return out
+end
+
+return M

@@ -11,6 +11,7 @@
 #include "planner/core/files.hpp"
 #include "planner/core/json_in.hpp"
 #include "planner/topology/machine_check.hpp"
+#include "planner/topology/machine_cluster.hpp"
 
 namespace peerplan {
 
@@ -217,6 +218,11 @@ Machine parse_machine_json(const std::string& text, const std::string& origin) {
     m.meta = meta->raw();
   }
   if (auto src = r.opt("sources")) m.sources = parse_sources(*src);
+  if (r.has("cluster")) {  // N hosts and their NICs, expanded into the graph (machine_cluster.hpp)
+    expand_cluster(r, m);
+    validate_machine(m);
+    return m;
+  }
 
   JsonIn gpus = r.array("gpus");
   if (gpus.size() == 0) r.fail("gpus", "expected at least one GPU");

@@ -258,17 +258,26 @@ void Topology::build_path_trees() {
   const int n = gpu_count();
   nearest_nic_.assign(size_t(n), -1);
   nearest_nic_path_.assign(size_t(n), {});
-  for (Vertex v = 0; v < nv; ++v) {
-    if (g_[v].kind != NodeKind::Nic) continue;
-    for (int g = 0; g < n; ++g) {
+  // Each GPU's NIC: the nearest on its host (fewest PCIe hops); among equally near NICs the one
+  // fewest GPUs use so far, so two GPUs behind one switch with two NICs take one each (one rail
+  // per GPU, as NCCL assigns them), and otherwise the first in the machine's order.
+  std::vector<Vertex> nics;
+  for (Vertex v = 0; v < nv; ++v)
+    if (g_[v].kind == NodeKind::Nic) nics.push_back(v);
+  std::map<Vertex, int> users;
+  for (int g = 0; g < n && !nics.empty(); ++g) {
+    for (Vertex v : nics) {
       if (vertex_host_[v] != host_of(g)) continue;
       auto p = pcie_path(gpu_vertices_[size_t(g)], v);
       if (p.empty()) continue;
-      if (nearest_nic_[size_t(g)] < 0 || p.size() < nearest_nic_path_[size_t(g)].size()) {
+      const auto& best = nearest_nic_path_[size_t(g)];
+      if (nearest_nic_[size_t(g)] < 0 || p.size() < best.size() ||
+          (p.size() == best.size() && users[v] < users[Vertex(nearest_nic_[size_t(g)])])) {
         nearest_nic_[size_t(g)] = int(v);
         nearest_nic_path_[size_t(g)] = std::move(p);
       }
     }
+    if (nearest_nic_[size_t(g)] >= 0) ++users[Vertex(nearest_nic_[size_t(g)])];
   }
   for (Edge e : edges_)
     if (g_[e].kind == LinkKind::Network) network_edge_.emplace(std::make_pair(boost::source(e, g_), boost::target(e, g_)), g_[e].index);

@@ -22,7 +22,10 @@ return {
         local map = {}
         for e = 0, model.experts - 1 do map[e + 1] = g[e * ep // model.experts + 1] end
         for _, mode in ipairs({"tp", "replicated"}) do
-          local ok = (a == "both" or a == mode) and (mode == "replicated" or lib.layers.tp_ok(model, ep))
+          -- TP-sharded attention only on one host; across hosts attention is replicated (DP)
+          -- and only the experts' all-to-all crosses the network.
+          local ok = (a == "both" or a == mode) and
+                     (mode == "replicated" or (lib.layers.tp_ok(model, ep) and lib.placement.one_host(machine, g)))
           if ok then
             local plan = lib.plans.pipeline(machine, {g}, {{0, model.layers}})
             plan.ep = ep

@@ -19,7 +19,13 @@ return {
     local max_mem = lib.plans.max_gpu_memory(machine)
     local singles = {}
     for g = 0, machine.gpu_count - 1 do singles[#singles + 1] = {g} end
-    for pp = 2, math.min(machine.gpu_count, model.layers) do
+    -- On a cluster, single-GPU stages stay within one host's count: deeper pipelines of single
+    -- GPUs leave every NVLink idle and put more boundaries on the network (hybrid proposes PP
+    -- across hosts with TP inside them), and each depth costs a layer split and a chain.
+    local host, several = lib.placement.host_size(machine)
+    local deepest = math.min(machine.gpu_count, model.layers)
+    if several then deepest = math.min(deepest, host) end
+    for pp = 2, deepest do
       if options.pp == 0 or options.pp == pp then
         local ranges = lib.layers.balanced_split(model, pp, {by = options.balance})
         local heaviest = 0

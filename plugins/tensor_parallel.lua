@@ -23,7 +23,11 @@ return {
         else
           groups = {(lib.placement.best_group(machine, tp))}
         end
+        local on_one_host = {}  -- a cluster's hosts: TP never crosses the network
         for _, g in ipairs(groups) do
+          if lib.placement.one_host(machine, g) then on_one_host[#on_one_host + 1] = g end
+        end
+        for _, g in ipairs(on_one_host) do
           local plan = lib.plans.pipeline(machine, {g}, {{0, model.layers}})
           plan.name = lib.plans.name(plan)
           local l = machine.link(g[1], g[2])

@@ -16,11 +16,24 @@ function M.mode(machine, a, b)
   return machine.p2p(a, b) and "peer" or "host_staged"
 end
 
--- Seconds to move `bytes` from a to b in the best usable mode.
+-- Seconds to move `bytes` from a to b in the best usable mode. Remembered per machine and size:
+-- chain() asks for the same pairs tens of thousands of times on a 64-GPU cluster (PP depths 2..64,
+-- greedy walks from several starts), and each answer is a priced route in C++.
+local pair_cache = setmetatable({}, {__mode = "k"})
 function M.pair_time(machine, a, b, bytes)
-  local t = machine.transfer_time(a, b, bytes or M.probe_bytes, M.mode(machine, a, b))
-  if not t then t = machine.transfer_time(a, b, bytes or M.probe_bytes, "host_staged") end
-  return t or math.huge
+  bytes = bytes or M.probe_bytes
+  local per = pair_cache[machine]
+  if not per then per = {}; pair_cache[machine] = per end
+  local by_size = per[bytes]
+  if not by_size then by_size = {}; per[bytes] = by_size end
+  local key = a * machine.gpu_count + b
+  local t = by_size[key]
+  if t then return t end
+  t = machine.transfer_time(a, b, bytes, M.mode(machine, a, b))
+  if not t then t = machine.transfer_time(a, b, bytes, "host_staged") end
+  t = t or math.huge
+  by_size[key] = t
+  return t
 end
 
 -- True when every ordered pair of the group can use P2P (NCCL may use it for the collectives).
@@ -336,5 +349,24 @@ function M.islands(machine)
 end
 
 function M.all_gpus(machine) return all_gpus(machine) end
+
+-- True when the GPUs sit on one host: every pair has an NVLink or PCIe path ("-" is the path type
+-- of two GPUs that only the network joins, a cluster's hosts). TP groups stay on one host: their
+-- all-reduces run twice per layer, and a NIC is an order of magnitude slower than NVLink.
+-- GPUs on GPU 0's host (a cluster's hosts are alike), and whether the machine has other hosts.
+function M.host_size(machine)
+  local n = 1
+  for g = 1, machine.gpu_count - 1 do
+    if M.one_host(machine, {0, g}) then n = n + 1 end
+  end
+  return n, n < machine.gpu_count
+end
+
+function M.one_host(machine, gpus)
+  for i = 2, #gpus do
+    if machine.link(gpus[1], gpus[i]).path_type == "-" then return false end
+  end
+  return true
+end
 
 return M

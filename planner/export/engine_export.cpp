@@ -148,8 +148,11 @@ EngineExport export_plan(Engine e, const ExportRequest& r) {
   }
   common_notes(r, s, notes);
   if (replicas.size() > 1)
-    notes.push_back(fmt::format("{} replicas on ports {}..{}: put a load balancer in front of them", replicas.size(),
-                                r.port, r.port + int(replicas.size()) - 1));
+    notes.push_back(fmt::format("{} replicas on ports {}..{}: put a load balancer in front of them{}", replicas.size(),
+                                r.port, r.port + int(replicas.size()) - 1,
+                                r.plan.replicas.empty() ? std::string()
+                                                        : fmt::format(" (the plan was priced with a {} router)",
+                                                                      r.plan.router)));
   x.notes = std::move(notes);
   return x;
 }

@@ -110,6 +110,7 @@ ExportRequest make_export_request(const nlohmann::json& plan_json, const std::st
   const std::vector<int> gpus = r.plan.all_gpus();
   const int machine_gpus = machine ? machine->gpu_count() : (gpus.empty() ? 0 : gpus.back() + 1);
   validate_plan_for_model(r.plan, cfg, machine_gpus, origin);
+  r.replicas = r.plan.replicas;  // a replicated plan: one launch per copy, each on its own GPUs
 
   r.model_ref = engine_model_ref(src.model_arg, cfg, src.engine_model);
   r.checkpoint_quantization = checkpoint_quant_method(cfg);

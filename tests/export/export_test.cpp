@@ -11,7 +11,9 @@
 
 #include "planner/core/error.hpp"
 #include "planner/export/engine_export.hpp"
+#include "planner/export/export_request.hpp"
 #include "planner/export/llamacpp_split.hpp"
+#include "planner/model/model_config.hpp"
 #include "tests/export/flag_list.hpp"
 #include "tests/plan_fixtures.hpp"
 
@@ -272,4 +274,24 @@ TEST(Export, ScriptRunsUnderBashWithTheLaunchWordsIntact) {
 }
 
 }  // namespace
+}  // namespace peerplan
+
+namespace peerplan {
+TEST(Export, AReplicatedPlanIsOneLaunchPerCopy) {
+  // A plan with `replicas` (data_parallel) exports as its copies, each on its GPUs in plan order.
+  ModelConfig cfg = load_model_config(resolve_model_path("llama-3.1-8b"));
+  Plan base = test_plans::tp({0, 1}, int(cfg.layers), "tp2[0,1]");
+  Plan dp = with_replicas(base, {{0, 1}, {3, 2}}, "least_outstanding");
+  Workload w;
+  ExportSources src;
+  src.model_arg = "llama-3.1-8b";
+  ExportRequest r = make_export_request(plan_to_json(dp), "plan.json", cfg, w, src, nullptr);
+  EngineExport x = export_plan(Engine::Vllm, r);
+  ASSERT_EQ(x.launches.size(), 2u);
+  EXPECT_EQ(env_of(x.launches[1], "CUDA_VISIBLE_DEVICES"), "3,2");
+  bool said = false;
+  for (const auto& n : x.notes) said |= n.find("least_outstanding router") != std::string::npos;
+  EXPECT_TRUE(said) << "the notes say which router the plan was priced with";
+}
+
 }  // namespace peerplan

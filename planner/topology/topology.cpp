@@ -192,11 +192,15 @@ Topology::Topology(const Machine& m) : machine_(m) {
       for (int b = 0; b < n; ++b) {
         if (a == b) continue;
         PathType t = path_type(a, b);
-        bool ok = pol == "all" || (pol == "nvlink_only" && t == PathType::NV) ||
-                  (pol == "same_switch" && (t == PathType::NV || t == PathType::PIX || t == PathType::PXB));
+        // GPUs of different hosts (a cluster) never have peer access: CUDA P2P does not cross a NIC.
+        const bool other_host = host_of(a) != host_of(b);
+        bool ok = !other_host && (pol == "all" || (pol == "nvlink_only" && t == PathType::NV) ||
+                                  (pol == "same_switch" && (t == PathType::NV || t == PathType::PIX || t == PathType::PXB)));
         P2PInfo& p = machine_.p2p[size_t(a)][size_t(b)];
         p.access = ok;
-        if (!ok)
+        if (other_host)
+          p.note = "GPUs on different hosts: no peer access across the network";
+        else if (!ok)
           p.note = "no peer access under p2p policy \"" + pol + "\" (path " + to_string(t, nvlinks_between(a, b)) + ")";
       }
   }

@@ -176,7 +176,8 @@ void add_plans_command(CLI::App& app) {
       ->capture_default_str()->check(integer_in(0, 1LL << 50, "bytes"));
   sub->add_option("--lua-instructions", o->lua.instructions, "Instruction budget per script call")
       ->capture_default_str()->check(integer_in(1, 1'000'000'000'000'000LL, "instructions"));
-  sub->add_option("--lua-seconds", o->lua.seconds, "Wall-clock limit per strategy (loading it and candidates() together; its process is killed 0.5 s later)")
+  sub->add_option("--lua-seconds", o->lua.seconds, "Wall-clock limit per strategy (loading it and candidates() together; its process is killed 0.5 s later). "
+                                       "The default grows with machines over 16 GPUs (x GPUs/16: 4 s on 64); a value given is used as is")
       ->capture_default_str()->check(finite_in(0.001, 86400, "seconds"));
   sub->add_option("--lua-memory-mib", o->lua_memory_mib, "Memory cap per script")
       ->capture_default_str()->check(finite_in(1, 1 << 20, "MiB"));

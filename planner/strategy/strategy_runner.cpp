@@ -287,9 +287,10 @@ void check_plan_bounds(const nlohmann::json& j, const std::string& origin) {
 std::vector<CandidatePlan> run_strategies(const std::vector<std::string>& files_in, const ModelConfig& cfg,
                                           const ModelFigures& fig, const CostModel& cost,
                                           const std::map<std::string, std::string>& sets,
-                                          const MemoryOptions& mem, const LuaLimits& limits,
+                                          const MemoryOptions& mem, const LuaLimits& limits_in,
                                           std::vector<StrategyFailure>* failures_out) {
   const Topology& topo = cost.topology();
+  const LuaLimits limits = for_machine(limits_in, topo.gpu_count());  // defaults grow with the machine
   std::vector<std::string> files = files_in.empty() ? builtin_strategy_files() : files_in;
   if (files.empty())
     throw InputError("", "--strategy", "at least one strategy; no plugins/*.lua found (set $PEERPLAN_HOME)");

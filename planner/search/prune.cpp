@@ -147,7 +147,7 @@ double decode_tokens_per_s_upper_bound(const Plan& plan, const PruneContext& ctx
 
 PruneVerdict prune_candidate(const Plan& plan, const MemoryReport& mem, const PruneContext& ctx) {
   PruneVerdict v;
-  if (!mem.fits) {
+  if (!mem.fits && mem.max_seqs_that_fit < 1) {  // as search_plans: not even one sequence fits
     v.keep = false;
     v.bound = "memory";
     v.why = mem.why;

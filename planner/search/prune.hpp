@@ -5,7 +5,8 @@
 // computed from the plan, its MemoryReport, the model's figures, the GPUs' nominal HBM bandwidth
 // and the workload's requests; none runs the simulator.
 //
-// 1. memory: check_memory said the plan does not fit (its reason is kept).
+// 1. memory: check_memory said the plan does not fit, not even one sequence (max_seqs_that_fit < 1,
+//    search_plans' own rule; its reason is kept).
 //
 // 2. tpot (a closed-form decode step time). One decode step of a request passes through every
 //    pipeline stage in order, and stage s must at least read, from HBM, the weights one token

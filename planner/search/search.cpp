@@ -71,10 +71,15 @@ Capacity find_capacity(const Plan& plan, const ModelConfig& cfg, const ModelFigu
   }
   // The highest rate known to meet (lo, with its tokens/s) and the lowest known to miss (hi).
   double lo = 0, lo_tps = 0, hi = 0;
+  // Every probe runs the same plan under the same costs: one price memo for all of them, so each
+  // iteration shape is priced once per search, not once per probe (pricing dominates a run).
+  std::vector<PriceMemo> memos;
+  SimulateOptions so = sim;
+  if (!so.price_memos) so.price_memos = &memos;
   auto probe = [&](double rate) {
     Workload pw = at_rate(w, rate);
     const RequestSource src(pw);  // the same seeded requests, arrivals rescaled
-    Simulation s = simulate_plan(plan, cfg, fig, topo, pw, src, sim);
+    Simulation s = simulate_plan(plan, cfg, fig, topo, pw, src, so);
     ++c.probes;
     if (meets_slos(s.metrics, opt.slo_threshold)) {
       lo = rate;

@@ -82,8 +82,8 @@ std::vector<SimTask> tasks_for_ops(const OpGraph& g, const std::vector<int>& ops
 }
 
 PlanPricer::PlanPricer(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const CostModel& cost,
-                       PricerOptions opt)
-    : plan_(plan), cfg_(cfg), fig_(fig), cost_(cost), opt_(opt) {
+                       PricerOptions opt, PriceMemo* shared)
+    : plan_(plan), cfg_(cfg), fig_(fig), cost_(cost), opt_(opt), shared_(shared) {
   // Every priced shape compiles an op graph (~10^3 small allocations) and frees it; without this
   // glibc hands the heap top back to the kernel after each one and page-faults it in again,
   // which was a third of the search's time.
@@ -137,8 +137,9 @@ PlanPricer::PlanPricer(const Plan& plan, const ModelConfig& cfg, const ModelFigu
 const IterationCost& PlanPricer::price(const BatchShape& shape) {
   BatchShape q = quantize_shape(shape, opt_.per_octave);
   std::array<int64_t, 5> key{q.prefill_seqs, q.prefill_tokens, q.prefill_context, q.decode_seqs, q.decode_context};
-  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-  return memo_.emplace(key, price_exact(q)).first->second;
+  PriceMemo& m = memo();
+  if (auto it = m.find(key); it != m.end()) return it->second;
+  return m.emplace(key, price_exact(q)).first->second;
 }
 
 namespace {

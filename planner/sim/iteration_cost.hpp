@@ -50,6 +50,22 @@ class IterationPricer {
   virtual const IterationCost& price(const BatchShape& shape) = 0;
 };
 
+// Iteration prices by quantised shape. A pricer keeps its own; simulations of the same plan under
+// the same costs (a capacity search's probes) can share one through SimulateOptions::price_memos.
+struct PriceKeyHash {
+  size_t operator()(const std::array<int64_t, 5>& k) const {
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (int64_t v : k) {  // splitmix64 per word
+      uint64_t z = (h ^ uint64_t(v)) + 0x9E3779B97F4A7C15ull;
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      h = z ^ (z >> 31);
+    }
+    return size_t(h);
+  }
+};
+using PriceMemo = std::unordered_map<std::array<int64_t, 5>, IterationCost, PriceKeyHash>;
+
 int64_t quantize_count(int64_t v, int per_octave);
 BatchShape quantize_shape(const BatchShape& s, int per_octave);
 
@@ -67,12 +83,13 @@ std::vector<SimTask> tasks_for_ops(const OpGraph& g, const std::vector<int>& ops
 
 class PlanPricer : public IterationPricer {
  public:
+  // `shared`: a memo kept across simulations of this plan with these costs (null: the pricer's own).
   PlanPricer(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const CostModel& cost,
-             PricerOptions opt = {});
+             PricerOptions opt = {}, PriceMemo* shared = nullptr);
   int num_stages() const override { return int(plan_.stages.size()); }
   const IterationCost& price(const BatchShape& shape) override;
   IterationCost price_exact(const BatchShape& shape) const;  // no memo, no quantisation
-  size_t distinct_shapes() const { return memo_.size(); }
+  size_t distinct_shapes() const { return memo().size(); }
   const CostModel& cost() const { return cost_; }
 
  private:
@@ -87,19 +104,10 @@ class PlanPricer : public IterationPricer {
   ModelFigures rfig_;
   std::vector<double> layer_weight_;  // by reduced layer index
   std::vector<std::vector<int>> routing_layers_;  // by reduced layer index: the model layers it stands for
-  struct KeyHash {
-    size_t operator()(const std::array<int64_t, 5>& k) const {
-      uint64_t h = 0x9E3779B97F4A7C15ull;
-      for (int64_t v : k) {  // splitmix64 per word
-        uint64_t z = (h ^ uint64_t(v)) + 0x9E3779B97F4A7C15ull;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        h = z ^ (z >> 31);
-      }
-      return size_t(h);
-    }
-  };
-  std::unordered_map<std::array<int64_t, 5>, IterationCost, KeyHash> memo_;
+  PriceMemo memo_;
+  PriceMemo* shared_ = nullptr;
+  PriceMemo& memo() { return shared_ ? *shared_ : memo_; }
+  const PriceMemo& memo() const { return shared_ ? *shared_ : memo_; }
 };
 
 }  // namespace peerplan

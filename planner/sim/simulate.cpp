@@ -57,7 +57,10 @@ Simulation simulate_with(const Plan& plan, const ModelConfig& cfg, const ModelFi
   rplans.reserve(size_t(R));
   for (int r = 0; r < R; ++r) rplans.push_back(replica_plan(plan, r));
   std::vector<std::unique_ptr<PlanPricer>> pricers;
-  for (const Plan& rp : rplans) pricers.push_back(std::make_unique<PlanPricer>(rp, cfg, fig, cost, opt.pricer));
+  if (opt.price_memos && opt.price_memos->size() < size_t(R)) opt.price_memos->resize(size_t(R));
+  for (size_t r = 0; r < rplans.size(); ++r)
+    pricers.push_back(std::make_unique<PlanPricer>(rplans[r], cfg, fig, cost, opt.pricer,
+                                                   opt.price_memos ? &(*opt.price_memos)[r] : nullptr));
   Simulation sim;
   sim.scheduler = SchedulerConfig::from_workload(workload, plan.stages.size() > 1 ? std::max(1, plan.micro_batches) : 1);
   // KV capacity in tokens: what the memory check found room for (sequences at its context). The

@@ -25,6 +25,9 @@ struct SimulateOptions {
   // Keep every request's timing (metrics.per_request) even past kPerRequestLimit requests; without
   // it a longer run streams its requests into the metrics and holds only those in flight.
   bool per_request = false;
+  // Prices kept across simulations of the SAME plan, model and cost options (one memo per replica;
+  // resized here): a capacity search's probes price each iteration shape once. Null: per run.
+  std::vector<PriceMemo>* price_memos = nullptr;
 };
 
 struct Simulation {

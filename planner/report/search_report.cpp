@@ -9,6 +9,7 @@
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
 #include "planner/core/text.hpp"
+#include "planner/cost/prediction_band.hpp"
 #include "planner/report/pareto.hpp"
 
 namespace peerplan {
@@ -50,9 +51,14 @@ std::string unmeasured_note(const std::string& model, const nlohmann::json& prov
   } else {
     band = fmt::format(" (roofline: a lower bound only)");
   }
-  return fmt::format("Note: {:.0f} % of {}'s step time is not from measured points{}; measure its shapes with: "
+  const PredictionBand pb = prediction_band(prov);  // the band the table shows (prediction_band.hpp)
+  const std::string figures = pb.lower_bound_only
+                                  ? std::string("; its figures are a lower bound")
+                                  : fmt::format("; its figures ±{:.0f} % TPOT, ±{:.0f} % TTFT", 100 * pb.step_relative,
+                                                100 * pb.ttft_relative);
+  return fmt::format("Note: {:.0f} % of {}'s step time is not from measured points{}{}; measure its shapes with: "
                      "peerplan profile --model {} --out <file>\n",
-                     100 * (fitted + rough), escape_control(model), band, escape_control(model));
+                     100 * (fitted + rough), escape_control(model), band, pb.known ? figures : "", escape_control(model));
 }
 
 namespace {
@@ -113,6 +119,12 @@ constexpr const char* kParetoDefinition =
     "tokens/s per GPU = output tokens/s / the plan's GPUs; tokens/s per user = 1 / TPOT p50; on the front: no other "
     "plan is at least as good in both and better in one";
 
+// What the ± and >= on TTFT / TPOT mean (planner/cost/prediction_band.hpp, docs/simulator.md "Error band").
+constexpr const char* kBandLegend =
+    "  ±: error band from how the figure was priced (measured points: the validated ±5 % TPOT, ±10 % TTFT; fitted "
+    "adds its leave-one-model-out error by share); >=: a lower bound only (over 20 % of step time from rooflines or "
+    "nominal links)\n";
+
 }  // namespace
 
 std::string ranked_table(const SearchResult& r, size_t max_rows) {
@@ -133,18 +145,21 @@ std::string ranked_table(const SearchResult& r, size_t max_rows) {
     o << unmeasured_note(top.metrics.model, top.metrics.provenance);
     if (top.metrics.provenance.contains("moe_routing"))
       o << "MoE routing (plan " << trunc(top.plan.name, 40) << "): " << routing::summary_text(top.metrics.provenance["moe_routing"]) << "\n";
-    o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8} {:>8} {:>6}  {}\n", "#", "plan",
+    o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>12} {:>11} {:>9} {:>9} {:>6} {:>8} {:>8} {:>6}  {}\n", "#", "plan",
                      "gpus", "p2p", "TTFT p50", "TPOT p50", "E2E p99", "out tok/s", "SLO%", "goodput", "capacity",
                      "comm%", "priced from");
-    o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8} {:>8} {:>6}\n", "", "", "", "", "ms",
+    o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>12} {:>11} {:>9} {:>9} {:>6} {:>8} {:>8} {:>6}\n", "", "", "", "", "ms",
                      "ms", "s", "", "", "req/s", "req/s", "");
     for (size_t i = 0; i < r.ranked.size() && i < max_rows; ++i) {
       const CandidateResult& c = r.ranked[i];
       const Metrics& m = c.metrics;
       std::string mark = int(i) == r.recommended ? " *" : "";
-      o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>9} {:>9} {:>9.2f} {:>9.0f} {:>6.1f} {:>8.2f} {:>8} {:>6.1f}  {}{}\n",
+      const PredictionBand band = prediction_band(m.provenance);
+      o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>12} {:>11} {:>9.2f} {:>9.0f} {:>6.1f} {:>8.2f} {:>8} {:>6.1f}  {}{}\n",
                        i + 1, trunc(c.plan.name, 34), c.plan.num_gpus(),
-                       c.plan.num_gpus() > 1 ? (c.p2p ? "on" : "off") : "-", ms(m.ttft.p50), ms(m.tpot.p50), m.e2e.p99,
+                       c.plan.num_gpus() > 1 ? (c.p2p ? "on" : "off") : "-",
+                       with_band(ms(m.ttft.p50), band.ttft_relative, band),
+                       with_band(ms(m.tpot.p50), band.step_relative, band), m.e2e.p99,
                        m.output_tokens_per_s, 100 * m.slo_attainment, m.goodput_rps, capacity_cell(c.capacity),
                        100 * c.comm_fraction, cost_source_summary(m.provenance), mark);
     }
@@ -152,6 +167,7 @@ std::string ranked_table(const SearchResult& r, size_t max_rows) {
     o << fmt::format("  * recommended; SLO% = requests within TTFT and TPOT; capacity = highest rate within the SLOs "
                      "(>= {:.0f}% and all finished; '-': not searched, --capacity searches every plan)\n",
                      100 * r.slo_threshold);
+    o << kBandLegend;
     const std::vector<FrontRow> front = front_rows(r);
     o << fmt::format("\nPareto front ({} of {} plans; {}):\n", front.size(), r.ranked.size(), kParetoDefinition);
     o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>10} {:>11}\n", "#", "plan", "gpus", "p2p", "tok/s/GPU", "tok/s/user");
@@ -214,6 +230,7 @@ nlohmann::json search_to_json(const SearchResult& r) {
                            {"bottleneck", c.bottleneck},
                            {"fix", c.fix},
                            {"kv_max_seqs", c.memory.max_seqs_that_fit},
+                           {"band", band_to_json(prediction_band(c.metrics.provenance))},
                            {"metrics", metrics_to_json(c.metrics, false)}});
   }
   // tokens/s per GPU against tokens/s per user (1 / TPOT p50): the non-dominated plans (pareto.hpp).
@@ -289,9 +306,12 @@ void stage_report_dir(const SearchResult& r, const std::string& dir, OutputSet& 
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const auto& c = r.ranked[i];
     const auto& m = c.metrics;
-    md << fmt::format("| {}{} | `{}` | {} | {} | {:.1f} | {:.2f} | {:.2f} | {:.0f} | {:.1f} | {:.2f} | {} | {:.1f} | {} |\n",
+    const PredictionBand band = prediction_band(m.provenance);
+    md << fmt::format("| {}{} | `{}` | {} | {} | {} | {} | {:.2f} | {:.0f} | {:.1f} | {:.2f} | {} | {:.1f} | {} |\n",
                       i + 1, int(i) == r.recommended ? " ★" : "", esc(c.plan.name), c.plan.num_gpus(),
-                      c.plan.num_gpus() > 1 ? (c.p2p ? "on" : "off") : "-", m.ttft.p50 * 1e3, m.tpot.p50 * 1e3, m.e2e.p99,
+                      c.plan.num_gpus() > 1 ? (c.p2p ? "on" : "off") : "-",
+                      with_band(fmt::format("{:.1f}", m.ttft.p50 * 1e3), band.ttft_relative, band),
+                      with_band(fmt::format("{:.2f}", m.tpot.p50 * 1e3), band.step_relative, band), m.e2e.p99,
                       m.output_tokens_per_s, 100 * m.slo_attainment, m.goodput_rps, capacity_cell(c.capacity), 100 * c.comm_fraction,
                       cost_source_summary(m.provenance));
   }
@@ -313,7 +333,7 @@ void stage_report_dir(const SearchResult& r, const std::string& dir, OutputSet& 
   md << "Every op is priced from the machine file: *measured* (a measured point of that shape), *interpolated* "
         "(between measured points), *extrapolated* (alpha-beta fit or scaling beyond them), *derived* (a roofline "
         "or ring estimate from measured peaks) or *nominal* (datasheet figures). The 'priced from' column gives "
-        "each share of simulated time. Assumptions used where nothing was measured:\n\n```json\n"
+        "each share of simulated time. " << kBandLegend + 2 << "\nAssumptions used where nothing was measured:\n\n```json\n"
      << p.value("assumptions", nlohmann::json::object()).dump(2) << "\n```\n";
   out.add("--report", (fs::path(dir) / "report.md").string(), md.str());
 }

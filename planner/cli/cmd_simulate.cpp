@@ -11,6 +11,7 @@
 #include "planner/cli/trace_options.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
+#include "planner/cost/prediction_band.hpp"
 #include "planner/model/model_config.hpp"
 #include "planner/model/model_figures.hpp"
 #include "planner/model/workload.hpp"
@@ -77,6 +78,7 @@ void run_simulate(const SimCmd& o) {
   const Metrics& m = s.metrics;
   if (!o.out.empty() || o.json) {  // built only when written: it holds every request's timing
     nlohmann::json mj = metrics_to_json(m, true);
+    mj["band"] = band_to_json(prediction_band(m.provenance));  // the error band (docs/simulator.md, "Error band")
     if (!o.out.empty()) write_file_atomic(o.out, mj.dump(1) + "\n");
     if (o.json) {
       if (!o.trace.empty()) write_trace(o, plan, cfg, fig, topo, so, s);
@@ -93,6 +95,13 @@ void run_simulate(const SimCmd& o) {
                        x.p99 * scale, x.mean * scale, unit);
   };
   std::cout << row("TTFT", m.ttft, 1e3, "ms") << row("TPOT", m.tpot, 1e3, "ms") << row("E2E", m.e2e, 1, "s");
+  const PredictionBand band = prediction_band(m.provenance);
+  if (band.known)
+    std::cout << (band.lower_bound_only
+                      ? std::string("  error band: none, the figures are a lower bound only (")
+                      : fmt::format("  error band: TTFT ±{:.0f} %, TPOT ±{:.0f} % (", 100 * band.ttft_relative,
+                                    100 * band.step_relative))
+              << band.basis << ")\n";
   std::cout << fmt::format("  {:.0f} output tok/s, {} of {} requests finished, {:.1f}% within SLO (goodput {:.2f} req/s), "
                            "{} iterations ({} shapes priced)\n",
                            m.output_tokens_per_s, m.completed, m.requests, 100 * m.slo_attainment, m.goodput_rps,

@@ -141,6 +141,7 @@ ModelFigures derive_figures(const ModelConfig& cfg) {
   f.embedding_params = cfg.vocab * cfg.hidden;
   f.lm_head_params = cfg.tied_embeddings ? 0 : cfg.vocab * cfg.hidden;
   f.final_norm_params = cfg.hidden;
+  f.dense_dtype = cfg.dense_dtype();
   f.model_matrices.push_back(MatrixShape{"embedding", cfg.vocab, cfg.hidden, 1, true});
   f.model_matrices.push_back(MatrixShape{"lm_head", cfg.hidden, cfg.vocab, 1, true});
   for (auto& m : f.model_matrices) {
@@ -175,8 +176,9 @@ std::vector<std::pair<std::string, int64_t>> ModelFigures::weight_bytes_by_dtype
     for (const auto& m : l.matrices) add_m(m);
   add_m(model_matrices[0]);
   if (lm_head_params > 0) add_m(model_matrices[1]);
-  // Norms, biases and sinks: the rest of weight_bytes, in the model's dense dtype.
-  const std::string dense = dtype_name(model_matrices[0].format.dtype);
+  // Norms, biases and sinks: the rest of weight_bytes, in the model's dense dtype (not the
+  // embedding's format: a GGUF's embedding may be quantized while its norms stay dense).
+  const std::string dense = dtype_name(dense_dtype);
   by[dense] += double(weight_bytes) - matrices;
   std::vector<std::pair<std::string, int64_t>> out;
   for (const char* n : {"bf16", "fp16", "fp8", "int8", "int4", "mxfp4"})

@@ -58,6 +58,7 @@ struct ModelFigures {
   int64_t embedding_params = 0;
   int64_t lm_head_params = 0;       // 0 when tied
   int64_t final_norm_params = 0;
+  DType dense_dtype = DType::BF16;  // norms, biases, sinks: the model's dense dtype (cfg.dense_dtype())
   std::vector<LayerFigures> layers;
   // Outside the decoder layers: "embedding" (a lookup, not a GEMM: k = vocab, n = hidden) and
   // "lm_head" (k = hidden, n = vocab; a GEMM even when tied, then it reuses the embedding's storage).

@@ -229,14 +229,16 @@ TEST(Gguf, PlanMemoryCountsTheFileBytes) {
   MemoryReport r = check_memory(one, c, fig, m, mo);
   EXPECT_EQ(r.gpus[0].weights, expected);
   EXPECT_EQ(r.gpus[0].weights, 4912898304 - 64 * 4 - 65 * 4096 * 2) << "the file's 4.91 GB, norms at 2 bytes not 4";
-  // By format: the block types under int4 (Q4_K and Q6_K: 4.5 and 6.5625 bits). The norms' 0.5 MB
-  // land there too: weight_bytes_by_dtype labels non-matrix weights with the embedding's format.
+  // By format: the block types under int4 (Q4_K and Q6_K: 4.5 and 6.5625 bits), exactly the matrix
+  // bytes; the norms' 0.5 MB under the model's dense dtype (bf16), not the embedding's format.
   int64_t by_dtype = 0;
   for (const auto& [name, b] : r.weight_bytes_by_dtype) by_dtype += b;
   EXPECT_EQ(by_dtype, expected);
-  ASSERT_FALSE(r.weight_bytes_by_dtype.empty());
-  EXPECT_EQ(r.weight_bytes_by_dtype.back().first, "int4");
-  EXPECT_GE(r.weight_bytes_by_dtype.back().second, int64_t(matrix_bytes));
+  ASSERT_EQ(r.weight_bytes_by_dtype.size(), 2u);
+  EXPECT_EQ(r.weight_bytes_by_dtype[0].first, "bf16");
+  EXPECT_EQ(r.weight_bytes_by_dtype[0].second, int64_t(2 * vector_elems));
+  EXPECT_EQ(r.weight_bytes_by_dtype[1].first, "int4");
+  EXPECT_EQ(r.weight_bytes_by_dtype[1].second, int64_t(matrix_bytes));
   // The mixed matrix of a use_more_bits layer (attn_v in Q6_K): q/k Q4_K + v Q6_K, bytes summed.
   const MatrixShape* qkv = nullptr;
   for (const auto& mm : fig.layers[0].matrices)

@@ -19,9 +19,12 @@ return {
     for _, tp in ipairs(lib.layers.divisors(model.heads)) do
       if 2 * tp <= n and (tp == 1 or lib.layers.tp_ok(model, tp)) and model.weight_bytes / tp < max_mem then
         local g = lib.placement.best_group(machine, tp)
-        local plan = lib.plans.pipeline(machine, {g}, {{0, model.layers}})
-        plan.name = lib.plans.name(plan)
-        bases[#bases + 1] = plan
+        if not lib.placement.one_host(machine, g) then g = nil end  -- TP over the network: not proposed
+        if g then
+          local plan = lib.plans.pipeline(machine, {g}, {{0, model.layers}})
+          plan.name = lib.plans.name(plan)
+          bases[#bases + 1] = plan
+        end
       end
     end
     -- ... a two-stage pipeline of single GPUs (a model too big for one GPU, on PCIe boxes) ...
@@ -44,6 +47,7 @@ return {
       for _, ep in ipairs(lib.layers.divisors(model.experts)) do
         if ep >= 2 and 2 * ep <= n and lib.layers.tp_ok(model, ep) and model.weight_bytes / ep < max_mem then
           local g = lib.placement.best_group(machine, ep)
+          if not lib.placement.one_host(machine, g) then goto next_ep end  -- TP-sharded attention: one host
           local plan = lib.plans.pipeline(machine, {g}, {{0, model.layers}})
           plan.ep, plan.ep_attention = ep, "tp"
           plan.expert_gpu = {}
@@ -51,14 +55,19 @@ return {
           plan.name = ("ep%d-tp[%s]"):format(ep, lib.plans.ids(g))
           bases[#bases + 1] = plan
         end
+        ::next_ep::
       end
     end
     local plans = {}
     for _, base in ipairs(bases) do
-      local size = #lib.replicas.order(base)
-      for _, r in ipairs(lib.replicas.counts(size, n)) do
-        if options.replicas == 0 or options.replicas == r then
-          local p = lib.replicas.replicate(machine, base, r, options.router)
+      local counts = {}
+      for _, r in ipairs(lib.replicas.counts(#lib.replicas.order(base), n)) do
+        if options.replicas == 0 or options.replicas == r then counts[#counts + 1] = r end
+      end
+      if #counts > 0 then
+        local lists = lib.replicas.groups(machine, base, counts[#counts])  -- once, for the largest count
+        for _, r in ipairs(counts) do
+          local p = lib.replicas.replicate(machine, base, r, options.router, lists)
           if p then plans[#plans + 1] = p end
         end
       end

@@ -1,5 +1,7 @@
 #include "planner/search/search.hpp"
 
+#include "planner/search/prune.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -308,10 +310,20 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
     }
   }
 
-  // Simulate in parallel: every job has its own cost model and pricer; the topology is shared read-only.
-  for_each_parallel(jobs.size(), opt.threads, [&](size_t i) {
-      CandidateResult& r = jobs[i];
-      if (!r.why_not.empty()) return;
+  // Cheap bounds first (prune.hpp): a plan that cannot meet the SLOs at this rate is not simulated.
+  // Only when the objective ranks by the SLOs; plans that do not fit are already out.
+  const bool by_slos = opt.prune && (opt.objective == Objective::Gpus || opt.objective == Objective::Goodput);
+  const PruneContext pctx = prune_context(cfg, fig, topo.machine(), wl, opt.capacity.slo_threshold, by_slos);
+  PruneTally tally;
+  for (CandidateResult& r : jobs) {
+    if (!r.why_not.empty()) continue;
+    PruneVerdict v = prune_candidate(r.plan, r.memory, pctx);
+    tally.add(v);
+    if (v.keep) continue;
+    r.pruned_by = v.bound;
+    r.why_not = "not simulated: the " + v.bound + " bound says it cannot meet the SLOs: " + v.why;
+  }
+  auto simulate_job = [&](CandidateResult& r) {
       try {
         SimulateOptions so = opt.sim;
         so.memory = r.memory;
@@ -323,7 +335,32 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
       } catch (const std::exception& e) {
         r.why_not = std::string("simulation failed: ") + e.what();
       }
+  };
+  // Simulate in parallel: every job has its own cost model and pricer; the topology is shared read-only.
+  for_each_parallel(jobs.size(), opt.threads, [&](size_t i) {
+    if (jobs[i].why_not.empty()) simulate_job(jobs[i]);
   });
+  // When no survivor meets the SLOs the ranking falls back to goodput, where a pruned plan still
+  // has its place (a rate-pruned one may have some goodput; with nothing else simulated, even a
+  // TPOT-pruned one belongs in the table): the pruned plans are simulated after all.
+  bool any_meets = false;
+  for (const CandidateResult& r : jobs)
+    any_meets |= r.simulated && meets_slos(r.metrics, opt.capacity.slo_threshold);
+  std::vector<size_t> again;
+  for (size_t i = 0; i < jobs.size(); ++i)
+    if (!any_meets && !jobs[i].pruned_by.empty()) again.push_back(i);
+  for_each_parallel(again.size(), opt.threads, [&](size_t k) {
+    CandidateResult& r = jobs[again[k]];
+    r.why_not.clear();
+    r.pruned_by.clear();
+    simulate_job(r);
+  });
+  res.pruned = tally.pruned() - tally.memory - int(again.size());
+  if (res.pruned > 0 || !again.empty())
+    res.pruned_summary = tally.summary() + (again.empty() ? std::string()
+                                                          : fmt::format("; no survivor met the SLOs, so the {} "
+                                                                        "pruned were simulated after all",
+                                                                        again.size()));
 
   for (CandidateResult& r : jobs) {
     if (!r.simulated) {
@@ -490,6 +527,7 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
                                            100 * (off.metrics.ttft.p50 / std::max(on.metrics.ttft.p50, 1e-12) - 1),
                                            base_name(r.plan.name)));
       }
+    if (!res.pruned_summary.empty()) res.advice.push_back("Search: " + res.pruned_summary + ".");
     if (m.completed < m.requests)
       res.advice.push_back(fmt::format("{} of {} requests did not finish: the plan cannot hold them in its KV cache.",
                                        m.requests - m.completed, m.requests));
@@ -525,6 +563,7 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
   res.provenance["requests"] = wl.num_requests;
   res.provenance["seed"] = wl.seed;
   res.provenance["candidates"] = jobs.size();
+  res.provenance["pruned"] = res.pruned;
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
 }

@@ -61,6 +61,7 @@ struct SearchOptions {
   std::vector<std::string> strategy_files; // empty: the shipped plugins
   std::map<std::string, std::string> sets; // strategy parameters (--set key=value)
   bool compare_p2p = true;                 // also simulate each multi-GPU plan with P2P off
+  bool prune = true;                       // skip plans the cheap bounds rule out (planner/search/prune.hpp)
   int threads = 2;                         // candidates simulated in parallel
   double min_gain = 0.05;                  // a bigger plan must beat a smaller one by this much
   CapacityOptions capacity;                // slo_threshold also decides "meets the SLOs" for `gpus`
@@ -76,7 +77,8 @@ struct CandidateResult {
   bool multi_gpu = false;
   MemoryReport memory;
   bool simulated = false;
-  std::string why_not;        // didn't fit / failed to simulate: the reason
+  std::string why_not;        // didn't fit / failed to simulate / pruned: the reason
+  std::string pruned_by;      // "tpot" or "rate": a cheap bound said it cannot meet the SLOs (prune.hpp)
   Metrics metrics;
   double score = 0;           // by the objective; higher is better
   bool meets_slos = false;    // at the requested rate (meets_slos())
@@ -102,6 +104,8 @@ struct SearchResult {
   int recommended = -1;       // index into ranked, -1 when nothing fits
   int best_overall = -1;
   std::vector<GpuStep> gpu_steps;  // ascending GPU count, the best-ranked plan at each
+  int pruned = 0;             // candidates not simulated because a cheap bound ruled them out
+  std::string pruned_summary; // how many, by which bound ("" when none)
   std::string verdict;        // one paragraph, for people
   std::vector<std::string> advice;
   nlohmann::json provenance;

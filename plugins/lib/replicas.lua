@@ -13,30 +13,43 @@ function M.order(plan)
   return out
 end
 
--- `copies` GPU lists for plan (the first is the plan's own), or nil when the machine has too few.
+-- Up to `copies` GPU lists for plan (the first is the plan's own): fewer when the machine runs out
+-- of GPUs, or of groups on one host for a stage that must not span hosts (TP needs NVLink or PCIe
+-- between its GPUs, not the network). Copy k is the same whatever `copies` is, so callers build
+-- the lists once for their largest count and take prefixes.
 function M.groups(machine, plan, copies)
   local used, lists = {}, {M.order(plan)}
   for _, g in ipairs(lists[1]) do used[g] = true end
-  for _ = 2, copies do
+  local free = machine.gpu_count - #lists[1]
+  while #lists < copies and free >= #lists[1] do
     local list = {}
     for _, s in ipairs(plan.stages) do
-      local pool = {}
-      for g = 0, machine.gpu_count - 1 do if not used[g] then pool[#pool + 1] = g end end
-      if #pool < #s.gpus then return nil end
-      local g = lib.placement.best_group(machine, #s.gpus, pool)
-      if not g then return nil end
+      local g
+      if #s.gpus == 1 then  -- any free GPU will do: the lowest id, no search
+        for x = 0, machine.gpu_count - 1 do if not used[x] then g = {x}; break end end
+      else
+        local pool = {}
+        for x = 0, machine.gpu_count - 1 do if not used[x] then pool[#pool + 1] = x end end
+        g = lib.placement.best_group(machine, #s.gpus, pool)
+        if g and not lib.placement.one_host(machine, g) then g = nil end
+      end
+      if not g then return lists end
       for _, x in ipairs(g) do used[x] = true; list[#list + 1] = x end
+      free = free - #g
     end
     lists[#lists + 1] = list
   end
   return lists
 end
 
--- plan copied `copies` times behind `router` ("least_outstanding" by default), renamed
--- "dp<copies>x<name>"; nil when the machine has too few GPUs.
-function M.replicate(machine, plan, copies, router)
-  local lists = M.groups(machine, plan, copies)
-  if not lists then return nil end
+-- plan copied onto the first `copies` of `lists` (M.groups; built here when nil) behind `router`
+-- ("least_outstanding" by default), renamed "dp<copies>x<name>"; nil when there are fewer lists.
+function M.replicate(machine, plan, copies, router, lists)
+  lists = lists or M.groups(machine, plan, copies)
+  if #lists < copies then return nil end
+  local taken = {}
+  for i = 1, copies do taken[i] = lists[i] end
+  lists = taken
   local out = {}
   for k, v in pairs(plan) do out[k] = v end
   out.replicas = lists

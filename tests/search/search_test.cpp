@@ -317,3 +317,40 @@ TEST(Search, AtSixteenRequestsPerSecondReplicasAreWeighedAgainstOneWiderPlan) {
   ASSERT_GE(r.recommended, 0);
   EXPECT_LE(r.ranked[size_t(r.recommended)].plan.num_gpus(), 8) << r.verdict;
 }
+
+TEST(Search, PrunedPlansAreThoseThatCouldNotHaveMetTheSlos) {
+  // Llama-3.1-70B on hgx-h100x8 with a 25 ms TPOT SLO: a pipeline reads all 141 GB of weights per
+  // decode step at <= 3.35 TB/s per GPU, >= 42 ms, so every pure pipeline is ruled out unsimulated;
+  // TP4 and TP8 meet the SLOs. Pruning must not change the recommendation or any survivor's figures.
+  ModelConfig cfg = load_model_config(resolve_model_path("llama-3.1-70b"));
+  ModelFigures fig = derive_figures(cfg);
+  Machine m = load_machine(resolve_machine_path("hgx-h100x8"));
+  Topology topo(m);
+  Workload w = small_chat(200);
+  w.slo_tpot_s = 0.025;
+  SearchOptions so;
+  so.num_requests = 200;
+  so.capacity_recommended = false;
+  so.compare_p2p = false;
+  so.strategy_files = {resolve_strategy("tensor_parallel"), resolve_strategy("pipeline_parallel")};
+  SearchResult pruned = search_plans(cfg, fig, topo, w, so);
+  so.prune = false;
+  SearchResult full = search_plans(cfg, fig, topo, w, so);
+  EXPECT_GT(pruned.pruned, 0) << pruned.pruned_summary;
+  EXPECT_EQ(pruned.provenance["pruned"], pruned.pruned);
+  for (const auto& c : pruned.rejected)
+    if (!c.pruned_by.empty()) {
+      EXPECT_EQ(c.pruned_by, "tpot") << c.plan.name;
+      EXPECT_EQ(c.plan.stages[0].tp, 1) << c.plan.name << " is a pipeline";
+      for (const auto& f : full.ranked)
+        if (f.plan.name == c.plan.name) EXPECT_FALSE(f.meets_slos) << c.plan.name << " would have met the SLOs";
+    }
+  ASSERT_GE(pruned.recommended, 0);
+  EXPECT_EQ(pruned.ranked[size_t(pruned.recommended)].plan.name, full.ranked[size_t(full.recommended)].plan.name);
+  for (const auto& c : pruned.ranked)
+    for (const auto& f : full.ranked)
+      if (f.plan.name == c.plan.name) EXPECT_EQ(c.metrics.tpot.p50, f.metrics.tpot.p50) << c.plan.name;
+  bool said = false;
+  for (const auto& a : pruned.advice) said |= a.find("cannot meet the TPOT SLO") != std::string::npos;
+  EXPECT_TRUE(said) << "the output says what was pruned and why";
+}

@@ -1,6 +1,7 @@
 // Text rendering of a model's derived figures (what `peerplan model` prints).
 #include "planner/model/model_summary.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -72,6 +73,38 @@ Signature signature(const LayerFigures& l) {
   std::string m;
   for (const auto& x : l.matrices) m += fmt::format("{}:{}x{}x{};", x.name, x.k, x.n, x.count);
   return {l.moe, l.params, l.active_params, l.attn_params, l.mlp_params, l.flops_per_token, l.kv_bytes_per_token, m};
+}
+
+// What the summary's "quantized" line says about the weights outside the quantized layers: which
+// are dense, and which are stored in another format (a GGUF's embedding is often Q4_K / Q6_K too).
+std::string unquantized_parts(const ModelConfig& c, const ModelFigures& f, const WeightFormat& q) {
+  std::vector<std::string> dense, same;
+  std::string other;
+  auto place = [&](const WeightFormat& w, const std::string& label) {
+    if (w.scales == ScaleLayout::None) dense.push_back(label);
+    else if (w == q) same.push_back(label);
+    else other += fmt::format("; {} {}", label, describe(w));
+  };
+  const MatrixShape& emb = f.model_matrices.at(0);
+  place(emb.format, c.tied_embeddings ? "embedding (and the tied LM head)" : "embedding");
+  if (c.is_moe())  // routers: the first layer that has one
+    for (const auto& l : f.layers) {
+      auto it = std::find_if(l.matrices.begin(), l.matrices.end(), [](const MatrixShape& m) { return m.name == "router"; });
+      if (it == l.matrices.end()) continue;
+      place(it->format, "router");
+      break;
+    }
+  dense.push_back("norms");
+  dense.push_back("biases");
+  if (!c.tied_embeddings) place(f.model_matrices.at(1).format, "LM head");
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  std::string out = "dense: " + join(dense);
+  if (!same.empty()) out = "also " + join(same) + "; " + out;
+  return out + other;
 }
 
 std::string count_cell(const MatrixShape& m, int64_t top_k) {
@@ -152,8 +185,7 @@ std::string model_summary_text(const ModelConfig& c, const ModelFigures& f, cons
                                                                 c.quant.ignore.size())) +
                          (origin.empty() && c.quant.ignore.empty() ? "" : ")"),
                      c.quant.activations, c.quant.activation_scheme.empty() ? "" : " " + c.quant.activation_scheme));
-    if (q) line("    quantized       " + describe(*q) + "; dense: embedding, router, norms, biases" +
-                (c.quant.lm_head ? "" : ", LM head"));
+    if (q) line("    quantized       " + describe(*q) + "; " + unquantized_parts(c, f, *q));
   }
   std::string kv_formula =
       c.mla ? fmt::format("{} layers x (kv_lora_rank {} + qk_rope {}) x {} B, the compressed latent", c.layers,

@@ -15,6 +15,7 @@
 #include "planner/model/gguf.hpp"
 #include "planner/model/model_config.hpp"
 #include "planner/model/model_figures.hpp"
+#include "planner/model/model_summary.hpp"
 #include "planner/topology/machine.hpp"
 #include "tests/model/gguf_writer.hpp"
 #include "tests/plan_fixtures.hpp"
@@ -250,6 +251,22 @@ TEST(Gguf, PlanMemoryCountsTheFileBytes) {
   // Two GPUs of TP 2 hold the same bytes between them (norms replicated).
   MemoryReport r2 = check_memory(test_plans::tp({0, 1}, int(c.layers)), c, fig, m, mo);
   EXPECT_NEAR(double(r2.gpus[0].weights + r2.gpus[1].weights), double(expected + 2 * vector_elems), 64.0);
+}
+
+TEST(Gguf, SummarySaysWhichWeightsAreDense) {
+  // The Q4_K_M file's embedding is Q4_K: the summary must not call it dense (it did: "dense:
+  // embedding, router, ..."), and a dense model has no router to name.
+  ModelConfig c = gguf_model_config(real_q4_k_m());
+  ModelFigures fig = derive_figures(c);
+  ASSERT_NE(fig.model_matrices[0].format.scales, ScaleLayout::None) << "fixture: a quantized embedding";
+  const std::string s = model_summary_text(c, fig);
+  const size_t at = s.find("    quantized       ");
+  ASSERT_NE(at, std::string::npos) << s;
+  const std::string line = s.substr(at, s.find('\n', at) - at);
+  EXPECT_EQ(line.find("dense: embedding"), std::string::npos) << line;
+  EXPECT_EQ(line.find("router"), std::string::npos) << line;
+  EXPECT_NE(line.find("dense: norms, biases"), std::string::npos) << line;
+  EXPECT_NE(line.find("embedding"), std::string::npos) << "the embedding's own format is named: " << line;
 }
 
 TEST(Gguf, Q4FitsWhereBf16DoesNot) {

@@ -89,6 +89,29 @@ TEST(QuantCost, UnmeasuredFormatScalesTheBf16PriceByTheRoofline) {
   EXPECT_NEAR(cost.price(big4, false).seconds / bf16, 1.0, 0.01);
 }
 
+TEST(QuantCost, Bf16EquivalentUsesTheStoredBytesNotTheLabel) {
+  // A GGUF Q6_K matrix is labelled int4 but stores 210 bytes per 256 weights (6.5625 bits).
+  Op q6k = decode_gemm(DType::INT4);
+  q6k.mem_bytes = (8.0 * 4096 * 2) * 2 + 4096.0 * 4096 * 210.0 / 256.0;
+  const Op b = bf16_equivalent(q6k);
+  EXPECT_EQ(b.wdtype, DType::BF16);
+  EXPECT_DOUBLE_EQ(b.mem_bytes, decode_gemm(DType::BF16).mem_bytes) << "the bf16 kernel of the same shape";
+  // Grouped: m counts rows over all touched experts, batch_count the experts.
+  Op g = q6k;
+  g.kind = OpKind::GroupedGemm, g.m = 24, g.batch_count = 3;
+  g.mem_bytes = (24.0 * 4096 + 24.0 * 4096) * 2 + 3 * 4096.0 * 4096 * 210.0 / 256.0;
+  EXPECT_DOUBLE_EQ(bf16_equivalent(g).mem_bytes, (24.0 * 4096 + 24.0 * 4096) * 2 + 3 * 4096.0 * 4096 * 2);
+  // Priced from a bf16 row only: scaled by stored / bf16 bytes, ~0.41 (the label's bits gave ~0.35).
+  Machine m = simtest::pcie_switch_machine(1);
+  m.measurements = Measurements{};
+  m.measurements->gemms = {row(8, 4096, 4096, "bf16", 20e-6)};
+  Topology topo(m);
+  CostModel cost(topo);
+  const double want = q6k.mem_bytes / decode_gemm(DType::BF16).mem_bytes;
+  EXPECT_NEAR(cost.price(q6k, false).seconds / 20e-6, want, 0.005);
+  EXPECT_NEAR(want, 0.41, 0.01);
+}
+
 TEST(QuantCost, TensorRateByComputeCapability) {
   EXPECT_EQ(tensor_rate_factor(DType::FP8_E4M3, "9.0"), 2.0);
   EXPECT_EQ(tensor_rate_factor(DType::FP8_E4M3, "8.9"), 2.0);  // Ada (RTX 4090, L40S)

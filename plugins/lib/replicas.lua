@@ -57,12 +57,13 @@ function M.replicate(machine, plan, copies, router, lists)
   out.name = ("dp%dx%s"):format(copies, plan.name)
   local notes = {}
   for i, n in ipairs(plan.notes or {}) do notes[i] = n end
-  notes[#notes + 1] = ("%d replicas behind a %s router: %s"):format(copies, out.router:gsub("_", "-"),
-    table.concat((function()
-      local s = {}
-      for i, l in ipairs(lists) do s[i] = "[" .. lib.plans.ids(l) .. "]" end
-      return s
-    end)(), " "))
+  local shown = {}  -- at most four copies named: a note stays short on 1024 GPUs
+  for i, l in ipairs(lists) do
+    if i > 4 then shown[#shown + 1] = ("... (%d more)"):format(#lists - 4); break end
+    shown[i] = "[" .. lib.plans.ids(l) .. "]"
+  end
+  notes[#notes + 1] = ("%d replicas behind a %s router: %s"):format(copies, (out.router:gsub("_", "-")),
+                                                                   table.concat(shown, " "))
   out.notes = notes
   return out
 end

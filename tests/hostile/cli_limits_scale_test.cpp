@@ -30,7 +30,10 @@ Timed run_plans(const ScratchDir& d, const std::string& script, std::vector<std:
                 const std::string& seconds = "1") {
   std::string file = d.write("hostile.lua", script);
   std::vector<std::string> args = {"plans", "--model", "llama-3.1-8b", "--machine", "hgx-h100x8", "--strategy", file,
-                                   "--lua-seconds", seconds, "--lua-memory-mib", "64"};
+                                   "--lua-seconds", seconds, "--lua-memory-mib", "64",
+                                   // These cases are about the clock: an instruction budget far out of reach,
+                                   // else the 150 M default fires first on a fast host (either stops it in ~1 s).
+                                   "--lua-instructions", "100000000000"};
   args.insert(args.end(), extra.begin(), extra.end());
   auto t0 = Clock::now();
   Timed t;

@@ -42,6 +42,8 @@ std::string gpus_of(const Plan& p) {
     if (i) s += "|";
     for (size_t g = 0; g < p.stages[i].gpus.size(); ++g) s += (g ? "," : "") + std::to_string(p.stages[i].gpus[g]);
   }
+  if (p.replica_count() > 1)  // the other copies' GPUs are in --json
+    s += fmt::format(" (+{} cop{}, {} GPUs)", p.replica_count() - 1, p.replica_count() == 2 ? "y" : "ies", p.num_gpus());
   return s;
 }
 

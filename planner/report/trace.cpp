@@ -39,7 +39,13 @@ nlohmann::json chrome_trace(const Plan& plan, const ModelConfig& cfg, const Mode
   ev.push_back(meta("process_name", kPidStages, -1, "pipeline stages (iterations)"));
   ev.push_back(meta("process_name", kPidGpus, -1, "GPU streams"));
   ev.push_back(meta("process_name", kPidLinks, -1, "links (point-to-point traffic)"));
-  for (size_t s = 0; s < plan.stages.size(); ++s) ev.push_back(meta("thread_name", kPidStages, int(s), fmt::format("stage {}", s)));
+  // A replicated plan: each copy's stages get their own tracks, and its ops are drawn on its GPUs.
+  const int S = int(plan.stages.size()), R = plan.replica_count();
+  std::vector<Plan> copies;
+  for (int r = 0; r < R; ++r) copies.push_back(replica_plan(plan, r));
+  for (int r = 0; r < R; ++r)
+    for (int s = 0; s < S; ++s)
+      ev.push_back(meta("thread_name", kPidStages, r * S + s, R > 1 ? fmt::format("copy {} stage {}", r, s) : fmt::format("stage {}", s)));
   for (int g : plan.all_gpus()) {
     ev.push_back(meta("thread_name", kPidGpus, 2 * g, fmt::format("gpu{} compute", g)));
     ev.push_back(meta("thread_name", kPidGpus, 2 * g + 1, fmt::format("gpu{} copy engine", g)));
@@ -53,14 +59,17 @@ nlohmann::json chrome_trace(const Plan& plan, const ModelConfig& cfg, const Mode
 
   std::map<int, std::vector<std::pair<double, double>>> link_spans;
   std::map<int, double> link_bytes;
-  std::map<std::array<int64_t, 5>, OpGraph> graphs;  // one compile per shape
+  std::map<std::array<int64_t, 6>, OpGraph> graphs;  // one compile per copy and shape
   for (const StageRecord& rec : run.records) {
-    X(fmt::format("iter {} stage {}", rec.iteration, rec.stage), "iteration", kPidStages, rec.stage, rec.start, rec.end,
-      {{"shape", shape_text(rec.shape)}});
+    const int copy = std::clamp(rec.replica, 0, R - 1);
+    X(R > 1 ? fmt::format("copy {} iter {} stage {}", copy, rec.iteration, rec.stage)
+            : fmt::format("iter {} stage {}", rec.iteration, rec.stage),
+      "iteration", kPidStages, copy * S + rec.stage, rec.start, rec.end, {{"shape", shape_text(rec.shape)}});
     BatchShape q = quantize_shape(rec.shape, popt.per_octave);
-    std::array<int64_t, 5> key{q.prefill_seqs, q.prefill_tokens, q.prefill_context, q.decode_seqs, q.decode_context};
+    std::array<int64_t, 6> key{copy, q.prefill_seqs, q.prefill_tokens, q.prefill_context, q.decode_seqs, q.decode_context};
     auto it = graphs.find(key);
-    if (it == graphs.end()) it = graphs.emplace(key, compile_iteration(plan, cfg, fig, topo.machine(), q)).first;
+    if (it == graphs.end())
+      it = graphs.emplace(key, compile_iteration(copies[size_t(copy)], cfg, fig, topo.machine(), q)).first;
     const OpGraph& g = it->second;
     const bool graph_launch = q.prefill_tokens == 0;
     // The stage's ops, layer segment by layer segment, as the pricer runs them.

@@ -62,3 +62,36 @@ TEST(Trace, ParsesAndEventsNestWithoutOverlapOnAnyTrack) {
   // Stage spans must cover their iteration's ops: every GPU op lies inside some stage span.
   EXPECT_EQ(j["otherData"]["plan"], "tp2pp2");
 }
+
+TEST(Trace, EachCopyOfAReplicatedPlanHasItsOwnTracksAndGpus) {
+  // Two TP2 copies on GPUs {0,1} and {4,5}: requests alternate (round robin), so both copies' stage
+  // tracks carry iterations and both copies' GPUs carry ops; nothing is drawn on GPUs 2, 3, 6, 7.
+  ModelConfig cfg = load_model_config(resolve_model_path("llama-3.1-8b"));
+  ModelFigures fig = derive_figures(cfg);
+  Machine m = load_machine(resolve_machine_path("pcie-gen5x8-2socket"));
+  Topology topo(m);
+  Plan p = with_replicas(test_plans::tp({0, 1}, 32, "tp2"), {{0, 1}, {4, 5}}, "round_robin");
+  Workload w;
+  w.name = "t";
+  w.max_num_seqs = 16;
+  std::vector<Request> reqs;
+  for (int i = 0; i < 8; ++i) reqs.push_back({i, 0.002 * i, 200, 4});
+  SimulateOptions so;
+  so.record_limit = 40;
+  Simulation s = simulate_plan(p, cfg, fig, topo, w, reqs, so);
+  CostModel cost(topo);
+  nlohmann::json j = chrome_trace(p, cfg, fig, cost, s.run, so.pricer, s.metrics.provenance);
+  std::map<int, int> stage_events, gpu_events;  // by tid
+  bool named = false;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["args"].contains("name")) named |= e["args"]["name"] == "copy 1 stage 0";
+    if (e["ph"] != "X") continue;
+    if (e["pid"] == 1) ++stage_events[e["tid"].get<int>()];
+    if (e["pid"] == 2) ++gpu_events[e["tid"].get<int>() / 2];
+  }
+  EXPECT_TRUE(named);
+  EXPECT_GT(stage_events[0], 0);
+  EXPECT_GT(stage_events[1], 0) << "copy 1's stage 0 is track 1";
+  for (int g : {0, 1, 4, 5}) EXPECT_GT(gpu_events[g], 0) << "gpu" << g;
+  for (int g : {2, 3, 6, 7}) EXPECT_EQ(gpu_events[g], 0) << "gpu" << g;
+}

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "planner/model/workload_requests.hpp"
+
 namespace peerplan {
 
 double required_decode_rate(const std::vector<Request>& requests, double slo_ttft_s, double slo_tpot_s,
@@ -61,17 +63,27 @@ PruneContext prune_context(const ModelConfig& cfg, const ModelFigures& fig, cons
   c.slo_bounds = slo_bounds;
   c.max_num_seqs = std::max<int64_t>(w.max_num_seqs, 1);
   if (!slo_bounds) return c;
-  std::vector<Request> reqs = w.generate();
-  if (reqs.empty()) return c;
-  int64_t min_prompt = reqs.front().prompt_tokens;
-  size_t multi = 0;
-  for (const auto& r : reqs) {
+  // One streamed pass (a search of 10^7 requests must not hold them all: issue 21); the rate bound
+  // sorts the requests by deadline, so it keeps them only up to kRateBoundRequests and is left
+  // out (no pruning by rate: safe) beyond.
+  const RequestSource source(w);
+  if (source.size() <= 0) return c;
+  const bool keep = source.size() <= kRateBoundRequests;
+  std::vector<Request> reqs;
+  if (keep) reqs.reserve(size_t(source.size()));
+  WorkloadStream in = source.stream();
+  Request r;
+  int64_t min_prompt = INT64_MAX, n = 0, multi = 0;
+  while (in.next(r)) {
     min_prompt = std::min(min_prompt, r.prompt_tokens);
     multi += r.output_tokens > 1 ? 1 : 0;
+    ++n;
+    if (keep) reqs.push_back(r);
   }
+  if (n == 0) return c;
   c.min_prompt_tokens = std::max<int64_t>(min_prompt, 1);
-  c.multi_token_share = double(multi) / double(reqs.size());
-  c.required_decode_tps = required_decode_rate(reqs, w.slo_ttft_s, w.slo_tpot_s, slo_threshold);
+  c.multi_token_share = double(multi) / double(n);
+  if (keep) c.required_decode_tps = required_decode_rate(reqs, w.slo_ttft_s, w.slo_tpot_s, slo_threshold);
   return c;
 }
 

@@ -47,6 +47,9 @@
 
 namespace peerplan {
 
+// The rate bound holds the requests (sorted by deadline) up to this many; beyond, it is not applied.
+inline constexpr int64_t kRateBoundRequests = 1'000'000;
+
 // What the bounds need from the workload, computed once per search (prune_context).
 struct PruneContext {
   const ModelConfig* cfg = nullptr;

@@ -4,6 +4,7 @@
 
 #include "planner/core/error.hpp"
 #include "planner/core/suggest.hpp"
+#include "planner/model/routing.hpp"
 #include "planner/plan/plan.hpp"
 
 namespace peerplan {
@@ -25,13 +26,8 @@ int Router::pick(const Request& r, const std::vector<int64_t>& outstanding) {
       return int(i % replicas_);
     case RouterPolicy::LeastOutstanding:
       return int(std::min_element(outstanding.begin(), outstanding.begin() + replicas_) - outstanding.begin());
-    case RouterPolicy::SessionAffinity: {
-      // splitmix64 of the session: a session's requests land together, sessions spread evenly.
-      uint64_t z = uint64_t(r.session >= 0 ? r.session : r.id) + 0x9E3779B97F4A7C15ull;
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-      return int((z ^ (z >> 31)) % uint64_t(replicas_));
-    }
+    case RouterPolicy::SessionAffinity:  // a hash of the session: its requests land together, sessions spread evenly
+      return int(routing::mix64(uint64_t(r.session >= 0 ? r.session : r.id)) % uint64_t(replicas_));
   }
   return 0;
 }

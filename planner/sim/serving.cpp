@@ -250,13 +250,13 @@ ServingRun run_serving(RequestStream& requests, Scheduler& sched, IterationPrice
                      stream);
 }
 
-ServingRun run_serving(const std::vector<Request>& requests, Scheduler& sched, IterationPricer& pricer, int gpu_count,
-                       int edge_count, size_t record_limit, bool progress, MetricsAccumulator* stream) {
+ServingRun run_serving(const std::vector<Request>& requests, const std::vector<ReplicaServer>& replicas, Router& router,
+                       int gpu_count, int edge_count, size_t record_limit, bool progress, MetricsAccumulator* stream) {
   bool ordered = true;
   for (size_t i = 1; i < requests.size() && ordered; ++i) ordered = requests[i - 1].arrival_s <= requests[i].arrival_s;
   if (ordered) {
     VectorStream in(requests);
-    return run_serving(in, sched, pricer, gpu_count, edge_count, record_limit, progress, stream);
+    return run_serving(in, replicas, router, gpu_count, edge_count, record_limit, progress, stream);
   }
   // Out of order: served by arrival (ties in the order given), then reported in the order given.
   std::vector<size_t> order(requests.size());
@@ -267,13 +267,20 @@ ServingRun run_serving(const std::vector<Request>& requests, Scheduler& sched, I
   sorted.reserve(requests.size());
   for (size_t i : order) sorted.push_back(requests[i]);
   VectorStream in(sorted);
-  ServingRun run = run_serving(in, sched, pricer, gpu_count, edge_count, record_limit, progress, stream);
+  ServingRun run = run_serving(in, replicas, router, gpu_count, edge_count, record_limit, progress, stream);
   if (!run.requests.empty()) {
     std::vector<RequestTiming> given(run.requests.size());
     for (size_t k = 0; k < order.size(); ++k) given[order[k]] = run.requests[k];
     run.requests = std::move(given);
   }
   return run;
+}
+
+ServingRun run_serving(const std::vector<Request>& requests, Scheduler& sched, IterationPricer& pricer, int gpu_count,
+                       int edge_count, size_t record_limit, bool progress, MetricsAccumulator* stream) {
+  Router one(RouterPolicy::RoundRobin, 1);
+  return run_serving(requests, {ReplicaServer{&sched, &pricer}}, one, gpu_count, edge_count, record_limit, progress,
+                     stream);
 }
 
 }  // namespace peerplan

@@ -59,6 +59,10 @@ ServingRun run_serving(RequestStream& requests, Scheduler& sched, IterationPrice
 ServingRun run_serving(RequestStream& requests, const std::vector<ReplicaServer>& replicas, Router& router,
                        int gpu_count, int edge_count, size_t record_limit = 0, bool progress = false,
                        MetricsAccumulator* stream = nullptr);
+// Hand-built requests in any order (tests), through a router: served by arrival time, timings in the order given.
+ServingRun run_serving(const std::vector<Request>& requests, const std::vector<ReplicaServer>& replicas, Router& router,
+                       int gpu_count, int edge_count, size_t record_limit = 0, bool progress = false,
+                       MetricsAccumulator* stream = nullptr);
 // Hand-built requests in any order (tests): served by arrival time, timings in the order given.
 ServingRun run_serving(const std::vector<Request>& requests, Scheduler& sched, IterationPricer& pricer,
                        int gpu_count, int edge_count, size_t record_limit = 0, bool progress = false,

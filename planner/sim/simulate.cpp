@@ -144,16 +144,8 @@ Simulation simulate_plan(const Plan& plan, const ModelConfig& cfg, const ModelFi
                          const Workload& workload, const std::vector<Request>& requests, const SimulateOptions& opt) {
   return simulate_with(plan, cfg, fig, topo, workload, int64_t(requests.size()), opt,
                        [&](const std::vector<ReplicaServer>& servers, Router& router, MetricsAccumulator* acc) {
-                         if (servers.size() == 1)
-                           return run_serving(requests, *servers[0].sched, *servers[0].pricer, topo.gpu_count(),
-                                              topo.edge_count(), opt.record_limit, opt.progress, acc);
-                         std::vector<Request> sorted = requests;  // a router needs arrival order
-                         std::stable_sort(sorted.begin(), sorted.end(),
-                                          [](const Request& a, const Request& b) { return a.arrival_s < b.arrival_s; });
-                         VectorStream in(sorted);
-                         ServingRun run = run_serving(in, servers, router, topo.gpu_count(), topo.edge_count(),
-                                                      opt.record_limit, opt.progress, acc);
-                         return run;
+                         return run_serving(requests, servers, router, topo.gpu_count(), topo.edge_count(),
+                                            opt.record_limit, opt.progress, acc);
                        });
 }
 

@@ -87,6 +87,7 @@ TEST(Sandbox, EndlessLoopStopsAtTheInstructionBudget) {
 TEST(Sandbox, TableGrowingWithoutBoundHitsTheMemoryCap) {
   LuaLimits l;
   l.memory_bytes = 16 << 20;
+  l.seconds = 60;  // the cap is under test, not the clock: a loaded CI box under ASan is slow
   Outcome o = run("grow.lua", strategy("    local t = {}\n    for i = 1, 1e12 do t[i] = i end"), l);
   ASSERT_TRUE(o.threw);
   EXPECT_HAS(o.message, "memory cap of 16 MiB exceeded");
@@ -96,6 +97,7 @@ TEST(Sandbox, TableGrowingWithoutBoundHitsTheMemoryCap) {
 TEST(Sandbox, StringRepBombHitsTheMemoryCap) {
   LuaLimits l;
   l.memory_bytes = 16 << 20;
+  l.seconds = 60;  // the cap is under test, not the clock: a loaded CI box under ASan is slow
   Outcome o = run("rep.lua", strategy("    local s = ('x'):rep(1e12)"), l);
   ASSERT_TRUE(o.threw);
   EXPECT_HAS(o.message, "memory cap of 16 MiB exceeded");
@@ -180,6 +182,7 @@ TEST(Sandbox, FinalizersAreRefusedBecauseLuaRunsThemWithHooksOff) {
 TEST(Sandbox, SharedSubtablesCannotAmplifyPastTheCap) {
   LuaLimits l;
   l.memory_bytes = 16 << 20;
+  l.seconds = 60;  // the cap is under test, not the clock: a loaded CI box under ASan is slow
   Outcome o = run("dag.lua", strategy("    local x = {}\n    for i = 1, 22 do x = {x, x} end\n"
                                       "    return {{name = 'dag', stages = {{gpus = {0}, layer_begin = 0, layer_end = model.layers}}, extra = {x}}}"),
                   l);

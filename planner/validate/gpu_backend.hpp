@@ -36,6 +36,7 @@ struct ExecSettings {
 // GPU times come from CUDA events aligned to it.
 struct IterationRecord {
   int64_t index = 0;
+  int replica = 0;                // the plan's copy that ran it (0 without replicas)
   BatchShape shape;
   bool graph = false;             // decode-only: a CUDA graph replay
   bool new_tokens_count = false;  // first iteration with this many tokens (GEMM shapes first seen)

@@ -14,12 +14,13 @@ nlohmann::json iteration_report(const ServeResult& res, PlanPricer& pricer, std:
     double gpu = 0, pred = 0, enqueue = 0, lag = 0, wake = 0;
   };
   std::map<std::string, Sum> by;
-  double prev_done = 0;
+  std::map<int, double> prev_done;  // per copy: each copy's scheduler waits on its own iterations only
   for (const IterationRecord& r : res.iterations) {
     const IterationCost& c = pricer.price(r.shape);
     double pred = 0;
     for (double x : c.stage_s) pred += x;
     its.push_back({{"index", r.index},
+                   {"replica", r.replica},
                    {"prefill_seqs", r.shape.prefill_seqs},
                    {"prefill_tokens", r.shape.prefill_tokens},
                    {"prefill_context", r.shape.prefill_context},
@@ -43,9 +44,9 @@ nlohmann::json iteration_report(const ServeResult& res, PlanPricer& pricer, std:
     s.gpu += r.gpu_end_s - r.gpu_start_s;
     s.pred += pred;
     s.enqueue += r.host_enqueued_s - r.host_begin_s;
-    s.lag += std::max(0.0, r.host_begin_s - prev_done);
+    s.lag += std::max(0.0, r.host_begin_s - prev_done[r.replica]);
     s.wake += r.host_done_s - r.gpu_end_s;
-    prev_done = r.host_done_s;
+    prev_done[r.replica] = r.host_done_s;
   }
   std::string t = "\n  iterations: GPU span (CUDA events) vs the simulator's price of the same shape; host times per iteration\n";
   t += fmt::format("  {:<26} {:>5} {:>10} {:>10} {:>8} {:>11} {:>11} {:>11}\n", "kind", "n", "GPU mean", "predicted",

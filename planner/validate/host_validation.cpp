@@ -48,7 +48,8 @@ Loaded load_inputs(const Plan& plan, const std::string& plan_origin, const std::
 void predict_op_classes(ServeResult& res, const Plan& plan, const Loaded& in, const CostModel& cost, bool cuda_graphs) {
   std::map<std::pair<std::string, std::string>, double> pred_cls;
   for (const BatchShape& sh : res.class_shapes) {
-    OpGraph g = compile_iteration(plan, in.cfg, in.fig, in.machine, sh);
+    // The executor timed copy 0 (every copy runs the same shapes on its own GPUs).
+    OpGraph g = compile_iteration(plan.replica_count() > 1 ? replica_plan(plan, 0) : plan, in.cfg, in.fig, in.machine, sh);
     const bool graph = cuda_graphs && sh.prefill_seqs == 0;
     std::string label;
     for (const auto& c : res.op_classes)
@@ -81,12 +82,13 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
                             const std::string& model, const std::string& machine_name, Workload w,
                             const HostValidationOptions& o) {
   Loaded in = load_inputs(plan, plan_origin, model, machine_name, o.precision);
-  // The executor runs one copy of a plan; a replicated plan's router and copies are not executed
-  // yet (issue 16), so it is refused before any GPU work rather than measured as something else.
-  if (plan.replica_count() > 1)
+  // A replicated plan runs as its copies behind the simulator's router, one engine per copy on this
+  // host (profiler/exec/serve.cpp); under --mpi the ranks are one copy's GPUs.
+  if (plan.replica_count() > 1 && o.ranks)
     throw InputError(plan_origin, "replicas",
-                     fmt::format("a plan of one copy: the executor does not run {} replicas behind a router yet; "
-                                 "validate one copy (drop `replicas` and `router`) at 1/{} of the rate",
+                     fmt::format("a plan of one copy under --mpi: run the {} copies without --mpi (one process drives "
+                                 "every copy on this host), or validate one copy (drop `replicas` and `router`) at "
+                                 "1/{} of the rate",
                                  plan.replica_count(), plan.replica_count()));
   gpu.check_executable(in.cfg);  // a shape the executor cannot run: refused before any GPU work
   routing::check_routing_for_model(w.moe_routing, in.cfg.experts, in.cfg.name);
@@ -145,7 +147,9 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
   c.context["rate_rps"] = w.rate_rps;
   c.context["max_num_seqs"] = w.max_num_seqs;
   if (sim.metrics.provenance.contains("moe_routing")) c.context["moe_routing"] = sim.metrics.provenance["moe_routing"];
-  PlanPricer pricer(plan, in.cfg, in.fig, cost, so.pricer);
+  // Iterations are priced as copy 0's (copies are the same sub-plan on GPUs of the same kind).
+  const Plan copy0 = plan.replica_count() > 1 ? replica_plan(plan, 0) : plan;
+  PlanPricer pricer(copy0, in.cfg, in.fig, cost, so.pricer);
   std::string iter_table;
   nlohmann::json iters = iteration_report(res, pricer, &iter_table);
   std::cout << comparison_table(c) << iter_table;

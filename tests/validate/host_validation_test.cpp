@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "planner/core/error.hpp"
+#include "planner/core/files.hpp"
 #include "planner/model/workload.hpp"
 #include "planner/plan/p2p_off.hpp"
 #include "planner/plan/plan.hpp"
@@ -39,6 +40,7 @@ class FakeBackend : public GpuBackend {
   ExecSettings settings;
   std::string refuse_field;  // non-empty: check_executable refuses the model on this field
   std::string checked_model;
+  int served_copies = 0;
 
   void check_executable(const ModelConfig& cfg) override {
     checked_model = cfg.name;
@@ -60,6 +62,7 @@ class FakeBackend : public GpuBackend {
                     const ExecSettings& s) override {
     ++serve_calls;
     served = w;
+    served_copies = plan.replica_count();
     settings = s;
     // Every request: first token 20 ms after arrival, then 10 ms per output token.
     std::vector<RequestTiming> t;
@@ -77,6 +80,10 @@ class FakeBackend : public GpuBackend {
     it.gpu_start_s = 1.0;
     it.gpu_end_s = 1.005;
     res.iterations.push_back(it);
+    if (plan.replica_count() > 1) {  // the other copy's iteration, as the executor reports it
+      it.replica = 1;
+      res.iterations.push_back(it);
+    }
     res.provenance = {{"executor", "fake"}};
     return res;
   }
@@ -197,4 +204,56 @@ TEST(HostValidation, AP2pOffPlanRunsWithoutPeerAccessAndReportsAreWritten) {
                         "iterations.json"})
     EXPECT_TRUE(fs::exists(out / f)) << f;
   fs::remove_all(out);
+}
+
+// A rank group of one rank 0, for the --mpi refusals.
+class OneRank : public RankGroup {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  void barrier() override {}
+  std::string broadcast(const std::string& s) override { return s; }
+  void check_plan(const std::vector<int>&, const std::string&) override {}
+  void join_gpus() override {}
+  std::vector<std::string> preflight(const Plan&, const std::string&, const Machine&, const std::string&,
+                                     const MemoryReport&, const PreflightOptions&) override {
+    return {};
+  }
+};
+
+TEST(HostValidation, AReplicatedPlanIsExecutedAsItsCopiesAndReportedPerCopy) {
+  // Issue 16: two single-GPU copies of Llama-3.1-8B behind a least-outstanding router. The planner
+  // hands the executor the whole replicated plan (one engine per copy, serve.cpp) and predicts it
+  // with the simulator's router; the iterations report names each iteration's copy.
+  FakeBackend gpu;
+  const Plan base = load_plan(kPlan);
+  const Plan dp2 = with_replicas(base, {{0}, {1}}, "least_outstanding");
+  const fs::path out = fs::temp_directory_path() / ("peerplan-hv-dp-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  fs::remove_all(out);
+  HostValidationOptions o;
+  o.out = out.string();
+  Comparison c = quiet(gpu, dp2, kPlan, small_chat(), o);
+  EXPECT_EQ(gpu.serve_calls, 1);
+  EXPECT_EQ(gpu.served_copies, 2) << "the executor is given every copy, not copy 0 alone";
+  ASSERT_EQ(c.op_classes.size(), 1u);
+  EXPECT_GT(c.op_classes[0].predicted_s, 0.001) << "priced as one copy's iteration";
+  const nlohmann::json iters = nlohmann::json::parse(read_text_file((out / "iterations.json").string()));
+  ASSERT_EQ(iters.at("iterations").size(), 2u);
+  EXPECT_EQ(iters["iterations"][0].at("replica"), 0);
+  EXPECT_EQ(iters["iterations"][1].at("replica"), 1);
+  fs::remove_all(out);
+
+  // Under --mpi the ranks are one copy's GPUs: refused before any GPU work, saying what to do.
+  FakeBackend mpi;
+  OneRank ranks;
+  HostValidationOptions m;
+  m.ranks = &ranks;
+  try {
+    quiet(mpi, dp2, kPlan, small_chat(), m);
+    FAIL() << "expected a refusal";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "replicas");
+    EXPECT_NE(std::string(e.what()).find("without --mpi"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(mpi.serve_calls + mpi.kv_calls, 0);
 }

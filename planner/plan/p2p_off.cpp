@@ -7,6 +7,7 @@ namespace peerplan {
 Plan p2p_off_variant(const Plan& p) {
   Plan off = p;
   off.p2p = false;
+  off.allreduce = ArSetting::Nccl;  // peer-memory kernels need P2P: every engine falls back to NCCL
   off.boundary_modes.assign(p.stages.empty() ? 0 : p.stages.size() - 1, "host_staged");
   off.name = p.name + kP2pOffSuffix;
   return off;

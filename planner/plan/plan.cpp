@@ -139,6 +139,8 @@ void validate_plan(const Plan& p, int64_t model_layers, int64_t model_experts, i
     if (p.boundary_modes[i] != "peer" && p.boundary_modes[i] != "host_staged")
       fail(fmt::format("boundary_modes/{}", i), "\"peer\" or \"host_staged\", got \"" + p.boundary_modes[i] + "\"");
   if (p.micro_batches < 1) fail("micro_batches", "an integer >= 1");
+  if (!p.p2p && p.allreduce == ArSetting::Custom)
+    fail("allreduce", "not \"custom\" with p2p false: peer-memory kernels need P2P (use \"nccl\" or an engine's auto)");
   validate_replicas(p, machine_gpus, origin);
   if (p.ep_attention != "tp" && p.ep_attention != "replicated")
     fail("ep_attention", "\"tp\" or \"replicated\", got \"" + p.ep_attention + "\"");
@@ -195,7 +197,7 @@ void check_keys(const JsonIn& node, const std::vector<std::string>& valid, const
 }
 
 const std::vector<std::string> kPlanKeys = {"version", "name", "strategy", "stages", "ep", "expert_gpu", "ep_attention",
-                                            "boundary_modes", "p2p", "micro_batches", "notes", "extra",
+                                            "boundary_modes", "p2p", "allreduce", "micro_batches", "notes", "extra",
                                             "replicas", "router"};
 // Written next to a plan by `peerplan plans --json` / `--out`: read back without complaint, not used.
 const std::vector<std::string> kPlanReportKeys = {"memory", "strategy_file"};
@@ -242,6 +244,12 @@ Plan parse_plan_json(const nlohmann::json& j, const std::string& origin) {
     p.boundary_modes.assign(p.stages.empty() ? 0 : p.stages.size() - 1, "peer");
   }
   p.p2p = in.boolean_or("p2p", true);
+  const std::string ar = in.str_or("allreduce", "nccl");
+  try {
+    p.allreduce = allreduce_setting_from_string(ar);
+  } catch (const std::invalid_argument&) {
+    in.fail("allreduce", one_of_with_suggestion(ar, allreduce_setting_names()));
+  }
   p.micro_batches = small_int(in, in.integer_or("micro_batches", 1), "micro_batches");
   if (auto notes = in.opt("notes")) {
     if (notes->is_array()) {
@@ -279,6 +287,7 @@ nlohmann::json plan_to_json(const Plan& p) {
   j["ep_attention"] = p.ep_attention;
   j["boundary_modes"] = p.boundary_modes;
   j["p2p"] = p.p2p;
+  if (p.allreduce != ArSetting::Nccl) j["allreduce"] = to_string(p.allreduce);
   j["micro_batches"] = p.micro_batches;
   j["notes"] = p.notes;
   j["extra"] = p.extra;

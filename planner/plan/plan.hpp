@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "planner/plan/allreduce_rule.hpp"
+
 namespace peerplan {
 
 inline constexpr int kPlanSchemaVersion = 1;
@@ -33,6 +35,9 @@ struct Plan {
   // Transfer mode at each stage boundary i -> i+1: "peer" or "host_staged". size == stages - 1.
   std::vector<std::string> boundary_modes;
   bool p2p = true;            // collectives may use P2P (false: as NCCL_P2P_DISABLE=1)
+  // Which all-reduce the TP groups run (allreduce_rule.hpp): NCCL, peer-memory kernels, or an
+  // engine's rule. JSON "allreduce", written only when not "nccl" (plans before it read as nccl).
+  ArSetting allreduce = ArSetting::Nccl;
   int micro_batches = 1;      // pipeline micro-batches in flight
   std::vector<std::string> notes;  // why the script proposed it
   nlohmann::json extra = nlohmann::json::object();  // free-form script data, kept verbatim

@@ -60,6 +60,7 @@ class Builder {
     op.layer = layer;
     op.gpus = std::move(gpus);
     op.p2p = plan_.p2p;
+    if (k == OpKind::AllReduce) op.allreduce = plan_.allreduce;
     return op;
   }
   void gemm(const std::string& name, int stage, int layer, int gpu, int64_t m, int64_t n, int64_t k, int64_t batch = 1) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "planner/core/dtype.hpp"
+#include "planner/plan/allreduce_rule.hpp"
 #include "planner/topology/collective.hpp"
 #include "planner/topology/topology.hpp"
 
@@ -81,6 +82,7 @@ struct Op {
   int64_t bytes = 0;        // collective: per-rank buffer (nccl-tests "size"); Send: bytes moved
   TransferMode mode = TransferMode::PeerCopyEngine;
   bool p2p = true;          // collectives: NCCL P2P allowed
+  ArSetting allreduce = ArSetting::Nccl;  // AllReduce: the plan's setting; the kernel is choose_allreduce's
   std::vector<int> deps;
 };
 
@@ -91,7 +93,7 @@ struct Op {
 inline auto priced_fields(const Op& o) {
   return std::tie(o.kind, o.gpus, o.m, o.n, o.k, o.batch_count, o.flops, o.mem_bytes, o.attn_batch, o.attn_q_len,
                   o.attn_context, o.attn_heads, o.attn_kv_heads, o.attn_head_dim, o.attn_prefill, o.ew, o.ew_rows,
-                  o.ew_cols, o.group_max_rows, o.wdtype, o.kv_dtype, o.bytes, o.mode, o.p2p);
+                  o.ew_cols, o.group_max_rows, o.wdtype, o.kv_dtype, o.bytes, o.mode, o.p2p, o.allreduce);
 }
 inline constexpr size_t kOpPlacementFields = 7;  // id, name, stage, layer, deps, expert_first, expert_count
 // Hash of priced_fields (equal for ops that compare equal: -0.0 and 0.0 hash alike).

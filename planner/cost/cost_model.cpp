@@ -8,6 +8,7 @@
 #include "planner/cost/collective_cost.hpp"
 #include "planner/cost/compute_cost.hpp"
 #include "planner/cost/grouped_gemm_cost.hpp"
+#include "planner/cost/peer_allreduce_cost.hpp"
 #include "planner/cost/cross_host_collective.hpp"
 #include "planner/cost/quant_cost.hpp"
 #include "planner/cost/transfer_cost.hpp"
@@ -149,6 +150,20 @@ OpCost CostModel::price_compute(const Op& op) const {
 OpCost CostModel::price_collective_op(const Op& op) const {
   OpCost c;
   const Machine& m = topo_.machine();
+  if (op.kind == OpKind::AllReduce && op.allreduce != ArSetting::Nccl) {
+    // The engine's rule (or the plan's "custom") may run a peer-memory kernel at this size.
+    ArChoice ch = choose_allreduce(op.allreduce, allreduce_group(topo_, op.gpus, op.p2p), op.bytes);
+    if (ch.impl != ArImpl::Nccl) {
+      CollectivePrice p = price_peer_allreduce(ch.impl, op.gpus, double(op.bytes), topo_,
+                                               m.measurements ? &*m.measurements : nullptr, opt_,
+                                               !m.measurements || m.measurements->transfers.empty());
+      c.seconds = p.seconds;
+      c.source = p.source;
+      c.edge_bytes = std::move(p.edge_bytes);
+      c.allreduce_impl = ch.impl;
+      return c;
+    }
+  }
   const std::vector<CurvePoint>* pts = nullptr;
   if (m.measurements)
     if (const CollectiveCurve* cc = m.measurements->find_collective(coll_op_name(coll_op(op.kind)), op.gpus, op.p2p))
@@ -247,6 +262,23 @@ nlohmann::json CostModel::provenance() const {
       inferred.emplace(std::make_pair(e.value("op", std::string()), e["gpus"].get<std::vector<int>>()), e);
     }
   for (auto& [k, e] : inferred) j["inferred_collectives"].push_back(e);  // absent when none
+  // Peer-memory all-reduce: how many priced shapes ran each kernel, and whether curves backed them.
+  nlohmann::json peer = nlohmann::json::object();
+  for (const auto& [key, c] : cache_)
+    if (c.allreduce_impl != ArImpl::Nccl) {
+      nlohmann::json& e = peer[to_string(c.allreduce_impl)];
+      if (!e.is_object()) e = {{"shapes", 0}};
+      e["shapes"] = e.value("shapes", 0) + 1;
+      const bool curve = c.source == CostSource::Measured || c.source == CostSource::Interpolated ||
+                         c.source == CostSource::Extrapolated;
+      if (!curve) e["modelled"] = e.value("modelled", 0) + 1;
+    }
+  if (!peer.empty()) {
+    peer["model"] = "one-shot base + 2 L + S / r, two-shot base + 3 L + 2 S/n / r (planner/cost/peer_allreduce_cost.hpp)";
+    peer["base_us"] = opt_.peer_allreduce_base_s * 1e6;  // the model's assumption (cost_options.hpp)
+    peer["measured_curves"] = m.measurements ? m.measurements->peer_allreduce.size() : 0;
+    j["peer_allreduce"] = peer;
+  }
   bool any_fitted = false;  // only then: outputs priced without the fit keep their provenance
   for (const auto& [key, c] : cache_) any_fitted = any_fitted || c.source == CostSource::Fitted;
   if (const FittedCompute* f = any_fitted ? fitted() : nullptr)

@@ -31,6 +31,8 @@ struct OpCost {
   // Collectives priced by a rule rather than a curve of this group (cross_host_collective.hpp):
   // what it was inferred from; null otherwise. provenance() lists them.
   nlohmann::json inferred;
+  // AllReduce: the kernel it was priced as (choose_allreduce), for provenance and traces.
+  ArImpl allreduce_impl = ArImpl::Nccl;
 };
 
 class CostModel {

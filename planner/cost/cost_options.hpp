@@ -21,6 +21,11 @@ struct CostOptions {
   // NCCL: fixed cost per collective (kernel launch, protocol set-up) and per ring step.
   double nccl_base_latency_s = 8e-6;
   double nccl_step_latency_s = 1.5e-6;
+  // Peer-memory all-reduce (one-shot / two-shot, peer_allreduce_cost.hpp) without a measured curve:
+  // the kernel's own fixed time besides its signals and reads (block dispatch, the local sum, the
+  // tail), as the floor on any kernel (~1.3-2 us measured on H200). vLLM's published 4 KB
+  // one-shot on 4 PCIe GPUs (4.0 us) is this plus two ~1 us signal round trips.
+  double peer_allreduce_base_s = 2e-6;
   // Kernel launch gap per compute op when no launch overhead was measured: decode iterations run
   // as CUDA graphs (~1-2 us per node), prefill launches eagerly (~4-5 us per kernel).
   double graph_launch_s = 1.5e-6;

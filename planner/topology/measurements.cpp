@@ -168,6 +168,19 @@ const CollectiveCurve* Measurements::find_collective(const std::string& op, cons
   return nullptr;
 }
 
+const PeerAllReduceCurve* Measurements::find_peer_allreduce(const std::string& algo,
+                                                            const std::vector<int>& gpus) const {
+  std::vector<int> want = gpus;
+  std::sort(want.begin(), want.end());
+  for (const auto& c : peer_allreduce) {
+    if (c.algo != algo) continue;
+    std::vector<int> have = c.gpus;
+    std::sort(have.begin(), have.end());
+    if (have == want) return &c;
+  }
+  return nullptr;
+}
+
 Measurements parse_measurements(const JsonIn& j) {
   Measurements m;
   if (auto meta = j.opt("meta")) m.meta = meta->raw();
@@ -204,6 +217,18 @@ Measurements parse_measurements(const JsonIn& j) {
       c.p2p = t.boolean_or("p2p", true);
       c.points = parse_points(t.array("points"));
       m.collectives.push_back(std::move(c));
+    }
+  }
+  if (auto a = j.opt("peer_allreduce")) {
+    if (!a->is_array()) j.fail("peer_allreduce", "an array of peer-memory all-reduce curves (docs/schema.md)");
+    for (size_t i = 0; i < a->size(); ++i) {
+      JsonIn t = (*a)[i];
+      PeerAllReduceCurve c;
+      c.algo = known_name(t, "algo", kPeerAllReduceAlgos);
+      c.gpus = parse_gpu_list(t.array("gpus"));
+      if (c.gpus.size() < 2) t.fail("gpus", "at least two GPUs (an all-reduce over peers)");
+      c.points = parse_points(t.array("points"));
+      m.peer_allreduce.push_back(std::move(c));
     }
   }
   if (auto a = j.opt("gemms")) {
@@ -297,6 +322,11 @@ nlohmann::json measurements_to_json(const Measurements& m) {
   j["collectives"] = nlohmann::json::array();
   for (const auto& c : m.collectives)
     j["collectives"].push_back({{"op", c.op}, {"gpus", c.gpus}, {"p2p", c.p2p}, {"points", points_json(c.points)}});
+  if (!m.peer_allreduce.empty()) {  // written only when measured: older profiles round-trip unchanged
+    j["peer_allreduce"] = nlohmann::json::array();
+    for (const auto& c : m.peer_allreduce)
+      j["peer_allreduce"].push_back({{"algo", c.algo}, {"gpus", c.gpus}, {"points", points_json(c.points)}});
+  }
   j["gemms"] = nlohmann::json::array();
   for (const auto& g : m.gemms) {
     auto o = stats_json(g.time);

@@ -55,6 +55,16 @@ struct CollectiveCurve {
   std::vector<CurvePoint> points;
 };
 
+// A peer-memory all-reduce kernel (issue 17: one-shot or two-shot over P2P, bf16, as vLLM, SGLang
+// and TensorRT-LLM run them) timed on a group like the NCCL curves: bytes is the per-rank buffer.
+// "peer_allreduce" in the profile; written by profiler/measure/peer_allreduce.cpp.
+struct PeerAllReduceCurve {
+  std::string algo;        // "one_shot" or "two_shot" (planner/plan/allreduce_rule.hpp, ArImpl)
+  std::vector<int> gpus;
+  std::vector<CurvePoint> points;
+};
+inline const std::vector<std::string> kPeerAllReduceAlgos = {"one_shot", "two_shot"};
+
 struct GemmTime {
   int gpu = 0;
   int64_t m = 0, n = 0, k = 0;   // C[m,n] = A[m,k] B[k,n]
@@ -90,6 +100,7 @@ struct Measurements {
   std::vector<TransferCurve> transfers;
   std::vector<LatencyPoint> latencies;
   std::vector<CollectiveCurve> collectives;
+  std::vector<PeerAllReduceCurve> peer_allreduce;
   std::vector<GemmTime> gemms;
   std::vector<AttentionTime> attention;
   std::vector<GroupedGemmTime> grouped_gemms;
@@ -100,6 +111,8 @@ struct Measurements {
   const TransferCurve* find_transfer(int src, int dst, const std::string& mode,
                                      const std::string& variant = "") const;
   const CollectiveCurve* find_collective(const std::string& op, const std::vector<int>& gpus, bool p2p) const;
+  // The curve of `algo` on exactly this set of GPUs (order ignored); nullptr if not measured.
+  const PeerAllReduceCurve* find_peer_allreduce(const std::string& algo, const std::vector<int>& gpus) const;
 };
 
 Measurements parse_measurements(const JsonIn& j);

@@ -27,4 +27,12 @@ std::string checkpoint_quantization_note(const char* engine, DType w, const char
 // "weights as the checkpoint stores them (compressed-tensors): vLLM reads the scheme from it".
 std::string checkpoint_format_note(const char* engine, const ExportRequest& r);
 
+// Whether the engine's own (custom, peer-memory) all-reduce stays on: P2P on and the plan not
+// priced with NCCL all-reduce (planner/plan/allreduce_rule.hpp).
+bool custom_allreduce_on(const Plan& p);
+// A note when the plan's all-reduce setting is not the engine's own rule (`own`): the engine
+// applies its rule, so the plan's prediction may differ (re-plan with --allreduce <own>).
+void allreduce_rule_note(const Plan& p, const PlanShape& s, ArSetting own, const char* engine,
+                         std::vector<std::string>& notes);
+
 }  // namespace peerplan::export_detail

@@ -183,4 +183,15 @@ std::string checkpoint_format_note(const char* engine, const ExportRequest& r) {
                      r.weights != DType::BF16 ? fmt::format(" (the plan assumed {})", dtype_name(r.weights)) : "");
 }
 
+bool custom_allreduce_on(const Plan& p) { return p.p2p && p.allreduce != ArSetting::Nccl; }
+
+void allreduce_rule_note(const Plan& p, const PlanShape& s, ArSetting own, const char* engine,
+                         std::vector<std::string>& notes) {
+  if (s.tp < 2 || !custom_allreduce_on(p) || p.allreduce == own) return;
+  notes.push_back(fmt::format("all-reduce: the plan was priced with '{}'; {} applies its own rule ('{}' in peerplan's "
+                              "terms) to choose between its custom kernels and NCCL, so re-plan with --allreduce {} for "
+                              "the figures this launch will show",
+                              to_string(p.allreduce), engine, to_string(own), to_string(own)));
+}
+
 }  // namespace peerplan::export_detail

@@ -29,6 +29,11 @@ void build_llamacpp(const ExportRequest& r, const PlanShape& s, Launch& l, std::
   if (!r.plan.p2p)
     refuse(e, r, "P2P off: llama.cpp copies between GPUs with CUDA peer access whenever the driver allows it; "
                  "turning it off is a build option (GGML_CUDA_NO_PEER_COPY), not a launch flag");
+  if (s.tp > 1)  // nothing in common/arg.cpp selects an all-reduce: say so rather than drop it silently
+    notes.push_back(fmt::format("all-reduce: llama.cpp has no all-reduce switch (its row split combines partial "
+                                "results through its own copies, neither NCCL nor engine-style custom kernels); the "
+                                "plan's setting '{}' is not exported",
+                                to_string(r.plan.allreduce)));
   const char* kv = nullptr;
   switch (r.kv_dtype) {
     case DType::BF16: kv = "bf16"; break;

@@ -49,7 +49,8 @@ void build_sglang(const ExportRequest& r, const PlanShape& s, Launch& l, std::ve
   // The plan's token budget bounds prefill batches; with chunked prefill it is also the chunk.
   add(a, "--max-prefill-tokens", r.max_batched_tokens);
   add(a, "--chunked-prefill-size", r.chunked_prefill ? r.max_batched_tokens : int64_t(-1));
-  if (!r.plan.p2p) a.push_back("--disable-custom-all-reduce");
+  if (!custom_allreduce_on(r.plan)) a.push_back("--disable-custom-all-reduce");  // as vLLM: engine_vllm.cpp
+  allreduce_rule_note(r.plan, s, ArSetting::AutoSglang, "SGLang", notes);
   notes.push_back("SGLang's --max-prefill-tokens bounds the prompt tokens of a batch; decode tokens ride on top "
                   "(the plan's budget counts both)");
 }

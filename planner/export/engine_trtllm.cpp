@@ -37,8 +37,14 @@ void build_trtllm(const ExportRequest& r, const PlanShape& s, Launch& l, std::ve
   else yaml += "dtype: bfloat16\n";
   yaml += fmt::format("enable_chunked_prefill: {}\n", r.chunked_prefill ? "true" : "false");
   if (s.attn_dp > 1) yaml += "enable_attention_dp: true\n";
-  // The custom all-reduce kernels exchange through peer memory; NCCL honours NCCL_P2P_DISABLE.
-  if (!r.plan.p2p) yaml += "allreduce_strategy: NCCL\n";
+  // The custom all-reduce kernels exchange through peer memory; NCCL honours NCCL_P2P_DISABLE. A
+  // plan priced with NCCL all-reduce asks for NCCL; otherwise AUTO, TensorRT-LLM's own rule.
+  if (s.tp > 1) {
+    yaml += custom_allreduce_on(r.plan) ? "allreduce_strategy: AUTO\n" : "allreduce_strategy: NCCL\n";
+    allreduce_rule_note(r.plan, s, ArSetting::AutoTrtllm, "TensorRT-LLM", notes);
+  } else if (!r.plan.p2p) {
+    yaml += "allreduce_strategy: NCCL\n";
+  }
   yaml += fmt::format("kv_cache_config:\n  dtype: {}\n", kv_name(e, r, "auto", "fp8"));
   l.files.emplace_back(yaml_name, yaml);
 

@@ -53,8 +53,10 @@ void build_vllm(const ExportRequest& r, const PlanShape& s, Launch& l, std::vect
   add(a, "--max-num-seqs", r.max_num_seqs);
   add(a, "--max-num-batched-tokens", r.max_batched_tokens);
   a.push_back(r.chunked_prefill ? "--enable-chunked-prefill" : "--no-enable-chunked-prefill");
-  // Custom all-reduce writes into peer GPUs' memory: with P2P off it must go, as NCCL's P2P does.
-  if (!r.plan.p2p) a.push_back("--disable-custom-all-reduce");
+  // Custom all-reduce reads peer GPUs' memory: with P2P off it must go, as NCCL's P2P does; a plan
+  // priced with NCCL all-reduce turns it off too, so the engine runs what was simulated.
+  if (!custom_allreduce_on(r.plan)) a.push_back("--disable-custom-all-reduce");
+  allreduce_rule_note(r.plan, s, ArSetting::AutoVllm, "vLLM", notes);
 }
 
 }  // namespace peerplan::export_detail

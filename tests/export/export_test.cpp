@@ -112,11 +112,51 @@ TEST(Export, VllmRealisesThePlan) {
   EXPECT_EQ(after(l, "--kv-cache-dtype"), "auto");
   EXPECT_EQ(after(l, "--port"), "8000");
   EXPECT_TRUE(has(l, "--enable-chunked-prefill"));
-  // P2P on: neither the NCCL variable nor the switch.
+  // P2P on, the plan priced with vLLM's all-reduce rule: neither the NCCL variable nor the switch.
   r.plan.p2p = true;
+  r.plan.allreduce = ArSetting::AutoVllm;
   const Launch l2 = export_plan(Engine::Vllm, r).launches[0];
   EXPECT_EQ(env_of(l2, "NCCL_P2P_DISABLE"), "<unset>");
   EXPECT_FALSE(has(l2, "--disable-custom-all-reduce"));
+}
+
+// Issue 17: the engine's all-reduce switch follows the plan's setting (allreduce_rule.hpp).
+bool has_note(const EngineExport& x, const std::string& part) {
+  for (const auto& n : x.notes)
+    if (n.find(part) != std::string::npos) return true;
+  return false;
+}
+
+TEST(Export, AllReduceSwitchFollowsThePlan) {
+  ExportRequest r = request(test_plans::tp({0, 1}, 32));
+  // Priced with NCCL (the default): the engines' custom all-reduce goes, as simulated.
+  EXPECT_TRUE(has(export_plan(Engine::Vllm, r).launches[0], "--disable-custom-all-reduce"));
+  EXPECT_TRUE(has(export_plan(Engine::Sglang, r).launches[0], "--disable-custom-all-reduce"));
+  EngineExport t = export_plan(Engine::Trtllm, r);
+  ASSERT_EQ(t.launches[0].files.size(), 1u);
+  EXPECT_NE(t.launches[0].files[0].second.find("allreduce_strategy: NCCL"), std::string::npos);
+  // The engine's own rule: the switch stays on, TensorRT-LLM gets AUTO, no note.
+  r.plan.allreduce = ArSetting::AutoSglang;
+  EngineExport g = export_plan(Engine::Sglang, r);
+  EXPECT_FALSE(has(g.launches[0], "--disable-custom-all-reduce"));
+  EXPECT_FALSE(has_note(g, "all-reduce:"));
+  r.plan.allreduce = ArSetting::AutoTrtllm;
+  t = export_plan(Engine::Trtllm, r);
+  EXPECT_NE(t.launches[0].files[0].second.find("allreduce_strategy: AUTO"), std::string::npos);
+  EXPECT_FALSE(has_note(t, "all-reduce:"));
+  expect_documented(t);
+  // Another rule than the engine's: on, with a note naming the engine's own.
+  r.plan.allreduce = ArSetting::Custom;
+  EngineExport v = export_plan(Engine::Vllm, r);
+  EXPECT_FALSE(has(v.launches[0], "--disable-custom-all-reduce"));
+  EXPECT_TRUE(has_note(v, "--allreduce auto:vllm")) << "vLLM applies its own thresholds";
+  // P2P off wins over any setting but custom (refused by validate_plan): NCCL.
+  r.plan.allreduce = ArSetting::AutoVllm;
+  r.plan.p2p = false;
+  EXPECT_TRUE(has(export_plan(Engine::Vllm, r).launches[0], "--disable-custom-all-reduce"));
+  // llama.cpp has no switch: said, not dropped.
+  ExportRequest ll = request(test_plans::tp({0, 1}, 32), 32, "/m/x.gguf");
+  EXPECT_TRUE(has_note(export_plan(Engine::Llamacpp, ll), "no all-reduce switch"));
 }
 
 TEST(Export, ExpertParallelSizesPerEngine) {

@@ -1,6 +1,7 @@
 #include "planner/sim/iteration_cost.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include <malloc.h>
@@ -14,6 +15,16 @@ double IterationCost::total_s() const {
   double t = 0;
   for (double s : stage_s) t += s;
   return t;
+}
+
+void IterationCost::index_used() {
+  used_gpus.clear();
+  used_edges.clear();
+  for (size_t g = 0; g < gpu.size(); ++g)
+    if (gpu[g].compute != 0 || gpu[g].communication != 0 || gpu[g].sync != 0) used_gpus.push_back(int(g));
+  for (size_t e = 0; e < edge_bytes.size(); ++e)
+    if (edge_bytes[e] != 0 || edge_busy_s[e] != 0) used_edges.push_back(int(e));
+  indexed = true;
 }
 
 int64_t quantize_count(int64_t v, int per_octave) {
@@ -84,6 +95,8 @@ std::vector<SimTask> tasks_for_ops(const OpGraph& g, const std::vector<int>& ops
 PlanPricer::PlanPricer(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const CostModel& cost,
                        PricerOptions opt, PriceMemo* shared)
     : plan_(plan), cfg_(cfg), fig_(fig), cost_(cost), opt_(opt), shared_(shared) {
+  static std::atomic<uint64_t> next_id{1};
+  id_ = next_id.fetch_add(1);
   // Every priced shape compiles an op graph (~10^3 small allocations) and frees it; without this
   // glibc hands the heap top back to the kernel after each one and page-faults it in again,
   // which was a third of the search's time.
@@ -138,8 +151,13 @@ const IterationCost& PlanPricer::price(const BatchShape& shape) {
   BatchShape q = quantize_shape(shape, opt_.per_octave);
   std::array<int64_t, 5> key{q.prefill_seqs, q.prefill_tokens, q.prefill_context, q.decode_seqs, q.decode_context};
   PriceMemo& m = memo();
-  if (auto it = m.find(key); it != m.end()) return it->second;
-  return m.emplace(key, price_exact(q)).first->second;
+  auto it = m.find(key);
+  if (it == m.end()) it = m.emplace(key, price_exact(q)).first;
+  if (it->second.seen_by != id_) {
+    it->second.seen_by = id_;
+    ++distinct_;
+  }
+  return it->second;
 }
 
 namespace {
@@ -165,6 +183,7 @@ struct SegmentResult {
   double makespan = 0;
   std::vector<TimeSplit> gpu;
   std::vector<double> edge_bytes, edge_busy;
+  std::vector<int> used_gpus, used_edges;  // non-zero entries only (w * 0 added changes no sum)
   std::array<int64_t, kCostSourceCount> n{};
   std::array<double, kCostSourceCount> s{};
 };
@@ -227,15 +246,21 @@ IterationCost PlanPricer::price_exact(const BatchShape& shape) const {
           ++sr.n[size_t(c.source)];
           sr.s[size_t(c.source)] += run.timing[i].end - run.timing[i].start;
         }
+        for (int gpu = 0; gpu < ngpu; ++gpu) {
+          const TimeSplit& t = sr.gpu[size_t(gpu)];
+          if (t.compute != 0 || t.communication != 0 || t.sync != 0) sr.used_gpus.push_back(gpu);
+        }
+        for (int x = 0; x < nedge; ++x)
+          if (sr.edge_bytes[size_t(x)] != 0 || sr.edge_busy[size_t(x)] != 0) sr.used_edges.push_back(x);
         res = &seen.emplace(opt_.reuse_layers ? sig : uint64_t(b), std::move(sr)).first->second;
       }
       r.stage_s[s] += w * res->makespan;
-      for (int gpu = 0; gpu < ngpu; ++gpu) {
+      for (int gpu : res->used_gpus) {
         r.gpu[size_t(gpu)].compute += w * res->gpu[size_t(gpu)].compute;
         r.gpu[size_t(gpu)].communication += w * res->gpu[size_t(gpu)].communication;
         r.gpu[size_t(gpu)].sync += w * res->gpu[size_t(gpu)].sync;
       }
-      for (int x = 0; x < nedge; ++x) {
+      for (int x : res->used_edges) {
         r.edge_bytes[size_t(x)] += w * res->edge_bytes[size_t(x)];
         r.edge_busy_s[size_t(x)] += w * res->edge_busy[size_t(x)];
       }
@@ -249,6 +274,7 @@ IterationCost PlanPricer::price_exact(const BatchShape& shape) const {
   double ov = cost_.iteration_overhead_s();
   r.stage_s.back() += ov;
   for (int gpu : plan_.stages.back().gpus) r.gpu[size_t(gpu)].sync += ov;
+  r.index_used();
   return r;
 }
 

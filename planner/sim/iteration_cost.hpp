@@ -39,6 +39,15 @@ struct IterationCost {
   std::vector<double> edge_bytes, edge_busy_s; // per directed edge
   std::array<int64_t, kCostSourceCount> ops_by_source{};
   std::array<double, kCostSourceCount> seconds_by_source{};
+  // The GPUs and edges with a non-zero entry above (PlanPricer fills them): a run adds only those
+  // per iteration, not all GPUs and edges of a 64-GPU cluster. Adding the zeros skipped would not
+  // change a sum, so the totals are bit-identical. `indexed` false: add every entry (hand-made costs).
+  bool indexed = false;
+  std::vector<int> used_gpus, used_edges;
+  // The last PlanPricer that looked this price up in a shared memo: each pricer counts the shapes
+  // its own run used, so a run's distinct_shapes does not depend on what shared the memo before.
+  uint64_t seen_by = 0;
+  void index_used();
   double total_s() const;
 };
 
@@ -89,7 +98,7 @@ class PlanPricer : public IterationPricer {
   int num_stages() const override { return int(plan_.stages.size()); }
   const IterationCost& price(const BatchShape& shape) override;
   IterationCost price_exact(const BatchShape& shape) const;  // no memo, no quantisation
-  size_t distinct_shapes() const { return memo().size(); }
+  size_t distinct_shapes() const { return distinct_; }  // shapes this pricer's runs used
   const CostModel& cost() const { return cost_; }
 
  private:
@@ -106,6 +115,8 @@ class PlanPricer : public IterationPricer {
   std::vector<std::vector<int>> routing_layers_;  // by reduced layer index: the model layers it stands for
   PriceMemo memo_;
   PriceMemo* shared_ = nullptr;
+  uint64_t id_ = 0;        // unique per pricer (IterationCost::seen_by)
+  size_t distinct_ = 0;
   PriceMemo& memo() { return shared_ ? *shared_ : memo_; }
   const PriceMemo& memo() const { return shared_ ? *shared_ : memo_; }
 };

@@ -149,14 +149,23 @@ struct ServingSim {
     R.flight.erase(idx);
     ++run.iterations;
     const IterationCost& c = *f.cost;
-    for (size_t g = 0; g < run.gpu.size() && g < c.gpu.size(); ++g) {
+    auto add_gpu = [&](size_t g) {
+      if (g >= run.gpu.size() || g >= c.gpu.size()) return;
       run.gpu[g].compute += c.gpu[g].compute;
       run.gpu[g].communication += c.gpu[g].communication;
       run.gpu[g].sync += c.gpu[g].sync;
-    }
-    for (size_t e = 0; e < run.edge_bytes.size() && e < c.edge_bytes.size(); ++e) {
+    };
+    auto add_edge = [&](size_t e) {
+      if (e >= run.edge_bytes.size() || e >= c.edge_bytes.size()) return;
       run.edge_bytes[e] += c.edge_bytes[e];
       run.edge_busy_s[e] += c.edge_busy_s[e];
+    };
+    if (c.indexed) {  // only the non-zero entries: the same sums (IterationCost::used_gpus)
+      for (int g : c.used_gpus) add_gpu(size_t(g));
+      for (int e : c.used_edges) add_edge(size_t(e));
+    } else {
+      for (size_t g = 0; g < run.gpu.size(); ++g) add_gpu(g);
+      for (size_t e = 0; e < run.edge_bytes.size(); ++e) add_edge(e);
     }
     for (int k = 0; k < kCostSourceCount; ++k) {
       run.ops_by_source[size_t(k)] += c.ops_by_source[size_t(k)];

@@ -42,6 +42,8 @@
     "NCCL all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast")                              \
   X(nccl_nop2p, "collective", Group, None, false, 10.0,                                                           \
     "the same collectives with NCCL_P2P_DISABLE=1 (child process)")                                               \
+  X(peer_allreduce, "collective", Group, Own, false, 3.0,                                                         \
+    "one-shot and two-shot bf16 all-reduce over peer memory, as serving engines' custom all-reduce; sum checked") \
   X(gemm, "compute", Once, RankZero, true, 10.0,                                                                  \
     "bf16 cuBLASLt GEMMs of the models' shapes (TP 1..N, tokens 1..8192)")                                        \
   X(attention, "compute", Once, RankZero, true, 4.0,                                                              \

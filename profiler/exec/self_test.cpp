@@ -370,6 +370,9 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
 
   std::fprintf(stderr, "self-test: %s\n", "MoE routing, grouped GEMM, combine");
   moe_cases(out, dev, rng);
+
+  std::fprintf(stderr, "self-test: %s\n", "peer-memory all-reduce (ranks emulated on one GPU)");
+  allreduce_cases(out, dev);
   return out;
 }
 

@@ -29,5 +29,8 @@ void quant_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt1993
 void fp8_block_layout_probe(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng);
 // Routed MoE: routing, grouped GEMMs, combine (issue 14): self_test_moe.cpp.
 void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng);
+// Peer-memory one-shot / two-shot all-reduce, every rank emulated on this GPU (issue 17):
+// self_test_allreduce.cpp.
+void allreduce_cases(std::vector<SelfTestResult>& out, int dev);
 
 }  // namespace peerplan::exec::selftest

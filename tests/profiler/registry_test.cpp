@@ -44,7 +44,7 @@ TEST(Registry, OnlyAcceptsNamesGroupsAndCommaLists) {
 
 TEST(Registry, SkipRemovesAfterOnly) {
   auto v = names(select_measurements({"collective"}, {"nccl_nop2p"}));
-  EXPECT_EQ(v, std::vector<std::string>{"nccl"});
+  EXPECT_EQ(v, (std::vector<std::string>{"nccl", "peer_allreduce"}));
   auto all_but_compute = names(select_measurements({}, {"compute"}));
   for (const auto& n : all_but_compute) EXPECT_NE(find_measurement(n)->group, std::string("compute")) << n;
 }
@@ -94,7 +94,7 @@ TEST(Registry, MpiSelectsOnlyMeasurementsWithAnMpiEntry) {
   // No options under --mpi: every measurement that has an MPI entry, in table order; none without.
   auto v = names(select_measurements({}, {}, RunMode::Mpi));
   EXPECT_EQ(v, (std::vector<std::string>{"launch_overhead", "hbm", "h2d_d2h", "p2p_ce", "p2p_ce_bidir", "host_staged",
-                                         "nccl", "gemm", "attention", "grouped_gemm"}));
+                                         "nccl", "peer_allreduce", "gemm", "attention", "grouped_gemm"}));
   // A group selects its members that run under --mpi: transfer without p2p_sm and nop2p_runtime.
   EXPECT_EQ(names(select_measurements({"transfer"}, {}, RunMode::Mpi)),
             (std::vector<std::string>{"p2p_ce", "p2p_ce_bidir", "host_staged"}));

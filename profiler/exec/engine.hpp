@@ -91,6 +91,10 @@ class Engine {
   void allocate_kv_cache(GpuState& g);
   void allocate_metadata(GpuState& g, int64_t tok_cap, int64_t seq_cap);
   void create_rank_comms(const std::vector<OpGraph>& worst);
+  // Peer-memory all-reduce groups (issue 17): one per TP group whose plan setting may pick a
+  // one-shot / two-shot kernel, registered once (engine_comm.cpp). One process only.
+  void create_peer_allreduce(const std::vector<OpGraph>& worst);
+  bool peer_allreduce(const Op& op);  // false: this all-reduce runs NCCL
   void upload_meta(const std::vector<SeqRun>& seqs, int slot);
   // Op dispatch (engine_ops.cpp): one function per op kind.
   void run_op(const Op& op, int slot, std::vector<cudaEvent_t>* send_done);
@@ -134,6 +138,8 @@ class Engine {
   std::map<std::pair<int, std::vector<int>>, ncclComm_t> rank_comms_;
   std::map<int, std::unique_ptr<GpuState>> state_;
   std::map<std::vector<int>, std::unique_ptr<gpu::NcclComms>> comms_;
+  struct PeerArState;  // engine_state.hpp
+  std::map<std::vector<int>, std::unique_ptr<PeerArState>> peer_ar_;  // by sorted TP group
   std::map<std::pair<int, int64_t>, std::unique_ptr<StageGraph>> graphs_;
   std::map<int64_t, OpGraph> decode_graphs_;  // op graph per padded decode batch
   int graphs_captured_ = 0;

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "planner/core/error.hpp"
+#include "planner/plan/allreduce_rule.hpp"
+#include "planner/topology/topology.hpp"
 #include "profiler/exec/engine_state.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 
@@ -84,7 +86,59 @@ void staged_copy(GpuState& src, GpuState& dst, void* to, size_t bytes) {
 
 }  // namespace
 
+void Engine::create_peer_allreduce(const std::vector<OpGraph>& worst) {
+  if (plan_.allreduce == ArSetting::Nccl || !plan_.p2p) return;
+  std::unique_ptr<Topology> topo;  // built only when a plan asks for it
+  for (const OpGraph& w : worst)
+    for (const Op& op : w.ops) {
+      if (op.kind != OpKind::AllReduce || op.gpus.size() < 2 || op.gpus.size() > size_t(kernels::kPeerArMaxRanks)) continue;
+      std::vector<int> key = op.gpus;
+      std::sort(key.begin(), key.end());
+      if (peer_ar_.count(key)) continue;
+      if (!topo) topo = std::make_unique<Topology>(machine_);
+      auto st = std::make_unique<PeerArState>();
+      st->group = allreduce_group(*topo, key, plan_.p2p);
+      if (!st->group.p2p_all) {
+        peer_ar_.emplace(key, nullptr);  // every rule runs NCCL here
+        continue;
+      }
+      st->ranks.n = int(key.size());
+      st->cap_bytes = INT64_MAX;
+      for (int id : key) st->cap_bytes = std::min(st->cap_bytes, gpu(id).cap_y * 2);
+      for (size_t r = 0; r < key.size(); ++r) {
+        GpuState& g = gpu(key[r]);
+        gpu::ScopedDevice d(g.dev);
+        st->scratch.emplace_back(g.dev, size_t(st->cap_bytes));
+        st->signal.emplace_back(g.dev, sizeof(kernels::PeerArSignal));
+        CUDA_CHECK(cudaMemset(st->signal.back().get(), 0, sizeof(kernels::PeerArSignal)));
+        CUDA_CHECK(cudaDeviceSynchronize());
+        st->ranks.data[r] = g.Y.as<bf16>();
+        st->ranks.scratch[r] = st->scratch.back().as<bf16>();
+        st->ranks.signal[r] = st->signal.back().as<kernels::PeerArSignal>();
+      }
+      peer_ar_.emplace(key, std::move(st));
+    }
+}
+
+bool Engine::peer_allreduce(const Op& op) {
+  std::vector<int> key = op.gpus;
+  std::sort(key.begin(), key.end());
+  auto it = peer_ar_.find(key);
+  if (it == peer_ar_.end() || !it->second) return false;
+  PeerArState& s = *it->second;
+  const ArChoice ch = choose_allreduce(op.allreduce, s.group, op.bytes);
+  // The kernel's own limits (whole 16-byte vectors per share, the registered size): NCCL beyond.
+  if (ch.impl == ArImpl::Nccl || op.bytes > s.cap_bytes || op.bytes % (16 * int64_t(key.size())) != 0) return false;
+  for (size_t r = 0; r < key.size(); ++r) {
+    GpuState& g = gpu(key[r]);
+    gpu::ScopedDevice d(g.dev);
+    kernels::peer_allreduce(ch.impl, s.ranks, int(r), g.Y.as<bf16>(), op.bytes, g.stream);
+  }
+  return true;
+}
+
 void Engine::ncclgroup_collective(const Op& op) {
+  if (op.kind == OpKind::AllReduce && !bus_ && peer_allreduce(op)) return;
   std::vector<int> key = op.gpus;
   std::sort(key.begin(), key.end());
   if (bus_) {

@@ -15,6 +15,7 @@
 #include "profiler/gpu/gemm_quant.hpp"
 #include "profiler/gpu/raii.hpp"
 #include "profiler/kernels/moe_route.hpp"
+#include "profiler/kernels/peer_allreduce.hpp"
 
 namespace peerplan::exec {
 
@@ -70,6 +71,15 @@ struct GpuState {
 
 // Per-tensor scale of the synthetic FP8 KV cache: random codes up to 448 -> values up to 1.
 inline constexpr float kSyntheticKvScale = 1.f / 448;
+
+// A TP group's peer-memory all-reduce (issue 17): each member's Y is its registered input (peer
+// access is on between the plan's GPUs), its scratch and signal block allocated once here.
+struct Engine::PeerArState {
+  ArGroup group;                        // what choose_allreduce looks at
+  kernels::PeerArRanks ranks;           // rank r = position in the sorted group
+  std::vector<gpu::DeviceBuffer> scratch, signal;
+  int64_t cap_bytes = 0;                // the smallest member's Y: larger all-reduces run NCCL
+};
 
 struct Engine::StageGraph {
   cudaGraph_t graph = nullptr;

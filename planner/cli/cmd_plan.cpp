@@ -43,6 +43,7 @@ struct PlanCmd {
   bool mpi = false;               // --validate under mpirun: one process per GPU, rank 0 chooses
   int threads = 2;
   bool capacity_all = false;      // --capacity: every ranked plan's capacity, not only the recommended's
+  int64_t screen = 250;           // --screen N: screening run's requests (0: simulate every plan fully)
   double slo_attainment = 0.99;   // --slo-attainment: the share of requests within the SLOs that "meets" them
   int per_octave = 16;
   // --export ENGINE (issue 19): the launch commands of the recommended plan, or of ranked plan --rank K.
@@ -131,6 +132,7 @@ SearchResult search_and_report(const PlanCmd& o) {
   so.threads = o.threads;
   so.capacity_all = o.capacity_all;
   so.capacity.slo_threshold = o.slo_attainment;
+  so.screen_requests = o.screen;
   so.sim.pricer.per_octave = o.per_octave;
   SearchResult r = search_plans(cfg, fig, topo, w, so);
   if (std::string note = over_context_note(r.workload); !note.empty()) std::cerr << "peerplan: note: " << note << "\n";
@@ -321,6 +323,12 @@ void add_plan_command(CLI::App& app, const Executable& exe) {
   sub->add_option("--validate-out", o->validate_out, "--validate: write each run's reports to DIR/<rank>/");
   sub->add_flag("--allow-other-host", o->allow_other_host,
                 "--validate: run even if the profile was measured on another host");
+  sub->add_option("--screen", o->screen,
+                  "Objective gpus: simulate each plan first over the first N requests and fully only when that does "
+                  "not prove it misses the SLOs; fewest GPUs first, plans on more GPUs than the fewest that meet the "
+                  "SLOs are not simulated (the recommendation is the full search's; docs/simulator.md). 0: simulate "
+                  "every plan fully. Applies when the workload has at least 4N requests")
+      ->capture_default_str()->check(CLI::Range(int64_t(0), int64_t(1) << 40));
   sub->add_flag("--mpi", o->mpi,
                 "--validate under mpirun, one process per GPU (rank r owns GPU r, on one or several hosts): rank 0 "
                 "searches and broadcasts its top K plans, every rank then runs its GPU's part of each "

@@ -1,6 +1,7 @@
 #include "planner/search/search.hpp"
 
 #include "planner/search/prune.hpp"
+#include "planner/search/screen.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -81,8 +82,14 @@ Capacity find_capacity(const Plan& plan, const ModelConfig& cfg, const ModelFigu
   auto probe = [&](double rate) {
     Workload pw = at_rate(w, rate);
     const RequestSource src(pw);  // the same seeded requests, arrivals rescaled
-    Simulation s = simulate_plan(plan, cfg, fig, topo, pw, src, so);
     ++c.probes;
+    // A screening run that proves a miss decides the probe as the full run would (screen.hpp).
+    if (opt.screen_requests > 0 && src.size() >= 4 * opt.screen_requests &&
+        screen_plan(plan, cfg, fig, topo, pw, src, opt.screen_requests, opt.slo_threshold, so).proves_miss) {
+      hi = rate;
+      return;
+    }
+    Simulation s = simulate_plan(plan, cfg, fig, topo, pw, src, so);
     if (meets_slos(s.metrics, opt.slo_threshold)) {
       lo = rate;
       lo_tps = s.metrics.output_tokens_per_s;
@@ -323,11 +330,13 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
     r.pruned_by = v.bound;
     r.why_not = "not simulated: the " + v.bound + " bound says it cannot meet the SLOs: " + v.why;
   }
-  auto simulate_job = [&](CandidateResult& r) {
+  // `memos`: prices kept from the plan's screening run (null: the run's own).
+  auto simulate_job = [&](CandidateResult& r, std::vector<PriceMemo>* memos = nullptr) {
       try {
         SimulateOptions so = opt.sim;
         so.memory = r.memory;
         so.memory_context = mem.context;
+        so.price_memos = memos;
         Simulation sim = simulate_plan(r.plan, cfg, fig, topo, wl, reqs, so);
         r.metrics = std::move(sim.metrics);
         r.distinct_shapes = sim.distinct_shapes;
@@ -336,13 +345,65 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
         r.why_not = std::string("simulation failed: ") + e.what();
       }
   };
-  // Simulate in parallel: every job has its own cost model and pricer; the topology is shared read-only.
-  for_each_parallel(jobs.size(), opt.threads, [&](size_t i) {
-    if (jobs[i].why_not.empty()) simulate_job(jobs[i]);
-  });
+  const bool screening = opt.objective == Objective::Gpus && opt.screen_requests > 0 &&
+                         reqs.size() >= 4 * opt.screen_requests;
+  int screened_out = 0, more_gpus = 0, met_at = 0;
+  if (!screening) {
+    // Simulate in parallel: every job has its own cost model and pricer; the topology is shared read-only.
+    for_each_parallel(jobs.size(), opt.threads, [&](size_t i) {
+      if (jobs[i].why_not.empty()) simulate_job(jobs[i]);
+    });
+  } else {
+    // Rounds by ascending GPU count (screen.hpp): screen, then fully simulate what could meet the
+    // SLOs; stop after the first round in which a plan meets them.
+    std::vector<int> counts;
+    for (const CandidateResult& r : jobs)
+      if (r.why_not.empty()) counts.push_back(r.plan.num_gpus());
+    std::sort(counts.begin(), counts.end());
+    counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+    for (int k : counts) {
+      std::vector<size_t> round;
+      for (size_t i = 0; i < jobs.size(); ++i)
+        if (jobs[i].why_not.empty() && jobs[i].plan.num_gpus() == k) round.push_back(i);
+      for_each_parallel(round.size(), opt.threads, [&](size_t j) {
+        CandidateResult& r = jobs[round[j]];
+        std::vector<PriceMemo> memos;  // the screening run's prices, reused by the full run
+        SimulateOptions so = opt.sim;
+        so.memory = r.memory;
+        so.memory_context = mem.context;
+        so.price_memos = &memos;
+        ScreenVerdict v;
+        try {
+          v = screen_plan(r.plan, cfg, fig, topo, wl, reqs, opt.screen_requests, opt.capacity.slo_threshold, so);
+        } catch (const std::exception&) {
+          v = ScreenVerdict{};  // the full run says what failed
+        }
+        if (v.proves_miss) {
+          r.pruned_by = "screen";
+          r.why_not = "not fully simulated: " + v.why;
+          return;
+        }
+        simulate_job(r, &memos);
+      });
+      for (size_t i : round) {
+        const CandidateResult& r = jobs[i];
+        screened_out += r.pruned_by == "screen";
+        if (r.simulated && meets_slos(r.metrics, opt.capacity.slo_threshold)) met_at = k;
+      }
+      if (met_at) break;
+    }
+    for (CandidateResult& r : jobs)
+      if (met_at && r.why_not.empty() && !r.simulated && r.plan.num_gpus() > met_at) {
+        r.pruned_by = "gpus";
+        r.why_not = fmt::format("not simulated: plans on {} GPUs meet the SLOs and the objective is the fewest GPUs "
+                                "(screening, --screen 0 simulates every plan)",
+                                met_at);
+        ++more_gpus;
+      }
+  }
   // When no survivor meets the SLOs the ranking falls back to goodput, where a pruned plan still
   // has its place (a rate-pruned one may have some goodput; with nothing else simulated, even a
-  // TPOT-pruned one belongs in the table): the pruned plans are simulated after all.
+  // TPOT-pruned one belongs in the table): the pruned and screened-out plans are simulated after all.
   bool any_meets = false;
   for (const CandidateResult& r : jobs)
     any_meets |= r.simulated && meets_slos(r.metrics, opt.capacity.slo_threshold);
@@ -355,12 +416,18 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
     r.pruned_by.clear();
     simulate_job(r);
   });
-  res.pruned = tally.pruned() - tally.memory - int(again.size());
-  if (res.pruned > 0 || !again.empty())
+  if (!again.empty()) screened_out = 0;
+  const int by_bounds = tally.pruned() - tally.memory - (again.empty() ? 0 : tally.tpot + tally.rate);
+  res.pruned = by_bounds + screened_out + more_gpus;
+  if (by_bounds > 0 || !again.empty())
     res.pruned_summary = tally.summary() + (again.empty() ? std::string()
                                                           : fmt::format("; no survivor met the SLOs, so the {} "
                                                                         "pruned were simulated after all",
                                                                         again.size()));
+  if (screened_out + more_gpus > 0)
+    res.pruned_summary += fmt::format(
+        "{}screening (first {} of {} requests): {} proved to miss the SLOs, {} on more than {} GPUs not simulated",
+        res.pruned_summary.empty() ? "" : "; ", opt.screen_requests, reqs.size(), screened_out, more_gpus, met_at);
 
   for (CandidateResult& r : jobs) {
     if (!r.simulated) {
@@ -435,7 +502,9 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
       so.memory_context = mem.context;
       so.progress = false;
       try {
-        c.capacity = find_capacity(c.plan, cfg, fig, topo, wl, c.metrics, so, opt.capacity);
+        CapacityOptions co = opt.capacity;
+        if (co.screen_requests == 0) co.screen_requests = opt.screen_requests;
+        c.capacity = find_capacity(c.plan, cfg, fig, topo, wl, c.metrics, so, co);
       } catch (const std::exception& e) {
         c.capacity.searched = true;
         c.capacity.note = std::string("capacity search failed: ") + e.what();

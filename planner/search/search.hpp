@@ -52,6 +52,10 @@ struct CapacityOptions {
   double slo_threshold = 0.99;
   double tolerance = 0.05;  // stop bisecting when miss/meet <= 1 + tolerance
   int max_probes = 14;      // bracketing + bisection together
+  // A probe first simulates the first this-many requests (planner/search/screen.hpp); when that
+  // proves the probe misses the SLOs, the full run is skipped (same outcome). 0: never; applied
+  // only when the workload has at least 4 times as many requests.
+  int64_t screen_requests = 0;
 };
 
 struct SearchOptions {
@@ -65,6 +69,13 @@ struct SearchOptions {
   int threads = 2;                         // candidates simulated in parallel
   double min_gain = 0.05;                  // a bigger plan must beat a smaller one by this much
   CapacityOptions capacity;                // slo_threshold also decides "meets the SLOs" for `gpus`
+  // Objective `gpus` (planner/search/screen.hpp): candidates are taken in rounds by ascending GPU
+  // count; each is first simulated over this many requests and fully only when that does not
+  // prove it misses the SLOs; after the first round in which a plan meets them, plans on more
+  // GPUs are not simulated (none can be recommended). No plan meets them: every screened-out plan
+  // is simulated fully after all. 0: off; applied only when the workload has >= 4x as many
+  // requests. The recommendation is the one the full search makes (tests/search/screen_test.cpp).
+  int64_t screen_requests = 250;
   bool capacity_recommended = true;        // find the recommended plan's capacity
   bool capacity_all = false;               // ... and every ranked plan's (in parallel over `threads`)
   SimulateOptions sim;
@@ -78,7 +89,9 @@ struct CandidateResult {
   MemoryReport memory;
   bool simulated = false;
   std::string why_not;        // didn't fit / failed to simulate / pruned: the reason
-  std::string pruned_by;      // "tpot" or "rate": a cheap bound said it cannot meet the SLOs (prune.hpp)
+  std::string pruned_by;      // "tpot" or "rate": a cheap bound said it cannot meet the SLOs (prune.hpp);
+                              // "screen": a screening run proved it misses them; "gpus": plans on
+                              // fewer GPUs meet them (screen_requests)
   Metrics metrics;
   double score = 0;           // by the objective; higher is better
   bool meets_slos = false;    // at the requested rate (meets_slos())

@@ -37,6 +37,7 @@ struct PlanCmd {
   std::vector<std::string> strategies, sets;
   std::string json_out, csv_out, report_dir, trace_out, best_out;
   bool json_stdout = false, no_p2p_compare = false, drop_over_context = false;
+  std::vector<std::string> allreduce;  // --allreduce: settings each TP plan is also simulated with
   int validate = 0;               // execute the top K ranked plans on this host's GPUs
   std::string validate_out;       // reports of those runs: DIR/<rank>/
   bool allow_other_host = false;
@@ -129,6 +130,7 @@ SearchResult search_and_report(const PlanCmd& o) {
   for (const auto& s : o.strategies) so.strategy_files.push_back(resolve_strategy(s));
   so.sets = parse_set_options(o.sets);
   so.compare_p2p = !o.no_p2p_compare;
+  for (const std::string& a : o.allreduce) so.allreduce.push_back(allreduce_setting_from_string(a));
   so.threads = o.threads;
   so.capacity_all = o.capacity_all;
   so.capacity.slo_threshold = o.slo_attainment;
@@ -312,6 +314,13 @@ void add_plan_command(CLI::App& app, const Executable& exe) {
   sub->add_option("--trace", o->trace_out, "Write a Chrome/Perfetto trace of the recommended plan to this file");
   sub->add_option("--best-out", o->best_out, "Write the recommended plan's JSON (for simulate/validate)");
   sub->add_flag("--no-p2p-compare", o->no_p2p_compare, "Do not simulate the P2P-off variant of each plan");
+  sub->add_option("--allreduce", o->allreduce,
+                  "Also simulate each plan with a TP group (P2P on) under these all-reduce settings: nccl, custom "
+                  "(peer-memory one-shot/two-shot wherever P2P works), auto:vllm, auto:sglang, auto:trtllm (each "
+                  "engine's rule and thresholds; docs/allreduce.md). Comma-separated or repeated; the variants are "
+                  "named '<plan> ar:<setting>'")
+      ->delimiter(',')
+      ->check(CLI::IsMember(allreduce_setting_names()));
   sub->add_option("--threads", o->threads, "Candidates simulated in parallel")
       ->capture_default_str()->check(integer_in(1, 1024, "threads"));
   sub->add_flag("--drop-over-context", o->drop_over_context,

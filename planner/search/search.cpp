@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <thread>
 
 #include <fmt/format.h>
@@ -61,9 +62,50 @@ Workload at_rate(const Workload& w, double rate_rps) {
   return out;
 }
 
-Capacity find_capacity(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo,
-                       const Workload& w, const Metrics& at_requested, const SimulateOptions& sim,
-                       const CapacityOptions& opt) {
+namespace {
+
+// The capacity search as a state: the highest rate known to meet (lo, with its tokens/s), the
+// lowest known to miss (hi), the probes run, and the bracket's direction.
+struct CapState {
+  double lo = 0, lo_tps = 0, hi = 0;
+  int probes = 0;
+  bool up = true;  // the requested rate met: bracket upwards
+};
+
+// The rate the search probes next from `s`, or 0 when it is done: bracket (double up while it
+// meets, halve down while it misses, within a factor 1024 of r0), then bisect geometrically (the
+// ratio hi/lo halves in log each probe: 2 -> 1.05 in 4).
+double next_probe(const CapState& s, double r0, const CapacityOptions& opt) {
+  constexpr double kMaxFactor = 1024;
+  if (s.probes >= opt.max_probes) return 0;
+  if (s.up && s.hi == 0) return s.lo * 2 <= r0 * kMaxFactor ? s.lo * 2 : 0;
+  if (!s.up && s.lo == 0) return s.hi / 2 >= r0 / kMaxFactor ? s.hi / 2 : 0;
+  if (s.lo > 0 && s.hi > 0 && s.hi / s.lo > 1 + opt.tolerance) return std::sqrt(s.lo * s.hi);
+  return 0;
+}
+
+void apply_probe(CapState& s, double rate, bool meets, double tps) {
+  ++s.probes;
+  if (meets) {
+    s.lo = rate;
+    s.lo_tps = tps;
+  } else {
+    s.hi = rate;
+  }
+}
+
+struct ProbeResult {
+  bool meets = false;
+  double tps = 0;
+};
+
+// The capacity search; `threads` > 1: while probe k runs, the probe the search would make next if
+// k misses (while bracketing upwards: if it meets) runs on a second thread, and is kept only when
+// k's outcome makes it the search's next probe. So the probes kept, their order and their results
+// are those of the sequential search whatever the threads; each thread keeps its own price memo.
+Capacity find_capacity_with(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo,
+                            const Workload& w, const Metrics& at_requested, const SimulateOptions& sim,
+                            const CapacityOptions& opt, int threads) {
   Capacity c;
   c.searched = true;
   c.tolerance = opt.tolerance;
@@ -72,45 +114,65 @@ Capacity find_capacity(const Plan& plan, const ModelConfig& cfg, const ModelFigu
     c.note = "the workload has no arrival rate to start from";
     return c;
   }
-  // The highest rate known to meet (lo, with its tokens/s) and the lowest known to miss (hi).
-  double lo = 0, lo_tps = 0, hi = 0;
-  // Every probe runs the same plan under the same costs: one price memo for all of them, so each
-  // iteration shape is priced once per search, not once per probe (pricing dominates a run).
-  std::vector<PriceMemo> memos;
-  SimulateOptions so = sim;
+  // Every probe runs the same plan under the same costs: one price memo for all of a thread's
+  // probes, so each iteration shape is priced once per thread, not once per probe.
+  std::vector<PriceMemo> memos, memos2;
+  SimulateOptions so = sim, so2 = sim;
   if (!so.price_memos) so.price_memos = &memos;
-  auto probe = [&](double rate) {
+  so2.price_memos = &memos2;
+  so2.progress = false;
+  auto probe = [&](double rate, const SimulateOptions& o) {
     Workload pw = at_rate(w, rate);
     const RequestSource src(pw);  // the same seeded requests, arrivals rescaled
-    ++c.probes;
     // A screening run that proves a miss decides the probe as the full run would (screen.hpp).
     if (opt.screen_requests > 0 && src.size() >= 4 * opt.screen_requests &&
-        screen_plan(plan, cfg, fig, topo, pw, src, opt.screen_requests, opt.slo_threshold, so).proves_miss) {
-      hi = rate;
-      return;
-    }
-    Simulation s = simulate_plan(plan, cfg, fig, topo, pw, src, so);
-    if (meets_slos(s.metrics, opt.slo_threshold)) {
-      lo = rate;
-      lo_tps = s.metrics.output_tokens_per_s;
-    } else {
-      hi = rate;
-    }
+        screen_plan(plan, cfg, fig, topo, pw, src, opt.screen_requests, opt.slo_threshold, o).proves_miss)
+      return ProbeResult{};
+    Simulation s = simulate_plan(plan, cfg, fig, topo, pw, src, o);
+    return ProbeResult{meets_slos(s.metrics, opt.slo_threshold), s.metrics.output_tokens_per_s};
   };
-  // Bracket: from the requested rate's own run, double up while it meets, halve down while it misses.
-  constexpr double kMaxFactor = 1024;  // 10 doublings or halvings at most
-  if (meets_slos(at_requested, opt.slo_threshold)) {
-    lo = r0;
-    lo_tps = at_requested.output_tokens_per_s;
-    while (hi == 0 && c.probes < opt.max_probes && lo * 2 <= r0 * kMaxFactor) probe(lo * 2);
+  CapState st;
+  st.up = meets_slos(at_requested, opt.slo_threshold);
+  if (st.up) {
+    st.lo = r0;
+    st.lo_tps = at_requested.output_tokens_per_s;
   } else {
-    hi = r0;
-    while (lo == 0 && c.probes < opt.max_probes && hi / 2 >= r0 / kMaxFactor) probe(hi / 2);
+    st.hi = r0;
   }
-  // Bisect geometrically: the ratio hi/lo halves in log each probe (2 -> 1.05 in 4).
-  while (lo > 0 && hi > 0 && hi / lo > 1 + opt.tolerance && c.probes < opt.max_probes) probe(std::sqrt(lo * hi));
+  for (double r1; (r1 = next_probe(st, r0, opt)) > 0;) {
+    const bool guess = st.up && st.hi == 0;  // bracketing upwards: it keeps meeting; else: it misses
+    CapState g = st;
+    apply_probe(g, r1, guess, 0);
+    const double r2 = threads > 1 ? next_probe(g, r0, opt) : 0;
+    ProbeResult p2;
+    std::exception_ptr err2;
+    std::thread t2;
+    if (r2 > 0) t2 = std::thread([&] {
+        try {
+          p2 = probe(r2, so2);
+        } catch (...) {
+          err2 = std::current_exception();
+        }
+      });
+    ProbeResult p1;
+    std::exception_ptr err1;
+    try {
+      p1 = probe(r1, so);
+    } catch (...) {
+      err1 = std::current_exception();
+    }
+    if (t2.joinable()) t2.join();
+    if (err1) std::rethrow_exception(err1);
+    apply_probe(st, r1, p1.meets, p1.tps);
+    if (r2 > 0 && p1.meets == guess) {
+      if (err2) std::rethrow_exception(err2);
+      apply_probe(st, r2, p2.meets, p2.tps);
+    }
+  }
+  c.probes = st.probes;
+  const double lo = st.lo, hi = st.hi;
   c.rate_rps = lo;
-  c.output_tokens_per_s = lo_tps;
+  c.output_tokens_per_s = st.lo_tps;
   c.miss_rps = hi;
   if (lo == 0)
     c.note = fmt::format("misses the SLOs at every rate tried, down to {:.3g} req/s", hi);
@@ -119,6 +181,14 @@ Capacity find_capacity(const Plan& plan, const ModelConfig& cfg, const ModelFigu
   else if (hi / lo > 1 + opt.tolerance)
     c.note = fmt::format("probe budget spent: between {:.3g} and {:.3g} req/s", lo, hi);
   return c;
+}
+
+}  // namespace
+
+Capacity find_capacity(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo,
+                       const Workload& w, const Metrics& at_requested, const SimulateOptions& sim,
+                       const CapacityOptions& opt) {
+  return find_capacity_with(plan, cfg, fig, topo, w, at_requested, sim, opt, 1);
 }
 
 namespace {
@@ -141,7 +211,12 @@ bool any_p2p(const Plan& p, const Topology& topo) {
   return false;
 }
 
-std::string base_name(const std::string& n) { return without_p2p_off_suffix(n); }
+// The strategy's plan name: without the P2P-off and all-reduce variant suffixes.
+std::string base_name(const std::string& n) {
+  std::string b = without_p2p_off_suffix(n);
+  const size_t ar = b.find(kAllReduceSuffix);
+  return ar == std::string::npos ? b : b.substr(0, ar);
+}
 
 // fn(0..n-1) over `threads` threads (the caller's included), each index once.
 template <class Fn>
@@ -302,7 +377,11 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
   std::vector<CandidateResult> jobs;
   for (const CandidatePlan& cp : cands) {
     bool fits = cp.memory.max_seqs_that_fit >= 1;
-    for (const Plan& v : fits ? p2p_variants(cp.plan, topo, opt.compare_p2p) : std::vector<Plan>{cp.plan}) {
+    std::vector<Plan> variants;
+    for (const Plan& v : fits ? p2p_variants(cp.plan, topo, opt.compare_p2p) : std::vector<Plan>{cp.plan})
+      for (Plan& a : fits && !opt.allreduce.empty() ? allreduce_variants(v, opt.allreduce) : std::vector<Plan>{v})
+        variants.push_back(std::move(a));
+    for (const Plan& v : variants) {
       CandidateResult r;
       r.plan = v;
       r.strategy_file = cp.strategy_file;
@@ -504,7 +583,9 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
       try {
         CapacityOptions co = opt.capacity;
         if (co.screen_requests == 0) co.screen_requests = opt.screen_requests;
-        c.capacity = find_capacity(c.plan, cfg, fig, topo, wl, c.metrics, so, co);
+        // One plan's search: its probes over the threads (find_capacity_with); several: one each.
+        c.capacity = find_capacity_with(c.plan, cfg, fig, topo, wl, c.metrics, so, co,
+                                        cap_of.size() == 1 ? opt.threads : 1);
       } catch (const std::exception& e) {
         c.capacity.searched = true;
         c.capacity.note = std::string("capacity search failed: ") + e.what();
@@ -596,6 +677,15 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
                                            100 * (off.metrics.ttft.p50 / std::max(on.metrics.ttft.p50, 1e-12) - 1),
                                            base_name(r.plan.name)));
       }
+    // All-reduce settings of the recommended plan's shape (--allreduce), against its NCCL variant.
+    for (const auto& c : res.ranked)
+      if (&c != &r && c.p2p && r.p2p && base_name(c.plan.name) == base_name(r.plan.name) &&
+          c.plan.allreduce != r.plan.allreduce && c.plan.allreduce == ArSetting::Nccl && c.metrics.tpot.p50 > 0)
+        res.advice.push_back(fmt::format("All-reduce: '{}' instead of NCCL changes TPOT p50 by {:+.1f}% and TTFT p50 by "
+                                         "{:+.1f}% for {}.",
+                                         to_string(r.plan.allreduce), 100 * (r.metrics.tpot.p50 / c.metrics.tpot.p50 - 1),
+                                         100 * (r.metrics.ttft.p50 / std::max(c.metrics.ttft.p50, 1e-12) - 1),
+                                         base_name(r.plan.name)));
     if (!res.pruned_summary.empty()) res.advice.push_back("Search: " + res.pruned_summary + ".");
     if (m.completed < m.requests)
       res.advice.push_back(fmt::format("{} of {} requests did not finish: the plan cannot hold them in its KV cache.",

@@ -65,6 +65,9 @@ struct SearchOptions {
   std::vector<std::string> strategy_files; // empty: the shipped plugins
   std::map<std::string, std::string> sets; // strategy parameters (--set key=value)
   bool compare_p2p = true;                 // also simulate each multi-GPU plan with P2P off
+  // Also simulate each plan with a TP group and P2P on under these all-reduce settings (issue 17,
+  // allreduce_variants in planner/plan/allreduce_rule.hpp); empty: each plan's own only.
+  std::vector<ArSetting> allreduce;
   bool prune = true;                       // skip plans the cheap bounds rule out (planner/search/prune.hpp)
   int threads = 2;                         // candidates simulated in parallel
   double min_gain = 0.05;                  // a bigger plan must beat a smaller one by this much

@@ -1,8 +1,8 @@
 // Self-test of the peer-memory all-reduce kernels (issue 17) on one GPU: every rank of a group
 // emulated in one cooperative launch on this device (profiler/kernels/peer_allreduce.hpp), with
 // the same flags, epochs and sums as across GPUs. Inputs are small integers, so the sums are exact
-// and any misplaced, missing or doubled share shows as an error. Two calls per shape: the second
-// runs on the advanced epochs, as every call after the first does.
+// and any misplaced, missing or doubled share shows as an error. Two calls per shape (the second
+// on the advanced epochs, as every call after the first), then one in place (the executor's way).
 #include <cstdio>
 
 #include <cuda_bf16.h>
@@ -33,6 +33,14 @@ void allreduce_cases(std::vector<SelfTestResult>& out, int dev) {
         for (int r = 0; r < n; ++r)
           out.push_back(compare(fmt::format("peer_allreduce[{}]", to_string(impl)),
                                 fmt::format("{} ranks emulated, {} B, rank {}", n, b, r), g.local(r).out, ref));
+        // In place, as the executor runs it (each rank's input buffer is its output): a third call.
+        std::vector<__nv_bfloat16*> in_place;
+        for (int r = 0; r < n; ++r) in_place.push_back(const_cast<__nv_bfloat16*>(g.ranks().data[r]));
+        kernels::peer_allreduce_emulated(impl, g.ranks(), in_place.data(), b, nullptr);
+        CUDA_CHECK(cudaDeviceSynchronize());
+        for (int r = 0; r < n; ++r)
+          out.push_back(compare(fmt::format("peer_allreduce[{}]", to_string(impl)),
+                                fmt::format("{} ranks emulated, {} B, rank {}, in place", n, b, r), g.local(r).data, ref));
       }
 }
 

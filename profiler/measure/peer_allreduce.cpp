@@ -16,6 +16,7 @@ namespace peerplan::profiler {
 namespace {
 
 void sweep_group(Context& ctx, gpu::BlockingGate& gate, const std::vector<int>& gpus, size_t index, size_t count) {
+  if (ctx.plan.collective_sizes.empty()) return;
   const auto sizes = peer_allreduce_sizes(ctx.plan.collective_sizes.front(), ctx.plan.collective_sizes.back(),
                                           int(gpus.size()));
   if (sizes.empty()) return;

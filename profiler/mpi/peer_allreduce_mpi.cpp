@@ -50,6 +50,7 @@ void sweep_group_mpi(MpiContext& m, mpi::SubComm& sc, gpu::BlockingGate& gate, c
                      size_t index, size_t count) {
   Context& ctx = m.ctx;
   const int n = sc.size(), me = sc.rank();
+  if (ctx.plan.collective_sizes.empty()) return;  // every member sees the same plan: none waits
   const auto sizes = peer_allreduce_sizes(ctx.plan.collective_sizes.front(), ctx.plan.collective_sizes.back(), n);
   if (sizes.empty()) return;
   gpu::ScopedDevice dev(m.device);

@@ -165,3 +165,33 @@ TEST(Screen, WhenNoPlanMeetsTheSlosEveryPlanIsSimulatedFully) {
   // over every plan, as without screening.
   EXPECT_FALSE(expect_same_recommendation("llama-3.1-70b", "h200x2-nvlink", 20, 200, 50));
 }
+
+TEST(Screen, CapacityProbesOverTwoThreadsAreTheSequentialSearchs) {
+  // The recommended plan's capacity search runs the probe it would make next on a second thread
+  // and keeps it only when the search makes it: the same capacity, bracket and probe count as on
+  // one thread, with screened probes (100 of 600 requests).
+  ModelConfig cfg = load_model_config(resolve_model_path("llama-3.1-70b"));
+  ModelFigures fig = derive_figures(cfg);
+  Topology topo(load_machine(resolve_machine_path("hgx-h100x8")));
+  SearchOptions so;
+  so.strategy_files = {resolve_strategy("tensor_parallel")};
+  so.compare_p2p = false;
+  so.screen_requests = 100;
+  so.threads = 1;
+  const Workload w = chat(600, 4);
+  SearchResult one = search_plans(cfg, fig, topo, w, so);
+  so.threads = 2;
+  SearchResult two = search_plans(cfg, fig, topo, w, so);
+  ASSERT_GE(one.recommended, 0);
+  ASSERT_GE(two.recommended, 0);
+  const Capacity& a = one.ranked[size_t(one.recommended)].capacity;
+  const Capacity& b = two.ranked[size_t(two.recommended)].capacity;
+  EXPECT_TRUE(a.searched);
+  EXPECT_GT(a.rate_rps, 0);
+  EXPECT_EQ(a.rate_rps, b.rate_rps);
+  EXPECT_EQ(a.miss_rps, b.miss_rps);
+  EXPECT_EQ(a.output_tokens_per_s, b.output_tokens_per_s);
+  EXPECT_EQ(a.probes, b.probes);
+  EXPECT_EQ(a.note, b.note);
+  EXPECT_EQ(one.verdict, two.verdict);
+}

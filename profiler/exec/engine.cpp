@@ -55,7 +55,7 @@ Engine::Engine(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig
   for (auto& [id, gp] : state_) allocate(*gp, need.count(id) ? need.at(id) : ScratchNeed{});
   for (auto& [id, gp] : state_) gp->stream.synchronize();
   if (bus_) create_rank_comms(worst);
-  else create_peer_allreduce(worst);  // MPI: all-reduces run NCCL (IPC registration not built yet)
+  create_peer_allreduce(worst);  // after the communicators: under MPI both exchange over the bus in order
 }
 
 Engine::~Engine() {

@@ -92,7 +92,7 @@ class Engine {
   void allocate_metadata(GpuState& g, int64_t tok_cap, int64_t seq_cap);
   void create_rank_comms(const std::vector<OpGraph>& worst);
   // Peer-memory all-reduce groups (issue 17): one per TP group whose plan setting may pick a
-  // one-shot / two-shot kernel, registered once (engine_comm.cpp). One process only.
+  // one-shot / two-shot kernel, registered once (engine_comm.cpp); under MPI through CUDA IPC.
   void create_peer_allreduce(const std::vector<OpGraph>& worst);
   bool peer_allreduce(const Op& op);  // false: this all-reduce runs NCCL
   void upload_meta(const std::vector<SeqRun>& seqs, int slot);

@@ -3,6 +3,7 @@
 // communicator), stage-boundary sends (peer copy, host staging, or NCCL send/recv between ranks)
 // and, under MPI, the completion message from the last stage to rank 0.
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include <fmt/format.h>
@@ -88,36 +89,86 @@ void staged_copy(GpuState& src, GpuState& dst, void* to, size_t bytes) {
 
 void Engine::create_peer_allreduce(const std::vector<OpGraph>& worst) {
   if (plan_.allreduce == ArSetting::Nccl || !plan_.p2p) return;
+  // Ranks sharing one GPU (PEERPLAN_MPI_SHARE_GPU smoke runs) would spin against each other's
+  // time slices: NCCL there.
+  if (bus_ && std::getenv("PEERPLAN_MPI_SHARE_GPU") && std::string(std::getenv("PEERPLAN_MPI_SHARE_GPU")) == "1") return;
   std::unique_ptr<Topology> topo;  // built only when a plan asks for it
+  // Every group in one sorted order on every rank: under MPI the handle exchange below is a
+  // sequence of point-to-point messages that must meet in the same order.
+  std::set<std::vector<int>> keys;
   for (const OpGraph& w : worst)
-    for (const Op& op : w.ops) {
-      if (op.kind != OpKind::AllReduce || op.gpus.size() < 2 || op.gpus.size() > size_t(kernels::kPeerArMaxRanks)) continue;
-      std::vector<int> key = op.gpus;
-      std::sort(key.begin(), key.end());
-      if (peer_ar_.count(key)) continue;
-      if (!topo) topo = std::make_unique<Topology>(machine_);
-      auto st = std::make_unique<PeerArState>();
-      st->group = allreduce_group(*topo, key, plan_.p2p);
-      if (!st->group.p2p_all) {
-        peer_ar_.emplace(key, nullptr);  // every rule runs NCCL here
-        continue;
+    for (const Op& op : w.ops)
+      if (op.kind == OpKind::AllReduce && op.gpus.size() >= 2 && op.gpus.size() <= size_t(kernels::kPeerArMaxRanks)) {
+        std::vector<int> key = op.gpus;
+        std::sort(key.begin(), key.end());
+        keys.insert(key);
       }
-      st->ranks.n = int(key.size());
+  for (const auto& key : keys) {
+    if (bus_ && !std::binary_search(key.begin(), key.end(), bus_->rank())) continue;
+    if (!topo) topo = std::make_unique<Topology>(machine_);
+    auto st = std::make_unique<PeerArState>();
+    st->group = allreduce_group(*topo, key, plan_.p2p);
+    if (!st->group.p2p_all) {
+      peer_ar_.emplace(key, nullptr);  // every rule runs NCCL here
+      continue;
+    }
+    st->ranks.n = int(key.size());
+    if (bus_) {
+      // Sizes agree on every member: the smallest Y, exchanged first.
+      int64_t cap = gpu(bus_->rank()).cap_y * 2;
+      st->cap_bytes = cap;
+      for (size_t r = 0; r < key.size(); ++r) {
+        std::vector<int> from{key[r]};  // share_id sends from the list's first member to the rest
+        for (int x : key) if (x != key[r]) from.push_back(x);
+        int64_t theirs = cap;
+        bus_->share_id(&theirs, sizeof theirs, from);
+        st->cap_bytes = std::min(st->cap_bytes, theirs);
+      }
+    } else {
       st->cap_bytes = INT64_MAX;
       for (int id : key) st->cap_bytes = std::min(st->cap_bytes, gpu(id).cap_y * 2);
-      for (size_t r = 0; r < key.size(); ++r) {
-        GpuState& g = gpu(key[r]);
-        gpu::ScopedDevice d(g.dev);
-        st->scratch.emplace_back(g.dev, size_t(st->cap_bytes));
-        st->signal.emplace_back(g.dev, sizeof(kernels::PeerArSignal));
-        CUDA_CHECK(cudaMemset(st->signal.back().get(), 0, sizeof(kernels::PeerArSignal)));
-        CUDA_CHECK(cudaDeviceSynchronize());
-        st->ranks.data[r] = g.Y.as<bf16>();
-        st->ranks.scratch[r] = st->scratch.back().as<bf16>();
-        st->ranks.signal[r] = st->signal.back().as<kernels::PeerArSignal>();
-      }
-      peer_ar_.emplace(key, std::move(st));
     }
+    for (size_t r = 0; r < key.size(); ++r) {
+      if (bus_ && key[r] != bus_->rank()) continue;
+      GpuState& g = gpu(key[r]);
+      gpu::ScopedDevice d(g.dev);
+      st->scratch.emplace_back(g.dev, size_t(st->cap_bytes));
+      st->signal.emplace_back(g.dev, sizeof(kernels::PeerArSignal));
+      CUDA_CHECK(cudaMemset(st->signal.back().get(), 0, sizeof(kernels::PeerArSignal)));
+      CUDA_CHECK(cudaDeviceSynchronize());
+      st->ranks.data[r] = g.Y.as<bf16>();
+      st->ranks.scratch[r] = st->scratch.back().as<bf16>();
+      st->ranks.signal[r] = st->signal.back().as<kernels::PeerArSignal>();
+    }
+    if (bus_) {
+      // Across processes: every member exports its Y, scratch and signal block (CUDA IPC) and maps
+      // the others', once; the kernels then read peers' memory as in one process.
+      const int me = bus_->rank();
+      gpu::ScopedDevice d(bus_->device());
+      for (size_t r = 0; r < key.size(); ++r) {
+        cudaIpcMemHandle_t h[3];
+        if (key[r] == me) {
+          CUDA_CHECK(cudaIpcGetMemHandle(&h[0], gpu(me).Y.get()));
+          CUDA_CHECK(cudaIpcGetMemHandle(&h[1], st->scratch.back().get()));
+          CUDA_CHECK(cudaIpcGetMemHandle(&h[2], st->signal.back().get()));
+        }
+        std::vector<int> from{key[r]};
+        for (int x : key) if (x != key[r]) from.push_back(x);
+        bus_->share_id(h, sizeof h, from);
+        if (key[r] == me) continue;
+        void* p[3] = {};
+        for (int k = 0; k < 3; ++k) {
+          CUDA_CHECK(cudaIpcOpenMemHandle(&p[k], h[k], cudaIpcMemLazyEnablePeerAccess));
+          st->mapped.push_back(p[k]);
+        }
+        st->ranks.data[r] = static_cast<const bf16*>(p[0]);
+        st->ranks.scratch[r] = static_cast<bf16*>(p[1]);
+        st->ranks.signal[r] = static_cast<kernels::PeerArSignal*>(p[2]);
+      }
+      st->device = bus_->device();
+    }
+    peer_ar_.emplace(key, std::move(st));
+  }
 }
 
 bool Engine::peer_allreduce(const Op& op) {
@@ -128,8 +179,10 @@ bool Engine::peer_allreduce(const Op& op) {
   PeerArState& s = *it->second;
   const ArChoice ch = choose_allreduce(op.allreduce, s.group, op.bytes);
   // The kernel's own limits (whole 16-byte vectors per share, the registered size): NCCL beyond.
+  // Every member decides alike (same op, group and cap), so none waits at a barrier alone.
   if (ch.impl == ArImpl::Nccl || op.bytes > s.cap_bytes || op.bytes % (16 * int64_t(key.size())) != 0) return false;
   for (size_t r = 0; r < key.size(); ++r) {
+    if (!local(key[r])) continue;  // MPI: the other members launch theirs
     GpuState& g = gpu(key[r]);
     gpu::ScopedDevice d(g.dev);
     kernels::peer_allreduce(ch.impl, s.ranks, int(r), g.Y.as<bf16>(), op.bytes, g.stream);
@@ -138,7 +191,7 @@ bool Engine::peer_allreduce(const Op& op) {
 }
 
 void Engine::ncclgroup_collective(const Op& op) {
-  if (op.kind == OpKind::AllReduce && !bus_ && peer_allreduce(op)) return;
+  if (op.kind == OpKind::AllReduce && peer_allreduce(op)) return;
   std::vector<int> key = op.gpus;
   std::sort(key.begin(), key.end());
   if (bus_) {

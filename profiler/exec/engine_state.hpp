@@ -74,11 +74,25 @@ inline constexpr float kSyntheticKvScale = 1.f / 448;
 
 // A TP group's peer-memory all-reduce (issue 17): each member's Y is its registered input (peer
 // access is on between the plan's GPUs), its scratch and signal block allocated once here.
+// Under MPI each process holds its own member's buffers and maps the others' (CUDA IPC).
 struct Engine::PeerArState {
   ArGroup group;                        // what choose_allreduce looks at
   kernels::PeerArRanks ranks;           // rank r = position in the sorted group
   std::vector<gpu::DeviceBuffer> scratch, signal;
   int64_t cap_bytes = 0;                // the smallest member's Y: larger all-reduces run NCCL
+  std::vector<void*> mapped;            // MPI: peers' allocations opened here
+  int device = 0;                       // MPI: this process's device (to close them on)
+  PeerArState() = default;
+  PeerArState(const PeerArState&) = delete;
+  PeerArState& operator=(const PeerArState&) = delete;
+  ~PeerArState() {
+    if (mapped.empty()) return;
+    int prev = 0;
+    cudaGetDevice(&prev);
+    cudaSetDevice(device);
+    for (void* p : mapped) cudaIpcCloseMemHandle(p);  // teardown: nothing to report to
+    cudaSetDevice(prev);
+  }
 };
 
 struct Engine::StageGraph {

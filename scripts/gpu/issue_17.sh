@@ -26,15 +26,16 @@ ldd "$B" | grep "not found" && echo "missing libraries above" | tee -a "$S"
 case "$part" in
   kernels)
     # One GPU: the kernels' self-test (ranks emulated on GPU 0), every other kernel's too.
-    CUDA_VISIBLE_DEVICES=0 run timeout 150 $B validate --self-test > "$W/selftest.txt" 2>&1
+    CUDA_VISIBLE_DEVICES=0 run timeout 100 $B validate --self-test > "$W/selftest.txt" 2>&1
     { echo "## self-test on one GPU (rc above)"; grep -E "peer_allreduce|FAIL|fail" "$W/selftest.txt" | head -60; } >> "$S"
     # Two GPUs: a profile of this host with the new curves; the model shapes the validate part needs.
-    run timeout 270 $B profile --only launch_overhead,hbm,p2p_ce,p2p_sm,latency_sm,nccl,nccl_nop2p,peer_allreduce,gemm,attention \
+    run timeout 240 $B profile --only launch_overhead,hbm,p2p_ce,p2p_sm,latency_sm,nccl,nccl_nop2p,peer_allreduce,gemm,attention \
       --model llama-3.1-8b --model llama-3.1-70b --no-progress --out "$W/profile.json" > "$W/profile.log" 2>&1
     tail -3 "$W/profile.log" >> "$S"
     # Across processes (CUDA IPC handles), as engines run it.
     MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x PEERPLAN_HOME"
-    run timeout 120 $MPIRUN $B profile --mpi --only latency_sm,nccl,peer_allreduce --no-progress --out "$W/profile-mpi.json" \
+    # (latency_sm has no MPI form: --mpi refuses it)
+    run timeout 100 $MPIRUN $B profile --mpi --only nccl,peer_allreduce --no-progress --out "$W/profile-mpi.json" \
       > "$W/profile-mpi.log" 2>&1
     tail -3 "$W/profile-mpi.log" >> "$S"
     # One-shot / two-shot against NCCL all_reduce measured in the same lease (median us per size).
@@ -60,7 +61,7 @@ for path in sys.argv[1:]:
 PY
     # Priced from the new curves: what the planner now predicts, custom against NCCL.
     P=$W/profile.json; [ -f "$P" ] || P=models/hardware/h200x2-nvlink.json
-    run timeout 120 $B plan --model llama-3.1-8b --machine "$P" --allreduce nccl,custom,auto:vllm --requests 200 \
+    run timeout 60 $B plan --model llama-3.1-8b --machine "$P" --allreduce nccl,custom,auto:vllm --requests 200 \
       > "$W/plan-8b.txt" 2>&1
     grep -E "ar:|All-reduce|P2P:" "$W/plan-8b.txt" | head -20 >> "$S"
     cp "$W/profile.json" "$ROOT/profile.json" 2>/dev/null ;;

@@ -147,6 +147,9 @@ Capacity find_capacity_with(const Plan& plan, const ModelConfig& cfg, const Mode
     ProbeResult p2;
     std::exception_ptr err2;
     std::thread t2;
+    // The second thread starts from every price the first has (a shape costs milliseconds to
+    // price on a 64-GPU MoE plan; a copy of the memo, microseconds); its new ones are merged back.
+    if (r2 > 0) memos2 = *so.price_memos;
     if (r2 > 0) t2 = std::thread([&] {
         try {
           p2 = probe(r2, so2);
@@ -161,7 +164,13 @@ Capacity find_capacity_with(const Plan& plan, const ModelConfig& cfg, const Mode
     } catch (...) {
       err1 = std::current_exception();
     }
-    if (t2.joinable()) t2.join();
+    if (t2.joinable()) {
+      t2.join();
+      std::vector<PriceMemo>& into = *so.price_memos;
+      if (into.size() < memos2.size()) into.resize(memos2.size());
+      for (size_t r = 0; r < memos2.size(); ++r)
+        for (auto& [key, cost] : memos2[r]) into[r].try_emplace(key, std::move(cost));
+    }
     if (err1) std::rethrow_exception(err1);
     apply_probe(st, r1, p1.meets, p1.tps);
     if (r2 > 0 && p1.meets == guess) {

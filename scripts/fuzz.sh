@@ -61,9 +61,10 @@ shipped() {
 
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   # -O1 and line tables only: the usual fuzzing trade (fast enough, readable stack traces, and a
-  # much quicker build of the Boost-heavy library than -O2 -g).
+  # much quicker build of the Boost-heavy library than -O2 -g). Tests on and MPI off: the same
+  # directory serves scripts/sanitize.sh (ASAN_BUILD_DIR=build-fuzz), which only adds the test binaries.
   CC="$CC_BIN" CXX="$CXX_BIN" cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Fuzz -DCMAKE_CXX_FLAGS_FUZZ="-O1 -gline-tables-only" \
-    -DPEERPLAN_FUZZ=ON -DPEERPLAN_SANITIZE=ON -DPEERPLAN_CUDA=OFF -DPEERPLAN_TESTS=OFF -DPEERPLAN_BENCH=OFF >/dev/null
+    -DPEERPLAN_FUZZ=ON -DPEERPLAN_SANITIZE=ON -DPEERPLAN_CUDA=OFF -DPEERPLAN_MPI=OFF -DPEERPLAN_BENCH=OFF >/dev/null
 fi
 cmake --build "$BUILD" -j "$JOBS" --target fuzzers >/dev/null
 

@@ -48,8 +48,7 @@ Loaded load_inputs(const Plan& plan, const std::string& plan_origin, const std::
 void predict_op_classes(ServeResult& res, const Plan& plan, const Loaded& in, const CostModel& cost, bool cuda_graphs) {
   std::map<std::pair<std::string, std::string>, double> pred_cls;
   for (const BatchShape& sh : res.class_shapes) {
-    // The executor timed copy 0 (every copy runs the same shapes on its own GPUs).
-    OpGraph g = compile_iteration(plan.replica_count() > 1 ? replica_plan(plan, 0) : plan, in.cfg, in.fig, in.machine, sh);
+    OpGraph g = compile_iteration(plan, in.cfg, in.fig, in.machine, sh);
     const bool graph = cuda_graphs && sh.prefill_seqs == 0;
     std::string label;
     for (const auto& c : res.op_classes)
@@ -138,7 +137,10 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
   // Measurement.
   ServeResult res = gpu.serve(plan, in.cfg, in.fig, in.machine, w, es);
   CostModel cost(topo, so.cost);
-  predict_op_classes(res, plan, in, cost, es.cuda_graphs);
+  // The executor timed copy 0's op classes and iterations are priced as copy 0's (copies are the
+  // same sub-plan on GPUs of the same kind).
+  const Plan copy0 = plan.replica_count() > 1 ? replica_plan(plan, 0) : plan;
+  predict_op_classes(res, copy0, in, cost, es.cuda_graphs);
 
   Comparison c = compare_metrics(sim.metrics, res.measured, res.op_classes);
   c.context = res.provenance;
@@ -147,8 +149,6 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
   c.context["rate_rps"] = w.rate_rps;
   c.context["max_num_seqs"] = w.max_num_seqs;
   if (sim.metrics.provenance.contains("moe_routing")) c.context["moe_routing"] = sim.metrics.provenance["moe_routing"];
-  // Iterations are priced as copy 0's (copies are the same sub-plan on GPUs of the same kind).
-  const Plan copy0 = plan.replica_count() > 1 ? replica_plan(plan, 0) : plan;
   PlanPricer pricer(copy0, in.cfg, in.fig, cost, so.pricer);
   std::string iter_table;
   nlohmann::json iters = iteration_report(res, pricer, &iter_table);

@@ -31,6 +31,10 @@ std::vector<std::vector<int>> peer_allreduce_groups(const std::vector<std::vecto
   return out;
 }
 
+double peer_allreduce_progress(int index, int count, ArImpl impl, size_t i, size_t n) {
+  return (double(index) + (impl == ArImpl::TwoShot ? 0.5 : 0.0) + 0.5 * double(i) / double(n)) / double(count);
+}
+
 int peer_allreduce_blocks(int64_t bytes) {
   const int64_t vectors = (bytes + 15) / 16;
   return int(std::clamp<int64_t>((vectors + kPeerArThreads - 1) / kPeerArThreads, 1, kPeerArMaxBlocks));

@@ -31,6 +31,10 @@ std::vector<std::vector<int>> peer_allreduce_groups(const std::vector<std::vecto
 // Blocks for `bytes` of bf16 with 16-byte vectors per thread, at most kPeerArMaxBlocks.
 int peer_allreduce_blocks(int64_t bytes);
 
+// Progress of the measurement, 0..1: group `index` of `count`, one-shot then two-shot, size `i` of
+// `n` (the single-process and the MPI measurement report alike).
+double peer_allreduce_progress(int index, int count, ArImpl impl, size_t i, size_t n);
+
 // bf16 <-> float as the GPU converts (round to nearest even; NaN kept quiet).
 uint16_t float_to_bf16(float f);
 float bf16_to_float(uint16_t h);

@@ -31,8 +31,7 @@ void sweep_group(Context& ctx, gpu::BlockingGate& gate, const std::vector<int>& 
     std::vector<CurvePoint> pts;
     for (size_t i = 0; i < sizes.size(); ++i) {
       const int64_t b = sizes[i];
-      ctx.progress.update((double(index) + (impl == ArImpl::TwoShot ? 0.5 : 0.0) + 0.5 * double(i) / double(sizes.size())) /
-                              double(count),
+      ctx.progress.update(peer_allreduce_progress(index, count, impl, i, sizes.size()),
                           fmt::format("{} [{}] {}", to_string(impl), label, format_size(b)));
       auto call = [&] {
         for (int r = 0; r < g.size(); ++r) {

@@ -87,8 +87,7 @@ void sweep_group_mpi(MpiContext& m, mpi::SubComm& sc, gpu::BlockingGate& gate, c
     std::vector<CurvePoint> pts;
     for (size_t i = 0; i < sizes.size(); ++i) {
       const int64_t b = sizes[i];
-      ctx.progress.update((double(index) + (impl == ArImpl::TwoShot ? 0.5 : 0.0) + 0.5 * double(i) / double(sizes.size())) /
-                              double(count),
+      ctx.progress.update(peer_allreduce_progress(index, count, impl, i, sizes.size()),
                           fmt::format("{} [{}] {} (MPI)", to_string(impl), label, format_size(b)));
       const int reps = reps_for(b, 300, 500e-6, 20);
       auto region = [&](bool gated) {

@@ -127,6 +127,10 @@ void* QuantGemmRunner::scratch(int which, size_t bytes, cudaStream_t stream) {
       throw RuntimeError("QuantGemmRunner: scratch must grow to " + std::to_string(bytes) +
                          " bytes during CUDA-graph capture; run the shape once eagerly first");
     CUDA_CHECK(cudaStreamSynchronize(stream));  // the old buffer may still be in use
+    // Keep the old buffer alive: CUDA graphs captured with it (the engine's decode graphs of a
+    // smaller batch) still read and write it on every replay. Freeing it here made a W4A16 run
+    // fault with an illegal address once a larger decode batch grew the split-K workspace.
+    if (b.bytes() > 0) retired_.push_back(std::move(b));
     b = DeviceBuffer(device_, std::max<size_t>(bytes, 256));
     CUDA_CHECK(cudaMemsetAsync(b.get(), 0, b.bytes(), stream));  // the W4A16 split-K counters start at 0
   }

@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <vector>
 
 #include "planner/core/dtype.hpp"
 #include "profiler/gpu/gemm.hpp"
@@ -97,6 +98,7 @@ class QuantGemmRunner {
   CublasLtHandle handle_;
   DeviceBuffer workspace_;
   DeviceBuffer scratch_[5];  // 0: quantized x, 1: x scales, 2: int32 acc, 3: int4 bf16 slab, 4: int4 split-K
+  std::vector<DeviceBuffer> retired_;  // outgrown scratch that captured graphs may still use
   std::map<std::tuple<int, int, int64_t, int64_t, int64_t, int64_t>, std::unique_ptr<Plan>> plans_;
 };
 

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Issues 14, 15, 18 on one H200, 2026-12-03 (device tool: carry [".gpu"]; build with scripts/gpu/build.sh).
+#   scripts/gpu/session5.sh K   (~5 min) every kernel's self-test (own prefill; then cuDNN's, each case
+#                               named before it runs, and under compute-sanitizer when it faults); the
+#                               FP8 block-scale order probe runs inside the self-test when its case
+#                               fails; validate --weights int4 (the graph-scratch fix) on 40 requests.
+#   scripts/gpu/session5.sh C   (~8 min) = issues_14_15_18.sh C: a fresh profile with the grouped-GEMM
+#                               curves, then the four single-GPU MoE validations.
+#   scripts/gpu/session5.sh F   (~4 min) quantized decode steps of Llama-3.1-8B and -70B (fp8, int4) beside
+#                               a whole FP8 step in PyTorch (bench/quant/torch_fp8_step_ref.py), same lease.
+# Outputs under $OUT (summary-*.txt and a tgz of the raw files).
+set -u
+PART=${1:-K}
+if [ "$PART" = C ]; then exec scripts/gpu/issues_14_15_18.sh C; fi
+OUT=${OUT:-/tmp/peerplan-s5}; W=$OUT/w$PART; mkdir -p "$W"
+export NCCL_NVLS_ENABLE=0 PEERPLAN_HOME=$PWD LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+B=$PWD/.gpu/bin/peerplan; S=$OUT/summary-$PART.txt
+ldd "$B" | grep -q 'not found' && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$PWD/.gpu/lib
+log() { echo "$*" | tee -a "$S"; }
+step() { local t=$1 name=$2; shift 2; log "+ [$name] $*"; local t0=$(date +%s.%N)
+  timeout "$t" "$@" > "$W/$name.txt" 2>&1; local rc=$?
+  log "  rc=$rc $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s"
+  tail -n "${TAIL:-6}" "$W/$name.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  tar czf "$OUT/part$PART.tgz" -C "$W" . 2>/dev/null; return $rc; }
+{ date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,uuid --format=csv,noheader; } | tee -a "$S"
+V=docs/validation; P=$V/plans; M=models/hardware/h200x2-nvlink.json
+if [ "$PART" = F ]; then
+  for mw in "8b --weights fp8" "8b --weights int4" "70b --weights fp8"; do set -- $mw
+    TAIL=8 step 150 "steps-$1-${3}" $B validate --bench-steps --plan $P/llama$1-1gpu.json --model llama-3.1-$1 \
+      --machine $M --allow-other-host --batches 1,8,32,64 --context 1024 --prefill 2048 $2 $3
+  done
+  TAIL=4 step 200 torch-fp8-step python3 bench/quant/torch_fp8_step_ref.py "$W"
+  tar czf "$OUT/part$PART.tgz" -C "$W" . 2>/dev/null; log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
+fi
+TAIL=3 step 90 selftest $B validate --self-test
+grep -E "fp8_block|probe|w4a16|int4|FAIL" "$W/selftest.txt" | head -20 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+NV=$(python3 -c "import importlib.util as u, os; print(os.path.dirname(list(u.find_spec('nvidia.cudnn').submodule_search_locations)[0]))" 2>/dev/null)
+[ -n "$NV" ] && for d in "$NV"/*/lib; do export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d; done
+[ -n "$NV" ] && [ -f "$NV/cudnn/lib/libcudnn.so.9" ] && export PEERPLAN_CUDNN_LIB=$NV/cudnn/lib/libcudnn.so.9
+# Each prefill case alone through cuDNN (a fault ends the process): which layouts run (0: one sequence,
+# dense K/V; 1: one sequence through a slot table; 2..: several sequences, ragged Q, paged or dense K/V).
+for i in $(seq 0 15); do
+  PEERPLAN_SELFTEST_PREFILL_CASE=$i PEERPLAN_PREFILL_ATTENTION=cudnn timeout 60 $B validate --self-test > "$W/cudnn-case-$i.txt" 2>&1
+  log "  cudnn case $i rc=$? $(grep -E 'prefill case|prefill_attention|error|failed' "$W/cudnn-case-$i.txt" | tr '\n' ' ' | cut -c1-300)"
+done
+if ! PEERPLAN_PREFILL_ATTENTION=auto TAIL=8 step 90 selftest-cudnn $B validate --self-test; then
+  CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  log "compute-sanitizer: ${CS:-none}"
+  [ -n "$CS" ] && PEERPLAN_PREFILL_ATTENTION=auto TAIL=40 step 150 selftest-cudnn-sanitizer "$CS" --print-limit 4 \
+      --kernel-name regex:sdpa $B validate --self-test
+fi
+TAIL=18 step 120 validate-8b-int4 $B validate --machine $M --allow-other-host --plan $P/llama8b-1gpu.json \
+  --model llama-3.1-8b --weights int4 --workload $V/workloads/validate-chat.json --requests 40 --out "$W/validate-8b-int4"
+tar czf "$OUT/part$PART.tgz" -C "$W" . 2>/dev/null
+log "done $(date -u +%FT%TZ), ${SECONDS}s"

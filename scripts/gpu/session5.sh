@@ -8,6 +8,9 @@
 #                               curves, then the four single-GPU MoE validations.
 #   scripts/gpu/session5.sh F   (~4 min) quantized decode steps of Llama-3.1-8B and -70B (fp8, int4) beside
 #                               a whole FP8 step in PyTorch (bench/quant/torch_fp8_step_ref.py), same lease.
+#   scripts/gpu/session5.sh L   (~8 min) long context (issue 18): a fresh profile of Llama-3.1-8B's shapes (the
+#                               2-D attention grid to 128k, its held-back errors), then validate under
+#                               64k-100k-token prompts and under 8k-32k.
 # Outputs under $OUT (summary-*.txt and a tgz of the raw files).
 set -u
 PART=${1:-K}
@@ -24,6 +27,15 @@ step() { local t=$1 name=$2; shift 2; log "+ [$name] $*"; local t0=$(date +%s.%N
   tar czf "$OUT/part$PART.tgz" -C "$W" . 2>/dev/null; return $rc; }
 { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,uuid --format=csv,noheader; } | tee -a "$S"
 V=docs/validation; P=$V/plans; M=models/hardware/h200x2-nvlink.json
+if [ "$PART" = L ]; then
+  TAIL=4 step 150 profile $B profile --no-progress --model llama-3.1-8b --dtypes bf16 --skip nccl,nccl_nop2p --out "$W/profile.json"
+  grep -E "attention grid" "$W/profile.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  TAIL=18 step 330 validate-8b-64k-100k $B validate --machine "$W/profile.json" --plan $P/llama8b-1gpu.json \
+    --model llama-3.1-8b --workload models/workloads/long-prompt-64k-100k.json --out "$W/validate-8b-64k-100k"
+  TAIL=18 step 120 validate-8b-8k-32k $B validate --machine "$W/profile.json" --plan $P/llama8b-1gpu.json \
+    --model llama-3.1-8b --workload models/workloads/long-prompt-8k-32k.json --requests 24 --out "$W/validate-8b-8k-32k"
+  gzip -f "$W/profile.json"; tar czf "$OUT/part$PART.tgz" -C "$W" . 2>/dev/null; log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
+fi
 if [ "$PART" = F ]; then
   for mw in "8b --weights fp8" "8b --weights int4" "70b --weights fp8"; do set -- $mw
     TAIL=8 step 150 "steps-$1-${3}" $B validate --bench-steps --plan $P/llama$1-1gpu.json --model llama-3.1-$1 \

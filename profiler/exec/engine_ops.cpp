@@ -92,6 +92,7 @@ void Engine::run_attention(const Op& op, GpuState& g) {
     a.kv_heads = int(g.kv_heads);
     a.head_dim = int(g.head_dim);
     a.max_ctx = int(max_ctx_);
+    a.num_slots = int(kv_slots_);
     return kn::prefill_attention(a, g.stream);
   }
   kn::DecodeAttention a;

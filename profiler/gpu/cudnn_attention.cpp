@@ -347,12 +347,13 @@ enum KvMode { kDense = 0, kPaged = 1, kRaggedKV = 2 };
 
 struct Key {
   int dev, b, s_q, s_kv, heads, kv, d, window;  // s_kv: the key extent (paged: max_ctx rounded up to 2^n)
+  int pages;                                     // paged: the cache's slots (the container's extent)
   int64_t cap;                                   // the cache's max_ctx (token stride of a slot's heads)
   int64_t q_stride;
   bool ragged;
   int kv_mode;
   float scale;
-  auto tie() const { return std::tie(dev, b, s_q, s_kv, heads, kv, d, window, cap, q_stride, ragged, kv_mode, scale); }
+  auto tie() const { return std::tie(dev, b, s_q, s_kv, heads, kv, d, window, pages, cap, q_stride, ragged, kv_mode, scale); }
   bool operator<(const Key& o) const { return tie() < o.tie(); }
 };
 
@@ -387,7 +388,9 @@ void build(Graph& g, const Key& k, cudnnHandle_t h) {
   if (k.kv_mode == kPaged) {
     // One page per slot. cuDNN wants a power-of-two page (block) size: the page spans max_ctx
     // rounded up, its strides those of the cache (tokens past a sequence's length are never read).
-    Dims cont{b, HK, SKV, D}, cont_str{HK * k.cap * D, k.cap * D, D, 1};
+    // The container spans every slot of the cache: a sequence in slot 3 of a 2-sequence call reads
+    // page 3 (with the extent set to the call's sequences, H200 2026-12-03: zeros, rel. error 1.0).
+    Dims cont{k.pages, HK, SKV, D}, cont_str{HK * k.cap * D, k.cap * D, D, 1};
     Desc& kc = B.tensor(kK, bf, cont, cont_str, false);
     Desc& vc = B.tensor(kV, bf, cont, cont_str, false);
     Desc& pk = B.tensor(kPageK, i32, {b, 1, 1, 1}, {1, 1, 1, 1}, false);
@@ -572,8 +575,12 @@ bool cudnn_prefill_attention(const CudnnPrefill& a, cudaStream_t stream, std::st
   if (kv_mode == kPaged)
     for (s_kv = 1; s_kv < a.max_ctx; s_kv *= 2) {
     }
-  Key k{dev, a.num_seqs, bucket_q(a.max_q_len), s_kv, a.heads, a.kv_heads, a.head_dim, a.window, a.max_ctx,
-        a.q_row_stride, a.num_seqs > 1, kv_mode, a.scale > 0 ? a.scale : 1.0f / std::sqrt(float(a.head_dim))};
+  // Q and O always through ragged offsets, one sequence too: with a plain [b][s_q] layout the engine
+  // writes all s_q rows of the bucket, past the sequence's own tokens (H200 2026-12-03: an illegal
+  // address once a 1100-token prompt's bucket of 2048 rows ran past the output buffer).
+  Key k{dev, a.num_seqs, bucket_q(a.max_q_len), s_kv, a.heads, a.kv_heads, a.head_dim, a.window,
+        kv_mode == kPaged ? std::max(a.num_slots, a.num_seqs) : 0, a.max_ctx, a.q_row_stride, true, kv_mode,
+        a.scale > 0 ? a.scale : 1.0f / std::sqrt(float(a.head_dim))};
   // Ragged offsets are int32 elements.
   if (k.ragged && int64_t(a.num_seqs) * k.s_q * std::max<int64_t>(a.q_row_stride, int64_t(a.heads) * a.head_dim) >=
                       std::numeric_limits<int32_t>::max()) {

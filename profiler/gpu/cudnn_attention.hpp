@@ -39,6 +39,7 @@ struct CudnnPrefill {
   int num_seqs = 0, max_q_len = 0, heads = 0, kv_heads = 0, head_dim = 0, max_ctx = 0;
   float scale = 0;  // 0: 1/sqrt(head_dim)
   int window = 0;   // sliding window in keys (query at position p sees p-window+1 .. p); 0: none
+  int num_slots = 0;  // slots in the cache (0: num_seqs): the page table indexes all of them
 };
 
 // The library: loaded once; "" when usable, else why not (the path tried, the loader's message).

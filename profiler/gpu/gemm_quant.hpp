@@ -12,8 +12,9 @@
 //   PerChannel one scale per output channel of W, one dynamic scale per token of x (OUTER_VEC_32F)
 //   Block128   one scale per 128x128 block of W (BLK128x128_32F), one per token and 128 k of x
 //              (VEC128_32F): DeepSeek-V3 / Qwen3-FP8 checkpoints ("weight_block_size": [128, 128])
-// Scale tensors are outer-dimension-major: W block (nb, kb) at kb * ceil(n/128) + nb, x group
-// (m, kb) at kb * M + m.
+// Scale orders cuBLASLt 13.0 reads on Hopper (the self-test's probe of all four, H200 2026-12-03):
+// W's 128x128 block (nb, kb) at nb * ceil(k/128) + kb (row-major [n/128][k/128], as DeepSeek-V3's
+// weight_scale_inv is stored), x's group (m, kb) at kb * M + m (M-major).
 // INT8 (W8A8): x quantized per token (dynamic), cuBLASLt int8 x int8 -> int32 (IMMA), then an
 // epilogue kernel y = acc * x_scale[m] * w_scale[n] in bf16 (per-channel weight scales).
 // INT4 (W4A16): profiler/kernels/w4a16.hpp; M <= 64 runs its tensor-core GEMV, larger M
@@ -76,8 +77,8 @@ class QuantGemmRunner {
   void set_int4_gemv_max_m(int64_t m) { int4_gemv_max_m_ = m; }
   int64_t int4_gemv_max_m() const { return int4_gemv_max_m_; }
   // Storage order of the FP8 128x128 block scales (W) and 1x128 group scales (x): outer-dimension
-  // major (false, the default) or k-major (true). cuBLASLt reads one of them; the self-test's
-  // probe (bench/quant) tries all four to tell which.
+  // major (false) or k-major (true). Default: W k-major, x outer-major, the order cuBLASLt reads
+  // (the self-test's probe tries all four when a block-scaled case fails).
   void set_block_scale_layout(bool w_kmajor, bool x_kmajor) { block_w_kmajor_ = w_kmajor, block_x_kmajor_ = x_kmajor; }
   bool block_w_kmajor() const { return block_w_kmajor_; }
   int device() const { return device_; }
@@ -94,7 +95,7 @@ class QuantGemmRunner {
   int device_ = -1;
   int sms_ = 132;
   int64_t int4_gemv_max_m_ = 32;  // GEMV kernel up to here (H200 2026-12-02: even with dequant + cuBLASLt at 64)
-  bool block_w_kmajor_ = false, block_x_kmajor_ = false;
+  bool block_w_kmajor_ = true, block_x_kmajor_ = false;  // measured: see the top of this file
   CublasLtHandle handle_;
   DeviceBuffer workspace_;
   DeviceBuffer scratch_[5];  // 0: quantized x, 1: x scales, 2: int32 acc, 3: int4 bf16 slab, 4: int4 split-K

@@ -66,6 +66,7 @@ struct PrefillAttention {
   int num_seqs = 0, max_q_len = 0;    // max_q_len sizes the grid
   int heads = 0, kv_heads = 0, head_dim = 128, max_ctx = 0;
   float scale = 0;
+  int num_slots = 0;  // slots in the KV cache (0: num_seqs); cuDNN's paged path needs the whole cache's extent
 };
 void prefill_attention(const PrefillAttention& a, cudaStream_t stream);
 // cuDNN's fused attention for this call where it runs it (prefill_dispatch.cpp; the environment's

@@ -38,6 +38,7 @@ bool prefill_attention_cudnn(const PrefillAttention& a, cudaStream_t stream) {
   c.kv_heads = a.kv_heads;
   c.head_dim = a.head_dim;
   c.max_ctx = a.max_ctx;
+  c.num_slots = a.num_slots;
   c.scale = a.scale;
   std::string why;
   if (gpu::cudnn_prefill_attention(c, stream, &why)) {

@@ -100,7 +100,7 @@ std::vector<double> dequantized_w(const gpu::QuantWeight& w, bool w_kmajor) {
   const int64_t nb = (n + 127) / 128;
   const size_t ns = w.dtype == DType::INT8 || w.scaling == gpu::Fp8Scaling::PerChannel ? size_t(n)
                     : w.scaling == gpu::Fp8Scaling::PerTensor                           ? 1
-                                                                                        : size_t((k + 127) / 128 * nb);
+                                                                                        : size_t(gpu::fp8_block_scale_count(n, k));
   auto sc = download<float>(w.scales, ns);
   for (int64_t r = 0; r < n; ++r)
     for (int64_t c = 0; c < k; ++c) {
@@ -109,7 +109,7 @@ std::vector<double> dequantized_w(const gpu::QuantWeight& w, bool w_kmajor) {
       double s = sc[0];
       if (w.dtype == DType::INT8 || w.scaling == gpu::Fp8Scaling::PerChannel) s = sc[size_t(r)];
       else if (w.scaling == gpu::Fp8Scaling::Block128)
-        s = w_kmajor ? sc[size_t((r / 128) * ((k + 127) / 128) + c / 128)] : sc[size_t((c / 128) * nb + r / 128)];
+        s = w_kmajor ? sc[size_t((r / 128) * gpu::fp8_block_scale_ld(k) + c / 128)] : sc[size_t((c / 128) * nb + r / 128)];
       W[size_t(r * k + c)] = v * s;
     }
   return W;

@@ -28,6 +28,9 @@ std::string shape_text(int64_t M, int64_t n, int64_t k) {
 
 }  // namespace
 
+int64_t fp8_block_scale_ld(int64_t k) { return (ceil_div(k, 128) + 3) / 4 * 4; }
+int64_t fp8_block_scale_count(int64_t n, int64_t k) { return ceil_div(n, 128) * fp8_block_scale_ld(k); }
+
 const char* to_string(Fp8Scaling s) {
   switch (s) {
     case Fp8Scaling::PerTensor: return "per-tensor";
@@ -42,7 +45,7 @@ size_t quant_weight_bytes(DType dtype, Fp8Scaling scaling, int64_t n, int64_t k)
     case DType::FP8_E4M3: {
       const int64_t s = scaling == Fp8Scaling::PerTensor    ? 1
                         : scaling == Fp8Scaling::PerChannel ? n
-                                                            : ceil_div(k, 128) * ceil_div(n, 128);
+                                                            : fp8_block_scale_count(n, k);
       return size_t(n * k + 4 * s);
     }
     case DType::INT8: return size_t(n * k + 4 * n);
@@ -79,7 +82,7 @@ QuantWeight make_random_quant_weight(int device, DType dtype, Fp8Scaling scaling
     kn::fill_random_fp8(w.codes.as<uint8_t>(), n * k, seed, stream);
     const int64_t ns = scaling == Fp8Scaling::PerTensor    ? 1
                        : scaling == Fp8Scaling::PerChannel ? n
-                                                           : ceil_div(k, 128) * ceil_div(n, 128);
+                                                           : fp8_block_scale_count(n, k);
     w.scales = DeviceBuffer(device, size_t(ns) * 4);
     kn::fill_random_f32(w.scales.as<float>(), ns, seed ^ 0x5ca1e, 1.f / 8192, 1.f / 4096, stream);
     w.x_scale = DeviceBuffer(device, 4);
@@ -229,8 +232,9 @@ void QuantGemmRunner::run_fp8(const void* x, const QuantWeight& w, void* y, int6
     xs = w.x_scale.get();
   } else {
     const int64_t group = w.scaling == Fp8Scaling::PerChannel ? k : 128;
-    auto* s = static_cast<float*>(scratch(1, size_t(M * (k / group)) * 4, stream));
-    kn::quantize_fp8_rows(xb, xq, s, M, k, group, M, stream, w.scaling == Fp8Scaling::Block128 && block_x_kmajor_);
+    const int64_t ld = (M + 3) / 4 * 4;  // scale rows padded to 16 bytes (see the top of gemm_quant.hpp)
+    auto* s = static_cast<float*>(scratch(1, size_t(ld * (k / group)) * 4, stream));
+    kn::quantize_fp8_rows(xb, xq, s, M, k, group, ld, stream, w.scaling == Fp8Scaling::Block128 && block_x_kmajor_);
     xs = s;
   }
   if (w.scaling == Fp8Scaling::PerTensor) return run_fp8_prequantized(xq, w, y, M, stream);

@@ -14,7 +14,9 @@
 //              (VEC128_32F): DeepSeek-V3 / Qwen3-FP8 checkpoints ("weight_block_size": [128, 128])
 // Scale orders cuBLASLt 13.0 reads on Hopper (the self-test's probe of all four, H200 2026-12-03):
 // W's 128x128 block (nb, kb) at nb * ceil(k/128) + kb (row-major [n/128][k/128], as DeepSeek-V3's
-// weight_scale_inv is stored), x's group (m, kb) at kb * M + m (M-major).
+// weight_scale_inv is stored), x's group (m, kb) at kb * M + m (M-major); each scale row padded to a
+// multiple of 4 floats (16 bytes): W's leading dimension fp8_block_scale_ld(k), x's round_up(M, 4)
+// (a k of 3 blocks failed unpadded, H200 2026-12-03, while 4 blocks passed).
 // INT8 (W8A8): x quantized per token (dynamic), cuBLASLt int8 x int8 -> int32 (IMMA), then an
 // epilogue kernel y = acc * x_scale[m] * w_scale[n] in bf16 (per-channel weight scales).
 // INT4 (W4A16): profiler/kernels/w4a16.hpp; M <= 64 runs its tensor-core GEMV, larger M
@@ -47,6 +49,9 @@ struct QuantWeight {
 };
 // Bytes of the stored weight (codes + scales) in that format: what a GEMM streams at decode.
 size_t quant_weight_bytes(DType dtype, Fp8Scaling scaling, int64_t n, int64_t k);
+// Floats per row of W's 128x128 block scales (ceil(k/128) rounded up to 4) and their count.
+int64_t fp8_block_scale_ld(int64_t k);
+int64_t fp8_block_scale_count(int64_t n, int64_t k);
 // Synthetic weights of the format (random codes, scales around 1/64), on `stream`.
 QuantWeight make_random_quant_weight(int device, DType dtype, Fp8Scaling scaling, int64_t n, int64_t k, uint64_t seed,
                                      cudaStream_t stream);

@@ -7,6 +7,7 @@
 #include <malloc.h>
 
 #include "planner/compile/compiler.hpp"
+#include "planner/compile/graph_batch.hpp"
 #include "planner/core/error.hpp"
 
 namespace peerplan {
@@ -148,7 +149,7 @@ PlanPricer::PlanPricer(const Plan& plan, const ModelConfig& cfg, const ModelFigu
 }
 
 const IterationCost& PlanPricer::price(const BatchShape& shape) {
-  BatchShape q = quantize_shape(shape, opt_.per_octave);
+  BatchShape q = quantize_shape(graph_padded(shape), opt_.per_octave);  // decode: the CUDA graph's batch
   std::array<int64_t, 5> key{q.prefill_seqs, q.prefill_tokens, q.prefill_context, q.decode_seqs, q.decode_context};
   PriceMemo& m = memo();
   auto it = m.find(key);
@@ -190,7 +191,8 @@ struct SegmentResult {
 
 }  // namespace
 
-IterationCost PlanPricer::price_exact(const BatchShape& shape) const {
+IterationCost PlanPricer::price_exact(const BatchShape& unpadded) const {
+  const BatchShape shape = graph_padded(unpadded);  // decode: the CUDA graph's batch (graph_batch.hpp)
   const Topology& topo = cost_.topology();
   OpGraph g = opt_.reuse_layers ? compile_iteration(rplan_, rcfg_, rfig_, topo.machine(), shape,
                                                     CompileOptions{&routing_layers_})

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "planner/compile/compiler.hpp"
+#include "planner/compile/graph_batch.hpp"
 #include "planner/core/error.hpp"
 #include "profiler/exec/engine_state.hpp"
 #include "profiler/exec/executor.hpp"
@@ -80,11 +81,7 @@ std::vector<int> Engine::local_of(const std::vector<int>& ids) const {
 }
 
 int64_t Engine::padded_batch(int64_t b) const {
-  // vLLM's capture sizes: 1, 2, 4, then multiples of 8.
-  if (b <= 1) return 1;
-  if (b <= 2) return 2;
-  if (b <= 4) return 4;
-  return (b + 7) / 8 * 8;
+  return cuda_graph_batch(b);  // vLLM's capture sizes; the pricer prices the same padded batch
 }
 
 BatchShape Engine::shape_of(const std::vector<SeqRun>& seqs) {

@@ -53,9 +53,9 @@ std::string cudnn_description();
 bool cudnn_prefill_attention(const CudnnPrefill& a, cudaStream_t stream, std::string* why);
 
 // Which prefill implementation runs: the environment's PEERPLAN_PREFILL_ATTENTION ("auto":
-// cuDNN where it runs the shape, else the own kernel; "cudnn": cuDNN or an error; "own", also when
-// unset), unless set here. The default stays "own" until the cuDNN path has passed on a GPU host
-// (scripts/gpu/attention_check.sh; docs/attention.md says what was and was not run).
+// cuDNN where it runs the shape, else the own kernel, also when unset; "cudnn": cuDNN or an error;
+// "own"), unless set here. Auto became the default once every self-test layout passed through cuDNN
+// and it was the fastest on every shape of the PyTorch reference (H200, 2026-12-03, docs/attention.md).
 enum class PrefillBackend { Auto, Cudnn, Own };
 PrefillBackend prefill_backend();
 void set_prefill_backend(PrefillBackend b);

@@ -1,0 +1,33 @@
+#pragma once
+// The batch a decode iteration really runs at when it is a CUDA graph: engines capture graphs for a
+// few batch sizes and pad a decode batch up to the next one (vLLM's capture sizes: 1, 2, 4, then
+// multiples of 8), and the padding sequences run every op too (for MoE they are routed, so they touch
+// more experts). The executor pads this way (profiler/exec/engine.cpp) and the pricer prices the
+// padded batch (planner/sim/iteration_cost.cpp). Measured on one H200 (2026-12-03,
+// docs/validation/runs/2026-12-03-session5): Mixtral decode steps at batch 3 took as long as at 4
+// (27.3 ms), 5-8 as long as 8 (32.8 ms); priced unpadded they were 15-18 % low.
+#include <cstdint>
+
+#include "planner/compile/op_graph.hpp"
+
+namespace peerplan {
+
+inline int64_t cuda_graph_batch(int64_t b) {
+  if (b <= 1) return 1;
+  if (b <= 2) return 2;
+  if (b <= 4) return 4;
+  return (b + 7) / 8 * 8;
+}
+
+// A decode-only shape padded to its graph batch: the padding sequences hold one token of context
+// each, as the executor's (decode_context is the mean context). Other shapes run eagerly: unchanged.
+inline BatchShape graph_padded(BatchShape s) {
+  if (s.prefill_seqs != 0 || s.prefill_tokens != 0 || s.decode_seqs <= 0) return s;
+  const int64_t p = cuda_graph_batch(s.decode_seqs);
+  if (p == s.decode_seqs) return s;
+  s.decode_context = (s.decode_context * s.decode_seqs + (p - s.decode_seqs) + p - 1) / p;
+  s.decode_seqs = p;
+  return s;
+}
+
+}  // namespace peerplan

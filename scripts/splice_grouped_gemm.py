@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Add the grouped expert GEMM curves of a one-GPU profile to a multi-GPU profile of the same GPU model.
+
+The routed-MoE kernels are timed on one GPU (`profile --only grouped_gemm`: each expert shape with all
+experts local, and the EP shards at TP 1), so a one-GPU run on the same GPU model gives a multi-GPU
+profile the curves its links were measured without. Entries are keyed by (n, k, experts, topk, tokens,
+dtype); the source's replace the target's of the same key, the target's others stay. The source's
+provenance goes to measurements.meta.grouped_gemm_source.
+
+usage: scripts/splice_grouped_gemm.py TARGET.json SOURCE.json[.gz] [--note TEXT] [--out OUT.json]
+"""
+import argparse, gzip, json, os, sys, tempfile
+
+
+def load(path):
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+        return json.load(f)
+
+
+def key(e):
+    return (e["n"], e["k"], e["experts"], e["topk"], e["tokens"], e.get("dtype", "bf16"))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("target"); ap.add_argument("source")
+    ap.add_argument("--note", default=""); ap.add_argument("--out")
+    a = ap.parse_args()
+    tgt, src = load(a.target), load(a.source)
+    new = src["measurements"].get("grouped_gemms") or []
+    if not new:
+        sys.exit(f"{a.source}: measurements.grouped_gemms is empty: profile an MoE model with `profile --only grouped_gemm`")
+    tg, sg = (tgt.get("gpus") or [{}])[0].get("name"), (src.get("gpus") or [{}])[0].get("name")
+    if tg != sg:
+        sys.exit(f"{a.source} timed a {sg}, {a.target} describes a {tg}: the curves would not be this GPU's")
+    merged = {key(e): e for e in tgt["measurements"].get("grouped_gemms") or []}
+    for e in new:
+        e = dict(e); e["gpu"] = 0
+        merged[key(e)] = e
+    tgt["measurements"]["grouped_gemms"] = sorted(merged.values(), key=key)
+    sm = src["measurements"].get("meta", {})
+    tgt["measurements"].setdefault("meta", {})["grouped_gemm_source"] = {
+        "date": sm.get("date"), "driver": sm.get("driver"), "cuda_runtime": sm.get("cuda_runtime"), "gpu": sg,
+        "entries": len(new), "note": a.note}
+    dst = a.out or a.target
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(dst)) or ".", suffix=".json")
+    with os.fdopen(fd, "w") as f:
+        json.dump(tgt, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, dst)
+    print(f"{dst}: {len(new)} grouped GEMM entries from {a.source} ({sm.get('date')}), {len(merged)} in all")
+
+
+if __name__ == "__main__":
+    main()

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -35,58 +37,81 @@ RankBatch rank_batch(const BatchShape& b, int dp) {
   return r;
 }
 
+// Builds the ops into `graph` in place: op slots (and their name, gpus and deps storage) left by
+// an earlier compile into the same graph are reused, so a pricer compiling one plan for thousands
+// of shapes allocates next to nothing per shape (they were ~10^3 allocations each).
 class Builder {
  public:
-  Builder(const Plan& p, const ModelFigures& fig, int dtype_bytes) : plan_(p), fig_(fig), d_(dtype_bytes) {}
-  OpGraph graph;
-
-  int add(Op op) {
-    op.id = int(graph.ops.size());
-    std::vector<int> deps;
-    for (int g : op.gpus)
-      if (auto it = last_.find(g); it != last_.end()) deps.push_back(it->second);
-    std::sort(deps.begin(), deps.end());
-    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-    op.deps = deps;
-    for (int g : op.gpus) last_[g] = op.id;
-    graph.ops.push_back(std::move(op));
-    return graph.ops.back().id;
+  Builder(const Plan& p, const ModelFigures& fig, int dtype_bytes, OpGraph& g, std::vector<int>& last)
+      : graph(g), plan_(p), fig_(fig), d_(dtype_bytes), last_(last) {
+    last_.clear();
   }
-  Op base(OpKind k, std::string name, int stage, int layer, std::vector<int> gpus) {
-    Op op;
+  OpGraph& graph;
+  size_t used = 0;  // ops built so far (graph.ops may hold more slots from an earlier compile)
+
+  // The next op's slot, reset to a fresh Op but for its containers' storage; `prefix` + `name` is
+  // its name. An op begun and not committed is simply overwritten by the next one.
+  Op& begin(OpKind k, std::string_view prefix, std::string_view name, int stage, int layer, const int* gpus,
+            size_t ngpus) {
+    if (used == graph.ops.size()) graph.ops.emplace_back();
+    Op& op = graph.ops[used];
+    std::string nm = std::move(op.name);
+    std::vector<int> gp = std::move(op.gpus), dp = std::move(op.deps);
+    op = Op{};
+    op.name = std::move(nm);
+    op.name.assign(prefix).append(name);
+    op.gpus = std::move(gp);
+    op.gpus.assign(gpus, gpus + ngpus);
+    op.deps = std::move(dp);
+    op.deps.clear();
     op.kind = k;
-    op.name = std::move(name);
     op.stage = stage;
     op.layer = layer;
-    op.gpus = std::move(gpus);
     op.p2p = plan_.p2p;
     if (k == OpKind::AllReduce) op.allreduce = plan_.allreduce;
     return op;
   }
-  void gemm(const std::string& name, int stage, int layer, int gpu, int64_t m, int64_t n, int64_t k, int64_t batch = 1) {
+  Op& begin(OpKind k, std::string_view prefix, std::string_view name, int stage, int layer, std::initializer_list<int> gpus) {
+    return begin(k, prefix, name, stage, layer, gpus.begin(), gpus.size());
+  }
+  Op& begin(OpKind k, std::string_view prefix, std::string_view name, int stage, int layer, const std::vector<int>& gpus) {
+    return begin(k, prefix, name, stage, layer, gpus.data(), gpus.size());
+  }
+  // Commits the op begun last: its id, and a dependency on the last op of each of its GPUs.
+  void commit(Op& op) {
+    op.id = int(used);
+    for (int g : op.gpus)
+      if (size_t(g) < last_.size() && last_[size_t(g)] >= 0) op.deps.push_back(last_[size_t(g)]);
+    std::sort(op.deps.begin(), op.deps.end());
+    op.deps.erase(std::unique(op.deps.begin(), op.deps.end()), op.deps.end());
+    for (int g : op.gpus) {
+      if (size_t(g) >= last_.size()) last_.resize(size_t(g) + 1, -1);
+      last_[size_t(g)] = op.id;
+    }
+    ++used;
+  }
+  // `matrix`: the model matrix's name ("qkv", "expert.down"; "lm_head" outside layers).
+  void gemm(std::string_view prefix, std::string_view matrix, int stage, int layer, int gpu, int64_t m, int64_t n,
+            int64_t k, int64_t batch = 1) {
     if (m <= 0 || batch <= 0) return;  // no tokens reach it (e.g. a rank without local experts)
-    Op op = base(OpKind::Gemm, name, stage, layer, {gpu});
+    Op& op = begin(OpKind::Gemm, prefix, matrix, stage, layer, {gpu});
     op.m = m, op.n = n, op.k = k, op.batch_count = batch;
     op.flops = 2.0 * double(m) * double(n) * double(k) * double(batch);
     // Activations in and out in the model's dtype; the weights as stored (fp8, packed int4 with
     // their scales, ...): what a weight-bound GEMM streams from HBM.
-    const MatrixShape* w = weight_of(layer, name);
+    const MatrixShape* w = weight_of(layer, matrix);
     op.wdtype = w ? w->format.dtype : DType::BF16;
     const double wbytes = w ? w->bytes_per_param() : double(d_);
     op.mem_bytes = (double(m * k + m * n) * double(d_) + double(k * n) * wbytes) * double(batch);
-    add(std::move(op));
+    commit(op);
   }
-  // The model matrix a GEMM named "L<layer>.<matrix>" (or "lm_head") multiplies by; null for
-  // names that are not a model matrix.
-  const MatrixShape* weight_of(int layer, const std::string& op_name) const {
+  // The model matrix named `matrix` of decoder layer `layer` (of the model's own matrices for
+  // layer -1: "lm_head"); null for names that are not a model matrix.
+  const MatrixShape* weight_of(int layer, std::string_view matrix) const {
     const std::vector<MatrixShape>* ms = &fig_.model_matrices;
-    std::string name = op_name;
-    if (layer >= 0 && size_t(layer) < fig_.layers.size()) {
-      ms = &fig_.layers[size_t(layer)].matrices;
-      if (auto dot = name.find('.'); dot != std::string::npos) name = name.substr(dot + 1);
-    }
+    if (layer >= 0 && size_t(layer) < fig_.layers.size()) ms = &fig_.layers[size_t(layer)].matrices;
     for (const auto& m : *ms)
-      if (m.name == name) return &m;
+      if (m.name == matrix) return &m;
     return nullptr;
   }
   // What an elementwise op computes and its [rows][cols] shape, for the executor's kernel.
@@ -95,54 +120,62 @@ class Builder {
     int64_t rows, cols;
   };
   // Memory-bound op over `elems` elements, touched `rw` times (reads + writes), plus weights.
-  void elementwise(const std::string& name, Ew ew, int stage, int layer, int gpu, int64_t elems, int rw,
-                   double flops_per_elem, int64_t weight_elems = 0) {
+  void elementwise(std::string_view prefix, std::string_view name, Ew ew, int stage, int layer, int gpu, int64_t elems,
+                   int rw, double flops_per_elem, int64_t weight_elems = 0) {
     if (elems <= 0) return;
-    Op op = base(OpKind::Elementwise, name, stage, layer, {gpu});
+    Op& op = begin(OpKind::Elementwise, prefix, name, stage, layer, {gpu});
     op.ew = ew.kind, op.ew_rows = ew.rows, op.ew_cols = ew.cols;
     op.flops = flops_per_elem * double(elems);
     op.mem_bytes = double(elems * rw + weight_elems) * double(d_);
-    add(std::move(op));
+    commit(op);
   }
   // Routed experts of one GPU as one grouped GEMM over its touched experts (issue 14): only their
   // weights are read; `load` is what routing sent them.
-  void grouped_gemm(const std::string& name, int stage, int layer, int gpu, const routing::GroupLoad& load, int64_t n,
-                    int64_t k, const ExpertBlock& experts) {
+  void grouped_gemm(std::string_view prefix, std::string_view matrix, int stage, int layer, int gpu,
+                    const routing::GroupLoad& load, int64_t n, int64_t k, const ExpertBlock& experts) {
     if (load.rows <= 0) return;
-    Op op = base(OpKind::GroupedGemm, name, stage, layer, {gpu});
+    Op& op = begin(OpKind::GroupedGemm, prefix, matrix, stage, layer, {gpu});
     op.m = load.rows, op.n = n, op.k = k, op.batch_count = load.touched, op.group_max_rows = load.max_rows;
     op.expert_first = experts.first, op.expert_count = experts.count;
     op.flops = 2.0 * double(load.rows) * double(n) * double(k);
     // Weights as stored (issue 15: fp8, MXFP4, int4 experts stream fewer bytes than bf16).
-    const MatrixShape* w = weight_of(layer, name);
+    const MatrixShape* w = weight_of(layer, matrix);
     op.wdtype = w ? w->format.dtype : DType::BF16;
     op.mem_bytes = double(load.rows * k + load.rows * n) * double(d_) +
                    double(load.touched * k * n) * (w ? w->bytes_per_param() : double(d_));
-    add(std::move(op));
+    commit(op);
   }
   // The routing and combine steps of a MoE layer on one GPU (memory-bound, with its expert range).
-  void moe_elementwise(const std::string& name, EwKind kind, int stage, int layer, int gpu, int64_t rows, int64_t cols,
-                       int rw, const ExpertBlock& experts) {
+  void moe_elementwise(std::string_view prefix, std::string_view name, EwKind kind, int stage, int layer, int gpu,
+                       int64_t rows, int64_t cols, int rw, const ExpertBlock& experts) {
     if (rows <= 0 || cols <= 0) return;
-    Op op = base(OpKind::Elementwise, name, stage, layer, {gpu});
+    Op& op = begin(OpKind::Elementwise, prefix, name, stage, layer, {gpu});
     op.ew = kind, op.ew_rows = rows, op.ew_cols = cols;
     op.expert_first = experts.first, op.expert_count = experts.count;
     op.flops = 4.0 * double(rows * cols);
     op.mem_bytes = double(rows * cols * rw) * double(d_);
-    add(std::move(op));
+    commit(op);
   }
-  void collective(OpKind k, const std::string& name, int stage, int layer, const std::vector<int>& gpus, int64_t bytes) {
+  void collective(OpKind k, std::string_view prefix, std::string_view name, int stage, int layer,
+                  const std::vector<int>& gpus, int64_t bytes) {
     if (gpus.size() < 2 || bytes <= 0) return;
-    Op op = base(k, name, stage, layer, gpus);
+    Op& op = begin(k, prefix, name, stage, layer, gpus);
     op.bytes = bytes;
-    add(std::move(op));
+    commit(op);
+  }
+  // The graph as built: slots beyond `used` dropped, each stage's ops listed.
+  void finish() {
+    graph.ops.resize(used);
+    graph.stage_ops.resize(size_t(graph.num_stages));
+    for (auto& s : graph.stage_ops) s.clear();
+    for (const auto& op : graph.ops) graph.stage_ops[size_t(op.stage)].push_back(op.id);
   }
 
  private:
   const Plan& plan_;
   const ModelFigures& fig_;
   int d_;
-  std::map<int, int> last_;
+  std::vector<int>& last_;  // by GPU id: its last op (-1: none yet)
 };
 
 void check_shape(const BatchShape& b) {
@@ -156,15 +189,14 @@ void check_shape(const BatchShape& b) {
 }
 
 void attention_ops(Builder& B, const ModelConfig& cfg, const AttnShard& a, const RankBatch& rb, int s, int layer,
-                   int gpu, int d) {
-  const std::string L = fmt::format("L{}.", layer);
+                   int gpu, int d, std::string_view L) {
   const double per_attended = 2.0 * double(a.heads) * double(a.qk_dim + a.v_dim);  // QK^T and PV
   const int64_t qo_per_token = a.heads * (a.qk_dim + a.v_dim) * d;
   // A sliding-window layer (gpt-oss) attends to at most `window` tokens and caches no more.
   const int64_t window = cfg.window_of(layer);
   auto bounded = [&](int64_t c) { return window > 0 ? std::min(c, window) : c; };
   if (rb.pf_seqs > 0) {
-    Op op = B.base(OpKind::Attention, L + "attn_prefill", s, layer, {gpu});
+    Op& op = B.begin(OpKind::Attention, L, "attn_prefill", s, layer, {gpu});
     op.kv_dtype = cfg.kv_dtype;
     int64_t q = ceil_div(rb.pf_tokens, rb.pf_seqs);
     int64_t ctx = std::max(rb.pf_context, q);
@@ -179,10 +211,10 @@ void attention_ops(Builder& B, const ModelConfig& cfg, const AttnShard& a, const
                           rb.pf_tokens * qo_per_token);
     op.attn_batch = rb.pf_seqs, op.attn_q_len = q, op.attn_context = ctx;
     op.attn_heads = a.heads, op.attn_kv_heads = a.kv_heads, op.attn_head_dim = a.qk_dim, op.attn_prefill = true;
-    B.add(std::move(op));
+    B.commit(op);
   }
   if (rb.dc_seqs > 0) {
-    Op op = B.base(OpKind::Attention, L + "attn_decode", s, layer, {gpu});
+    Op& op = B.begin(OpKind::Attention, L, "attn_decode", s, layer, {gpu});
     op.kv_dtype = cfg.kv_dtype;
     const int64_t dctx = bounded(rb.dc_context);
     op.flops = per_attended * double(rb.dc_seqs) * double(dctx);
@@ -190,11 +222,11 @@ void attention_ops(Builder& B, const ModelConfig& cfg, const AttnShard& a, const
                           rb.dc_seqs * qo_per_token);
     op.attn_batch = rb.dc_seqs, op.attn_q_len = 1, op.attn_context = dctx;
     op.attn_heads = a.heads, op.attn_kv_heads = a.kv_heads, op.attn_head_dim = a.qk_dim, op.attn_prefill = false;
-    B.add(std::move(op));
+    B.commit(op);
   }
 }
 
-bool is_attn_in(const std::string& n) {
+bool is_attn_in(std::string_view n) {
   return n == "qkv" || n == "q" || n == "q_a" || n == "q_b" || n == "kv_a" || n == "kv_b";
 }
 
@@ -237,22 +269,76 @@ std::vector<routing::GroupLoad> moe_loads(const ModelConfig& cfg, const std::vec
 
 }  // namespace
 
-OpGraph compile_iteration(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,
-                          const BatchShape& shape, const CompileOptions& opt) {
-  validate_plan(plan, cfg.layers, cfg.experts, machine.gpu_count(), plan.name);
-  check_shardable(plan, cfg);
+struct CompileCacheData {
+  bool checked = false;  // the plan passed validate_plan and check_shardable
+  OpGraph graph;         // the last graph: its op slots are reused by the next compile
+  std::vector<int> last; // Builder's scratch: each GPU's last op
+  // By stage: the layout, each rank's expert block (MoE models), and by layer of the stage (from
+  // layer_begin) its attention shard, each rank's weight shards and the name prefix "L<l>.".
+  struct Stage {
+    StageLayout layout;
+    std::vector<ExpertBlock> blocks;
+    std::vector<AttnShard> attn;
+    std::vector<std::vector<std::vector<MatrixShard>>> shards;
+    std::vector<std::string> prefix;
+  };
+  std::vector<Stage> stages;
+  // Routed loads by (compiled layer, the EP group's tokens): moe_loads of the stage's blocks.
+  std::map<std::pair<int, int64_t>, std::vector<routing::GroupLoad>> moe;
+};
+
+CompileCache::CompileCache() : data(std::make_unique<CompileCacheData>()) {}
+CompileCache::~CompileCache() = default;
+CompileCache::CompileCache(CompileCache&&) noexcept = default;
+CompileCache& CompileCache::operator=(CompileCache&&) noexcept = default;
+
+namespace {
+
+// What the plan and model alone decide, once (after the checks compile_iteration makes first).
+void fill_cache(CompileCacheData& c, const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig) {
+  c.stages.assign(plan.stages.size(), {});
+  for (size_t si = 0; si < plan.stages.size(); ++si) {
+    const PlanStage& st = plan.stages[si];
+    CompileCacheData::Stage& cs = c.stages[si];
+    cs.layout = stage_layout(plan, si);
+    const int nr = int(st.gpus.size());
+    for (int64_t li = st.layer_begin; li < st.layer_end; ++li) {
+      const LayerFigures& lf = fig.layers[size_t(li)];
+      cs.attn.push_back(attn_shard(cfg, lf, cs.layout.tp));
+      std::vector<std::vector<MatrixShard>> shards;
+      for (int r = 0; r < nr; ++r) shards.push_back(layer_shards(plan, si, r, cfg, lf));
+      cs.shards.push_back(std::move(shards));
+      cs.prefix.push_back(fmt::format("L{}.", li));
+      if (lf.moe && cs.blocks.empty())
+        for (int r = 0; r < nr; ++r) cs.blocks.push_back(expert_block(plan, si, r, cfg));
+    }
+  }
+  c.checked = true;
+}
+
+}  // namespace
+
+const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig,
+                                 const Machine& machine, const BatchShape& shape, const CompileOptions& opt) {
+  CompileCacheData& C = *cache.data;
+  if (!C.checked) {
+    validate_plan(plan, cfg.layers, cfg.experts, machine.gpu_count(), plan.name);
+    check_shardable(plan, cfg);
+  }
   check_shape(shape);
+  if (!C.checked) fill_cache(C, plan, cfg, fig);
   const int d = cfg.dtype_bytes;
   const int64_t H = cfg.hidden;
   const int64_t Tg = shape.tokens();
-  Builder B(plan, fig, d);
-  B.graph.shape = shape;
-  B.graph.num_stages = int(plan.stages.size());
+  C.graph.shape = shape;
+  C.graph.num_stages = int(plan.stages.size());
+  Builder B(plan, fig, d, C.graph, C.last);
 
   for (size_t si = 0; si < plan.stages.size(); ++si) {
     const PlanStage& st = plan.stages[si];
+    const CompileCacheData::Stage& cs = C.stages[si];
     const int s = int(si);
-    const StageLayout lay = stage_layout(plan, si);
+    const StageLayout& lay = cs.layout;
     const RankBatch rb = rank_batch(shape, lay.dp);
     const int64_t T = rb.tokens();
     const int nr = int(st.gpus.size());
@@ -266,53 +352,54 @@ OpGraph compile_iteration(const Plan& plan, const ModelConfig& cfg, const ModelF
       TransferMode mode = plan.boundary_modes[si - 1] == "peer" ? TransferMode::PeerCopyEngine : TransferMode::HostStaged;
       each([&](int r, int gpu) {
         int src = prev.gpus[size_t(r) % prev.gpus.size()];
-        Op op = B.base(OpKind::Send, nr > 1 ? fmt::format("stage{}->{}.r{}", s - 1, s, r) : fmt::format("stage{}->{}", s - 1, s),
-                       s - 1, -1, {src, gpu});
+        Op& op = B.begin(OpKind::Send, "", "", s - 1, -1, {src, gpu});
+        if (nr > 1) fmt::format_to(std::back_inserter(op.name), "stage{}->{}.r{}", s - 1, s, r);
+        else fmt::format_to(std::back_inserter(op.name), "stage{}->{}", s - 1, s);
         op.bytes = T * H * d;
         op.mode = mode;
-        B.add(std::move(op));
+        B.commit(op);
       });
     }
     if (st.embeddings) {
       each([&](int, int gpu) {
-        Op op = B.base(OpKind::Embedding, "embed", s, -1, {gpu});
+        Op& op = B.begin(OpKind::Embedding, "", "embed", s, -1, {gpu});
         op.mem_bytes = double(2 * T * H * d);  // gather rows, write hidden states
-        B.add(std::move(op));
+        B.commit(op);
       });
-      B.collective(OpKind::AllReduce, "embed_allreduce", s, -1, lay.tp > 1 ? st.gpus : std::vector<int>{}, T * H * d);
+      if (lay.tp > 1) B.collective(OpKind::AllReduce, "", "embed_allreduce", s, -1, st.gpus, T * H * d);
     }
     for (int64_t li = st.layer_begin; li < st.layer_end; ++li) {
+      const size_t lk = size_t(li - st.layer_begin);
       const LayerFigures& lf = fig.layers[size_t(li)];
       const int l = int(li);
-      const std::string L = fmt::format("L{}.", l);
-      const AttnShard a = attn_shard(cfg, lf, lay.tp);
-      std::vector<std::vector<MatrixShard>> shards;
-      for (int r = 0; r < nr; ++r) shards.push_back(layer_shards(plan, si, r, cfg, lf));
-      auto find = [&](int r, const std::string& name) -> const MatrixShard* {
+      const std::string& L = cs.prefix[lk];
+      const AttnShard& a = cs.attn[lk];
+      const std::vector<std::vector<MatrixShard>>& shards = cs.shards[lk];
+      auto find = [&](int r, std::string_view name) -> const MatrixShard* {
         for (const auto& m : shards[size_t(r)])
           if (m.name == name) return &m;
         return nullptr;
       };
-      auto gemm_named = [&](int r, int gpu, const std::string& name, int64_t m) {
-        if (const MatrixShard* ms = find(r, name)) B.gemm(L + name, s, l, gpu, m, ms->n, ms->k, ms->count);
+      auto gemm_named = [&](int r, int gpu, std::string_view name, int64_t m) {
+        if (const MatrixShard* ms = find(r, name)) B.gemm(L, name, s, l, gpu, m, ms->n, ms->k, ms->count);
       };
       // --- attention block ---
-      each([&](int, int gpu) { B.elementwise(L + "attn_norm", {EwKind::RmsNorm, T, H}, s, l, gpu, T * H, 2, 4.0, H); });
+      each([&](int, int gpu) { B.elementwise(L, "attn_norm", {EwKind::RmsNorm, T, H}, s, l, gpu, T * H, 2, 4.0, H); });
       each([&](int r, int gpu) {
         for (const auto& ms : shards[size_t(r)])
-          if (is_attn_in(ms.name)) B.gemm(L + ms.name, s, l, gpu, T, ms.n, ms.k, ms.count);
+          if (is_attn_in(ms.name)) B.gemm(L, ms.name, s, l, gpu, T, ms.n, ms.k, ms.count);
       });
       each([&](int, int gpu) {
         const int64_t rotated = (a.heads + a.kv_heads) * a.rope_dim;  // values rotated per token
-        B.elementwise(L + "rotary", {EwKind::Rotary, T, rotated}, s, l, gpu, T * rotated, 2, 3.0);
+        B.elementwise(L, "rotary", {EwKind::Rotary, T, rotated}, s, l, gpu, T * rotated, 2, 3.0);
       });
-      each([&](int, int gpu) { attention_ops(B, cfg, a, rb, s, l, gpu, d); });
+      each([&](int, int gpu) { attention_ops(B, cfg, a, rb, s, l, gpu, d, L); });
       each([&](int r, int gpu) { gemm_named(r, gpu, "o", T); });
-      if (lay.tp > 1) B.collective(OpKind::AllReduce, L + "attn_allreduce", s, l, st.gpus, T * H * d);
+      if (lay.tp > 1) B.collective(OpKind::AllReduce, L, "attn_allreduce", s, l, st.gpus, T * H * d);
       each([&](int, int gpu) {
-        B.elementwise(L + "attn_residual", {EwKind::Residual, T, H}, s, l, gpu, T * H, 3, 1.0);
+        B.elementwise(L, "attn_residual", {EwKind::Residual, T, H}, s, l, gpu, T * H, 3, 1.0);
       });
-      each([&](int, int gpu) { B.elementwise(L + "mlp_norm", {EwKind::RmsNorm, T, H}, s, l, gpu, T * H, 2, 4.0, H); });
+      each([&](int, int gpu) { B.elementwise(L, "mlp_norm", {EwKind::RmsNorm, T, H}, s, l, gpu, T * H, 2, 4.0, H); });
       // --- MLP block ---
       if (!lf.moe) {
         each([&](int r, int gpu) {
@@ -320,33 +407,36 @@ OpGraph compile_iteration(const Plan& plan, const ModelConfig& cfg, const ModelF
           gemm_named(r, gpu, cfg.gated_mlp ? "gate_up" : "up", T);
           int64_t inter = up ? (cfg.gated_mlp ? up->n / 2 : up->n) : 0;
           // SiLU(gate) * up
-          B.elementwise(L + "act", {EwKind::Act, T, inter}, s, l, gpu, T * inter, cfg.gated_mlp ? 3 : 2, 5.0);
+          B.elementwise(L, "act", {EwKind::Act, T, inter}, s, l, gpu, T * inter, cfg.gated_mlp ? 3 : 2, 5.0);
           gemm_named(r, gpu, "down", T);
         });
-        if (lay.tp > 1) B.collective(OpKind::AllReduce, L + "mlp_allreduce", s, l, st.gpus, T * H * d);
+        if (lay.tp > 1) B.collective(OpKind::AllReduce, L, "mlp_allreduce", s, l, st.gpus, T * H * d);
       } else {
         const int64_t topk = cfg.experts_per_token;
         const bool a2a = lay.ep > 1 && lay.dp > 1;  // replicated attention: tokens must travel to experts
         // Routed counts of the EP group's Tg tokens (routing_model.hpp): what each rank's experts get.
-        std::vector<ExpertBlock> blocks;
-        for (int r = 0; r < nr; ++r) blocks.push_back(expert_block(plan, si, r, cfg));
-        std::vector<int> rlayers{l};
-        if (opt.routing_layers && size_t(l) < opt.routing_layers->size() && !(*opt.routing_layers)[size_t(l)].empty())
-          rlayers = (*opt.routing_layers)[size_t(l)];
-        const std::vector<routing::GroupLoad> load = moe_loads(cfg, blocks, Tg, rlayers);
+        const std::vector<ExpertBlock>& blocks = cs.blocks;
+        auto known = C.moe.find({l, Tg});
+        if (known == C.moe.end()) {
+          std::vector<int> rlayers{l};
+          if (opt.routing_layers && size_t(l) < opt.routing_layers->size() && !(*opt.routing_layers)[size_t(l)].empty())
+            rlayers = (*opt.routing_layers)[size_t(l)];
+          known = C.moe.emplace(std::make_pair(l, Tg), moe_loads(cfg, blocks, Tg, rlayers)).first;
+        }
+        const std::vector<routing::GroupLoad>& load = known->second;
         // All-to-all per-rank buffer: the busiest rank's traffic, what it sends (top-k copies of its
         // tokens) or what its experts receive, whichever is larger.
         int64_t a2a_rows = T * topk;
         for (const auto& g : load) a2a_rows = std::max(a2a_rows, g.rows);
         each([&](int r, int gpu) {
           gemm_named(r, gpu, "router", T);
-          B.moe_elementwise(L + "moe_route", EwKind::MoeRoute, s, l, gpu, T, cfg.experts, 2, blocks[size_t(r)]);
+          B.moe_elementwise(L, "moe_route", EwKind::MoeRoute, s, l, gpu, T, cfg.experts, 2, blocks[size_t(r)]);
         });
-        if (a2a) B.collective(OpKind::AllToAll, L + "ep_dispatch", s, l, st.gpus, a2a_rows * H * d);
+        if (a2a) B.collective(OpKind::AllToAll, L, "ep_dispatch", s, l, st.gpus, a2a_rows * H * d);
         each([&](int r, int gpu) {
           if (const MatrixShard* sh = find(r, "shared.gate_up")) {
-            B.gemm(L + "shared.gate_up", s, l, gpu, T, sh->n, sh->k, 1);
-            B.elementwise(L + "shared.act", {EwKind::Act, T, sh->n / 2}, s, l, gpu, T * sh->n / 2, 3, 5.0);
+            B.gemm(L, "shared.gate_up", s, l, gpu, T, sh->n, sh->k, 1);
+            B.elementwise(L, "shared.act", {EwKind::Act, T, sh->n / 2}, s, l, gpu, T * sh->n / 2, 3, 5.0);
             gemm_named(r, gpu, "shared.down", T);
             gemm_named(r, gpu, "shared_gate", T);
           }
@@ -354,44 +444,50 @@ OpGraph compile_iteration(const Plan& plan, const ModelConfig& cfg, const ModelF
           const MatrixShard* ed = find(r, "expert.down");
           const routing::GroupLoad& g = load[size_t(r)];
           if (eg && ed && eg->count > 0 && g.rows > 0) {
-            B.grouped_gemm(L + "expert.gate_up", s, l, gpu, g, eg->n, eg->k, blocks[size_t(r)]);
-            B.elementwise(L + "expert.act", {EwKind::Act, g.rows, eg->n / 2}, s, l, gpu, g.rows * eg->n / 2, 3, 5.0);
-            B.grouped_gemm(L + "expert.down", s, l, gpu, g, ed->n, ed->k, blocks[size_t(r)]);
+            B.grouped_gemm(L, "expert.gate_up", s, l, gpu, g, eg->n, eg->k, blocks[size_t(r)]);
+            B.elementwise(L, "expert.act", {EwKind::Act, g.rows, eg->n / 2}, s, l, gpu, g.rows * eg->n / 2, 3, 5.0);
+            B.grouped_gemm(L, "expert.down", s, l, gpu, g, ed->n, ed->k, blocks[size_t(r)]);
           }
           // Each token's k expert outputs, weighted by its router probabilities (after the return
           // all-to-all when tokens travelled; before the all-reduce otherwise).
-          if (!a2a) B.moe_elementwise(L + "moe_combine", EwKind::MoeCombine, s, l, gpu, T, H, int(topk) + 1, blocks[size_t(r)]);
+          if (!a2a) B.moe_elementwise(L, "moe_combine", EwKind::MoeCombine, s, l, gpu, T, H, int(topk) + 1, blocks[size_t(r)]);
         });
         if (a2a) {
-          B.collective(OpKind::AllToAll, L + "ep_combine", s, l, st.gpus, a2a_rows * H * d);
+          B.collective(OpKind::AllToAll, L, "ep_combine", s, l, st.gpus, a2a_rows * H * d);
           each([&](int r, int gpu) {
-            B.moe_elementwise(L + "moe_combine", EwKind::MoeCombine, s, l, gpu, T, H, int(topk) + 1, blocks[size_t(r)]);
+            B.moe_elementwise(L, "moe_combine", EwKind::MoeCombine, s, l, gpu, T, H, int(topk) + 1, blocks[size_t(r)]);
           });
         } else if (nr > 1) {
           // TP-sharded experts, or EP with TP attention (every rank holds every token, as vLLM's
           // default EP): partial expert outputs are summed by one all-reduce.
-          B.collective(OpKind::AllReduce, L + (lay.ep > 1 ? "ep_combine_allreduce" : "moe_allreduce"), s, l, st.gpus,
+          B.collective(OpKind::AllReduce, L, lay.ep > 1 ? "ep_combine_allreduce" : "moe_allreduce", s, l, st.gpus,
                        T * H * d);
         }
       }
       each([&](int, int gpu) {
-        B.elementwise(L + "mlp_residual", {EwKind::Residual, T, H}, s, l, gpu, T * H, 3, 1.0);
+        B.elementwise(L, "mlp_residual", {EwKind::Residual, T, H}, s, l, gpu, T * H, 3, 1.0);
       });
     }
     if (st.lm_head) {
       const int64_t vocab_local = ceil_div(cfg.vocab, lay.tp);
       each([&](int, int gpu) {
-        B.elementwise("final_norm", {EwKind::RmsNorm, T, H}, s, -1, gpu, T * H, 2, 4.0, H);
+        B.elementwise("", "final_norm", {EwKind::RmsNorm, T, H}, s, -1, gpu, T * H, 2, 4.0, H);
         // Logits only for each sequence's last position (what the sampler needs, as vLLM).
-        B.gemm("lm_head", s, -1, gpu, rb.seqs(), vocab_local, H);
+        B.gemm("", "lm_head", s, -1, gpu, rb.seqs(), vocab_local, H);
       });
       if (lay.tp > 1)
-        B.collective(OpKind::AllGather, "lm_head_allgather", s, -1, st.gpus, rb.seqs() * vocab_local * lay.tp * d);
+        B.collective(OpKind::AllGather, "", "lm_head_allgather", s, -1, st.gpus, rb.seqs() * vocab_local * lay.tp * d);
     }
   }
-  B.graph.stage_ops.assign(plan.stages.size(), {});
-  for (const auto& op : B.graph.ops) B.graph.stage_ops[size_t(op.stage)].push_back(op.id);
-  return std::move(B.graph);
+  B.finish();
+  return C.graph;
+}
+
+OpGraph compile_iteration(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,
+                          const BatchShape& shape, const CompileOptions& opt) {
+  CompileCache cache;
+  compile_iteration(cache, plan, cfg, fig, machine, shape, opt);
+  return std::move(cache.data->graph);
 }
 
 MemoryReport check_memory(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,

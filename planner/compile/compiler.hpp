@@ -1,6 +1,7 @@
 #pragma once
 // The plan compiler: plan + model + batch shape -> op graph of one iteration; and the memory check.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -54,5 +55,23 @@ struct CompileOptions {
 
 OpGraph compile_iteration(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig,
                           const Machine& machine, const BatchShape& shape, const CompileOptions& opt = {});
+
+// For a caller that compiles ONE plan for many batch shapes (the simulator's pricer compiles
+// thousands): what the plan and model alone decide (the plan's checks, each rank's weight shards
+// and expert block, the layer name prefixes), the MoE loads by layer and token count, and the last
+// graph, whose op slots the next compile reuses (an op graph was ~10^3 small allocations). Valid
+// for the plan, model, figures and CompileOptions::routing_layers of its first use only.
+struct CompileCacheData;
+struct CompileCache {
+  CompileCache();
+  ~CompileCache();
+  CompileCache(CompileCache&&) noexcept;
+  CompileCache& operator=(CompileCache&&) noexcept;
+  std::unique_ptr<CompileCacheData> data;  // opaque (compiler.cpp)
+};
+// compile_iteration into `cache`: the same graph, op for op. The reference stays valid until the
+// next call with this cache.
+const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig,
+                                 const Machine& machine, const BatchShape& shape, const CompileOptions& opt = {});
 
 }  // namespace peerplan

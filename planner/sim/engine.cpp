@@ -1,8 +1,8 @@
 #include "planner/sim/engine.hpp"
 
 #include <algorithm>
-#include <deque>
 #include <limits>
+#include <tuple>
 #include <string>
 
 #include <fmt/format.h>
@@ -57,13 +57,17 @@ namespace {
 constexpr int64_t kFinish = 0, kActivate = 1, kCheck = 2;
 
 struct TaskEngine {
-  const std::vector<SimTask>& tasks;
+  std::span<const SimTask> tasks;
   const std::vector<double>& cap;
   EventQueue q;
   TaskRun run;
   std::vector<int> pending;
-  std::vector<std::vector<int>> dependents;
-  std::vector<std::deque<int>> queue;
+  // Each task's dependents, in the order they were found (CSR: dep_of[dep_at[t] .. dep_at[t+1])).
+  std::vector<int> dep_at, dep_of;
+  // Each stream's FIFO of ready tasks: queue[s][head[s]..] (a vector per stream, allocated only
+  // when the stream is used: a 64-GPU machine has 128 streams and a segment uses a few).
+  std::vector<std::vector<int>> queue;
+  std::vector<size_t> head;
   std::vector<char> busy;
   std::vector<int> active;            // flows streaming now, in activation order
   std::vector<double> remaining, rate;
@@ -73,9 +77,9 @@ struct TaskEngine {
   int64_t gen = 0;
   size_t done = 0;
 
-  TaskEngine(const std::vector<SimTask>& t, int streams, const std::vector<double>& c)
-      : tasks(t), cap(c), pending(t.size()), dependents(t.size()), queue(size_t(streams)), busy(size_t(streams), 0),
-        remaining(t.size(), 0), rate(t.size(), 0), edge_stamp(c.size(), 0) {
+  TaskEngine(std::span<const SimTask> t, int streams, const std::vector<double>& c)
+      : tasks(t), cap(c), pending(t.size()), dep_at(t.size() + 1, 0), queue(size_t(streams)), head(size_t(streams), 0),
+        busy(size_t(streams), 0), remaining(t.size(), 0), rate(t.size(), 0), edge_stamp(c.size(), 0) {
     run.timing.resize(t.size());
     run.edge_bytes.assign(c.size(), 0);
     run.edge_busy.assign(c.size(), 0);
@@ -97,13 +101,15 @@ struct TaskEngine {
     for (int s : k.streams) queue[size_t(s)].push_back(t);
     try_start(t);
   }
+  bool queued(int s) const { return head[size_t(s)] < queue[size_t(s)].size(); }
+  int front(int s) const { return queue[size_t(s)][head[size_t(s)]]; }
   void try_start(int t) {
     const SimTask& k = tasks[size_t(t)];
     for (int s : k.streams)
-      if (busy[size_t(s)] || queue[size_t(s)].front() != t) return;
+      if (busy[size_t(s)] || front(s) != t) return;
     for (int s : k.streams) {
       busy[size_t(s)] = 1;
-      queue[size_t(s)].pop_front();
+      ++head[size_t(s)];
     }
     start(t);
   }
@@ -119,10 +125,10 @@ struct TaskEngine {
     ++done;
     const SimTask& k = tasks[size_t(t)];
     for (int s : k.streams) busy[size_t(s)] = 0;
-    for (int d : dependents[size_t(t)])
-      if (--pending[size_t(d)] == 0) ready(d);
+    for (int i = dep_at[size_t(t)]; i < dep_at[size_t(t) + 1]; ++i)
+      if (--pending[size_t(dep_of[size_t(i)])] == 0) ready(dep_of[size_t(i)]);
     for (int s : k.streams)
-      if (!busy[size_t(s)] && !queue[size_t(s)].empty()) try_start(queue[size_t(s)].front());
+      if (!busy[size_t(s)] && queued(s)) try_start(front(s));
   }
 
   // Flows: advance every active flow to now at its current rate.
@@ -196,6 +202,10 @@ struct TaskEngine {
 }  // namespace
 
 TaskRun run_tasks(const std::vector<SimTask>& tasks, int num_streams, const std::vector<double>& edge_capacity) {
+  return run_tasks(std::span<const SimTask>(tasks), num_streams, edge_capacity);
+}
+
+TaskRun run_tasks(std::span<const SimTask> tasks, int num_streams, const std::vector<double>& edge_capacity) {
   TaskEngine e(tasks, num_streams, edge_capacity);
   const int n = int(tasks.size());
   // Each task schedules a start or activation, a finish and at most one re-rating check per flow
@@ -213,9 +223,17 @@ TaskRun run_tasks(const std::vector<SimTask>& tasks, int num_streams, const std:
     for (int d : k.deps) {
       if (d < 0 || d >= n || d == t)
         throw RuntimeError("simulator: task " + std::to_string(t) + " depends on invalid task " + std::to_string(d));
-      e.dependents[size_t(d)].push_back(t);
+      ++e.dep_at[size_t(d) + 1];
       ++e.pending[size_t(t)];
     }
+  }
+  // Dependents listed by task in the order the loop above meets them (as push_back per task did).
+  for (int t = 0; t < n; ++t) e.dep_at[size_t(t) + 1] += e.dep_at[size_t(t)];
+  e.dep_of.resize(size_t(e.dep_at[size_t(n)]));
+  {
+    std::vector<int> fill(e.dep_at.begin(), e.dep_at.end() - 1);
+    for (int t = 0; t < n; ++t)
+      for (int d : tasks[size_t(t)].deps) e.dep_of[size_t(fill[size_t(d)]++)] = t;
   }
   for (int t = 0; t < n; ++t)
     if (e.pending[size_t(t)] == 0) e.ready(t);
@@ -229,16 +247,28 @@ TaskRun run_tasks(const std::vector<SimTask>& tasks, int num_streams, const std:
 
 std::vector<TimeSplit> split_time(const std::vector<SimTask>& tasks, const TaskRun& run, int gpu_count, SimTime t0,
                                   SimTime t1) {
+  return split_time(std::span<const SimTask>(tasks), run, gpu_count, t0, t1);
+}
+
+std::vector<TimeSplit> split_time(std::span<const SimTask> tasks, const TaskRun& run, int gpu_count, SimTime t0,
+                                  SimTime t1) {
   std::vector<TimeSplit> out(size_t(std::max(gpu_count, 0)));
   // Per GPU: boundary points (time, category, +1/-1); sweep and give each slice to the highest-
-  // priority category present.
-  std::vector<std::vector<std::tuple<double, int, int>>> pts(out.size());
+  // priority category present. All GPUs' points in one vector sorted by (GPU, point): each GPU's
+  // points in the order sorting them alone gives (one allocation, not one per GPU).
+  struct Point {
+    int gpu;
+    double t;
+    int cat, d;
+    bool operator<(const Point& o) const { return std::tie(gpu, t, cat, d) < std::tie(o.gpu, o.t, o.cat, o.d); }
+  };
+  std::vector<Point> pts;
   auto add = [&](int gpu, double a, double b, int cat) {
     a = std::max(a, t0);
     b = std::min(b, t1);
     if (b <= a || gpu < 0 || gpu >= gpu_count) return;
-    pts[size_t(gpu)].push_back({a, cat, +1});
-    pts[size_t(gpu)].push_back({b, cat, -1});
+    pts.push_back({gpu, a, cat, +1});
+    pts.push_back({gpu, b, cat, -1});
   };
   for (size_t t = 0; t < tasks.size(); ++t) {
     const SimTask& k = tasks[t];
@@ -248,21 +278,22 @@ std::vector<TimeSplit> split_time(const std::vector<SimTask>& tasks, const TaskR
       add(g, w.start + k.gap, w.end, int(k.category));
     }
   }
+  std::sort(pts.begin(), pts.end());
+  size_t i = 0;
   for (size_t g = 0; g < out.size(); ++g) {
-    auto& p = pts[g];
-    std::sort(p.begin(), p.end());
     int count[3] = {0, 0, 0};
     double prev = t0, acc[3] = {0, 0, 0};
-    for (auto& [t, cat, d] : p) {
-      if (t > prev) {
+    for (; i < pts.size() && pts[i].gpu == int(g); ++i) {
+      const Point& p = pts[i];
+      if (p.t > prev) {
         for (int c = 0; c < 3; ++c)
           if (count[c] > 0) {
-            acc[c] += t - prev;
+            acc[c] += p.t - prev;
             break;
           }
       }
-      prev = t;
-      count[cat] += d;
+      prev = p.t;
+      count[p.cat] += p.d;
     }
     out[g].compute = acc[0];
     out[g].communication = acc[1];

@@ -8,6 +8,7 @@
 // bit-identical results.
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace peerplan {
@@ -95,6 +96,7 @@ struct TaskRun {
 // Runs a task DAG to completion from time 0. `edge_capacity` is bytes/s per dense edge index.
 // Throws RuntimeError for a dependency cycle or an out-of-range index.
 TaskRun run_tasks(const std::vector<SimTask>& tasks, int num_streams, const std::vector<double>& edge_capacity);
+TaskRun run_tasks(std::span<const SimTask> tasks, int num_streams, const std::vector<double>& edge_capacity);
 
 // Where each GPU's time went between t0 and t1: intervals are attributed with priority
 // compute > communication > sync; the rest is idle. Result [gpu] = {compute, comm, sync, idle}.
@@ -102,6 +104,8 @@ struct TimeSplit {
   double compute = 0, communication = 0, sync = 0, idle = 0;
 };
 std::vector<TimeSplit> split_time(const std::vector<SimTask>& tasks, const TaskRun& run, int gpu_count, SimTime t0,
+                                  SimTime t1);
+std::vector<TimeSplit> split_time(std::span<const SimTask> tasks, const TaskRun& run, int gpu_count, SimTime t0,
                                   SimTime t1);
 
 }  // namespace peerplan

@@ -54,42 +54,61 @@ BatchShape quantize_shape(const BatchShape& s, int q) {
   return o;
 }
 
-std::vector<SimTask> tasks_for_ops(const OpGraph& g, const std::vector<int>& ops, const CostModel& cost,
-                                   bool graph_launch, std::vector<const OpCost*>* costs) {
-  std::vector<int> local(g.ops.size(), -1);
-  for (size_t i = 0; i < ops.size(); ++i) local[size_t(ops[i])] = int(i);
-  std::vector<SimTask> tasks(ops.size());
-  if (costs) costs->assign(ops.size(), nullptr);
-  for (size_t i = 0; i < ops.size(); ++i) {
+namespace {
+
+// tasks_for_ops into `tasks`, whose slots (and their vectors' storage) are reused; `local` is
+// scratch (each op's index in `ops`, -1 for ops outside them).
+void tasks_into(std::vector<SimTask>& tasks, std::vector<int>& local, const OpGraph& g, const int* ops, size_t n,
+                const CostModel& cost, bool graph_launch, std::vector<const OpCost*>* costs) {
+  local.assign(g.ops.size(), -1);
+  for (size_t i = 0; i < n; ++i) local[size_t(ops[i])] = int(i);
+  if (tasks.size() < n) tasks.resize(n);
+  if (costs) costs->assign(n, nullptr);
+  for (size_t i = 0; i < n; ++i) {
     const Op& op = g.ops[size_t(ops[i])];
     const OpCost& c = cost.price(op, graph_launch);
     SimTask& t = tasks[i];
+    {  // a fresh task but for its vectors' storage
+      std::vector<int> st = std::move(t.streams), dp = std::move(t.deps), ed = std::move(t.edges), gp = std::move(t.gpus);
+      t = SimTask{};
+      t.streams = std::move(st), t.deps = std::move(dp), t.edges = std::move(ed), t.gpus = std::move(gp);
+      t.streams.clear(), t.deps.clear(), t.edges.clear(), t.gpus.clear();
+    }
     for (int d : op.deps)
       if (d >= 0 && size_t(d) < local.size() && local[size_t(d)] >= 0) t.deps.push_back(local[size_t(d)]);
     t.gap = c.launch_s;
     if (is_compute(op.kind)) {
-      t.streams = {2 * op.gpus.at(0)};
+      t.streams.push_back(2 * op.gpus.at(0));
       t.duration = c.seconds;
       t.category = TaskCategory::Compute;
-      t.gpus = {op.gpus.at(0)};
+      t.gpus.push_back(op.gpus.at(0));
     } else if (is_collective(op.kind)) {
       for (int gpu : op.gpus) t.streams.push_back(2 * gpu);
       t.duration = c.seconds;
       t.category = TaskCategory::Communication;
-      t.gpus = op.gpus;
+      t.gpus.assign(op.gpus.begin(), op.gpus.end());
     } else {  // Send: a flow on the source's copy engine
-      t.streams = {2 * op.gpus.at(0) + 1};
+      t.streams.push_back(2 * op.gpus.at(0) + 1);
       t.flow = !c.edges.empty();
       t.bytes = double(op.bytes);
       t.alpha = c.alpha_s;
       t.rate_cap = c.rate_Bps;
-      t.edges = c.edges;
+      t.edges.assign(c.edges.begin(), c.edges.end());
       t.duration = t.flow ? 0 : c.seconds;
       t.category = TaskCategory::Communication;
-      t.gpus = op.gpus;
+      t.gpus.assign(op.gpus.begin(), op.gpus.end());
     }
     if (costs) (*costs)[i] = &c;
   }
+}
+
+}  // namespace
+
+std::vector<SimTask> tasks_for_ops(const OpGraph& g, const std::vector<int>& ops, const CostModel& cost,
+                                   bool graph_launch, std::vector<const OpCost*>* costs) {
+  std::vector<SimTask> tasks;
+  std::vector<int> local;
+  tasks_into(tasks, local, g, ops.data(), ops.size(), cost, graph_launch, costs);
   return tasks;
 }
 
@@ -161,47 +180,19 @@ const IterationCost& PlanPricer::price(const BatchShape& shape) {
   return it->second;
 }
 
-namespace {
-
-uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 1099511628211ull; }
-
-// Everything that decides a segment's simulated time, with dependencies relative to the segment.
-uint64_t segment_signature(const OpGraph& g, const std::vector<int>& seg) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < seg.size(); ++i) {
-    const Op& o = g.ops[size_t(seg[i])];
-    h = mix(h, priced_hash(o));  // every field the op's price depends on (op_graph.hpp)
-    for (int d : o.deps) {
-      int64_t rel = d >= seg.front() && d <= seg[i] ? int64_t(seg[i]) - d : -1;
-      h = mix(h, uint64_t(rel));
-    }
-    h = mix(h, 0xFFFF);
-  }
-  return h;
-}
-
-struct SegmentResult {
-  double makespan = 0;
-  std::vector<TimeSplit> gpu;
-  std::vector<double> edge_bytes, edge_busy;
-  std::vector<int> used_gpus, used_edges;  // non-zero entries only (w * 0 added changes no sum)
-  std::array<int64_t, kCostSourceCount> n{};
-  std::array<double, kCostSourceCount> s{};
-};
-
-}  // namespace
-
 IterationCost PlanPricer::price_exact(const BatchShape& unpadded) const {
   const BatchShape shape = graph_padded(unpadded);  // decode: the CUDA graph's batch (graph_batch.hpp)
   const Topology& topo = cost_.topology();
-  OpGraph g = opt_.reuse_layers ? compile_iteration(rplan_, rcfg_, rfig_, topo.machine(), shape,
-                                                    CompileOptions{&routing_layers_})
-                                 : compile_iteration(plan_, cfg_, fig_, topo.machine(), shape);
+  const OpGraph& g = opt_.reuse_layers ? compile_iteration(compile_, rplan_, rcfg_, rfig_, topo.machine(), shape,
+                                                           CompileOptions{&routing_layers_})
+                                        : compile_iteration(compile_, plan_, cfg_, fig_, topo.machine(), shape);
   const bool graph_launch = shape.prefill_tokens == 0;  // decode iterations run as CUDA graphs
   const int ngpu = topo.gpu_count();
   const int nedge = topo.edge_count();
-  std::vector<double> capacity(static_cast<size_t>(nedge));
-  for (int e = 0; e < nedge; ++e) capacity[size_t(e)] = topo.edge_props(e).capacity_Bps;
+  if (capacity_.size() != size_t(nedge)) {
+    capacity_.resize(size_t(nedge));
+    for (int e = 0; e < nedge; ++e) capacity_[size_t(e)] = topo.edge_props(e).capacity_Bps;
+  }
 
   const size_t S = plan_.stages.size();
   IterationCost r;
@@ -211,64 +202,64 @@ IterationCost PlanPricer::price_exact(const BatchShape& unpadded) const {
   r.edge_busy_s.assign(size_t(nedge), 0.0);
   for (const PlanStage& st : plan_.stages) r.stage_gpus.push_back(st.gpus);
 
-  std::vector<std::vector<int>> stage_ops = g.stage_ops;
-  if (stage_ops.size() != S) {
-    stage_ops.assign(S, {});
-    for (const Op& op : g.ops) stage_ops.at(size_t(op.stage)).push_back(op.id);
+  std::vector<std::vector<int>> rebuilt;  // only for a graph without stage_ops
+  const std::vector<std::vector<int>>* stage_ops = &g.stage_ops;
+  if (g.stage_ops.size() != S) {
+    rebuilt.assign(S, {});
+    for (const Op& op : g.ops) rebuilt.at(size_t(op.stage)).push_back(op.id);
+    stage_ops = &rebuilt;
   }
+  // Each segment (one layer's ops, or a run of ops outside layers) is simulated on its own and
+  // counted as many times as the layers its layer stands for (the reduced model: header).
+  std::array<int64_t, kCostSourceCount> n{};
+  std::array<double, kCostSourceCount> secs{};
   for (size_t s = 0; s < S; ++s) {
-    std::unordered_map<uint64_t, SegmentResult> seen;
-    const auto& ops = stage_ops[s];
+    const auto& ops = (*stage_ops)[s];
     for (size_t b = 0; b < ops.size();) {
       size_t e = b + 1;
       while (e < ops.size() && g.ops[size_t(ops[e])].layer == g.ops[size_t(ops[b])].layer) ++e;
-      std::vector<int> seg(ops.begin() + ptrdiff_t(b), ops.begin() + ptrdiff_t(e));
+      const int* seg = ops.data() + b;
+      const size_t len = e - b;
       b = e;
-      const int layer = g.ops[size_t(seg.front())].layer;
+      const int layer = g.ops[size_t(seg[0])].layer;
       const double w = (opt_.reuse_layers && layer >= 0) ? layer_weight_.at(size_t(layer)) : 1.0;
-      uint64_t sig = opt_.reuse_layers ? segment_signature(g, seg) : 0;
-      const SegmentResult* res = nullptr;
-      if (opt_.reuse_layers)
-        if (auto it = seen.find(sig); it != seen.end()) res = &it->second;
-      if (!res) {
-        std::vector<const OpCost*> costs;
-        std::vector<SimTask> tasks = tasks_for_ops(g, seg, cost_, graph_launch, &costs);
-        TaskRun run = run_tasks(tasks, 2 * ngpu, capacity);
-        SegmentResult sr;
-        sr.makespan = run.makespan;
-        sr.gpu = split_time(tasks, run, ngpu, 0, run.makespan);
-        sr.edge_bytes = run.edge_bytes;
-        sr.edge_busy = run.edge_busy;
-        for (size_t i = 0; i < tasks.size(); ++i) {
-          const OpCost& c = *costs[i];
-          for (auto [edge, bytes] : c.edge_bytes) {  // collectives: bytes and time on the ring's links
-            sr.edge_bytes[size_t(edge)] += bytes;
-            sr.edge_busy[size_t(edge)] += tasks[i].duration;
-          }
-          ++sr.n[size_t(c.source)];
-          sr.s[size_t(c.source)] += run.timing[i].end - run.timing[i].start;
+      std::vector<SimTask>& tasks = scratch_.tasks;
+      std::vector<const OpCost*>& costs = scratch_.costs;
+      tasks_into(tasks, scratch_.local, g, seg, len, cost_, graph_launch, &costs);
+      const std::span<const SimTask> ts(tasks.data(), len);
+      TaskRun run = run_tasks(ts, 2 * ngpu, capacity_);
+      const std::vector<TimeSplit> split = split_time(ts, run, ngpu, 0, run.makespan);
+      for (size_t i = 0; i < len; ++i) {
+        const OpCost& c = *costs[i];
+        for (auto [edge, bytes] : c.edge_bytes) {  // collectives: bytes and time on the ring's links
+          run.edge_bytes[size_t(edge)] += bytes;
+          run.edge_busy[size_t(edge)] += tasks[i].duration;
         }
-        for (int gpu = 0; gpu < ngpu; ++gpu) {
-          const TimeSplit& t = sr.gpu[size_t(gpu)];
-          if (t.compute != 0 || t.communication != 0 || t.sync != 0) sr.used_gpus.push_back(gpu);
-        }
-        for (int x = 0; x < nedge; ++x)
-          if (sr.edge_bytes[size_t(x)] != 0 || sr.edge_busy[size_t(x)] != 0) sr.used_edges.push_back(x);
-        res = &seen.emplace(opt_.reuse_layers ? sig : uint64_t(b), std::move(sr)).first->second;
       }
-      r.stage_s[s] += w * res->makespan;
-      for (int gpu : res->used_gpus) {
-        r.gpu[size_t(gpu)].compute += w * res->gpu[size_t(gpu)].compute;
-        r.gpu[size_t(gpu)].communication += w * res->gpu[size_t(gpu)].communication;
-        r.gpu[size_t(gpu)].sync += w * res->gpu[size_t(gpu)].sync;
+      n.fill(0);
+      secs.fill(0);
+      for (size_t i = 0; i < len; ++i) {
+        const OpCost& c = *costs[i];
+        ++n[size_t(c.source)];
+        secs[size_t(c.source)] += run.timing[i].end - run.timing[i].start;
       }
-      for (int x : res->used_edges) {
-        r.edge_bytes[size_t(x)] += w * res->edge_bytes[size_t(x)];
-        r.edge_busy_s[size_t(x)] += w * res->edge_busy[size_t(x)];
+      r.stage_s[s] += w * run.makespan;
+      // Only GPUs and edges the segment used (w * 0 added changes no sum).
+      for (int gpu = 0; gpu < ngpu; ++gpu) {
+        const TimeSplit& t = split[size_t(gpu)];
+        if (t.compute == 0 && t.communication == 0 && t.sync == 0) continue;
+        r.gpu[size_t(gpu)].compute += w * t.compute;
+        r.gpu[size_t(gpu)].communication += w * t.communication;
+        r.gpu[size_t(gpu)].sync += w * t.sync;
+      }
+      for (int x = 0; x < nedge; ++x) {
+        if (run.edge_bytes[size_t(x)] == 0 && run.edge_busy[size_t(x)] == 0) continue;
+        r.edge_bytes[size_t(x)] += w * run.edge_bytes[size_t(x)];
+        r.edge_busy_s[size_t(x)] += w * run.edge_busy[size_t(x)];
       }
       for (int k = 0; k < kCostSourceCount; ++k) {
-        r.ops_by_source[size_t(k)] += int64_t(w) * res->n[size_t(k)];
-        r.seconds_by_source[size_t(k)] += w * res->s[size_t(k)];
+        r.ops_by_source[size_t(k)] += int64_t(w) * n[size_t(k)];
+        r.seconds_by_source[size_t(k)] += w * secs[size_t(k)];
       }
     }
   }

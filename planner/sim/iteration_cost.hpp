@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "planner/compile/compiler.hpp"
 #include "planner/compile/op_graph.hpp"
 #include "planner/cost/cost_model.hpp"
 #include "planner/model/model_figures.hpp"
@@ -115,6 +116,17 @@ class PlanPricer : public IterationPricer {
   std::vector<std::vector<int>> routing_layers_;  // by reduced layer index: the model layers it stands for
   PriceMemo memo_;
   PriceMemo* shared_ = nullptr;
+  // The plan's compile-once parts and the last op graph's storage (compiler.hpp): price_exact
+  // compiles into it, so a pricer is used by one thread at a time.
+  mutable CompileCache compile_;
+  // price_exact's scratch, reused shape after shape: edge capacities, the segment's tasks.
+  mutable std::vector<double> capacity_;
+  struct Scratch {
+    std::vector<SimTask> tasks;
+    std::vector<int> local;
+    std::vector<const OpCost*> costs;
+  };
+  mutable Scratch scratch_;
   uint64_t id_ = 0;        // unique per pricer (IterationCost::seen_by)
   size_t distinct_ = 0;
   PriceMemo& memo() { return shared_ ? *shared_ : memo_; }

@@ -34,6 +34,12 @@ struct ProfileOptions {
   // Internal: the re-executed child that measures NCCL with NCCL_P2P_DISABLE=1 writes its
   // collectives JSON here (see measure/nccl_nop2p.cpp).
   std::string nccl_child_out;
+  // `--add-model M --machine FILE` (issue 23): time only the shapes of these models FILE lacks and
+  // merge them into it (or into --out when given). out_given / dtypes_given: the option was on the
+  // command line (else the profile's own formats, and FILE itself, are used).
+  std::vector<std::string> add_models;
+  std::string machine;
+  bool out_given = false, dtypes_given = false;
 };
 
 // The shipped models timed when --model is not given.
@@ -42,6 +48,11 @@ std::vector<std::string> default_profile_models();
 // Runs discovery and the selected measurements, writing `out` after each measurement group.
 // Throws InputError for bad options, RuntimeError (GpuError) for failures. Defined only in CUDA builds.
 void run_profile(const ProfileOptions& opts);
+
+// `profile --add-model`: loads opts.machine (refused unless measured on this host's GPUs), times
+// the model-dependent shapes of opts.add_models it lacks, merges them and rewrites it atomically
+// (profiler/profile_extend.cpp). Defined only in CUDA builds.
+void run_add_models(const ProfileOptions& opts);
 
 // The same under MPI: defined only in builds with CUDA and MPI (profiler/mpi/profile_mpi.cpp).
 void run_profile_mpi(const ProfileOptions& opts);

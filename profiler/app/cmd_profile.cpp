@@ -14,6 +14,26 @@
 
 namespace peerplan::app {
 
+namespace {
+
+// --add-model extends one existing profile of this host: options of a fresh profile make no sense.
+void check_add_model_options(const profiler::ProfileOptions& o) {
+  if (o.add_models.empty()) {
+    if (!o.machine.empty())
+      throw InputError("", "--machine", "only with --add-model (the profile to extend); a fresh profile is written to --out");
+    return;
+  }
+  if (o.machine.empty())
+    throw InputError("", "--add-model", "--machine FILE too: the profile of this host to add the models to (e.g. "
+                                        "peerplan profile --add-model qwen1.5-moe-a2.7b --machine my-host.json)");
+  if (!o.resume.empty()) throw InputError("", "--resume", "not with --add-model (it continues a crashed full profile)");
+  if (!o.models.empty())
+    throw InputError("", "--model", "not with --add-model (--model picks the models of a fresh profile; list them in --add-model)");
+  if (o.mpi) throw InputError("", "--mpi", "not with --add-model (the model shapes are timed on GPU 0 by one process)");
+}
+
+}  // namespace
+
 void add_profile_command(CLI::App& app, bool built_with_mpi) {
   auto* sub = app.add_subcommand("profile", "Measure this host: GPU pairs, host paths, NCCL collectives, GEMMs, attention");
   sub->footer(
@@ -22,12 +42,21 @@ void add_profile_command(CLI::App& app, bool built_with_mpi) {
       "  then runs every measurement of `--list` and writes one machine file (machine schema + measurements).\n"
       "  Copies are timed as nvbandwidth times them; NCCL as nccl-tests does (busBw by its formulas).\n"
       "  The file is rewritten after each measurement: if the run dies, continue with --resume.\n"
+      "\nAdding a model to an existing profile (--add-model):\n"
+      "  Loads the profile of THIS host given by --machine (refused if its GPU UUIDs are not this host's),\n"
+      "  times only the model-dependent shapes it lacks -- the GEMMs of the model's weights at every TP degree\n"
+      "  in every weight format the profile already has (or --dtypes), the attention grid of its head\n"
+      "  configurations, the grouped expert GEMMs of an MoE -- with the profile's own token counts and\n"
+      "  samples, merges them in (no duplicates; meta.added_shapes records the models, date and peerplan\n"
+      "  version) and rewrites the file atomically (or writes --out). Seconds to minutes, not a new profile.\n"
       "\nExamples:\n"
       "  peerplan profile --out my-host.json                 # full profile (about a minute on 2 GPUs)\n"
       "  peerplan profile --quick --out smoke.json           # seconds: fewer sizes and samples\n"
       "  peerplan profile --only transfer,latency            # just the copy paths\n"
       "  peerplan profile --skip nccl_nop2p --model mistral-7b\n"
       "  peerplan profile --resume my-host.json --out my-host.json\n"
+      "  peerplan profile --add-model qwen1.5-moe-a2.7b --machine my-host.json    # add one model's shapes\n"
+      "  peerplan profile --add-model ./Qwen2-7B/config.json,mistral-7b --machine my-host.json --out my-host2.json\n"
       "  mpirun -np 8 peerplan profile --mpi --out host.json  # one process per GPU, as serving engines run\n"
       "  mpirun -np 16 --map-by ppr:8:node -H a,b peerplan profile --mpi --out ab.json   # two hosts\n"
       "  peerplan topo --machine my-host.json                # look at the result\n"
@@ -47,6 +76,11 @@ void add_profile_command(CLI::App& app, bool built_with_mpi) {
       ->expected(2);
   sub->add_option("--out,-o", o->out, "Profile to write (atomically, after each measurement)")->capture_default_str();
   sub->add_option("--resume", o->resume, "Continue from this partial profile (same GPUs and options)");
+  sub->add_option("--add-model", o->add_models,
+                  "Add these models' shapes (shipped name, config.json, HF cache id; comma-separated) to the profile "
+                  "of this host given by --machine, measuring only what it lacks")
+      ->delimiter(',');
+  sub->add_option("--machine", o->machine, "With --add-model: the profile of THIS host to extend (rewritten unless --out)");
   sub->add_option("--only", o->only, "Run only these measurements or groups (comma-separated; see --list)");
   sub->add_option("--skip", o->skip, "Skip these measurements or groups");
   sub->add_flag("--quick", o->quick, "Smoke run: 5 sizes, 5 samples, small token counts (seconds)");
@@ -80,7 +114,7 @@ void add_profile_command(CLI::App& app, bool built_with_mpi) {
                 "With --mpi: measure every cross-host GPU pair, not one representative pair per pair of hosts");
   sub->add_option("--internal-nccl-child", o->nccl_child_out)->group("");  // re-exec for NCCL_P2P_DISABLE=1
 
-  sub->callback([o, list, min_s, max_s, coll_s, nop2p_s, no_progress, compare, built_with_mpi] {
+  sub->callback([sub, o, list, min_s, max_s, coll_s, nop2p_s, no_progress, compare, built_with_mpi] {
     if (*list) {
       std::cout << profiler::format_measurement_list();
       return;
@@ -96,6 +130,9 @@ void add_profile_command(CLI::App& app, bool built_with_mpi) {
     o->coll_max_bytes = profiler::parse_size(*coll_s, "--coll-max-size");
     o->nop2p_coll_max_bytes = profiler::parse_size(*nop2p_s, "--nop2p-coll-max-size");
     o->progress = !*no_progress;
+    o->out_given = sub->count("--out") > 0;
+    o->dtypes_given = sub->count("--dtypes") > 0;
+    check_add_model_options(*o);
     // Validate everything that needs no GPU first, so mistakes are reported in every build.
     profiler::plan_sweep(*o);
     profiler::select_measurements(o->only, o->skip, o->mpi ? profiler::RunMode::Mpi : profiler::RunMode::SingleProcess);
@@ -103,6 +140,7 @@ void add_profile_command(CLI::App& app, bool built_with_mpi) {
       throw InputError("", o->mpi_split_hosts ? "--mpi-split-hosts" : "--all-pairs", "only with --mpi (under mpirun)");
     check_mpi_launch(o->mpi, built_with_mpi, launcher_size_from_env());
 #ifdef PEERPLAN_WITH_CUDA
+    if (!o->add_models.empty()) return profiler::run_add_models(*o);
     if (o->mpi) {
 #ifdef PEERPLAN_WITH_MPI
       profiler::run_profile_mpi(*o);

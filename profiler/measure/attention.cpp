@@ -16,29 +16,14 @@
 #include "profiler/kernels/attention.hpp"
 #include "profiler/kernels/quant.hpp"
 #include "profiler/common/profile_models.hpp"
+#include "profiler/common/model_shapes.hpp"
 #include "profiler/measure/curve.hpp"
+#include "profiler/measure/shape_timing.hpp"
 
 namespace peerplan::profiler {
 
 
 namespace {
-
-// heads, kv_heads, head_dim per GPU of every profiled standard-attention model at each TP degree.
-// A shape the kernels do not run (attention_support.hpp) is skipped with a note, never an error:
-// the profile measures everything else.
-std::set<std::tuple<int, int, int>> head_configs(Context& ctx) {
-  std::set<std::tuple<int, int, int>> configs;
-  for (const auto& m : load_profile_models(ctx.opts.models)) {
-    if (m.mla) continue;  // MLA attention is not among the executor's kernels
-    for (int tp : tp_degrees(m, ctx.gpus())) {
-      const int heads = int(m.heads / tp), kv = int(std::max<int64_t>(1, m.kv_heads / tp)), hd = int(m.head_dim);
-      const std::string why = kernels::attention_shape_refusal(heads, kv, hd);
-      if (why.empty()) configs.insert({heads, kv, hd});
-      else ctx.not_applicable(fmt::format("attention of {} at TP {}", m.name, tp), why);
-    }
-  }
-  return configs;
-}
 
 // The grid timed for each head configuration (issue 18): prefill chunks of q_len new tokens over a
 // context (context >= q_len; context = q_len is a whole prompt) at batch 1, and decode over
@@ -165,16 +150,21 @@ void time_config(Context& ctx, const AttentionGrid& grid, int g, int sms, gpu::S
 
 }  // namespace
 
-void measure_attention(Context& ctx) {
-  const auto configs = head_configs(ctx);
-  if (configs.empty()) {
-    ctx.not_applicable("attention", "no standard-attention model with a shape the kernels run");
-    return;
+void time_attention_shapes(Context& ctx, const std::set<AttentionShapeKey>& keys, int64_t max_context) {
+  std::set<std::tuple<int, int, int>> configs;
+  for (const AttentionShapeKey& k : keys) {
+    if (k.kv_dtype != "bf16") {  // the grid below reads a bf16 cache
+      ctx.not_applicable(fmt::format("attention heads {} kv {} dim {} ({} KV cache)", k.heads, k.kv_heads, k.head_dim,
+                                     k.kv_dtype),
+                         "the profiler times attention over a bf16 KV cache");
+      continue;
+    }
+    const std::string why = kernels::attention_shape_refusal(int(k.heads), int(k.kv_heads), int(k.head_dim));
+    if (why.empty()) configs.insert({int(k.heads), int(k.kv_heads), int(k.head_dim)});
+    else ctx.not_applicable(fmt::format("attention heads {} kv {} dim {}", k.heads, k.kv_heads, k.head_dim), why);
   }
-  int max_context = 8192;
-  for (const auto& m : load_profile_models(ctx.opts.models))
-    if (!m.mla) max_context = std::max<int>(max_context, int(std::min<int64_t>(m.max_context, int64_t(1) << 17)));
-  const AttentionGrid grid = make_grid(ctx.plan.quick, max_context);
+  if (configs.empty()) return;
+  const AttentionGrid grid = make_grid(ctx.plan.quick, int(max_context));
   const int g = ctx.measured_gpus().front();  // GPU 0, or an MPI rank's own GPU
   gpu::ScopedDevice dev(g);
   int sms = ctx.machine.gpus[size_t(g)].sm_count;
@@ -208,6 +198,17 @@ void measure_attention(Context& ctx) {
       {"grid", {{"decode_batches", grid.batches}, {"contexts", grid.contexts}, {"prefill_q_lens", grid.q_lens}}},
       {"held_back", hb},
       {"worst_interpolation_error", worst}};
+}
+
+void measure_attention(Context& ctx) {
+  std::vector<ShapeNote> notes;
+  const ShapeSet shapes = model_shape_set(load_profile_models(ctx.opts.models), ctx.gpus(), {"bf16"}, &notes);
+  for (const ShapeNote& n : notes) ctx.not_applicable(n.what, n.why);
+  if (shapes.attention.empty()) {
+    ctx.not_applicable("attention", "no standard-attention model with a shape the kernels run");
+    return;
+  }
+  time_attention_shapes(ctx, shapes.attention, shapes.attention_max_context);
 }
 
 }  // namespace peerplan::profiler

@@ -20,50 +20,24 @@
 #include "profiler/gpu/gemm.hpp"
 #include "profiler/kernels/moe_gemm.hpp"
 #include "profiler/kernels/moe_route.hpp"
+#include "profiler/common/model_shapes.hpp"
 #include "profiler/measure/curve.hpp"
+#include "profiler/measure/shape_timing.hpp"
 
 namespace peerplan::profiler {
 
-namespace {
-
 namespace kn = peerplan::kernels;
 
-struct GroupShape {
-  int64_t n = 0, k = 0, experts = 0, topk = 0, model_experts = 0;
-  bool gather = true;  // gate_up (gathers tokens) or down (sorted rows)
-  bool operator<(const GroupShape& o) const {
-    return std::tie(n, k, experts, topk, model_experts, gather) <
-           std::tie(o.n, o.k, o.experts, o.topk, o.model_experts, o.gather);
+void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, const std::vector<int64_t>& token_counts) {
+  std::set<GroupedShapeKey> shapes;
+  for (const GroupedShapeKey& s : keys) {
+    if (s.dtype == "bf16") shapes.insert(s);
+    else ctx.not_applicable(fmt::format("grouped_gemm n={} k={} ({})", s.n, s.k, s.dtype),
+                            "the profiler times bf16 grouped expert GEMMs");
   }
-};
-
-std::set<GroupShape> group_shapes(const std::vector<ModelConfig>& models, int gpus) {
-  std::set<GroupShape> out;
-  for (const auto& m : models) {
-    if (!m.is_moe()) continue;
-    for (const auto& w : weight_shapes(m, gpus)) {
-      if (w.name != "expert.gate_up" && w.name != "expert.down") continue;
-      const bool gather = w.name == "expert.gate_up";
-      out.insert({w.n, w.k, m.experts, m.experts_per_token, m.experts, gather});  // TP-split experts
-      if (w.tp != 1) continue;
-      for (int ep = 2; ep <= gpus; ++ep)  // EP shards at TP 1: rank 0's E / ep experts
-        if (m.experts % ep == 0) out.insert({w.n, w.k, m.experts / ep, m.experts_per_token, m.experts, gather});
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-void measure_grouped_gemm(Context& ctx) {
-  const auto models = load_profile_models(ctx.opts.models);
-  const std::set<GroupShape> shapes = group_shapes(models, ctx.gpus());
-  if (shapes.empty()) {
-    ctx.not_applicable("grouped_gemm", "no MoE model among the profiled models");
-    return;
-  }
+  if (shapes.empty() || token_counts.empty()) return;
   const routing::RoutingSpec spec;  // uniform, default seed: what the compiler counts by default
-  const int64_t max_tokens = ctx.plan.tokens.empty() ? 1 : ctx.plan.tokens.back();
+  const int64_t max_tokens = *std::max_element(token_counts.begin(), token_counts.end());
   int64_t max_topk = 1, max_e = 1, max_w = 0, max_in = 0, max_out = 0;
   for (const auto& s : shapes) {
     max_topk = std::max(max_topk, s.topk);
@@ -91,11 +65,11 @@ void measure_grouped_gemm(Context& ctx) {
   nlohmann::json vs_cublas = nlohmann::json::array();
   gpu::GemmRunner cublas(g);
   size_t done = 0;
-  const size_t total = shapes.size() * ctx.plan.tokens.size();
+  const size_t total = shapes.size() * token_counts.size();
   for (const auto& s : shapes) {
     rbuf = gpu::DeviceBuffer(g, size_t(kn::moe_route_buffer_ints(max_tokens, int(s.topk), int(s.experts))) * 4);
     const kn::MoeRouting r = kn::moe_routing_view(rbuf.as<int>(), max_tokens, int(s.topk), int(s.experts));
-    for (int64_t tokens : ctx.plan.tokens) {
+    for (int64_t tokens : token_counts) {
       ctx.progress.update(double(done++) / double(total),
                           fmt::format("grouped n={} k={} experts={}/{} tokens={}", s.n, s.k, s.experts, s.model_experts, tokens));
       const auto& counts = routing::expert_counts(spec, s.model_experts, s.topk, tokens, 0);
@@ -191,17 +165,28 @@ void measure_grouped_gemm(Context& ctx) {
       }
     }
   }
-  nlohmann::json names = nlohmann::json::array();
-  for (const auto& m : models)
-    if (m.is_moe()) names.push_back(m.name);
   ctx.ms.extra["grouped_gemm"] = {
-      {"gpu", g}, {"models", names}, {"routing", spec.label()}, {"seed", spec.seed}, {"layer", 0},
+      {"gpu", g}, {"routing", spec.label()}, {"seed", spec.seed}, {"layer", 0},
       {"call", "peerplan::kernels::moe_grouped_gemm after moe_route (the executor's call); weights rotate over " +
                    std::to_string(copies) + " copies"},
       {"layout", "y[rows,n] = x[rows,k] W_e^T per touched expert, W_e [n,k]; bf16, fp32 accumulate"},
       {"kernels", "0: stream 16-row tiles, 1: stream 32-row tiles, 2: tiled 64-row tiles (us per call, median)"},
       {"kernel_choice", kinds},
       {"vs_cublas_per_expert", vs_cublas}};
+}
+
+void measure_grouped_gemm(Context& ctx) {
+  const auto models = load_profile_models(ctx.opts.models);
+  const ShapeSet shapes = model_shape_set(models, ctx.gpus(), {"bf16"});
+  if (shapes.grouped.empty()) {
+    ctx.not_applicable("grouped_gemm", "no MoE model among the profiled models");
+    return;
+  }
+  time_grouped_shapes(ctx, shapes.grouped, ctx.plan.tokens);
+  nlohmann::json names = nlohmann::json::array();
+  for (const auto& m : models)
+    if (m.is_moe()) names.push_back(m.name);
+  ctx.ms.extra["grouped_gemm"]["models"] = names;
 }
 
 }  // namespace peerplan::profiler

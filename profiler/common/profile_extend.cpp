@@ -1,0 +1,64 @@
+#include "profiler/common/profile_extend.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "planner/core/error.hpp"
+
+namespace peerplan::profiler {
+
+void check_profile_is_this_host(const Machine& profile, const std::string& file, const HostInfo& host) {
+  const std::string why = profile_host_mismatch(profile, host);
+  if (why.empty()) return;
+  throw InputError(file, "host",
+                   why + ". --add-model adds measurements to a profile of THIS host (points of other GPUs would "
+                         "be mixed with its own): run `peerplan profile --out this-host.json` here first, or check "
+                         "CUDA_VISIBLE_DEVICES");
+}
+
+std::vector<std::string> add_model_dtypes(const Machine& profile, const std::vector<std::string>& requested) {
+  if (!requested.empty()) return requested;
+  std::vector<std::string> out;
+  if (profile.measurements) {
+    std::set<std::string> have;
+    for (const GemmTime& g : profile.measurements->gemms) have.insert(g.dtype);
+    for (const std::string& d : profiler_gemm_dtypes())  // the profiler's order (bf16 first)
+      if (have.count(d)) out.push_back(d);
+  }
+  if (out.empty()) out.push_back("bf16");
+  return out;
+}
+
+AddModelsPlan plan_add_models(const Machine& profile, const std::vector<ModelConfig>& models,
+                              const std::vector<std::string>& dtypes, const std::vector<std::string>& measurements) {
+  AddModelsPlan p;
+  for (const ModelConfig& m : models) p.models.push_back(m.name);
+  p.wanted = model_shape_set(models, profile.gpu_count(), dtypes, &p.notes);
+  auto selected = [&](const char* name) {
+    return std::find(measurements.begin(), measurements.end(), name) != measurements.end();
+  };
+  if (!selected("gemm")) p.wanted.gemms.clear();
+  if (!selected("attention")) p.wanted.attention.clear();
+  if (!selected("grouped_gemm")) p.wanted.grouped.clear();
+  static const Measurements none;
+  p.missing = missing_shapes(p.wanted, profile.measurements ? *profile.measurements : none);
+  p.sweep = shape_sweep_of(profile);
+  return p;
+}
+
+std::string add_models_report(const AddModelsPlan& p, const MergeCount& rows, double seconds, const std::string& out) {
+  std::string s = fmt::format("{}: {} of the models' shapes; the profile already had {}.\n", fmt::join(p.models, ", "),
+                              describe_shapes(p.wanted), p.wanted.size() - p.missing.size());
+  for (const ShapeNote& n : p.notes) s += fmt::format("  not timed: {}: {}\n", n.what, n.why);
+  if (p.missing.empty()) return s + fmt::format("Nothing to measure: {} is unchanged.\n", out);
+  s += fmt::format("Measured {} shape{} ({}) in {:.1f} s: {} rows added ({} GEMM, {} attention, {} grouped){}.\n",
+                   p.missing.size(), p.missing.size() == 1 ? "" : "s", describe_shapes(p.missing), seconds,
+                   rows.added(), rows.gemms, rows.attention, rows.grouped,
+                   rows.duplicates ? fmt::format(", {} already there", rows.duplicates) : std::string());
+  return s + fmt::format("Wrote {}.\n", out);
+}
+
+}  // namespace peerplan::profiler

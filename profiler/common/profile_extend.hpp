@@ -1,0 +1,42 @@
+#pragma once
+// `peerplan profile --add-model M --machine host.json`, its CPU half: is the file a profile of
+// THIS host, which formats and measurements to add, which of the models' shapes it lacks, and the
+// summary printed at the end. The GPU half (profiler/profile_extend.cpp) times the missing shapes
+// through the same code as a full profile (profiler/measure/shape_timing.hpp) and merges them with
+// add_measured_shapes (planner/topology/shape_set.hpp), the merge validate uses too.
+#include <string>
+#include <vector>
+
+#include "planner/model/model_config.hpp"
+#include "planner/topology/machine.hpp"
+#include "planner/topology/shape_set.hpp"
+#include "planner/validate/preflight.hpp"
+#include "profiler/common/model_shapes.hpp"
+
+namespace peerplan::profiler {
+
+// Throws InputError naming `file` when `profile` is not a measurement of this host: a nominal
+// machine, other GPU UUIDs (both named, as validate's preflight names them), another hostname.
+void check_profile_is_this_host(const Machine& profile, const std::string& file, const HostInfo& host);
+
+// The GEMM weight formats to time: `requested` (--dtypes given) if not empty, else every format
+// the profile has GEMM rows of, else bf16.
+std::vector<std::string> add_model_dtypes(const Machine& profile, const std::vector<std::string>& requested);
+
+struct AddModelsPlan {
+  std::vector<std::string> models;  // names, as recorded in meta.added_shapes
+  ShapeSet wanted;                  // every shape of the models on this host's GPU count
+  ShapeSet missing;                 // those the profile has no points of: what will be timed
+  std::vector<ShapeNote> notes;     // shapes left out (kernels that do not run them)
+  ShapeSweep sweep;                 // the profile's own token counts and samples
+};
+
+// `measurements`: the selected model measurements ("gemm", "attention", "grouped_gemm"; --only /
+// --skip); the others' shapes are not wanted.
+AddModelsPlan plan_add_models(const Machine& profile, const std::vector<ModelConfig>& models,
+                              const std::vector<std::string>& dtypes, const std::vector<std::string>& measurements);
+
+// The lines printed when done: what was there, what was measured, rows added, time, the file.
+std::string add_models_report(const AddModelsPlan& p, const MergeCount& rows, double seconds, const std::string& out);
+
+}  // namespace peerplan::profiler

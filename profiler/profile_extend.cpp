@@ -1,0 +1,98 @@
+// `peerplan profile --add-model M --machine host.json` and validate's missing shapes: time only the
+// model-dependent shapes a profile of this host lacks, through the same code as a full profile
+// (profiler/measure/shape_timing.hpp), and merge them in (planner/topology/shape_set.hpp). The
+// machine file is rewritten atomically once everything is measured: an error on the way leaves it
+// as it was. The CPU half (which shapes, which formats, the host check, the report) is
+// profiler/common/profile_extend.*, tested without a GPU.
+#include <chrono>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "planner/core/error.hpp"
+#include "planner/core/json_in.hpp"
+#include "profiler/common/checkpoint.hpp"
+#include "profiler/common/profile_extend.hpp"
+#include "profiler/common/profile_models.hpp"
+#include "profiler/common/registry.hpp"
+#include "profiler/discovery/discovery.hpp"
+#include "profiler/measure/shape_timing.hpp"
+#include "profiler/profile_api.hpp"
+
+namespace peerplan::profiler {
+
+Measurements measure_shape_set(const Machine& profile, const ShapeSet& shapes, const ShapeSweep& sweep, bool progress) {
+  ProfileOptions opts;
+  opts.quick = sweep.quick;
+  opts.samples = sweep.samples;
+  opts.warmup = sweep.warmup;
+  opts.progress = progress;
+  SweepPlan plan;
+  plan.tokens = sweep.tokens;
+  plan.samples = sweep.samples;
+  plan.warmup = sweep.warmup;
+  plan.quick = sweep.quick;
+  Machine machine = profile;  // GPU 0's SM count sizes the attention workspace
+  Measurements ms;
+  // Rough seconds on an H200, for the ETA: a GEMM point ~3 ms of samples, an attention grid ~4 s.
+  const double est_gemm = 0.003 * double(shapes.gemms.size() * sweep.tokens.size());
+  const double est_attn = (sweep.quick ? 0.5 : 4.0) * double(shapes.attention.size());
+  const double est_grouped = 0.01 * double(shapes.grouped.size() * sweep.tokens.size());
+  Progress bar(progress, est_gemm + est_attn + est_grouped);
+  Context ctx{opts, plan, machine, ms, bar, ""};
+  if (!shapes.gemms.empty()) {
+    bar.begin("gemm", est_gemm);
+    time_gemm_shapes(ctx, shapes.gemms, sweep.tokens);
+    bar.end();
+  }
+  if (!shapes.attention.empty()) {
+    bar.begin("attention", est_attn);
+    time_attention_shapes(ctx, shapes.attention, shapes.attention_max_context);
+    bar.end();
+  }
+  if (!shapes.grouped.empty()) {
+    bar.begin("grouped_gemm", est_grouped);
+    time_grouped_shapes(ctx, shapes.grouped, sweep.tokens);
+    bar.end();
+  }
+  bar.finish();
+  return ms;
+}
+
+void run_add_models(const ProfileOptions& opts) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<ModelConfig> models = load_profile_models(opts.add_models);  // a bad name fails first
+  const std::string file = resolve_machine_path(opts.machine);
+  Machine profile = load_machine(file);
+  check_profile_is_this_host(profile, file, discover_host());
+  std::vector<std::string> names;
+  for (const MeasurementInfo* m : select_measurements(opts.only, opts.skip))
+    if (m->uses_models) names.push_back(m->name);
+  if (names.empty())
+    throw InputError("", "--only/--skip", "at least one of gemm, attention, grouped_gemm with --add-model");
+  const AddModelsPlan p =
+      plan_add_models(profile, models, add_model_dtypes(profile, opts.dtypes_given ? opts.dtypes : std::vector<std::string>{}), names);
+  const std::string out = opts.out_given ? opts.out : file;
+  if (p.missing.empty()) {
+    if (out != file) save_profile(profile, out);
+    std::cout << add_models_report(p, MergeCount{}, 0, out);
+    return;
+  }
+  std::cerr << fmt::format("profile: measuring {} of {} on GPU 0 ({} token counts, {} samples per point)\n",
+                           describe_shapes(p.missing), fmt::join(p.models, ", "), p.sweep.tokens.size(), p.sweep.samples);
+  Measurements rows = measure_shape_set(profile, p.missing, p.sweep, opts.progress);
+  for (const ShapeNote& n : p.notes) rows.extra["not_applicable"][n.what] = n.why;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  AddedShapes a;
+  a.by = "profile --add-model";
+  a.models = p.models;
+  a.date = utc_now_iso8601();
+  a.measured = p.missing;
+  a.seconds = seconds;
+  const MergeCount c = add_measured_shapes(profile, rows, a);
+  save_profile(profile, out);  // atomic: the old file stays whole until this succeeds
+  std::cout << add_models_report(p, c, seconds, out);
+}
+
+}  // namespace peerplan::profiler

@@ -140,7 +140,7 @@ SearchResult search_and_report(const PlanCmd& o) {
   if (std::string note = over_context_note(r.workload); !note.empty()) std::cerr << "peerplan: note: " << note << "\n";
 
   if (o.json_stdout) std::cout << search_to_json(r).dump(2) << "\n";
-  else std::cout << fmt::format("{} on {} ({})\n", cfg.name, machine.name, r.precision_line) << ranked_table(r);
+  else std::cout << fmt::format("{} on {} ({})\n", cfg.name, machine.name, r.precision_line) << ranked_table(r, 30, o.model);
   if (!o.json_out.empty()) outputs.add("--json-out", o.json_out, search_to_json(r).dump(2) + "\n");
   if (!o.csv_out.empty()) outputs.add("--csv", o.csv_out, search_to_csv(r));
   if (!o.report_dir.empty()) stage_report_dir(r, o.report_dir, outputs);

@@ -117,6 +117,7 @@ void run_simulate(const SimCmd& o) {
   if (!m.busiest_link.empty())
     std::cout << fmt::format("  busiest link: {} ({:.1f}% utilised)\n", m.busiest_link, 100 * m.links.front().utilisation);
   std::cout << "  priced from: " << cost_source_summary(m.provenance) << "\n";
+  if (const std::string note = unmeasured_note(m.model, m.provenance, o.model); !note.empty()) std::cout << "  " << note;
   if (m.provenance.contains("moe_routing"))
     std::cout << "  MoE routing: " << routing::summary_text(m.provenance["moe_routing"]) << "\n";
   if (!o.out.empty()) std::cout << "  metrics JSON: " << o.out << "\n";

@@ -32,6 +32,7 @@ struct ValidateOptions {
   std::vector<std::string> compare;
   bool self_test = false, bench_steps = false, no_graphs = false, allow_other_host = false, cold_start = false;
   bool mpi = false;
+  bool no_measure_missing = false, update_machine = false;
   int64_t requests = 0;
   double rate = 0;
   TraceSliceOptions trace_slice;  // --trace-window, --trace-speedup
@@ -105,6 +106,10 @@ void run_validate(const Executable& exe, const ValidateOptions& o) {
   ho.allow_other_host = o.allow_other_host;
   ho.out = o.out;
   ho.precision = o.precision;
+  ho.measure_missing = !o.no_measure_missing;
+  ho.update_machine = o.update_machine;
+  if (o.update_machine && o.no_measure_missing)
+    throw InputError("", "--update-machine", "not with --no-measure-missing (nothing is measured to write back)");
   GpuBackend& gpu = require_executor(exe, o.mpi ? "--mpi" : "validate");
   if (o.mpi) return run_validate_mpi(gpu, plan, o, w, ho);
   validate_on_host(gpu, plan, o.plan, o.model, o.machine, w, ho);
@@ -124,11 +129,19 @@ void add_validate_command(CLI::App& app, const Executable& exe) {
       "and prints predicted vs measured TTFT / TPOT / E2E (p50, p90, p99) and tokens/s with relative errors\n"
       "and the op class whose time differs most.\n"
       "\n"
+      "Shapes of the plan the profile has no measured point of (a model it did not time: GEMMs, attention\n"
+      "head configurations, grouped expert GEMMs) are measured first on this host's GPU, as `peerplan profile\n"
+      "--add-model` does, so the prediction rests on measured points; --out keeps them in\n"
+      "machine-extended.json, --update-machine writes them into the --machine file, --no-measure-missing\n"
+      "predicts without them (from a fit or a roofline).\n"
+      "\n"
       "Examples:\n"
       "  peerplan validate --self-test                           # kernels vs CPU reference\n"
       "  peerplan validate --bench-steps --plan tp2.json --model llama-3.1-8b --machine h200x2-nvlink\n"
       "  peerplan validate --plan tp2.json --model llama-3.1-8b --workload chat --machine h200x2-nvlink \\\n"
       "                    --requests 200 --out report/\n"
+      "  peerplan validate --plan single.json --model ./Qwen2-7B/config.json --workload chat --machine my-host.json \\\n"
+      "                    --out report/ --update-machine   # measures Qwen2's shapes first, keeps them\n"
       "  peerplan validate --compare predicted.json measured.json   # two metrics files, no GPU needed\n"
       "  mpirun -np 2 peerplan validate --mpi --plan tp2.json --model llama-3.1-8b --workload chat \\\n"
       "                    --machine h200x2-nvlink --out report/   # one process per GPU");
@@ -145,6 +158,12 @@ void add_validate_command(CLI::App& app, const Executable& exe) {
   sub->add_option("--rate", o->rate, kRateHelp)->check(CLI::PositiveNumber);
   add_trace_slice_options(sub, o->trace_slice);
   sub->add_flag("--allow-other-host", o->allow_other_host, "Run even if the profile was measured on another host");
+  sub->add_flag("--no-measure-missing", o->no_measure_missing,
+                "Do not measure the plan's shapes the profile lacks before predicting (they are priced from a fit or "
+                "a roofline)");
+  sub->add_flag("--update-machine", o->update_machine,
+                "Also write the shapes measured before predicting into the --machine file (atomically; its "
+                "meta.added_shapes records them)");
   sub->add_flag("--no-graphs", o->no_graphs, "Launch decode iterations eagerly instead of as CUDA graphs");
   sub->add_flag("--cold-start", o->cold_start,
                 "Skip the start-up look-up of every GEMM shape's cuBLASLt algorithm (measures its effect)");

@@ -11,6 +11,7 @@
 #include "planner/core/text.hpp"
 #include "planner/cost/prediction_band.hpp"
 #include "planner/report/pareto.hpp"
+#include "planner/topology/shape_set.hpp"
 
 namespace peerplan {
 
@@ -33,7 +34,7 @@ std::string cost_source_summary(const nlohmann::json& prov) {
   return s.empty() ? "-" : s;
 }
 
-std::string unmeasured_note(const std::string& model, const nlohmann::json& prov) {
+std::string unmeasured_note(const std::string& model, const nlohmann::json& prov, const std::string& model_arg) {
   // Only a machine file with measured GEMM tables can be completed by profiling the model on it.
   if (!prov.contains("measured") || !prov["measured"].is_object() || prov["measured"].value("gemm_shapes", 0) == 0 ||
       !prov.contains("cost_sources") || !prov["cost_sources"].is_object())
@@ -56,9 +57,14 @@ std::string unmeasured_note(const std::string& model, const nlohmann::json& prov
                                   ? std::string("; its figures are a lower bound")
                                   : fmt::format("; its figures ±{:.0f} % TPOT, ±{:.0f} % TTFT", 100 * pb.step_relative,
                                                 100 * pb.ttft_relative);
-  return fmt::format("Note: {:.0f} % of {}'s step time is not from measured points{}{}; measure its shapes with: "
-                     "peerplan profile --model {} --out <file>\n",
-                     100 * (fitted + rough), escape_control(model), band, pb.known ? figures : "", escape_control(model));
+  const std::string file = prov.contains("machine_file") && prov["machine_file"].is_string()
+                               ? prov["machine_file"].get<std::string>()
+                               : std::string();
+  const std::string command = add_model_command(model_arg.empty() ? model : model_arg, file);
+  return fmt::format("Note: {:.0f} % of {}'s step time is not from measured points{}{}; measure its shapes into "
+                     "the machine file (on the host it profiles; nothing else is re-measured) with: {}\n",
+                     100 * (fitted + rough), escape_control(model), band, pb.known ? figures : "",
+                     escape_control(command));
 }
 
 namespace {
@@ -127,7 +133,7 @@ constexpr const char* kBandLegend =
 
 }  // namespace
 
-std::string ranked_table(const SearchResult& r, size_t max_rows) {
+std::string ranked_table(const SearchResult& r, size_t max_rows, const std::string& model_arg) {
   std::ostringstream o;
   const Workload& w = r.workload;
   o << fmt::format("Workload {}: {} requests, {} at {:.2f} req/s, SLO TTFT <= {:.0f} ms and TPOT <= {:.0f} ms; "
@@ -142,7 +148,7 @@ std::string ranked_table(const SearchResult& r, size_t max_rows) {
                    r.wall_s);
   if (!r.ranked.empty()) {
     const CandidateResult& top = r.ranked[size_t(r.recommended >= 0 ? r.recommended : 0)];
-    o << unmeasured_note(top.metrics.model, top.metrics.provenance);
+    o << unmeasured_note(top.metrics.model, top.metrics.provenance, model_arg);
     if (top.metrics.provenance.contains("moe_routing"))
       o << "MoE routing (plan " << trunc(top.plan.name, 40) << "): " << routing::summary_text(top.metrics.provenance["moe_routing"]) << "\n";
     o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>12} {:>11} {:>9} {:>9} {:>6} {:>8} {:>8} {:>6}  {}\n", "#", "plan",

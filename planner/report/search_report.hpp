@@ -14,14 +14,18 @@ class OutputSet;
 
 namespace peerplan {
 
-// The ranked table (ANSI-free, fixed width) followed by the verdict and advice.
-std::string ranked_table(const SearchResult& r, size_t max_rows = 30);
+// The ranked table (ANSI-free, fixed width) followed by the verdict and advice. `model_arg`: the
+// --model argument as the user gave it, for the command in unmeasured_note ("": the model's name).
+std::string ranked_table(const SearchResult& r, size_t max_rows = 30, const std::string& model_arg = "");
 // "measured 62% · interpolated 30% · nominal 8%" from a metrics provenance (by simulated time).
 std::string cost_source_summary(const nlohmann::json& provenance);
 // One line for people when more than a quarter of a plan's step time is fitted or roofline-priced
-// on a machine file that has measured tables: how much, the band, and the command that measures
-// the model's shapes. Empty otherwise (and always for machines without measurements).
-std::string unmeasured_note(const std::string& model, const nlohmann::json& prov);
+// on a machine file that has measured tables: how much, the band, and the exact command that adds
+// the model's shapes to that machine file (`peerplan profile --add-model MODEL_ARG --machine
+// FILE`, FILE = provenance "machine_file"; add_model_command in planner/topology/shape_set.hpp).
+// `model_arg`: the --model argument as given ("": `model`). Empty otherwise (and always for
+// machines without measurements).
+std::string unmeasured_note(const std::string& model, const nlohmann::json& prov, const std::string& model_arg = "");
 
 // A plan's two throughput figures (docs/simulator.md, "Pareto front"): output tokens/s over all the
 // plan's GPUs (plan.num_gpus()), and tokens/s per user = 1 / TPOT p50 (0 when TPOT p50 is 0: no

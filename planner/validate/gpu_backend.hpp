@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "planner/compile/compiler.hpp"
+#include "planner/core/error.hpp"
 #include "planner/compile/op_graph.hpp"
 #include "planner/model/model_config.hpp"
 #include "planner/model/model_figures.hpp"
@@ -19,6 +20,7 @@
 #include "planner/plan/plan.hpp"
 #include "planner/sim/metrics.hpp"
 #include "planner/topology/machine.hpp"
+#include "planner/topology/shape_set.hpp"
 #include "planner/validate/compare.hpp"
 #include "planner/validate/preflight.hpp"
 
@@ -131,6 +133,15 @@ class GpuBackend {
   virtual std::vector<StepBench> bench_steps(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig,
                                              const Machine& machine, const std::vector<int64_t>& batches,
                                              int64_t context, int64_t prefill_tokens, const ExecSettings& settings) = 0;
+
+  // Times `shapes` on this host's GPU 0 through the profiler's own code (what `profile --add-model`
+  // runs), with `sweep`'s token counts and samples; `profile` is this host's (the caller checked).
+  // Returns only the new rows and notes (planner/validate/missing_shapes.hpp merges them). The
+  // default refuses: a backend that cannot measure.
+  virtual Measurements measure_shapes(const Machine& profile, const ShapeSet& shapes, const ShapeSweep& sweep) {
+    (void)profile, (void)shapes, (void)sweep;
+    throw RuntimeError("this GPU backend cannot time shapes (validate --no-measure-missing predicts without them)");
+  }
 
   // Every executor kernel against a CPU fp64 reference on fresh random inputs, outputs poisoned.
   virtual std::vector<SelfTestResult> self_test(int device, uint64_t seed) = 0;

@@ -18,6 +18,7 @@
 #include "planner/topology/machine.hpp"
 #include "planner/topology/topology.hpp"
 #include "planner/validate/gpu_reports.hpp"
+#include "planner/validate/missing_shapes.hpp"
 #include "planner/validate/preflight.hpp"
 
 namespace peerplan {
@@ -114,6 +115,21 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
               : preflight(plan, plan_origin, in.machine, in.machine_file, gpu.describe_host(), mem.fits, mem.why, po);
   for (const auto& warn : warnings)
     if (root) std::cerr << "peerplan: warning: " << warn << "\n";
+  // Shapes the profile lacks are measured now, on this host's GPU, so the prediction rests on
+  // measured points rather than a fit or a roofline (issue 23).
+  MissingShapesResult measured;
+  std::string not_measured;
+  if (o.measure_missing) {
+    if (o.ranks) not_measured = "under --mpi";
+    else if (!profile_host_mismatch(in.machine, gpu.describe_host()).empty()) not_measured = "the profile is another host's";
+    else measured = measure_missing_shapes(gpu, plan, in.cfg, in.fig, in.machine, {o.out, o.update_machine, in.machine_file});
+    if (!not_measured.empty() && root)
+      if (const ShapeSet lacking = plan_missing_shapes(plan, in.cfg, in.fig, in.machine); !lacking.empty())
+        std::cerr << fmt::format("peerplan: note: {}, the shapes the profile lacks are not measured ({}); the "
+                                 "prediction prices them from a fit or a roofline. Measure them on the profiled host "
+                                 "first with: {}\n",
+                                 not_measured, describe_shapes(lacking), add_model_command(model, in.machine_file));
+  }
   // The executor's KV cache decides how many sequences run at once; the simulator is told the same.
   const int64_t fit = gpu.kv_slots_that_fit(plan, in.cfg, in.fig, in.machine, w.max_context() + 1, w.max_batched_tokens);
   if (fit < 1)
@@ -145,6 +161,7 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
   Comparison c = compare_metrics(sim.metrics, res.measured, res.op_classes);
   c.context = res.provenance;
   c.context["profile"] = in.machine_file;
+  if (o.measure_missing && not_measured.empty()) c.context["missing_shapes_measured"] = measured.to_json();
   c.context["requests"] = w.num_requests;
   c.context["rate_rps"] = w.rate_rps;
   c.context["max_num_seqs"] = w.max_num_seqs;
@@ -152,7 +169,7 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
   PlanPricer pricer(copy0, in.cfg, in.fig, cost, so.pricer);
   std::string iter_table;
   nlohmann::json iters = iteration_report(res, pricer, &iter_table);
-  std::cout << comparison_table(c) << iter_table;
+  std::cout << comparison_table(c) << iter_table << measured.summary();
   if (c.context.contains("moe_routing"))
     std::cout << "  MoE routing assumed: " << routing::summary_text(c.context["moe_routing"]) << "\n";
   if (!o.out.empty()) {

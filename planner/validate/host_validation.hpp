@@ -25,6 +25,12 @@ struct HostValidationOptions {
   // span hosts, instead of this host's. nullptr: one process drives every GPU of the plan.
   RankGroup* ranks = nullptr;
   Precision precision;           // --weights / --kv-dtype applied to the model on both sides
+  // Shapes of the plan the profile has no measured point of are timed on this host's GPU before
+  // the prediction (planner/validate/missing_shapes.hpp) and written to out/machine-extended.json;
+  // update_machine: into the --machine file too. Off (--no-measure-missing): predict without them.
+  // Not under --mpi, nor with a profile of another host (allow_other_host): noted instead.
+  bool measure_missing = true;
+  bool update_machine = false;
 };
 
 // Predicts `plan` under `w` with the simulator, serves the same requests on the GPUs, prints the

@@ -11,6 +11,7 @@
 #include "profiler/discovery/discovery.hpp"
 #include "profiler/exec/executor.hpp"
 #include "profiler/gpu/cuda_check.hpp"
+#include "profiler/measure/shape_timing.hpp"
 #ifdef PEERPLAN_WITH_MPI
 #include "profiler/common/rank_preflight.hpp"
 #include "profiler/exec/mpi_bus.hpp"
@@ -107,6 +108,10 @@ class CudaBackend final : public GpuBackend {
                                      const Machine& machine, const std::vector<int64_t>& batches, int64_t context,
                                      int64_t prefill_tokens, const ExecSettings& settings) override {
     return exec::bench_steps(plan, cfg, fig, machine, batches, context, prefill_tokens, exec_options(settings, nullptr));
+  }
+
+  Measurements measure_shapes(const Machine& profile, const ShapeSet& shapes, const ShapeSweep& sweep) override {
+    return profiler::measure_shape_set(profile, shapes, sweep, true);
   }
 
   std::vector<SelfTestResult> self_test(int device, uint64_t seed) override { return kernel_self_test(device, seed); }

@@ -1,0 +1,109 @@
+#include "planner/validate/missing_shapes.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "planner/compile/compiler.hpp"
+#include "planner/core/files.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/cost/quant_cost.hpp"
+#include "planner/topology/topology.hpp"
+#include "planner/validate/gpu_backend.hpp"
+
+namespace peerplan {
+
+namespace {
+
+bool from_a_measured_point(CostSource s) {
+  return s == CostSource::Measured || s == CostSource::Interpolated || s == CostSource::Extrapolated;
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+}  // namespace
+
+ShapeSet plan_missing_shapes(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine) {
+  ShapeSet wanted;
+  wanted.attention_max_context = std::max<int64_t>(8192, std::min<int64_t>(cfg.max_context, int64_t(1) << 17));
+  const Plan copy0 = plan.replica_count() > 1 ? replica_plan(plan, 0) : plan;
+  // One iteration holding every kind of op: a 512-token prefill chunk over 512 tokens of context
+  // beside 8 decoding sequences. Shapes (n, k, heads) do not depend on the batch; 520 routed tokens
+  // reach every expert of the shipped MoE models on any EP shard.
+  BatchShape sh;
+  sh.prefill_seqs = 1, sh.prefill_tokens = 512, sh.prefill_context = 512;
+  sh.decode_seqs = 8, sh.decode_context = 1024;
+  const OpGraph g = compile_iteration(copy0, cfg, fig, machine, sh);
+  Topology topo(machine);
+  CostModel cost(topo);
+  for (const Op& op : g.ops) {
+    if (op.kind != OpKind::Gemm && op.kind != OpKind::GroupedGemm && op.kind != OpKind::Attention) continue;
+    if (op.kind == OpKind::Attention && cfg.mla) continue;  // no MLA kernels to time
+    if (from_a_measured_point(cost.price(op, false).source)) continue;
+    if (op.kind == OpKind::Gemm)
+      wanted.gemms.insert({op.n, op.k, gemm_table_dtype(op.wdtype)});
+    else if (op.kind == OpKind::Attention)
+      wanted.attention.insert({op.attn_heads, op.attn_kv_heads, op.attn_head_dim, attention_table_dtype(op.kv_dtype)});
+    else
+      wanted.grouped.insert({op.n, op.k, op.expert_count, cfg.experts_per_token, cfg.experts,
+                             ends_with(op.name, "expert.gate_up"), gemm_table_dtype(op.wdtype)});
+  }
+  static const Measurements none;
+  return missing_shapes(wanted, machine.measurements ? *machine.measurements : none);
+}
+
+nlohmann::json MissingShapesResult::to_json() const {
+  return {{"shapes", measured.size()},
+          {"what", describe_shapes(measured)},
+          {"rows_added", rows.added()},
+          {"seconds", seconds},
+          {"written", written}};
+}
+
+std::string MissingShapesResult::summary() const {
+  if (measured.empty()) return "";
+  return fmt::format("  measured before predicting: {} shape{} the profile lacked ({}), {} rows in {:.1f} s{}\n",
+                     measured.size(), measured.size() == 1 ? "" : "s", describe_shapes(measured), rows.added(), seconds,
+                     written.empty() ? std::string(" (not kept: --out or --update-machine keeps them)")
+                                     : fmt::format("; written: {}", fmt::join(written, ", ")));
+}
+
+MissingShapesResult measure_missing_shapes(GpuBackend& gpu, const Plan& plan, const ModelConfig& cfg,
+                                           const ModelFigures& fig, Machine& machine, const MissingShapesOptions& o) {
+  MissingShapesResult r;
+  const ShapeSet missing = plan_missing_shapes(plan, cfg, fig, machine);
+  if (missing.empty()) return r;
+  std::cerr << fmt::format("peerplan: the profile has no measured points of {} of {}'s shapes; measuring them on GPU 0 "
+                           "first (--no-measure-missing: predict without)...\n",
+                           describe_shapes(missing), cfg.name);
+  const auto t0 = std::chrono::steady_clock::now();
+  const Measurements rows = gpu.measure_shapes(machine, missing, shape_sweep_of(machine));
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.measured = missing;
+  AddedShapes a;
+  a.by = "validate";
+  a.models = {cfg.name};
+  a.date = utc_now_iso8601();
+  a.measured = missing;
+  a.seconds = r.seconds;
+  r.rows = add_measured_shapes(machine, rows, a);
+  const std::string text = machine_to_json(machine).dump(1) + "\n";
+  if (!o.out_dir.empty()) {
+    std::filesystem::create_directories(o.out_dir);
+    r.written.push_back(o.out_dir + "/machine-extended.json");
+    write_file_atomic(r.written.back(), text);
+  }
+  if (o.update_machine) {
+    write_file_atomic(o.machine_file, text);
+    r.written.push_back(o.machine_file);
+  }
+  return r;
+}
+
+}  // namespace peerplan

@@ -78,8 +78,12 @@ bool timed_by_profile(const OpGraph& g, const CostModel& cost) {
 }  // namespace
 
 TEST(LeaveOneModelOut, EveryTimedModelPricedFromTheOthersWithinEightPercent) {
-  const Machine full = load_machine(resolve_machine_path("h200x2-nvlink"));
+  Machine full = load_machine(resolve_machine_path("h200x2-nvlink"));
   ASSERT_TRUE(full.measurements && !full.measurements->gemms.empty()) << "the shipped profile times GEMMs";
+  // The fallback under test fits dense GEMMs and attention; routed expert GEMMs have curves of their
+  // own (issue 14, spliced into the shipped profile 2026-12-03) and no fitted model from other MoE
+  // models yet, so both sides price them as before the curves: without them.
+  full.measurements->grouped_gemms.clear();
   const Topology full_topo(full);
   const CostModel measured(full_topo);
   std::printf("%-18s %-20s %12s %16s %14s\n", "model", "step", "own points", "roofline error", "fitted error");

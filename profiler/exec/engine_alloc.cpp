@@ -176,7 +176,7 @@ void Engine::upload_meta(const std::vector<SeqRun>& seqs, int slot) {
   for (auto& [id, gp] : state_) {
     GpuState& g = *gp;
     int* h = g.meta_host[size_t(slot)].as<int>();
-    g.ntok = g.npf_seqs = g.ndc = g.npf_tok = g.max_q = g.max_pf_ctx = 0;
+    g.ntok = g.npf_seqs = g.ndc = g.npf_tok = g.max_q = 0;
     int64_t tok = 0;
     std::vector<const SeqRun*> mine;
     for (size_t i = 0; i < seqs.size(); ++i)
@@ -197,7 +197,6 @@ void Engine::upload_meta(const std::vector<SeqRun>& seqs, int slot) {
         h[g.o_qstart + g.npf_seqs] = int(tok);
         g.npf_tok += q->new_tokens;
         g.max_q = std::max<int64_t>(g.max_q, q->new_tokens);
-        g.max_pf_ctx = std::max<int64_t>(g.max_pf_ctx, q->context);
       } else {
         h[g.o_dclen + g.ndc] = q->context;
         h[g.o_dcslot + g.ndc] = q->slot;

@@ -93,7 +93,6 @@ void Engine::run_attention(const Op& op, GpuState& g) {
     a.head_dim = int(g.head_dim);
     a.max_ctx = int(max_ctx_);
     a.num_slots = int(kv_slots_);
-    a.max_seq_len = int(g.max_pf_ctx);
     return kn::prefill_attention(a, g.stream);
   }
   kn::DecodeAttention a;

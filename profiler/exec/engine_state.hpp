@@ -57,7 +57,7 @@ struct GpuState {
   std::vector<gpu::Event> pool;                  // sync events (fork/join, sends, chunks)
   size_t pool_next = 0;
   // This iteration on this GPU.
-  int64_t ntok = 0, npf_seqs = 0, ndc = 0, npf_tok = 0, max_q = 0, max_pf_ctx = 0;
+  int64_t ntok = 0, npf_seqs = 0, ndc = 0, npf_tok = 0, max_q = 0;
   // Metadata layout (int32 offsets).
   int64_t o_pos = 0, o_slot = 0, o_ids = 0, o_qstart = 0, o_pflen = 0, o_pfslot = 0, o_dclen = 0, o_dcslot = 0,
           meta_ints = 0;

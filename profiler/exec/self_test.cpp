@@ -113,7 +113,6 @@ SelfTestResult prefill_case(int dev, std::mt19937_64& rng, int D, int kvh, int g
   a.num_seqs = nseq, a.max_q_len = *std::max_element(qlen.begin(), qlen.end());
   a.heads = heads, a.kv_heads = kvh, a.head_dim = D, a.max_ctx = max_ctx;
   a.num_slots = slots;
-  a.max_seq_len = *std::max_element(ctx.begin(), ctx.end());
   // Named before it runs: a fault in cuDNN's engine kills the process, and the log then says which case.
   if (gpu::prefill_backend() != gpu::PrefillBackend::Own)
     std::fprintf(stderr, "self-test: prefill case: %d seqs, max q %d, heads %d/%d, D %d, max_ctx %d, %s\n", nseq,

@@ -67,8 +67,6 @@ struct PrefillAttention {
   int heads = 0, kv_heads = 0, head_dim = 128, max_ctx = 0;
   float scale = 0;
   int num_slots = 0;  // slots in the KV cache (0: num_seqs); cuDNN's paged path needs the whole cache's extent
-  int max_seq_len = 0;  // the longest context of the call, new tokens included (0: unknown), known on the host:
-                        // which implementation is faster depends on it (prefill_dispatch.cpp)
 };
 void prefill_attention(const PrefillAttention& a, cudaStream_t stream);
 // cuDNN's fused attention for this call where it runs it (prefill_dispatch.cpp; the environment's

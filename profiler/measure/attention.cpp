@@ -131,7 +131,6 @@ void time_config(Context& ctx, const AttentionGrid& grid, int g, int sms, gpu::S
     a.out = out.as<__nv_bfloat16>();
     a.num_seqs = 1; a.max_q_len = L;
     a.heads = heads; a.kv_heads = kv; a.head_dim = hd; a.max_ctx = max_ctx;
-    a.max_seq_len = c;  // the host-side context, as the executor passes it (prefill_dispatch.cpp)
     auto st = time_it([&] { kernels::prefill_attention(a, s); });
     if (held_back) held->push_back(ctx.ms.attention.size());
     ctx.ms.attention.push_back({g, "prefill", 1, L, c, heads, kv, hd, "bf16", st});

@@ -472,14 +472,18 @@ struct DecodePlan {
 // launch and latency are a large share. Fewer pairs (batch 1 and 2) need more splits than a
 // portable cluster holds; with more pairs the kernel is long enough that the workspace path was
 // measured faster (H200, 2026-12-01, first version of this kernel: batch 64 x 8 kv heads x ctx
-// 1024, 95 us clustered vs 83 us).
+// 1024, 95 us clustered vs 83 us). Nor when the split-K target is more than twice what a cluster
+// holds: batch 2 x 8 kv heads wants 33 blocks per pair and a cluster gives it 8, so at long context
+// 128 blocks stream the cache from under a quarter of a wave (H200, 2026-12-03: 2.6 TB/s at 128k,
+// against 3.9 for batch 1 and 3.8 for batch 4).
 #ifndef PEERPLAN_DECODE_CLUSTER_MAX_PAIRS
 #define PEERPLAN_DECODE_CLUSTER_MAX_PAIRS 64
 #endif
 DecodePlan decode_plan(int batch, int kv_heads, int max_ctx, int sm_count, bool clusters) {
   const int t = decode_splits(batch, kv_heads, max_ctx, sm_count);
   const int pairs = batch * kv_heads;
-  if (!clusters || pairs < 16 || pairs > PEERPLAN_DECODE_CLUSTER_MAX_PAIRS || t == 1) return {t, false};
+  if (!clusters || pairs < 16 || pairs > PEERPLAN_DECODE_CLUSTER_MAX_PAIRS || t == 1 || t > 2 * kMaxClusterSplits)
+    return {t, false};
   const int hi = std::max(1, (max_ctx + kChunkQuantum - 1) / kChunkQuantum);
   int s = 1;
   while (s < kMaxClusterSplits && 2 * s <= t) s *= 2;  // the largest power of two <= t ...

@@ -5,6 +5,8 @@
 //   prefill: q_len new tokens over a cached context (q_len <= context), the chunks of chunked prefill.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <set>
 #include <tuple>
 
@@ -46,6 +48,26 @@ AttentionGrid make_grid(bool quick, int max_context) {
     g.q_lens = {64, 512};
     g.held_prefill = {{181, 1448}};
     g.held_decode = {{6, 1448}};
+    return g;
+  }
+  // PEERPLAN_ATTENTION_GRID=study: quarter-octave contexts and q_lens, every decode batch to 16 and
+  // then every multiple of 8, no held-back points: the data the default spacing is chosen from
+  // offline (docs/attention.md, scripts/attention_grid_study.py).
+  if (const char* e = std::getenv("PEERPLAN_ATTENTION_GRID"); e && std::string(e) == "study") {
+    auto quarter = [](int lo, int hi) {
+      std::vector<int> v;
+      for (int i = 0;; ++i) {
+        const int x = int(std::lround(lo * std::pow(2.0, i / 4.0)));
+        if (x >= hi) break;
+        v.push_back(x);
+      }
+      v.push_back(hi);
+      return v;
+    };
+    for (int b = 1; b <= 16; ++b) g.batches.push_back(b);
+    for (int b = 24; b <= 256; b += 8) g.batches.push_back(b);
+    g.q_lens = quarter(16, 8192);
+    g.contexts = quarter(256, max_context);
     return g;
   }
   // 2x steps: 4x cells leave up to ~11 % where the launch floor gives way to compute

@@ -65,6 +65,11 @@ class Engine {
   // Returns the number of distinct shapes; warm_kernels() the kernels run.
   int64_t warm_gemm_plans(int64_t max_tokens, int64_t max_seqs);
   int64_t warm_kernels() const { return warm_kernels_; }
+  // The prefill attention graphs (cuDNN) of every (sequence-count, query-length) bucket an iteration
+  // of up to `max_tokens` tokens and `max_seqs` sequences can have, built before the clock starts:
+  // building one costs 50-85 ms of host time (H200 2026-12-03), which engines pay at start-up too.
+  // Returns the number of graphs (0 with the own kernel).
+  int64_t warm_prefill_attention(int64_t max_tokens, int64_t max_seqs);
 
   OpGraph compile(const BatchShape& shape) const;
   static BatchShape shape_of(const std::vector<SeqRun>& seqs);

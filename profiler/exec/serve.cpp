@@ -157,6 +157,9 @@ class CopyServer {
       provenance["gemm_shapes_warmed"] = n;
       provenance["gemm_kernels_warmed"] = eng_.warm_kernels();
       provenance["gemm_warm_up_s"] = since(tw);
+      const auto ta = Clock::now();
+      provenance["prefill_attention_graphs_warmed"] = eng_.warm_prefill_attention(max_tokens_, sc_.max_num_seqs);
+      provenance["prefill_attention_warm_up_s"] = since(ta);
     }
   }
 
@@ -392,7 +395,10 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
       ExecMessage m = bus->receive();
       if (m.cmd == ExecCommand::Stop) break;
       if (m.cmd == ExecCommand::Launch) eng.launch(m.seqs, int(m.slot));
-      else if (m.cmd == ExecCommand::WarmGemm) eng.warm_gemm_plans(m.a, m.b);
+      else if (m.cmd == ExecCommand::WarmGemm) {
+        eng.warm_gemm_plans(m.a, m.b);
+        eng.warm_prefill_attention(m.a, m.b);
+      }
       else if (m.cmd == ExecCommand::TimeOps) bus->sum_on_root(eng.time_ops(m.seqs, nullptr));
     }
     return res;  // ~Engine waits for this GPU's last work

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -27,7 +28,7 @@
 
 namespace peerplan::gpu {
 
-void launch_cudnn_prep(const int* q_start, const int* seq_lens, const int* slots, int b, int64_t q_stride,
+void launch_cudnn_prep(const int* q_start, const int* seq_lens, const int* slots, int n, int b, int64_t q_stride,
                        int64_t o_stride, int64_t slot_stride, int* buf, int pitch, cudaStream_t s);
 
 namespace {
@@ -184,7 +185,7 @@ struct Graph {
   std::vector<std::unique_ptr<Desc>> keep;  // every descriptor the plan was built from
   Desc* plan = nullptr;
   int64_t workspace_bytes = 0;
-  DeviceBuffer workspace, stats, prep;  // stats: the softmax statistics cuDNN writes; prep: seq_q, seq_kv, page, q_off, o_off, kv_off (`pitch` ints each)
+  DeviceBuffer workspace, prep;  // prep: seq_q, seq_kv, page, q_off, o_off, kv_off (`pitch` ints each)
   bool ragged = false;
   int kv_mode = 0;  // KvMode
   int b = 0, pitch = 0;
@@ -365,6 +366,16 @@ int bucket_q(int q) {
   return b;
 }
 
+// Sequence-count bucket: powers of two. The prep kernel gives the bucket's extra sequences no
+// tokens, so a serving run meets few graphs and the start-up warm-up (cudnn_prefill_warmup) builds
+// them all: each new graph costs 50-85 ms of host time (cuDNN compiles its engine), which landed
+// inside serving iterations (H200 2026-12-03: 4-8 per long-prompt validation, 0.3-1.4 s in all).
+int bucket_b(int n) {
+  int b = 1;
+  while (b < n) b *= 2;
+  return b;
+}
+
 void build(Graph& g, const Key& k, cudnnHandle_t h) {
   Builder B(g);
   const int64_t b = k.b, H = k.heads, HK = k.kv, D = k.d, SQ = k.s_q, SKV = k.s_kv;
@@ -489,7 +500,6 @@ void build(Graph& g, const Key& k, cudnnHandle_t h) {
   g.b = k.b;
   g.pitch = (k.b + 1 + 63) / 64 * 64;
   if (g.workspace_bytes > 0) g.workspace = DeviceBuffer(k.dev, size_t(g.workspace_bytes));
-  g.stats = DeviceBuffer(k.dev, sizeof(float) * size_t(b * H * SQ));
   g.prep = DeviceBuffer(k.dev, sizeof(int) * 6 * size_t(g.pitch));
 }
 
@@ -498,6 +508,7 @@ struct Cache {
   std::map<int, cudnnHandle_t> handles;                    // per device
   std::map<Key, std::unique_ptr<Graph>> graphs;            // nullptr entry: refused (reason below)
   std::map<Key, std::string> refused;
+  std::map<int, std::vector<DeviceBuffer>> stats;          // per device: the softmax statistics (see graph_of)
 };
 Cache& cache() {
   static Cache* c = new Cache;  // never destroyed: handles outlive static teardown order issues
@@ -546,16 +557,19 @@ const char* prefill_backend_name(PrefillBackend b) {
   return b == PrefillBackend::Cudnn ? "cudnn" : b == PrefillBackend::Own ? "own" : "auto";
 }
 
-bool cudnn_prefill_attention(const CudnnPrefill& a, cudaStream_t stream, std::string* why) {
+namespace {
+
+// The graph key of a call (its bucketed batch and query length), or nullopt with *why when cuDNN
+// cannot run it (the caller then runs the own kernel).
+std::optional<Key> key_of(const CudnnPrefill& a, std::string* why) {
   const Api& A = api();
   if (!A.error.empty()) {
     if (why) *why = A.error;
-    return false;
+    return std::nullopt;
   }
-  if (a.num_seqs <= 0 || a.max_q_len <= 0) return true;
   if (a.head_dim % 8 != 0 || a.head_dim > 256) {
     if (why) *why = fmt::format("head_dim {}: cuDNN's fused attention needs a multiple of 8 up to 256", a.head_dim);
-    return false;
+    return std::nullopt;
   }
   int kv_mode = kDense;
   if (a.slots) {
@@ -565,7 +579,7 @@ bool cudnn_prefill_attention(const CudnnPrefill& a, cudaStream_t stream, std::st
     }();
     if (env == "off") {
       if (why) *why = "PEERPLAN_CUDNN_KV=off: calls with a slot table run the own kernel";
-      return false;
+      return std::nullopt;
     }
     kv_mode = env == "ragged" ? kRaggedKV : kPaged;
   }
@@ -578,65 +592,119 @@ bool cudnn_prefill_attention(const CudnnPrefill& a, cudaStream_t stream, std::st
   // Q and O always through ragged offsets, one sequence too: with a plain [b][s_q] layout the engine
   // writes all s_q rows of the bucket, past the sequence's own tokens (H200 2026-12-03: an illegal
   // address once a 1100-token prompt's bucket of 2048 rows ran past the output buffer).
-  Key k{dev, a.num_seqs, bucket_q(a.max_q_len), s_kv, a.heads, a.kv_heads, a.head_dim, a.window,
+  Key k{dev, bucket_b(a.num_seqs), bucket_q(a.max_q_len), s_kv, a.heads, a.kv_heads, a.head_dim, a.window,
         kv_mode == kPaged ? std::max(a.num_slots, a.num_seqs) : 0, a.max_ctx, a.q_row_stride, true, kv_mode,
         a.scale > 0 ? a.scale : 1.0f / std::sqrt(float(a.head_dim))};
   // Ragged offsets are int32 elements.
-  if (k.ragged && int64_t(a.num_seqs) * k.s_q * std::max<int64_t>(a.q_row_stride, int64_t(a.heads) * a.head_dim) >=
+  if (k.ragged && int64_t(k.b) * k.s_q * std::max<int64_t>(a.q_row_stride, int64_t(a.heads) * a.head_dim) >=
                       std::numeric_limits<int32_t>::max()) {
     if (why) *why = "packed prefill tokens x row width exceed the int32 ragged offsets";
+    return std::nullopt;
+  }
+  return k;
+}
+
+// The cached graph of key k, built (compiled) on first use; nullptr with *why when cuDNN refuses it.
+Graph* graph_of(const Key& k, cudnnHandle_t* handle, std::string* why) {
+  const Api& A = api();
+  Cache& c = cache();
+  std::lock_guard<std::mutex> l(c.mu);
+  auto rf = c.refused.find(k);
+  if (rf != c.refused.end()) {
+    if (why) *why = rf->second;
+    return nullptr;
+  }
+  cudnnHandle_t h = nullptr;
+  auto hit = c.handles.find(k.dev);
+  if (hit == c.handles.end()) {
+    try {
+      CK_DNN(A.Create(&h));
+    } catch (const CudnnFailure& f) {
+      c.refused[k] = f.what;
+      if (why) *why = f.what;
+      return nullptr;
+    }
+    c.handles[k.dev] = h;
+  } else {
+    h = hit->second;
+  }
+  *handle = h;
+  auto it = c.graphs.find(k);
+  if (it == c.graphs.end()) {
+    auto ng = std::make_unique<Graph>();
+    try {
+      build(*ng, k, h);
+    } catch (const CudnnFailure& f) {
+      std::string msg = fmt::format("cuDNN {} refused prefill attention b={} s_q={} s_kv={} heads={}/{} d={}{}{}{}: {}",
+                                    version_string(A.GetVersion()), k.b, k.s_q, k.s_kv, k.heads, k.kv, k.d,
+                                    k.ragged ? " ragged" : "", k.kv_mode == kPaged ? " paged" : k.kv_mode == kRaggedKV ? " ragged-kv" : "",
+                                    k.window ? fmt::format(" window={}", k.window) : "", f.what);
+      c.refused[k] = msg;
+      if (why) *why = msg;
+      return nullptr;
+    }
+    // The softmax statistics are written and never read: one buffer per device, the largest any
+    // graph needs, shared (outgrown ones stay allocated: work already enqueued may still write them).
+    const size_t need = sizeof(float) * size_t(k.b) * size_t(k.heads) * size_t(k.s_q);
+    auto& st = c.stats[k.dev];
+    if (st.empty() || st.back().bytes() < need) st.emplace_back(k.dev, need);
+    it = c.graphs.emplace(k, std::move(ng)).first;
+  }
+  return it->second.get();
+}
+
+}  // namespace
+
+int cudnn_prefill_warmup(const CudnnPrefill& shape, int max_seqs, int max_q_len, std::string* why) {
+  int built = 0;
+  // Buckets whose b x s_q is over 4x the token budget's bucket need many sequences and a long one
+  // in one iteration (rare): built on first use, so the warm-up stays ~50 graphs (~3 s) and the
+  // shared statistics buffer a few MB.
+  const int64_t rows = 4 * int64_t(bucket_q(max_q_len));
+  for (int b = 1;; b *= 2) {
+    for (int q = 64; int64_t(b) * q <= rows; q *= 2) {
+      CudnnPrefill a = shape;
+      a.num_seqs = b, a.max_q_len = q;
+      const std::optional<Key> k = key_of(a, why);
+      if (!k) return built;
+      cudnnHandle_t h = nullptr;
+      if (!graph_of(*k, &h, why)) return built;
+      ++built;
+      if (q >= max_q_len) break;
+    }
+    if (b >= max_seqs) break;
+  }
+  return built;
+}
+
+bool cudnn_prefill_attention(const CudnnPrefill& a, cudaStream_t stream, std::string* why) {
+  const Api& A = api();
+  if (!A.error.empty()) {
+    if (why) *why = A.error;
     return false;
   }
-  Cache& c = cache();
-  Graph* g = nullptr;
+  if (a.num_seqs <= 0 || a.max_q_len <= 0) return true;
+  const std::optional<Key> key = key_of(a, why);
+  if (!key) return false;
+  const Key& k = *key;
   cudnnHandle_t h = nullptr;
+  Graph* g = graph_of(k, &h, why);
+  if (!g) return false;
+  void* stats = nullptr;
   {
+    Cache& c = cache();
     std::lock_guard<std::mutex> l(c.mu);
-    auto rf = c.refused.find(k);
-    if (rf != c.refused.end()) {
-      if (why) *why = rf->second;
-      return false;
-    }
-    auto hit = c.handles.find(dev);
-    if (hit == c.handles.end()) {
-      try {
-        CK_DNN(A.Create(&h));
-      } catch (const CudnnFailure& f) {
-        c.refused[k] = f.what;
-        if (why) *why = f.what;
-        return false;
-      }
-      c.handles[dev] = h;
-    } else {
-      h = hit->second;
-    }
-    auto it = c.graphs.find(k);
-    if (it == c.graphs.end()) {
-      auto ng = std::make_unique<Graph>();
-      try {
-        build(*ng, k, h);
-      } catch (const CudnnFailure& f) {
-        std::string msg = fmt::format("cuDNN {} refused prefill attention b={} s_q={} s_kv={} heads={}/{} d={}{}{}{}: {}",
-                                      version_string(A.GetVersion()), k.b, k.s_q, k.s_kv, k.heads, k.kv, k.d,
-                                      k.ragged ? " ragged" : "", k.kv_mode == kPaged ? " paged" : k.kv_mode == kRaggedKV ? " ragged-kv" : "",
-                                      k.window ? fmt::format(" window={}", k.window) : "", f.what);
-        c.refused[k] = msg;
-        if (why) *why = msg;
-        return false;
-      }
-      it = c.graphs.emplace(k, std::move(ng)).first;
-    }
-    g = it->second.get();
+    stats = c.stats[k.dev].back().get();
   }
   int* prep = g->prep.as<int>();
   const int n = g->pitch;
-  launch_cudnn_prep(a.q_start, a.seq_lens, a.slots, a.num_seqs, a.q_row_stride, int64_t(a.heads) * a.head_dim,
+  launch_cudnn_prep(a.q_start, a.seq_lens, a.slots, a.num_seqs, g->b, a.q_row_stride, int64_t(a.heads) * a.head_dim,
                     int64_t(a.kv_heads) * a.max_ctx * a.head_dim, prep, n, stream);
   float scale = k.scale, neg_inf = -std::numeric_limits<float>::infinity();
   int32_t window = a.window;
   std::vector<int64_t> uids{kQ, kK, kV, kO, kSeqQ, kSeqKV, kScale, kNegInf, kStats};
   std::vector<void*> ptrs{const_cast<void*>(a.q), const_cast<void*>(a.k_cache), const_cast<void*>(a.v_cache), a.out,
-                          prep, prep + n, &scale, &neg_inf, g->stats.get()};
+                          prep, prep + n, &scale, &neg_inf, stats};
   if (g->kv_mode == kPaged) {
     uids.insert(uids.end(), {kPageK, kPageV});
     ptrs.insert(ptrs.end(), {prep + 2 * n, prep + 2 * n});

@@ -18,8 +18,8 @@
 // executor's (profiler/kernels/attention.hpp): Q inside the fused QKV rows, sequences packed along
 // the token axis (ragged offsets when there are several), the KV cache [slots][kv][max_ctx][d]
 // read through a one-page-per-slot page table (cuDNN's paged attention) when a slot table is given.
-// One graph per (device, shape, bucketed max_q_len); built on first use (tens of ms to seconds
-// when cuDNN compiles an engine), then cached.
+// One graph per (device, shape, bucketed sequence count and max_q_len); built on first use or by
+// cudnn_prefill_warmup (50-85 ms each on H200, cuDNN compiling its engine), then cached.
 #include <cstdint>
 #include <string>
 
@@ -51,6 +51,12 @@ std::string cudnn_description();
 // refuses the shape (no engine supports the graph): the caller then runs its own kernel. A
 // failure after a graph was accepted (execution) throws.
 bool cudnn_prefill_attention(const CudnnPrefill& a, cudaStream_t stream, std::string* why);
+
+// Builds the graphs of every sequence-count bucket (powers of two) up to max_seqs and query-length
+// bucket (powers of two from 64) up to max_q_len for calls shaped as `shape` (its pointers unused;
+// slots non-null for the slot-table layout), as an engine does at start-up. Returns how many;
+// stops at the first one refused (its reason in *why).
+int cudnn_prefill_warmup(const CudnnPrefill& shape, int max_seqs, int max_q_len, std::string* why);
 
 // Which prefill implementation runs: the environment's PEERPLAN_PREFILL_ATTENTION ("auto":
 // cuDNN where it runs the shape, else the own kernel, also when unset; "cudnn": cuDNN or an error;

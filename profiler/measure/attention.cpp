@@ -70,22 +70,37 @@ AttentionGrid make_grid(bool quick, int max_context) {
     g.contexts = quarter(256, max_context);
     return g;
   }
-  // 2x steps: 4x cells leave up to ~11 % where the launch floor gives way to compute
-  // (tests/cost/attention_grid_test.cpp, a synthetic kernel); the held-back points check the rest.
-  g.batches = {1, 2, 4, 8, 16, 32, 64, 128, 256};
-  g.q_lens = {16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192};
-  for (int c = 256; c < max_context; c *= 2) g.contexts.push_back(c);
-  if (g.contexts.empty() || g.contexts.back() != max_context) g.contexts.push_back(max_context);
-  // Held back: midpoints of cells along and off the diagonal, and decode cells.
+  // Half-octave steps (x sqrt 2) in context and q_len. The study grid (one H200, 2026-12-03,
+  // Llama-3.1-8B's heads, cuDNN prefill; docs/attention.md) priced its quarter-octave points from
+  // a half-octave grid with a worst error of 6 % (prefill, p95 2 %) and 16 % (decode, p95 5.5 %), from
+  // an octave grid 10 % and 24 %: what is left are steps of the kernels themselves (decode chunks
+  // of 64 tokens per block; prefill crossing L2 at ~16k of context), not the spacing.
+  // Decode rows: every CUDA-graph batch to 64 (the pricer prices a decode step at its padded
+  // batch) plus 3, 6 and 12 for the unpadded decode part of mixed iterations, then wider.
+  g.batches = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 40, 48, 56, 64, 80, 96, 128, 160, 192, 256};
+  auto half_octaves = [](int lo, int hi) {
+    std::vector<int> v;
+    for (int i = 0;; ++i) {
+      const int x = int(std::lround(lo * std::pow(2.0, i / 2.0)));
+      if (x >= hi) break;
+      v.push_back(x);
+    }
+    v.push_back(hi);
+    return v;
+  };
+  g.q_lens = half_octaves(16, 8192);
+  g.contexts = half_octaves(256, max_context);
+  // Held back: quarter-octave points between grid rows and contexts, every third cell, and decode
+  // batches between rows (5, 20, 72: what mixed iterations can have).
   const auto& C = g.contexts;
-  for (size_t i = 0; i + 1 < g.q_lens.size(); i += 3) {
+  for (size_t i = 1; i + 1 < g.q_lens.size(); i += 3) {
     const int q = geo_mid(g.q_lens[i], g.q_lens[i + 1]);
-    for (size_t j = 0; j + 1 < C.size(); j += 3)
+    for (size_t j = 1; j + 1 < C.size(); j += 3)
       if (geo_mid(C[j], C[j + 1]) >= q) g.held_prefill.push_back({q, geo_mid(C[j], C[j + 1])});
   }
-  for (size_t i = 0; i + 1 < g.batches.size(); i += 2)
+  for (int b : {5, 20, 72})
     for (size_t j = 1; j + 1 < C.size(); j += 3) {
-      const int b = geo_mid(g.batches[i], g.batches[i + 1]), c = geo_mid(C[j], C[j + 1]);
+      const int c = geo_mid(C[j], C[j + 1]);
       if (int64_t(b) * c <= g.max_tokens) g.held_decode.push_back({b, c});
     }
   return g;

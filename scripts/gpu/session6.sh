@@ -4,6 +4,8 @@
 #                              (PEERPLAN_ATTENTION_GRID=study, Llama-3.1-8B's heads, cuDNN prefill), then
 #                              session5.sh W (fresh profile, MoE and long-prompt validations with cuDNN and
 #                              the padded decode pricing), then profile --add-model on W's profile (issue 23).
+#   scripts/gpu/session6.sh V  (~9 min) after the cuDNN warm-up and the half-octave grid: self-test, a fresh
+#                              profile, 8B 8k-32k, Mixtral long, 8B 64k-100k, Qwen1.5-MoE long validations.
 # Outputs under $OUT (summary-*.txt and a tgz of the raw files).
 set -u
 PART=${1:-S}
@@ -35,5 +37,22 @@ if [ "$PART" = S ]; then
     rm -f "$W/host.json"; gzip -f "$W/host-added.json"
   fi
   tar czf "$OUT/part$PART.tgz" -C "$W" . 2>/dev/null; log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
+fi
+if [ "$PART" = V ]; then
+  # After the cuDNN graph warm-up (bucketed sequence counts) and the half-octave attention grid.
+  TAIL=2 step 60 selftest $B validate --self-test
+  grep -E "FAIL|mismatch" "$W/selftest.txt" | head -6 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  grep -E "prefill_attention" "$W/selftest.txt" | awk '{print $NF}' | sort | uniq -c | sed 's/^/  | prefill rows: /' | tee -a "$S" >/dev/null
+  TAIL=3 step 150 profile $B profile --no-progress --model llama-3.1-8b --model mixtral-8x7b --model qwen1.5-moe-a2.7b \
+    --dtypes bf16 --skip nccl,nccl_nop2p --out "$W/profile.json"
+  grep -E "attention grid" "$W/profile.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  V=docs/validation; P=$V/plans
+  v() { local name=$1 t=$2; shift 2
+    TAIL=16 step "$t" "validate-$name" $B validate --machine "$W/profile.json" --out "$W/validate-$name" "$@"; }
+  v llama8b-8k-32k 90 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload models/workloads/long-prompt-8k-32k.json --requests 24
+  v mixtral-long 80 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json
+  [ $SECONDS -lt 330 ] && v llama8b-64k-100k 180 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload models/workloads/long-prompt-64k-100k.json
+  [ $SECONDS -lt 500 ] && v qwen-moe-long 60 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json
+  gzip -f "$W/profile.json"; tar czf "$OUT/part$PART.tgz" -C "$W" . 2>/dev/null; log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
 fi
 echo "unknown part $PART" >&2; exit 2

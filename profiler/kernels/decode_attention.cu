@@ -488,6 +488,11 @@ DecodePlan decode_plan(int batch, int kv_heads, int max_ctx, int sm_count, bool 
   int s = 1;
   while (s < kMaxClusterSplits && 2 * s <= t) s *= 2;  // the largest power of two <= t ...
   if (s < kMaxClusterSplits && t * t > 2 * s * s && 2 * s <= hi) s *= 2;  // ... or the next, if t is nearer it
+  // Clusters of 8 must fit a GPC each: near a full wave of them (batch 8 x 8 kv heads: 512 blocks)
+  // they did not, and batch 8 streamed a long cache 25 % slower per sequence than 7 or 9 (H200,
+  // 2026-12-03 study grid: 131k, 1260 us vs 878 at 7, 1190 at 9). Up to 3 blocks per SM they are kept:
+  // at short contexts they save the merge launch (256 tokens: batch 8 8.6 us, 9 11.3 us).
+  if (int64_t(pairs) * s > 3 * int64_t(sm_count)) return {t, false};
   return {s, s > 1};
 }
 

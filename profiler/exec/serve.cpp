@@ -5,6 +5,8 @@
 // so only the iteration times differ between prediction and measurement.
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -285,6 +287,16 @@ class CopyServer {
       if (opt_.bus) t = opt_.bus->sum_on_root(t);  // each op timed by the rank owning its first GPU
       std::map<std::string, double> by;
       for (const Op& op : g.ops) by[op_class(op.kind)] += t[size_t(op.id)];
+      // PEERPLAN_OP_TIMES=FILE: every op of the timed shape, appended as CSV (label, op, class, rows,
+      // cols, us), to find which op of a class the comparison above blames.
+      if (const char* f = std::getenv("PEERPLAN_OP_TIMES"); f && *f) {
+        if (std::FILE* out = std::fopen(f, "a")) {
+          for (const Op& op : g.ops)
+            std::fprintf(out, "%s,%s,%s,%lld,%lld,%.2f\n", label.c_str(), op.name.c_str(), op_class(op.kind),
+                         (long long)op.ew_rows, (long long)op.ew_cols, 1e6 * t[size_t(op.id)]);
+          std::fclose(out);
+        }
+      }
       for (auto& [cls, sec] : by) res.op_classes.push_back(OpClassTime{cls, label, 0, sec});
       res.class_shapes.push_back(g.shape);
     };

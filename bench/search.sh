@@ -8,13 +8,14 @@
 #
 # usage: bench/search.sh [BINARY] [RUNS]     (default: build/planner/cli/peerplan, 3 runs)
 #        CASES="llama-3.1-70b:hgx-h100x8:2[:OPTS] ..." to choose cases (OPTS: options of that case,
-#        commas for spaces, e.g. --weights=fp8); EXTRA="--rate 16" adds options to every case
+#        commas for spaces, e.g. --weights=fp8; a list option repeated: --dtypes=bf16,--dtypes=fp8);
+#        EXTRA="--rate 16" adds options to every case
 #        (EXTRA="--screen 0": every plan fully simulated, as before screening)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$here/build/planner/cli/peerplan}
 runs=${2:-3}
-cases=${CASES:-"llama-3.1-70b:hgx-h100x8:2 llama-3.1-70b-fp8:hgx-h100x8:2 llama-3.1-70b:hgx-h100x8:2:--weights=fp8,--kv-dtype=fp8 llama-3.1-70b:hgx-h100x8-x8nodes:10 deepseek-v3:hgx-h100x8-x8nodes:10"}
+cases=${CASES:-"llama-3.1-70b:hgx-h100x8:2 llama-3.1-70b-fp8:hgx-h100x8:2 llama-3.1-70b:hgx-h100x8:2:--weights=fp8,--kv-dtype=fp8 llama-3.1-70b:hgx-h100x8-x8nodes:10 deepseek-v3:hgx-h100x8-x8nodes:10 llama-3.1-70b:hgx-h100x8:2:--dtypes=bf16,--dtypes=fp8,--kv-dtypes=bf16,--kv-dtypes=fp8 deepseek-v3:hgx-h100x8-x8nodes:10:--kv-dtypes=bf16,--kv-dtypes=fp8"}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

@@ -51,6 +51,7 @@ struct PlanCmd {
   std::string export_engine, export_out, engine_model;
   int export_rank = 0;
   Precision precision;
+  std::vector<std::string> dtypes, kv_dtypes;  // --dtypes, --kv-dtypes: formats ranked together (formats.hpp)
 };
 
 using Validated = std::vector<std::pair<std::string, Comparison>>;
@@ -116,12 +117,14 @@ SearchResult search_and_report(const PlanCmd& o) {
   auto obj = objective_from_string(o.objective);
   ModelConfig cfg = load_model_config(resolve_model_path(o.model));
   apply_precision(cfg, o.precision);
-  ModelFigures fig = derive_figures(cfg);
   Machine machine = load_machine(resolve_machine_path(o.machine));
   Topology topo(machine);
   Workload w = load_workload(resolve_workload_path(o.workload));
   bind_model_context(w, cfg.max_context, cfg.name, o.drop_over_context);
   bind_moe_routing(o.moe_routing, w, cfg);
+  std::vector<SearchFormat> formats =
+      search_formats(cfg, parse_dtype_list("--dtypes", o.dtypes, weights_choices()),
+                     parse_dtype_list("--kv-dtypes", o.kv_dtypes, kv_dtype_choices()));
 
   SearchOptions so;
   so.objective = *obj;
@@ -136,7 +139,7 @@ SearchResult search_and_report(const PlanCmd& o) {
   so.capacity.slo_threshold = o.slo_attainment;
   so.screen_requests = o.screen;
   so.sim.pricer.per_octave = o.per_octave;
-  SearchResult r = search_plans(cfg, fig, topo, w, so);
+  SearchResult r = search_plans(std::move(formats), topo, w, so);
   if (std::string note = over_context_note(r.workload); !note.empty()) std::cerr << "peerplan: note: " << note << "\n";
 
   if (o.json_stdout) std::cout << search_to_json(r).dump(2) << "\n";
@@ -149,6 +152,8 @@ SearchResult search_and_report(const PlanCmd& o) {
   if (r.recommended >= 0 && !o.trace_out.empty()) {
     // Re-simulate the recommended plan with its stage executions recorded.
     const CandidateResult& best = r.ranked[size_t(r.recommended)];
+    const ModelConfig& cfg = r.formats[best.format].cfg;  // its format's
+    const ModelFigures& fig = r.formats[best.format].fig;
     SimulateOptions sim = so.sim;
     sim.memory = best.memory;
     sim.memory_context = r.workload.max_context();
@@ -163,6 +168,12 @@ SearchResult search_and_report(const PlanCmd& o) {
     std::cerr << "report: " << o.report_dir << "/report.md" << (note.empty() ? "" : " (" + note + ")") << "\n";
   }
   if (r.recommended >= 0 && !o.trace_out.empty()) std::cerr << "trace: " << o.trace_out << " (open in https://ui.perfetto.dev)\n";
+  if (r.recommended >= 0 && !o.best_out.empty() && r.multi_format()) {  // a plan file holds no number format
+    const SearchFormat& f = r.formats[r.ranked[size_t(r.recommended)].format];
+    std::cerr << fmt::format("best-out: {} is planned with {}: simulate or validate it with the same options plus{}{}\n", o.best_out, f.words(),
+                             f.precision.weights ? std::string(" --weights ") + dtype_name(*f.precision.weights) : "",
+                             f.precision.kv_dtype ? std::string(" --kv-dtype ") + dtype_name(*f.precision.kv_dtype) : "");
+  }
   return r;
 }
 
@@ -241,6 +252,13 @@ void run_plan(const Executable& exe, const PlanCmd& o) {
   if (!objective_from_string(o.objective))
     throw InputError("", "--objective", "one of: gpus (default), goodput, p99, throughput");
   if (o.threads < 1) throw InputError("", "--threads", "at least 1");
+  if (!o.dtypes.empty() && o.precision.weights)
+    throw InputError("", "--dtypes", "either --dtypes (formats searched together) or --weights (one format), not both");
+  if (!o.kv_dtypes.empty() && o.precision.kv_dtype)
+    throw InputError("", "--kv-dtypes", "either --kv-dtypes (formats searched together) or --kv-dtype (one), not both");
+  if (o.validate > 0 && (o.dtypes.size() > 1 || o.kv_dtypes.size() > 1))
+    throw InputError("", "--validate", "one format: validate a plan of a --dtypes search with --weights / --kv-dtype "
+                                       "of its format (the table's w/kv column)");
   if (o.validate < 0) throw InputError("", "--validate", "a number of top-ranked plans to execute (0: none)");
   check_plan_validate_mpi(o.mpi, o.validate, exe.built_with_mpi, launcher_size_from_env());
   if (o.validate > 0)  // before minutes of search: an executor, and kernels for the model's shapes
@@ -279,15 +297,28 @@ void add_plan_command(CLI::App& app, const Executable& exe) {
       "Capacity: the highest arrival rate the recommended plan sustains within the SLOs (every plan's with\n"
       "--capacity), found by doubling/halving the rate from the requested one, then bisecting to 5%; each probe\n"
       "simulates the same seeded requests with their arrivals rescaled (docs/simulator.md).\n"
+      "Formats: --dtypes bf16,fp8 --kv-dtypes bf16,fp8 ranks the plans of every weights x KV-cache pair together\n"
+      "(each sized and priced in its format, as --weights / --kv-dtype would; a 'w/kv' column). A checkpoint takes\n"
+      "its own weight format or one with fewer bits (not bf16 of an FP8 checkpoint). The verdict says what each\n"
+      "format buys: its fewest GPUs that meet the SLOs against the widest format's.\n"
       "Costs come from the machine file: measured curves when it is a profile (peerplan profile), nominal\n"
       "specs otherwise; the 'priced from' column says which.\n\n"
       "Examples:\n"
       "  peerplan plan --model llama-3.1-8b --machine hgx-h100x8 --workload chat\n"
       "  peerplan plan --model llama-3.1-70b --machine my-host.json --objective p99 --rate 2 --report out/\n"
       "  peerplan plan --model mixtral-8x7b --machine pcie-gen5x8-2socket --json > plans.json\n"
+      "  peerplan plan --model llama-3.1-70b --machine hgx-h100x8 --dtypes bf16,fp8 --kv-dtypes bf16,fp8\n"
       "  mpirun -np 4 peerplan plan --model llama-3.1-70b --machine two-hosts.json --validate 2 --mpi\n");
   sub->add_option("--model,-m", o->model, kModelHelp)->required();
   add_precision_options(sub, o->precision);
+  sub->add_option("--dtypes", o->dtypes,
+                  "Weight formats searched together (comma-separated: bf16, fp8, int8, int4): every plan in each, "
+                  "ranked in one table; the checkpoint's own format or ones with fewer bits (instead of --weights)")
+      ->delimiter(',');
+  sub->add_option("--kv-dtypes", o->kv_dtypes,
+                  "KV-cache formats searched together (comma-separated: bf16, fp8), crossed with --dtypes "
+                  "(instead of --kv-dtype)")
+      ->delimiter(',');
   sub->add_option("--machine", o->machine, "Machine: a shipped name (models/hardware/<name>) or a profile/machine JSON")
       ->required();
   sub->add_option("--workload,-w", o->workload, "Workload: shipped name (models/workloads) or a JSON file")

@@ -93,6 +93,14 @@ nlohmann::json capacity_json(const Capacity& c) {
           {"note", c.note}};
 }
 std::string esc(const nlohmann::json& p, const char* key, const std::string& def) { return escape_control(p.value(key, def)); }
+// A search over several number formats (--dtypes / --kv-dtypes) shows each plan's "w/kv" in a
+// column; a search over one shows none, as before.
+std::string format_cell(const SearchResult& r, const CandidateResult& c, const char* f = " {:<10}") {
+  return r.multi_format() ? fmt::format(fmt::runtime(f), r.formats[c.format].label()) : "";
+}
+std::string format_head(const SearchResult& r, const char* head, const char* f = " {:<10}") {
+  return r.multi_format() ? fmt::format(fmt::runtime(f), head) : "";
+}
 
 }  // namespace
 
@@ -151,18 +159,19 @@ std::string ranked_table(const SearchResult& r, size_t max_rows, const std::stri
     o << unmeasured_note(top.metrics.model, top.metrics.provenance, model_arg);
     if (top.metrics.provenance.contains("moe_routing"))
       o << "MoE routing (plan " << trunc(top.plan.name, 40) << "): " << routing::summary_text(top.metrics.provenance["moe_routing"]) << "\n";
-    o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>12} {:>11} {:>9} {:>9} {:>6} {:>8} {:>8} {:>6}  {}\n", "#", "plan",
-                     "gpus", "p2p", "TTFT p50", "TPOT p50", "E2E p99", "out tok/s", "SLO%", "goodput", "capacity",
+    o << fmt::format("{:>3}  {:<34}{} {:>4} {:>4} {:>12} {:>11} {:>9} {:>9} {:>6} {:>8} {:>8} {:>6}  {}\n", "#", "plan",
+                     format_head(r, "w/kv"), "gpus", "p2p", "TTFT p50", "TPOT p50", "E2E p99", "out tok/s", "SLO%", "goodput", "capacity",
                      "comm%", "priced from");
-    o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>12} {:>11} {:>9} {:>9} {:>6} {:>8} {:>8} {:>6}\n", "", "", "", "", "ms",
+    o << fmt::format("{:>3}  {:<34}{} {:>4} {:>4} {:>12} {:>11} {:>9} {:>9} {:>6} {:>8} {:>8} {:>6}\n", "", "",
+                     format_head(r, ""), "", "", "ms",
                      "ms", "s", "", "", "req/s", "req/s", "");
     for (size_t i = 0; i < r.ranked.size() && i < max_rows; ++i) {
       const CandidateResult& c = r.ranked[i];
       const Metrics& m = c.metrics;
       std::string mark = int(i) == r.recommended ? " *" : "";
       const PredictionBand band = prediction_band(m.provenance);
-      o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>12} {:>11} {:>9.2f} {:>9.0f} {:>6.1f} {:>8.2f} {:>8} {:>6.1f}  {}{}\n",
-                       i + 1, trunc(c.plan.name, 34), c.plan.num_gpus(),
+      o << fmt::format("{:>3}  {:<34}{} {:>4} {:>4} {:>12} {:>11} {:>9.2f} {:>9.0f} {:>6.1f} {:>8.2f} {:>8} {:>6.1f}  {}{}\n",
+                       i + 1, trunc(c.plan.name, 34), format_cell(r, c), c.plan.num_gpus(),
                        c.plan.num_gpus() > 1 ? (c.p2p ? "on" : "off") : "-",
                        with_band(ms(m.ttft.p50), band.ttft_relative, band),
                        with_band(ms(m.tpot.p50), band.step_relative, band), m.e2e.p99,
@@ -176,16 +185,18 @@ std::string ranked_table(const SearchResult& r, size_t max_rows, const std::stri
     o << kBandLegend;
     const std::vector<FrontRow> front = front_rows(r);
     o << fmt::format("\nPareto front ({} of {} plans; {}):\n", front.size(), r.ranked.size(), kParetoDefinition);
-    o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>10} {:>11}\n", "#", "plan", "gpus", "p2p", "tok/s/GPU", "tok/s/user");
+    o << fmt::format("{:>3}  {:<34}{} {:>4} {:>4} {:>10} {:>11}\n", "#", "plan", format_head(r, "w/kv"), "gpus", "p2p",
+                     "tok/s/GPU", "tok/s/user");
     for (const FrontRow& f : front)
-      o << fmt::format("{:>3}  {:<34} {:>4} {:>4} {:>10.1f} {:>11.1f}{}\n", f.rank + 1, trunc(f.c->plan.name, 34),
-                       f.c->plan.num_gpus(), f.c->plan.num_gpus() > 1 ? (f.c->p2p ? "on" : "off") : "-", f.p.per_gpu,
+      o << fmt::format("{:>3}  {:<34}{} {:>4} {:>4} {:>10.1f} {:>11.1f}{}\n", f.rank + 1, trunc(f.c->plan.name, 34),
+                       format_cell(r, *f.c), f.c->plan.num_gpus(), f.c->plan.num_gpus() > 1 ? (f.c->p2p ? "on" : "off") : "-", f.p.per_gpu,
                        f.p.per_user, int(f.rank) == r.recommended ? "  (recommended)" : "");
   }
   if (!r.rejected.empty()) {
     o << fmt::format("\n{} candidate{} did not run:\n", r.rejected.size(), r.rejected.size() == 1 ? "" : "s");
     for (size_t i = 0; i < r.rejected.size() && i < 8; ++i)
-      o << "  - " << esc(r.rejected[i].plan.name) << ": " << trunc(r.rejected[i].why_not, 200) << "\n";
+      o << "  - " << esc(r.rejected[i].plan.name) << format_cell(r, r.rejected[i], " [{}]") << ": "
+        << trunc(r.rejected[i].why_not, 200) << "\n";
     if (r.rejected.size() > 8) o << fmt::format("  ... {} more\n", r.rejected.size() - 8);
   }
   o << "\n" << escape_control(r.verdict, true) << "\n";
@@ -204,6 +215,15 @@ nlohmann::json search_to_json(const SearchResult& r) {
                    {"seed", r.workload.seed}};
   j["provenance"] = r.provenance;
   j["precision"] = r.precision;
+  if (r.multi_format()) {  // each format's precision; ranked / rejected plans name theirs
+    j["formats"] = nlohmann::json::array();
+    for (const SearchFormat& f : r.formats) {
+      nlohmann::json p = precision_json(f.cfg, f.fig);
+      p["label"] = f.label();
+      j["formats"].push_back(p);
+    }
+    if (r.recommended >= 0) j["recommended_format"] = r.formats[r.ranked[size_t(r.recommended)].format].label();
+  }
   j["wall_s"] = r.wall_s;
   j["verdict"] = r.verdict;
   j["advice"] = r.advice;
@@ -238,6 +258,11 @@ nlohmann::json search_to_json(const SearchResult& r) {
                            {"kv_max_seqs", c.memory.max_seqs_that_fit},
                            {"band", band_to_json(prediction_band(c.metrics.provenance))},
                            {"metrics", metrics_to_json(c.metrics, false)}});
+    if (r.multi_format()) {
+      const SearchFormat& f = r.formats[c.format];
+      j["ranked"].back()["format"] = {{"label", f.label()}, {"weights", f.weights}, {"kv_dtype", f.kv},
+                                      {"weight_bytes", f.fig.weight_bytes}, {"kv_bytes_per_token", f.fig.kv_bytes_per_token}};
+    }
   }
   // tokens/s per GPU against tokens/s per user (1 / TPOT p50): the non-dominated plans (pareto.hpp).
   j["pareto"] = nlohmann::json::array();
@@ -248,9 +273,14 @@ nlohmann::json search_to_json(const SearchResult& r) {
                            {"p2p", f.c->p2p},
                            {"tokens_per_s_per_gpu", f.p.per_gpu},
                            {"tokens_per_s_per_user", f.p.per_user}});
+  if (r.multi_format())
+    for (size_t i = 0; i < j["pareto"].size(); ++i) j["pareto"][i]["format"] = format_cell(r, r.ranked[j["pareto"][i]["rank"].get<size_t>() - 1], "{}");
   j["rejected"] = nlohmann::json::array();
   for (const auto& c : r.rejected)
+  {
     j["rejected"].push_back({{"plan", c.plan.name}, {"strategy_file", c.strategy_file}, {"why", c.why_not}});
+    if (r.multi_format()) j["rejected"].back()["format"] = r.formats[c.format].label();
+  }
   return j;
 }
 
@@ -262,21 +292,25 @@ std::string search_to_csv(const SearchResult& r) {
   };
   std::ostringstream o;
   o << "rank,plan,strategy,gpus,p2p,fits,ttft_p50_ms,ttft_p99_ms,tpot_p50_ms,tpot_p99_ms,e2e_p50_s,e2e_p99_s,"
-       "output_tokens_per_s,slo_attainment,goodput_rps,comm_fraction,busiest_link,priced_from,why_not,pareto\n";
+       "output_tokens_per_s,slo_attainment,goodput_rps,comm_fraction,busiest_link,priced_from,why_not,pareto"
+    << (r.multi_format() ? ",weights,kv_dtype\n" : "\n");
+  auto fmt_cols = [&](const CandidateResult& c) {
+    return r.multi_format() ? "," + r.formats[c.format].weights + "," + r.formats[c.format].kv : std::string();
+  };
   std::vector<bool> on_front(r.ranked.size(), false);
   for (size_t i : search_pareto(r)) on_front[i] = true;
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const CandidateResult& c = r.ranked[i];
     const Metrics& m = c.metrics;
-    o << fmt::format("{},{},{},{},{},true,{:.4f},{:.4f},{:.4f},{:.4f},{:.5f},{:.5f},{:.2f},{:.4f},{:.4f},{:.4f},{},{},,{}\n", i + 1,
+    o << fmt::format("{},{},{},{},{},true,{:.4f},{:.4f},{:.4f},{:.4f},{:.5f},{:.5f},{:.2f},{:.4f},{:.4f},{:.4f},{},{},,{}{}\n", i + 1,
                      q(c.plan.name), q(c.plan.strategy), c.plan.num_gpus(), c.p2p ? "on" : "off", m.ttft.p50 * 1e3,
                      m.ttft.p99 * 1e3, m.tpot.p50 * 1e3, m.tpot.p99 * 1e3, m.e2e.p50, m.e2e.p99, m.output_tokens_per_s,
                      m.slo_attainment, m.goodput_rps, c.comm_fraction, q(m.busiest_link),
-                     q(cost_source_summary(m.provenance)), on_front[i] ? "true" : "false");
+                     q(cost_source_summary(m.provenance)), on_front[i] ? "true" : "false", fmt_cols(c));
   }
   for (const auto& c : r.rejected)
-    o << fmt::format(",{},{},{},{},false,,,,,,,,,,,,,{},false\n", q(c.plan.name), q(c.plan.strategy), c.plan.num_gpus(),
-                     c.p2p ? "on" : "off", q(c.why_not));
+    o << fmt::format(",{},{},{},{},false,,,,,,,,,,,,,{},false{}\n", q(c.plan.name), q(c.plan.strategy), c.plan.num_gpus(),
+                     c.p2p ? "on" : "off", q(c.why_not), fmt_cols(c));
   return o.str();
 }
 
@@ -307,14 +341,15 @@ void stage_report_dir(const SearchResult& r, const std::string& dir, OutputSet& 
   md << "## Verdict\n\n" << escape_control(r.verdict, true) << "\n\n";
   for (const auto& a : r.advice) md << "- " << escape_control(a, true) << "\n";
   md << "\n## Ranking\n\n";
-  md << "| # | plan | GPUs | P2P | TTFT p50 (ms) | TPOT p50 (ms) | E2E p99 (s) | out tok/s | SLO % | goodput (req/s) | capacity (req/s) | comm % | priced from |\n";
-  md << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  md << "| # | plan |" << format_head(r, " weights/KV |", "{}")
+     << " GPUs | P2P | TTFT p50 (ms) | TPOT p50 (ms) | E2E p99 (s) | out tok/s | SLO % | goodput (req/s) | capacity (req/s) | comm % | priced from |\n";
+  md << "|---|---|" << format_head(r, "---|", "{}") << "---|---|---|---|---|---|---|---|---|---|---|\n";
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const auto& c = r.ranked[i];
     const auto& m = c.metrics;
     const PredictionBand band = prediction_band(m.provenance);
-    md << fmt::format("| {}{} | `{}` | {} | {} | {} | {} | {:.2f} | {:.0f} | {:.1f} | {:.2f} | {} | {:.1f} | {} |\n",
-                      i + 1, int(i) == r.recommended ? " ★" : "", esc(c.plan.name), c.plan.num_gpus(),
+    md << fmt::format("| {}{} | `{}` |{} {} | {} | {} | {} | {:.2f} | {:.0f} | {:.1f} | {:.2f} | {} | {:.1f} | {} |\n",
+                      i + 1, int(i) == r.recommended ? " ★" : "", esc(c.plan.name), format_cell(r, c, " {} |"), c.plan.num_gpus(),
                       c.plan.num_gpus() > 1 ? (c.p2p ? "on" : "off") : "-",
                       with_band(fmt::format("{:.1f}", m.ttft.p50 * 1e3), band.ttft_relative, band),
                       with_band(fmt::format("{:.2f}", m.tpot.p50 * 1e3), band.step_relative, band), m.e2e.p99,
@@ -322,15 +357,17 @@ void stage_report_dir(const SearchResult& r, const std::string& dir, OutputSet& 
                       cost_source_summary(m.provenance));
   }
   md << "\n## Pareto front\n\n" << kParetoDefinition << ".\n\n";
-  md << "| # | plan | GPUs | P2P | tokens/s per GPU | tokens/s per user |\n|---|---|---|---|---|---|\n";
+  md << "| # | plan |" << format_head(r, " weights/KV |", "{}") << " GPUs | P2P | tokens/s per GPU | tokens/s per user |\n|---|---|"
+     << format_head(r, "---|", "{}") << "---|---|---|---|\n";
   for (const FrontRow& f : front_rows(r))
-    md << fmt::format("| {}{} | `{}` | {} | {} | {:.1f} | {:.1f} |\n", f.rank + 1, int(f.rank) == r.recommended ? " ★" : "",
-                      esc(f.c->plan.name), f.c->plan.num_gpus(), f.c->plan.num_gpus() > 1 ? (f.c->p2p ? "on" : "off") : "-",
+    md << fmt::format("| {}{} | `{}` |{} {} | {} | {:.1f} | {:.1f} |\n", f.rank + 1, int(f.rank) == r.recommended ? " ★" : "",
+                      esc(f.c->plan.name), format_cell(r, *f.c, " {} |"), f.c->plan.num_gpus(), f.c->plan.num_gpus() > 1 ? (f.c->p2p ? "on" : "off") : "-",
                       f.p.per_gpu, f.p.per_user);
   md << "\n![Tokens/s per GPU against tokens/s per user](pareto.png)\n";
   if (!r.rejected.empty()) {
     md << "\n## Did not run\n\n";
-    for (const auto& c : r.rejected) md << "- `" << esc(c.plan.name) << "`: " << esc(c.why_not) << "\n";
+    for (const auto& c : r.rejected)
+      md << "- `" << esc(c.plan.name) << "`" << format_cell(r, c, " ({})") << ": " << esc(c.why_not) << "\n";
   }
   md << "\n## Plots\n\n";
   md << "![Latency CDF per plan](latency_cdf.png)\n\n![Where GPU time goes](time_split.png)\n\n"

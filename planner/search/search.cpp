@@ -357,14 +357,96 @@ std::string replicas_or_wider(const std::vector<CandidateResult>& ranked, double
                              : (no < nr ? "one plan carries it on fewer GPUs" : "as many GPUs either way"));
 }
 
+// The format a search compares the others with: the widest (most weight bytes, then KV bytes per token).
+size_t reference_format(const std::vector<SearchFormat>& fmts) {
+  size_t ref = 0;
+  for (size_t i = 1; i < fmts.size(); ++i) {
+    const ModelFigures &a = fmts[i].fig, &b = fmts[ref].fig;
+    if (a.weight_bytes > b.weight_bytes || (a.weight_bytes == b.weight_bytes && a.kv_bytes_per_token > b.kv_bytes_per_token))
+      ref = i;
+  }
+  return ref;
+}
+
+// What each format buys against the widest: its fewest GPUs that meet the SLOs ("fp8 weights: the
+// same SLOs on 2 GPUs instead of 4"). `ranked` is in ranking order, so a format's first plan that
+// meets the SLOs is its fewest-GPU one (objective gpus; under another objective, its best-ranked).
+std::string what_formats_buy(const std::vector<CandidateResult>& ranked, const std::vector<SearchFormat>& fmts,
+                             double rate_rps) {
+  std::vector<const CandidateResult*> best(fmts.size(), nullptr);
+  std::vector<bool> ran(fmts.size(), false);
+  for (const CandidateResult& c : ranked) {
+    ran[c.format] = true;
+    if (c.meets_slos && !best[c.format]) best[c.format] = &c;
+  }
+  const size_t ref = reference_format(fmts);
+  auto differs = [&](size_t f) {
+    std::string d;
+    if (fmts[f].weights != fmts[ref].weights) d = fmts[f].weights + " weights";
+    if (fmts[f].kv != fmts[ref].kv) d += (d.empty() ? "" : " and ") + fmts[f].kv + " KV";
+    return d;
+  };
+  auto on = [](const CandidateResult& c) {
+    return fmt::format("{} on {} GPU{}", c.plan.name, c.plan.num_gpus(), c.plan.num_gpus() == 1 ? "" : "s");
+  };
+  std::string s = fmt::format("\nWhat each format buys (its fewest GPUs that meet the SLOs at {:.2f} req/s, against {}):",
+                              rate_rps, fmts[ref].words());
+  for (size_t f = 0; f < fmts.size(); ++f) {
+    s += fmt::format("\n  {:<10} ", fmts[f].label());
+    if (!best[f]) {
+      s += ran[f] ? "none of its simulated plans meets the SLOs" : "no plan of it was simulated (see 'did not run')";
+      continue;
+    }
+    const CandidateResult& c = *best[f];
+    s += fmt::format("{} (TPOT p50 {:.2f} ms, goodput {:.2f} req/s)", on(c), c.metrics.tpot.p50 * 1e3, c.metrics.goodput_rps);
+    if (f == ref) continue;
+    const int n = c.plan.num_gpus();
+    if (!best[ref]) {
+      s += fmt::format(": {} meet the SLOs on {} GPU{}; {} meets them on no plan simulated", differs(f), n,
+                       n == 1 ? "" : "s", fmts[ref].words());
+      continue;
+    }
+    const int n_ref = best[ref]->plan.num_gpus();
+    if (n < n_ref)
+      s += fmt::format(": {}: the same SLOs on {} GPU{} instead of {}", differs(f), n, n == 1 ? "" : "s", n_ref);
+    else if (n == n_ref)
+      s += fmt::format(": {}: as many GPUs ({}), goodput {:.2f} vs {:.2f} req/s, TPOT p50 {:.2f} vs {:.2f} ms", differs(f),
+                       n, c.metrics.goodput_rps, best[ref]->metrics.goodput_rps, c.metrics.tpot.p50 * 1e3,
+                       best[ref]->metrics.tpot.p50 * 1e3);
+    else
+      s += fmt::format(": {}: needs {} GPUs, {} in {}", differs(f), n, n_ref, fmts[ref].words());
+  }
+  return s;
+}
+
 }  // namespace
 
 SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo, const Workload& w,
                           const SearchOptions& opt) {
+  SearchFormat f;
+  f.cfg = cfg;
+  f.fig = fig;
+  f.weights = checkpoint_weights_name(cfg);
+  f.kv = dtype_name(cfg.kv_dtype);
+  std::vector<SearchFormat> one;
+  one.push_back(std::move(f));
+  return search_plans(std::move(one), topo, w, opt);
+}
+
+SearchResult search_plans(std::vector<SearchFormat> formats, const Topology& topo, const Workload& w,
+                          const SearchOptions& opt) {
   auto t0 = std::chrono::steady_clock::now();
+  if (formats.empty()) throw InputError("", "--dtypes", "at least one format to search");
   SearchResult res;
-  res.precision = precision_json(cfg, fig);
-  res.precision_line = precision_line(cfg, fig);
+  res.formats = std::move(formats);
+  const std::vector<SearchFormat>& fmts = res.formats;
+  const bool multi = fmts.size() > 1;
+  res.precision = precision_json(fmts[0].cfg, fmts[0].fig);
+  res.precision_line = precision_line(fmts[0].cfg, fmts[0].fig);
+  if (multi) {
+    res.precision_line = "formats (weights/KV):";
+    for (const SearchFormat& f : fmts) res.precision_line += " " + f.label();
+  }
   res.objective = opt.objective;
   res.slo_threshold = opt.capacity.slo_threshold;
   res.workload = w;
@@ -381,10 +463,15 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
   mem.max_seqs = wl.max_num_seqs;
   mem.context = wl.max_context();
   mem.max_batched_tokens = wl.max_batched_tokens;
-  std::vector<CandidatePlan> cands = run_strategies(opt.strategy_files, cfg, fig, CostModel(topo, opt.sim.cost), opt.sets, mem);
+  // The strategies see each format's model (weight and KV bytes decide what fits and how stages balance).
+  std::vector<std::vector<CandidatePlan>> cands_of(fmts.size());
+  for (size_t fi = 0; fi < fmts.size(); ++fi)
+    cands_of[fi] = run_strategies(opt.strategy_files, fmts[fi].cfg, fmts[fi].fig, CostModel(topo, opt.sim.cost),
+                                  opt.sets, mem);
 
   std::vector<CandidateResult> jobs;
-  for (const CandidatePlan& cp : cands) {
+  for (size_t fi = 0; fi < fmts.size(); ++fi)
+  for (const CandidatePlan& cp : cands_of[fi]) {
     bool fits = cp.memory.max_seqs_that_fit >= 1;
     std::vector<Plan> variants;
     for (const Plan& v : fits ? p2p_variants(cp.plan, topo, opt.compare_p2p) : std::vector<Plan>{cp.plan})
@@ -394,6 +481,7 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
       CandidateResult r;
       r.plan = v;
       r.strategy_file = cp.strategy_file;
+      r.format = fi;
       r.p2p = v.p2p;
       r.multi_gpu = v.num_gpus() > 1;
       r.memory = cp.memory;
@@ -408,11 +496,13 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
   // Cheap bounds first (prune.hpp): a plan that cannot meet the SLOs at this rate is not simulated.
   // Only when the objective ranks by the SLOs; plans that do not fit are already out.
   const bool by_slos = opt.prune && (opt.objective == Objective::Gpus || opt.objective == Objective::Goodput);
-  const PruneContext pctx = prune_context(cfg, fig, topo.machine(), wl, opt.capacity.slo_threshold, by_slos);
+  std::vector<PruneContext> pctx;
+  for (const SearchFormat& f : fmts)
+    pctx.push_back(prune_context(f.cfg, f.fig, topo.machine(), wl, opt.capacity.slo_threshold, by_slos));
   PruneTally tally;
   for (CandidateResult& r : jobs) {
     if (!r.why_not.empty()) continue;
-    PruneVerdict v = prune_candidate(r.plan, r.memory, pctx);
+    PruneVerdict v = prune_candidate(r.plan, r.memory, pctx[r.format]);
     tally.add(v);
     if (v.keep) continue;
     r.pruned_by = v.bound;
@@ -425,7 +515,7 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
         so.memory = r.memory;
         so.memory_context = mem.context;
         so.price_memos = memos;
-        Simulation sim = simulate_plan(r.plan, cfg, fig, topo, wl, reqs, so);
+        Simulation sim = simulate_plan(r.plan, fmts[r.format].cfg, fmts[r.format].fig, topo, wl, reqs, so);
         r.metrics = std::move(sim.metrics);
         r.distinct_shapes = sim.distinct_shapes;
         r.simulated = true;
@@ -435,7 +525,8 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
   };
   const bool screening = opt.objective == Objective::Gpus && opt.screen_requests > 0 &&
                          reqs.size() >= 4 * opt.screen_requests;
-  int screened_out = 0, more_gpus = 0, met_at = 0;
+  int screened_out = 0, more_gpus = 0, format_known = 0, met_at = 0;  // met_at: the fewest GPUs meeting the SLOs, any format
+  std::vector<int> met_at_of(fmts.size(), 0);       // ... in each format
   if (!screening) {
     // Simulate in parallel: every job has its own cost model and pricer; the topology is shared read-only.
     for_each_parallel(jobs.size(), opt.threads, [&](size_t i) {
@@ -443,51 +534,100 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
     });
   } else {
     // Rounds by ascending GPU count (screen.hpp): screen, then fully simulate what could meet the
-    // SLOs; stop after the first round in which a plan meets them.
+    // SLOs; a format leaves the rounds after the first in which one of its plans meets them (so
+    // each format's fewest GPUs are known for the verdict), the search stops when every format has.
+    auto active = [&](const CandidateResult& r) { return met_at_of[r.format] == 0; };
     std::vector<int> counts;
     for (const CandidateResult& r : jobs)
       if (r.why_not.empty()) counts.push_back(r.plan.num_gpus());
     std::sort(counts.begin(), counts.end());
     counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+    auto screen_then_simulate = [&](size_t i) {
+      CandidateResult& r = jobs[i];
+      std::vector<PriceMemo> memos;  // the screening run's prices, reused by the full run
+      SimulateOptions so = opt.sim;
+      so.memory = r.memory;
+      so.memory_context = mem.context;
+      so.price_memos = &memos;
+      ScreenVerdict v;
+      try {
+        v = screen_plan(r.plan, fmts[r.format].cfg, fmts[r.format].fig, topo, wl, reqs, opt.screen_requests,
+                        opt.capacity.slo_threshold, so);
+      } catch (const std::exception&) {
+        v = ScreenVerdict{};  // the full run says what failed
+      }
+      if (v.proves_miss) {
+        r.pruned_by = "screen";
+        r.why_not = "not fully simulated: " + v.why;
+        return;
+      }
+      simulate_job(r, &memos);
+    };
+    auto met = [&](const CandidateResult& r) { return r.simulated && meets_slos(r.metrics, opt.capacity.slo_threshold); };
     for (int k : counts) {
-      std::vector<size_t> round;
-      for (size_t i = 0; i < jobs.size(); ++i)
-        if (jobs[i].why_not.empty() && jobs[i].plan.num_gpus() == k) round.push_back(i);
-      for_each_parallel(round.size(), opt.threads, [&](size_t j) {
-        CandidateResult& r = jobs[round[j]];
-        std::vector<PriceMemo> memos;  // the screening run's prices, reused by the full run
-        SimulateOptions so = opt.sim;
-        so.memory = r.memory;
-        so.memory_context = mem.context;
-        so.price_memos = &memos;
-        ScreenVerdict v;
-        try {
-          v = screen_plan(r.plan, cfg, fig, topo, wl, reqs, opt.screen_requests, opt.capacity.slo_threshold, so);
-        } catch (const std::exception&) {
-          v = ScreenVerdict{};  // the full run says what failed
-        }
-        if (v.proves_miss) {
-          r.pruned_by = "screen";
-          r.why_not = "not fully simulated: " + v.why;
-          return;
-        }
-        simulate_job(r, &memos);
+      // A format still looking for its fewest GPUs on a round past the fewest that meet the SLOs in
+      // another format cannot be recommended here: the verdict needs only whether one of its plans
+      // on k GPUs meets them. Those plans go one at a time, the one with the shortest decode step
+      // bound first (prune.hpp; job order on ties, so the outcome does not depend on the threads).
+      const int fewest = *std::min_element(met_at_of.begin(), met_at_of.end(), [](int a, int b) {
+        return a > 0 && (b == 0 || a < b);
       });
+      std::vector<size_t> round;
+      std::vector<std::vector<size_t>> probe(fmts.size());
+      for (size_t i = 0; i < jobs.size(); ++i)
+        if (jobs[i].why_not.empty() && jobs[i].plan.num_gpus() == k && active(jobs[i]))
+          (fewest > 0 && fewest < k ? probe[jobs[i].format] : round).push_back(i);
+      for_each_parallel(round.size(), opt.threads, [&](size_t j) { screen_then_simulate(round[j]); });
       for (size_t i : round) {
         const CandidateResult& r = jobs[i];
         screened_out += r.pruned_by == "screen";
-        if (r.simulated && meets_slos(r.metrics, opt.capacity.slo_threshold)) met_at = k;
+        if (met(r)) met_at_of[r.format] = k;
       }
-      if (met_at) break;
+      for (auto& list : probe) {
+        std::vector<double> lb(jobs.size());
+        for (size_t i : list) lb[i] = decode_step_lower_bound_s(jobs[i].plan, pctx[jobs[i].format], 1);
+        std::stable_sort(list.begin(), list.end(), [&](size_t a, size_t b) { return lb[a] < lb[b]; });
+      }
+      for (size_t step = 0;; ++step) {
+        std::vector<size_t> batch;  // each probing format's next plan, run side by side
+        for (size_t f = 0; f < fmts.size(); ++f)
+          if (met_at_of[f] == 0 && step < probe[f].size()) batch.push_back(probe[f][step]);
+        if (batch.empty()) break;
+        for_each_parallel(batch.size(), opt.threads, [&](size_t j) { screen_then_simulate(batch[j]); });
+        for (size_t i : batch) {
+          screened_out += jobs[i].pruned_by == "screen";
+          if (met(jobs[i])) met_at_of[jobs[i].format] = k;
+        }
+      }
+      for (size_t f = 0; f < fmts.size(); ++f) {
+        const CandidateResult* first = nullptr;
+        for (size_t i : probe[f]) first = !first && met(jobs[i]) ? &jobs[i] : first;
+        if (first)
+          for (size_t i : probe[f])
+            if (!jobs[i].simulated && jobs[i].why_not.empty()) {
+              jobs[i].pruned_by = "gpus";
+              jobs[i].why_not = fmt::format(
+                  "not simulated: {} meets the SLOs on {} GPUs with {}, and plans on {} GPUs meet them in another "
+                  "format, so none of its plans on {} GPUs can be recommended (screening, --screen 0 simulates every "
+                  "plan)",
+                  fmts[f].words(), k, first->plan.name, fewest, k);
+              ++format_known;
+            }
+      }
+      if (std::all_of(met_at_of.begin(), met_at_of.end(), [](int m) { return m > 0; })) break;
     }
-    for (CandidateResult& r : jobs)
-      if (met_at && r.why_not.empty() && !r.simulated && r.plan.num_gpus() > met_at) {
+    for (int m : met_at_of)
+      if (m > 0 && (met_at == 0 || m < met_at)) met_at = m;
+    for (CandidateResult& r : jobs) {
+      const int at = met_at_of[r.format];
+      if (at && r.why_not.empty() && !r.simulated && r.plan.num_gpus() > at) {
         r.pruned_by = "gpus";
-        r.why_not = fmt::format("not simulated: plans on {} GPUs meet the SLOs and the objective is the fewest GPUs "
+        r.why_not = fmt::format("not simulated: plans on {} GPUs{} meet the SLOs and the objective is the fewest GPUs "
                                 "(screening, --screen 0 simulates every plan)",
-                                met_at);
+                                at, multi ? " in " + fmts[r.format].words() : "");
         ++more_gpus;
       }
+    }
   }
   // When no survivor meets the SLOs the ranking falls back to goodput, where a pruned plan still
   // has its place (a rate-pruned one may have some goodput; with nothing else simulated, even a
@@ -506,16 +646,21 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
   });
   if (!again.empty()) screened_out = 0;
   const int by_bounds = tally.pruned() - tally.memory - (again.empty() ? 0 : tally.tpot + tally.rate);
-  res.pruned = by_bounds + screened_out + more_gpus;
+  res.pruned = by_bounds + screened_out + more_gpus + format_known;
   if (by_bounds > 0 || !again.empty())
     res.pruned_summary = tally.summary() + (again.empty() ? std::string()
                                                           : fmt::format("; no survivor met the SLOs, so the {} "
                                                                         "pruned were simulated after all",
                                                                         again.size()));
-  if (screened_out + more_gpus > 0)
+  if (screened_out + more_gpus + format_known > 0)
     res.pruned_summary += fmt::format(
-        "{}screening (first {} of {} requests): {} proved to miss the SLOs, {} on more than {} GPUs not simulated",
-        res.pruned_summary.empty() ? "" : "; ", opt.screen_requests, reqs.size(), screened_out, more_gpus, met_at);
+        "{}screening (first {} of {} requests): {} proved to miss the SLOs, {} on more {} not simulated",
+        res.pruned_summary.empty() ? "" : "; ", opt.screen_requests, reqs.size(), screened_out, more_gpus,
+        multi ? "GPUs than their format's fewest that meet the SLOs" : fmt::format("than {} GPUs", met_at));
+  if (format_known > 0)
+    res.pruned_summary += fmt::format(", {} more in formats that cannot be recommended once one of their plans on as "
+                                      "many GPUs met the SLOs",
+                                      format_known);
 
   for (CandidateResult& r : jobs) {
     if (!r.simulated) {
@@ -593,7 +738,7 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
         CapacityOptions co = opt.capacity;
         if (co.screen_requests == 0) co.screen_requests = opt.screen_requests;
         // One plan's search: its probes over the threads (find_capacity_with); several: one each.
-        c.capacity = find_capacity_with(c.plan, cfg, fig, topo, wl, c.metrics, so, co,
+        c.capacity = find_capacity_with(c.plan, fmts[c.format].cfg, fmts[c.format].fig, topo, wl, c.metrics, so, co,
                                         cap_of.size() == 1 ? opt.threads : 1);
       } catch (const std::exception& e) {
         c.capacity.searched = true;
@@ -613,7 +758,8 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
     res.verdict = fmt::format(
         "Recommended: {} on {} GPU{} ({}). At {:.2f} req/s: TTFT p50 {:.1f} ms, TPOT p50 {:.2f} ms, E2E p99 {:.2f} s, "
         "{:.0f} output tok/s, {:.0f}% of requests within the SLOs (goodput {:.2f} req/s).",
-        r.plan.name, r.plan.num_gpus(), r.plan.num_gpus() > 1 ? "s" : "", r.plan.strategy.empty() ? "strategy ?" : r.plan.strategy,
+        r.plan.name, r.plan.num_gpus(), r.plan.num_gpus() > 1 ? "s" : "",
+        (r.plan.strategy.empty() ? "strategy ?" : r.plan.strategy) + (multi ? "; " + fmts[r.format].words() : ""),
         wl.rate_rps, m.ttft.p50 * 1e3, m.tpot.p50 * 1e3, m.e2e.p99, m.output_tokens_per_s, 100 * m.slo_attainment,
         m.goodput_rps);
     if (!why_smaller.empty()) res.verdict += " " + why_smaller;
@@ -667,7 +813,9 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
         const CandidateResult& c = res.ranked[size_t(g.rank)];
         const Metrics& s = c.metrics;
         res.verdict += fmt::format("\n  {:>2} GPU{}: {:<28} TPOT p50 {:7.2f} ms, E2E p99 {:7.2f} s, goodput {:6.2f} req/s{}",
-                                   g.gpus, g.gpus == 1 ? " " : "s", c.plan.name, s.tpot.p50 * 1e3, s.e2e.p99, s.goodput_rps,
+                                   g.gpus, g.gpus == 1 ? " " : "s",
+                                   multi ? c.plan.name + " [" + fmts[c.format].label() + "]" : c.plan.name,
+                                   s.tpot.p50 * 1e3, s.e2e.p99, s.goodput_rps,
                                    c.meets_slos ? "" : " (misses the SLOs)");
       }
     }
@@ -677,7 +825,7 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
     }
     // P2P on vs off for the recommended plan.
     for (const auto& c : res.ranked)
-      if (&c != &r && base_name(c.plan.name) == base_name(r.plan.name) && c.p2p != r.p2p) {
+      if (&c != &r && c.format == r.format && base_name(c.plan.name) == base_name(r.plan.name) && c.p2p != r.p2p) {
         const CandidateResult& on = r.p2p ? r : c;
         const CandidateResult& off = r.p2p ? c : r;
         if (on.metrics.tpot.p50 > 0)
@@ -688,13 +836,20 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
       }
     // All-reduce settings of the recommended plan's shape (--allreduce), against its NCCL variant.
     for (const auto& c : res.ranked)
-      if (&c != &r && c.p2p && r.p2p && base_name(c.plan.name) == base_name(r.plan.name) &&
+      if (&c != &r && c.format == r.format && c.p2p && r.p2p && base_name(c.plan.name) == base_name(r.plan.name) &&
           c.plan.allreduce != r.plan.allreduce && c.plan.allreduce == ArSetting::Nccl && c.metrics.tpot.p50 > 0)
         res.advice.push_back(fmt::format("All-reduce: '{}' instead of NCCL changes TPOT p50 by {:+.1f}% and TTFT p50 by "
                                          "{:+.1f}% for {}.",
                                          to_string(r.plan.allreduce), 100 * (r.metrics.tpot.p50 / c.metrics.tpot.p50 - 1),
                                          100 * (r.metrics.ttft.p50 / std::max(c.metrics.ttft.p50, 1e-12) - 1),
                                          base_name(r.plan.name)));
+    if (multi) {
+      res.verdict += what_formats_buy(res.ranked, fmts, wl.rate_rps);
+      if (r.format != reference_format(fmts))
+        res.advice.push_back(fmt::format("Formats: peerplan prices speed and memory, not accuracy; check {}'s quality "
+                                         "with {} before deploying it.",
+                                         fmts[r.format].cfg.name, fmts[r.format].words()));
+    }
     if (!res.pruned_summary.empty()) res.advice.push_back("Search: " + res.pruned_summary + ".");
     if (m.completed < m.requests)
       res.advice.push_back(fmt::format("{} of {} requests did not finish: the plan cannot hold them in its KV cache.",
@@ -704,6 +859,10 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
                                        "plan's capacity; lower the rate (--rate) or add GPUs.",
                                        100 * m.slo_attainment, wl.rate_rps));
   } else {
+    // Several formats: the most compressed one's weights (none of the others fits either).
+    const SearchFormat& smallest = *std::min_element(fmts.begin(), fmts.end(), [](const SearchFormat& a, const SearchFormat& b) {
+      return a.fig.weight_bytes < b.fig.weight_bytes;
+    });
     int64_t worst_short = -1;
     std::string why;
     for (const auto& c : res.rejected) {
@@ -715,7 +874,8 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
         "Nothing fits: none of the {} candidate plan{} for {} ({:.1f} GB of weights as stored) fits on {} ({} GPU{} of {:.1f} GB). "
         "{} Options: a machine with more or larger GPUs, a smaller model, or a workload with a shorter context "
         "(this one needs up to {} tokens per sequence).",
-        jobs.size(), jobs.size() == 1 ? "" : "s", cfg.name, double(fig.weight_bytes) / 1e9, topo.machine().name,
+        jobs.size(), jobs.size() == 1 ? "" : "s", fmts[0].cfg.name, double(smallest.fig.weight_bytes) / 1e9,
+        topo.machine().name,
         topo.gpu_count(), topo.gpu_count() == 1 ? "" : "s",
         topo.gpu_count() ? double(topo.machine().gpus[0].memory_bytes) / 1e9 : 0.0,
         why.empty() ? std::string("No strategy proposed a plan.") : "For example: " + why, wl.max_context());
@@ -732,6 +892,10 @@ SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const
   res.provenance["seed"] = wl.seed;
   res.provenance["candidates"] = jobs.size();
   res.provenance["pruned"] = res.pruned;
+  if (multi) {
+    res.provenance["formats"] = nlohmann::json::array();
+    for (const SearchFormat& f : fmts) res.provenance["formats"].push_back(f.label());
+  }
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
 }

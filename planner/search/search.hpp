@@ -25,6 +25,7 @@
 #include "planner/model/model_config.hpp"
 #include "planner/model/model_figures.hpp"
 #include "planner/model/workload.hpp"
+#include "planner/search/formats.hpp"
 #include "planner/sim/simulate.hpp"
 #include "planner/topology/topology.hpp"
 
@@ -87,6 +88,7 @@ struct SearchOptions {
 struct CandidateResult {
   Plan plan;                  // as simulated (the P2P variant applied)
   std::string strategy_file;
+  size_t format = 0;          // index into SearchResult::formats: its weight and KV-cache formats
   bool p2p = true;            // this variant's P2P setting
   bool multi_gpu = false;
   MemoryReport memory;
@@ -126,11 +128,22 @@ struct SearchResult {
   std::vector<std::string> advice;
   nlohmann::json provenance;
   nlohmann::json precision;   // the model's number formats (precision_json): weights, KV cache
-  std::string precision_line;
+  std::string precision_line; // (of the first format when there are several)
+  // The formats searched (--dtypes x --kv-dtypes; one: the model's own or --weights / --kv-dtype).
+  // Each candidate names its own; `cfg` / `fig` are what it was sized and priced with.
+  std::vector<SearchFormat> formats;
+  bool multi_format() const { return formats.size() > 1; }
   double wall_s = 0;
 };
 
 SearchResult search_plans(const ModelConfig& cfg, const ModelFigures& fig, const Topology& topo, const Workload& w,
+                          const SearchOptions& opt);
+// One search over several number formats (formats.hpp): every strategy runs once per format, and
+// the candidates of all formats are pruned, screened and ranked together. Under `gpus` each format
+// is screened up to its own fewest GPUs that meet the SLOs, so the verdict can say what a format
+// buys ("fp8 weights, bf16 KV: the SLOs on 2 GPUs instead of 4"). One format: search_plans above,
+// bit for bit.
+SearchResult search_plans(std::vector<SearchFormat> formats, const Topology& topo, const Workload& w,
                           const SearchOptions& opt);
 
 // The variants of one candidate: P2P on (peer boundaries where usable) and P2P off (host-staged

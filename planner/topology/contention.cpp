@@ -3,7 +3,6 @@
 // freeze the flows concerned, repeat. The result is the unique max-min fair allocation.
 #include <algorithm>
 #include <limits>
-#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -21,20 +20,38 @@ std::vector<double> max_min_rates(const std::vector<std::vector<int>>& flow_edge
   for (double c : capacity)
     if (!(c >= 0)) throw std::invalid_argument("max_min_rates: capacities must be >= 0");
 
-  // Per flow: each finite-capacity edge with its multiplicity (an edge crossed twice carries 2x).
-  std::vector<std::vector<std::pair<int, int>>> uses(nf);
-  for (size_t f = 0; f < nf; ++f) {
-    std::map<int, int> count;
+  // Only the edges some flow crosses take part: they are numbered 0..U-1 (ascending edge order),
+  // so a re-rating on a machine of thousands of edges costs what its few flows touch. Per flow:
+  // each finite-capacity edge (compact index) with its multiplicity (an edge crossed twice carries 2x).
+  std::vector<int> used;
+  for (size_t f = 0; f < nf; ++f)
     for (int e : flow_edges[f]) {
       if (e < 0 || size_t(e) >= capacity.size())
         throw std::out_of_range("max_min_rates: flow " + std::to_string(f) + " names edge " + std::to_string(e) +
                                 " but there are " + std::to_string(capacity.size()) + " edges");
-      if (capacity[size_t(e)] != kInf) ++count[e];
+      if (capacity[size_t(e)] != kInf) used.push_back(e);
     }
-    uses[f].assign(count.begin(), count.end());
+  std::sort(used.begin(), used.end());
+  used.erase(std::unique(used.begin(), used.end()), used.end());
+  auto compact = [&](int e) { return int(std::lower_bound(used.begin(), used.end(), e) - used.begin()); };
+  std::vector<std::vector<std::pair<int, int>>> uses(nf);
+  std::vector<int> sorted;
+  for (size_t f = 0; f < nf; ++f) {
+    sorted.clear();
+    for (int e : flow_edges[f])
+      if (capacity[size_t(e)] != kInf) sorted.push_back(e);
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < sorted.size();) {
+      size_t j = i;
+      while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
+      uses[f].emplace_back(compact(sorted[i]), int(j - i));
+      i = j;
+    }
   }
 
-  std::vector<double> rate(nf, 0.0), cap(nf, kInf), remaining = capacity;
+  const size_t nu = used.size();
+  std::vector<double> rate(nf, 0.0), cap(nf, kInf), remaining(nu), edge_cap(nu);
+  for (size_t u = 0; u < nu; ++u) remaining[u] = edge_cap[u] = capacity[size_t(used[u])];
   std::vector<char> active(nf, 1);
   for (size_t f = 0; f < nf; ++f) {
     if (!demand.empty() && demand[f] > 0) cap[f] = demand[f];
@@ -44,7 +61,7 @@ std::vector<double> max_min_rates(const std::vector<std::vector<int>>& flow_edge
     }
   }
 
-  std::vector<double> load(capacity.size());
+  std::vector<double> load(nu);
   for (size_t round = 0; round <= nf + capacity.size(); ++round) {
     std::fill(load.begin(), load.end(), 0.0);
     bool any = false;
@@ -55,13 +72,13 @@ std::vector<double> max_min_rates(const std::vector<std::vector<int>>& flow_edge
       }
     if (!any) break;
     double delta = kInf;
-    for (size_t e = 0; e < load.size(); ++e)
+    for (size_t e = 0; e < nu; ++e)
       if (load[e] > 0) delta = std::min(delta, std::max(0.0, remaining[e]) / load[e]);
     for (size_t f = 0; f < nf; ++f)
       if (active[f]) delta = std::min(delta, cap[f] - rate[f]);
     for (size_t f = 0; f < nf; ++f)
       if (active[f]) rate[f] += delta;
-    for (size_t e = 0; e < load.size(); ++e)
+    for (size_t e = 0; e < nu; ++e)
       if (load[e] > 0) remaining[e] -= delta * load[e];
     // Freeze flows at their demand and flows crossing a now-saturated edge.
     for (size_t f = 0; f < nf; ++f) {
@@ -72,7 +89,7 @@ std::vector<double> max_min_rates(const std::vector<std::vector<int>>& flow_edge
         continue;
       }
       for (auto [e, k] : uses[f])
-        if (remaining[size_t(e)] <= 1e-9 * capacity[size_t(e)]) {
+        if (remaining[size_t(e)] <= 1e-9 * edge_cap[size_t(e)]) {
           active[f] = 0;
           break;
         }

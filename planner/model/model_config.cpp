@@ -159,6 +159,52 @@ void read_deepseek(const JsonIn& in, ModelConfig& c, bool v3) {
   c.attention_bias = in.boolean_or("attention_bias", false);
 }
 
+// layer_types (transformers' per-layer attention kinds: "sliding_attention" with window
+// sliding_window, "full_attention"), when the config has it: fills layer_window and returns true.
+bool read_layer_types(const JsonIn& in, ModelConfig& c) {
+  auto lt = in.opt("layer_types");
+  if (!lt) return false;
+  if (!lt->is_array() || int64_t(lt->size()) != c.layers)
+    in.fail("layer_types", "an array of num_hidden_layers (" + std::to_string(c.layers) +
+                               ") entries, each \"sliding_attention\" or \"full_attention\"");
+  c.layer_window.clear();
+  for (size_t i = 0; i < lt->size(); ++i) {
+    std::string t = (*lt)[i].as_str();
+    if (t == "sliding_attention") {
+      if (c.sliding_window <= 0) in.fail("sliding_window", "a positive window: layer_types has sliding_attention layers");
+      c.layer_window.push_back(c.sliding_window);
+    } else if (t == "full_attention") {
+      c.layer_window.push_back(0);
+    } else {
+      (*lt)[i].fail("", "\"sliding_attention\" or \"full_attention\", got '" + t + "'");
+    }
+  }
+  return true;
+}
+
+// Mistral, Mixtral and Phi-3 (issue 18): a non-null sliding_window is the window of every layer, as
+// transformers runs them (MistralAttention / MixtralAttention / Phi3Attention pass
+// config.sliding_window to the attention of every layer; the mask is masking_utils'
+// sliding_window_overlay, key j visible to query i when i - window < j <= i) and as vLLM does
+// (flash-attn window_size = (sliding_window - 1, 0) on every layer). Mistral-7B-v0.1 has 4096;
+// v0.2 / v0.3 and Mixtral-8x7B set it to null (full attention). layer_types, where a newer config
+// has it, says which layers instead.
+void read_window_every_layer(const JsonIn& in, ModelConfig& c) {
+  c.sliding_window = in.has("sliding_window") ? in.positive_int("sliding_window") : 0;
+  if (c.sliding_window > 0 && !read_layer_types(in, c)) c.layer_window.assign(size_t(c.layers), c.sliding_window);
+}
+
+// Qwen2 / Qwen2-MoE: windows only with use_sliding_window (false in every released checkpoint's
+// config), then in layers >= max_window_layers (Qwen2Config's rule; default 28), or as
+// layer_types says.
+void read_qwen2_window(const JsonIn& in, ModelConfig& c) {
+  if (!in.boolean_or("use_sliding_window", false)) return;
+  c.sliding_window = in.has("sliding_window") ? in.positive_int("sliding_window") : 0;
+  if (c.sliding_window <= 0 || read_layer_types(in, c)) return;
+  const int64_t first = in.nonnegative_int_or("max_window_layers", 28);
+  for (int64_t l = 0; l < c.layers; ++l) c.layer_window.push_back(l >= first ? c.sliding_window : 0);
+}
+
 // gpt-oss (transformers GptOssConfig): every layer is MoE with num_local_experts experts of
 // intermediate_size (SwiGLU, biases on both expert matrices), a router with a bias, q/k/v/o
 // biases, one sink logit per head, and layer_types alternating sliding_attention (window
@@ -174,25 +220,9 @@ void read_gpt_oss(const JsonIn& in, ModelConfig& c) {
   c.expert_bias = true;
   c.attention_sinks = true;
   c.sliding_window = in.has("sliding_window") ? in.positive_int("sliding_window") : 0;
-  if (auto lt = in.opt("layer_types")) {
-    if (!lt->is_array() || int64_t(lt->size()) != c.layers)
-      in.fail("layer_types", "an array of num_hidden_layers (" + std::to_string(c.layers) +
-                                 ") entries, each \"sliding_attention\" or \"full_attention\"");
-    for (size_t i = 0; i < lt->size(); ++i) {
-      std::string t = (*lt)[i].as_str();
-      if (t == "sliding_attention") {
-        if (c.sliding_window <= 0) in.fail("sliding_window", "a positive window: layer_types has sliding_attention layers");
-        c.layer_window.push_back(c.sliding_window);
-      } else if (t == "full_attention") {
-        c.layer_window.push_back(0);
-      } else {
-        (*lt)[i].fail("", "\"sliding_attention\" or \"full_attention\", got '" + t + "'");
-      }
-    }
-  } else if (c.sliding_window > 0) {
-    // GptOssConfig's default: even layers sliding, odd layers full.
+  // GptOssConfig's default without layer_types: even layers sliding, odd layers full.
+  if (!read_layer_types(in, c) && c.sliding_window > 0)
     for (int64_t l = 0; l < c.layers; ++l) c.layer_window.push_back(l % 2 == 0 ? c.sliding_window : 0);
-  }
 }
 
 // Sizes far beyond any real model are typos (or hostile input) and would overflow the int64
@@ -259,12 +289,11 @@ ModelConfig from_json(const json& j, const std::string& origin) {
       break;
     case Family::Mistral:
     case Family::Phi3:  // fused qkv_proj / gate_up_proj in the weights; the counts are the same
-      c.sliding_window = in.has("sliding_window") ? in.positive_int("sliding_window") : 0;
+      read_window_every_layer(in, c);
       break;
     case Family::Qwen2:
       c.attention_bias = true;  // Qwen2Attention: q/k/v projections always carry a bias
-      if (in.boolean_or("use_sliding_window", false))
-        c.sliding_window = in.has("sliding_window") ? in.positive_int("sliding_window") : 0;
+      read_qwen2_window(in, c);
       break;
     case Family::Qwen3:
       c.attention_bias = in.boolean_or("attention_bias", false);
@@ -275,7 +304,7 @@ ModelConfig from_json(const json& j, const std::string& origin) {
       c.experts_per_token = in.positive_int("num_experts_per_tok");
       check_top_k(in, c, "num_local_experts");
       c.expert_intermediate = c.intermediate;  // Mixtral's intermediate_size is each expert's
-      c.sliding_window = in.has("sliding_window") ? in.positive_int("sliding_window") : 0;
+      read_window_every_layer(in, c);
       break;
     case Family::Qwen2Moe:
       c.attention_bias = true;
@@ -287,6 +316,7 @@ ModelConfig from_json(const json& j, const std::string& origin) {
       c.shared_experts = c.shared_intermediate > 0 ? 1 : 0;
       c.shared_expert_gate = c.shared_experts > 0;  // Linear(hidden, 1) sigmoid gate on the shared expert
       read_qwen_moe_layout(in, c);
+      read_qwen2_window(in, c);
       break;
     case Family::Qwen3Moe:
       c.attention_bias = in.boolean_or("attention_bias", false);

@@ -33,11 +33,12 @@ struct ModelConfig {
   bool gated_mlp = true;      // SwiGLU (3 matrices); false for a 2-matrix MLP
   bool attention_bias = false;  // qkv bias (Qwen2)
   bool qk_norm = false;       // per-head RMSNorm on q and k (Qwen3): 2 * head_dim params per layer
-  int64_t sliding_window = 0; // Mistral-style attention window (0 = full attention). Reported only
-                              // unless layer_window says which layers use it (gpt-oss).
-  // Per layer: the attention window of that layer (0 = full attention). Empty: every layer full
-  // (Mistral's sliding_window stays a reported upper bound). gpt-oss: layer_types alternates
-  // sliding_attention (KV and attention bounded by the window) and full_attention.
+  int64_t sliding_window = 0; // the config's attention window (0 = none); layer_window says where it applies
+  // Per layer: the attention window of that layer (0 = full attention; empty: every layer full).
+  // A windowed layer's token at position p attends to keys (p - window, p] and caches at most
+  // `window` tokens (issue 18). Mistral / Mixtral / Phi-3 with a non-null sliding_window: every
+  // layer (Mistral-7B-v0.1: 4096); Qwen2 / Qwen2-MoE with use_sliding_window: layers >=
+  // max_window_layers; gpt-oss: layer_types alternates sliding_attention and full_attention.
   std::vector<int64_t> layer_window;
   bool attention_sinks = false;  // gpt-oss: one learned sink logit per head and layer
   bool expert_bias = false;      // gpt-oss: gate_up and down biases on every routed expert
@@ -51,6 +52,12 @@ struct ModelConfig {
   int64_t kv_elem_bytes() const { return kv_dtype == DType::FP8_E4M3 ? 1 : dtype_bytes; }
   int64_t window_of(int64_t layer) const {
     return layer >= 0 && size_t(layer) < layer_window.size() ? layer_window[size_t(layer)] : 0;
+  }
+  // Whether any layer is windowed (the figures and the executor then bound those layers).
+  bool has_windows() const {
+    for (int64_t w : layer_window)
+      if (w > 0) return true;
+    return false;
   }
 
   // Mixture of experts (all zero for dense models).
@@ -80,6 +87,18 @@ struct ModelConfig {
   bool is_moe() const { return experts > 0; }
   bool is_moe_layer(int64_t layer) const;  // 0-based layer index
 };
+
+// Attended (query, key) pairs of one sequence's chunk of q_len new tokens ending a context of
+// `context` tokens (positions context - q_len .. context - 1), causal, token p seeing keys
+// (p - window, p] (window 0: [0, p]): the sum of min(p + 1, window) (issue 18).
+inline double attended_pairs(int64_t q_len, int64_t context, int64_t window) {
+  const double a = double(context - q_len + 1), b = double(context);  // keys seen by the first and last token
+  if (q_len <= 0) return 0;
+  if (window <= 0 || b <= double(window)) return (a + b) * (b - a + 1) / 2;
+  const double w = double(window);
+  if (a >= w) return double(q_len) * w;
+  return (a + w) * (w - a + 1) / 2 + (b - w) * w;
+}
 
 // Loads and validates a HuggingFace config.json. Throws InputError naming the file and the field
 // for: unknown architecture, missing required field, wrong type, inconsistent values (heads not

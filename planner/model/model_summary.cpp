@@ -143,8 +143,10 @@ std::string model_summary_text(const ModelConfig& c, const ModelFigures& f, cons
     std::vector<int64_t> windowed;
     for (int64_t l = 0; l < c.layers; ++l)
       if (c.window_of(l) > 0) windowed.push_back(l);
-    line(fmt::format("                    sliding window {} in layers {} (KV and attention bounded by it), full in the rest{}",
-                     c.sliding_window, layer_ranges(windowed), c.attention_sinks ? "; attention sinks" : ""));
+    const bool every = int64_t(windowed.size()) == c.layers;  // Mistral-7B-v0.1: every layer (issue 18)
+    line(fmt::format("                    sliding window {} in {} (KV and attention bounded by it){}{}", c.sliding_window,
+                     every ? "every layer" : "layers " + layer_ranges(windowed), every ? "" : ", full in the rest",
+                     c.attention_sinks ? "; attention sinks" : ""));
   }
   std::vector<int64_t> moe_layers, dense_layers;
   for (const auto& l : f.layers) (l.moe ? moe_layers : dense_layers).push_back(l.index);

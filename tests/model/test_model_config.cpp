@@ -62,6 +62,59 @@ TEST(ModelConfig, MistralKeepsSlidingWindowQwen2HasQkvBias) {
   EXPECT_EQ(p.kv_heads, 32);
 }
 
+// Issue 18: a window is applied where the checkpoint's own code applies it. Mistral-7B-v0.1 (the
+// shipped config) has sliding_window 4096, which transformers and vLLM use on every layer; v0.2/v0.3
+// and Mixtral-8x7B set it to null (full attention); Qwen2 only with use_sliding_window, from layer
+// max_window_layers on; Phi-3-mini-4k's 2047 on every layer.
+TEST(ModelConfig, SlidingWindowAppliesWhereTheCheckpointUsesIt) {
+  ModelConfig m = load_model_config(shipped_config("mistral-7b"));
+  ASSERT_EQ(m.layer_window.size(), size_t(m.layers));
+  for (int64_t l = 0; l < m.layers; ++l) EXPECT_EQ(m.window_of(l), 4096) << "Mistral-7B-v0.1 layer " << l;
+  EXPECT_TRUE(m.has_windows());
+  ModelConfig v02 = parse_with("mistral-7b", "sliding_window", nullptr);  // v0.2 / v0.3: null
+  EXPECT_EQ(v02.sliding_window, 0);
+  EXPECT_FALSE(v02.has_windows()) << "sliding_window null: full attention everywhere";
+  EXPECT_EQ(v02.window_of(0), 0);
+  ModelConfig mx = load_model_config(shipped_config("mixtral-8x7b"));
+  EXPECT_FALSE(mx.has_windows()) << "Mixtral-8x7B's sliding_window is null";
+  ModelConfig mx4k = parse_with("mixtral-8x7b", "sliding_window", 4096);
+  EXPECT_EQ(mx4k.window_of(mx4k.layers - 1), 4096);
+  ModelConfig q = load_model_config(test_data("qwen2-7b.json"));
+  EXPECT_FALSE(q.has_windows()) << "use_sliding_window false: sliding_window 131072 is not applied";
+  nlohmann::json j = read_json(test_data("qwen2-7b.json"));
+  j["use_sliding_window"] = true;
+  j["sliding_window"] = 4096;
+  j["max_window_layers"] = 20;
+  ModelConfig qw = parse_model_config(j.dump(), "qwen2-swa/config.json");
+  EXPECT_EQ(qw.window_of(19), 0) << "below max_window_layers: full attention";
+  EXPECT_EQ(qw.window_of(20), 4096);
+  EXPECT_EQ(qw.window_of(qw.layers - 1), 4096);
+  ModelConfig p = load_model_config(test_data("phi-3-mini.json"));
+  EXPECT_EQ(p.window_of(0), 2047);
+  EXPECT_EQ(p.window_of(p.layers - 1), 2047);
+  // layer_types, where a config has it, says which layers are windowed.
+  nlohmann::json lt = read_json(shipped_config("mistral-7b"));
+  lt["layer_types"] = nlohmann::json::array();
+  for (int l = 0; l < 32; ++l) lt["layer_types"].push_back(l % 4 == 3 ? "full_attention" : "sliding_attention");
+  ModelConfig ml = parse_model_config(lt.dump(), "mistral-lt/config.json");
+  EXPECT_EQ(ml.window_of(2), 4096);
+  EXPECT_EQ(ml.window_of(3), 0);
+}
+
+// attended_pairs: the band's work that the compiler and the pricing use.
+TEST(ModelConfig, AttendedPairsOfAWindowedChunk) {
+  EXPECT_DOUBLE_EQ(attended_pairs(4, 4, 0), 1 + 2 + 3 + 4);     // causal prompt
+  EXPECT_DOUBLE_EQ(attended_pairs(2, 10, 0), 9 + 10);           // chunk over a cached context
+  EXPECT_DOUBLE_EQ(attended_pairs(4, 4, 8), 10) << "window larger than the context: causal";
+  EXPECT_DOUBLE_EQ(attended_pairs(6, 6, 3), 1 + 2 + 3 + 3 + 3 + 3) << "prompt crossing the window";
+  EXPECT_DOUBLE_EQ(attended_pairs(3, 100, 3), 9) << "chunk wholly past the window: q x window";
+  EXPECT_DOUBLE_EQ(attended_pairs(4, 6, 4), 3 + 4 + 4 + 4) << "chunk starting inside the window, crossing its edge";
+  double brute = 0;
+  for (int64_t p = 32768 - 8192; p < 32768; ++p) brute += double(std::min<int64_t>(p + 1, 4096));
+  EXPECT_DOUBLE_EQ(attended_pairs(8192, 32768, 4096), brute);
+  EXPECT_DOUBLE_EQ(attended_pairs(1, 32768, 4096), 4096) << "decode at 32k reads the 4k window";
+}
+
 TEST(ModelConfig, MixtralExperts) {
   ModelConfig c = load_model_config(shipped_config("mixtral-8x7b"));
   EXPECT_EQ(c.experts, 8);

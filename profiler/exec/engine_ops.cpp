@@ -77,6 +77,9 @@ void point_at_kv_cache(Args& a, Kv& kv, bool fp8) {
 void Engine::run_attention(const Op& op, GpuState& g) {
   auto& kv = g.kv.at(op.layer);
   const int64_t qkv_w = (g.heads + 2 * g.kv_heads) * g.head_dim;
+  // The layer's sliding window (issue 18; 0: full): Mistral-7B-v0.1 every layer, gpt-oss every
+  // other one (ModelConfig::window_of). The kernels attend to the band only, as the compiler prices it.
+  const int window = int(cfg_.window_of(op.layer));
   if (op.attn_prefill) {
     kn::PrefillAttention a;
     a.q = g.qkv.as<bf16>();
@@ -93,6 +96,7 @@ void Engine::run_attention(const Op& op, GpuState& g) {
     a.head_dim = int(g.head_dim);
     a.max_ctx = int(max_ctx_);
     a.num_slots = int(kv_slots_);
+    a.window = window;
     return kn::prefill_attention(a, g.stream);
   }
   kn::DecodeAttention a;
@@ -108,6 +112,7 @@ void Engine::run_attention(const Op& op, GpuState& g) {
   a.kv_heads = int(g.kv_heads);
   a.head_dim = int(g.head_dim);
   a.max_ctx = int(max_ctx_);
+  a.window = window;
   kn::decode_attention(a, sm_count_, g.stream);
 }
 

@@ -46,11 +46,21 @@ Host random_host(size_t n, std::mt19937_64& rng, double scale = 1.0) {
 
 // upload, upload_int, poisoned, compare, ref_attend: self_test_util.cpp (shared with the other case files).
 
+// The reference with a sliding window (issue 18): the query at position pos attends to keys
+// (pos - window, pos] (window 0: [0, pos]), Mistral's convention (transformers'
+// sliding_window_overlay: kv_idx > q_idx - sliding_window; vLLM: flash-attn window_size =
+// (sliding_window - 1, 0)).
+void ref_attend_window(const double* q, const std::vector<double>& K, const std::vector<double>& V, int64_t base,
+                       int pos, int window, int D, double* out) {
+  const int first = window > 0 ? std::max(0, pos + 1 - window) : 0;
+  ref_attend(q, K, V, base + int64_t(first) * D, pos + 1 - first, D, 1.0 / std::sqrt(double(D)), out);
+}
+
 
 // Decode attention on one shape against ref_attend; slot_of empty: the kernel gets no slot table
 // (slot = sequence index).
 SelfTestResult decode_case(int dev, int sms, std::mt19937_64& rng, int D, int kvh, int group, int max_ctx,
-                           const std::vector<int>& lens, const std::vector<int>& slot_of, int slots) {
+                           const std::vector<int>& lens, const std::vector<int>& slot_of, int slots, int window = 0) {
   const int heads = kvh * group, batch = int(lens.size());
   Host K = random_host(size_t(slots) * kvh * max_ctx * D, rng), V = random_host(K.v.size(), rng);
   const int64_t qstride = (heads + 2 * kvh) * D;  // q inside a fused QKV row, as the executor passes it
@@ -69,20 +79,21 @@ SelfTestResult decode_case(int dev, int sms, std::mt19937_64& rng, int D, int kv
   a.out = dout.as<bf16>();
   a.workspace = ws.as<float>();
   a.batch = batch, a.heads = heads, a.kv_heads = kvh, a.head_dim = D, a.max_ctx = max_ctx;
+  a.window = window;
   kn::decode_attention(a, sms, nullptr);
   std::vector<double> ref(size_t(batch) * heads * D);
   for (int b = 0; b < batch; ++b)
     for (int h = 0; h < heads; ++h) {
       const int slot = slot_of.empty() ? b : slot_of[size_t(b)];
       const int64_t base = (int64_t(slot) * kvh + h / group) * max_ctx * D;
-      ref_attend(&Q.d[size_t(b * qstride + h * D)], K.d, V.d, base, lens[size_t(b)], D, 1.0 / std::sqrt(double(D)),
-                 &ref[size_t((b * heads + h) * D)]);
+      ref_attend_window(&Q.d[size_t(b * qstride + h * D)], K.d, V.d, base, lens[size_t(b)] - 1, window, D,
+                        &ref[size_t((b * heads + h) * D)]);
     }
   std::string ls;
   for (int l : lens) ls += (ls.empty() ? "" : ",") + std::to_string(l);
   return compare("decode_attention",
-                 fmt::format("b={} heads={} kv={} D={} cap={} lens={}{}", batch, heads, kvh, D, max_ctx, ls,
-                             slot_of.empty() ? " no-slots" : ""),
+                 fmt::format("{}b={} heads={} kv={} D={} cap={} lens={}{}", window ? fmt::format("window={} ", window) : "",
+                             batch, heads, kvh, D, max_ctx, ls, slot_of.empty() ? " no-slots" : ""),
                  dout, ref);
 }
 
@@ -90,7 +101,7 @@ SelfTestResult decode_case(int dev, int sms, std::mt19937_64& rng, int D, int kv
 // cached ones (ctx > qlen: a chunk continuing a cached context).
 SelfTestResult prefill_case(int dev, std::mt19937_64& rng, int D, int kvh, int group, int max_ctx,
                             const std::vector<int>& qlen, const std::vector<int>& ctx,
-                            const std::vector<int>& slot_of, int slots) {
+                            const std::vector<int>& slot_of, int slots, int window = 0) {
   const int heads = kvh * group, nseq = int(qlen.size());
   std::vector<int> qstart{0};
   for (int l : qlen) qstart.push_back(qstart.back() + l);
@@ -113,10 +124,12 @@ SelfTestResult prefill_case(int dev, std::mt19937_64& rng, int D, int kvh, int g
   a.num_seqs = nseq, a.max_q_len = *std::max_element(qlen.begin(), qlen.end());
   a.heads = heads, a.kv_heads = kvh, a.head_dim = D, a.max_ctx = max_ctx;
   a.num_slots = slots;
+  a.window = window;
   // Named before it runs: a fault in cuDNN's engine kills the process, and the log then says which case.
-  if (gpu::prefill_backend() != gpu::PrefillBackend::Own)
-    std::fprintf(stderr, "self-test: prefill case: %d seqs, max q %d, heads %d/%d, D %d, max_ctx %d, %s\n", nseq,
-                 a.max_q_len, heads, kvh, D, max_ctx, slot_of.empty() ? "no slots" : "slots");
+  if (gpu::prefill_backend() != gpu::PrefillBackend::Own || window > 0)
+    std::fprintf(stderr, "self-test: prefill case: %d seqs, max q %d, heads %d/%d, D %d, max_ctx %d, %s, window %d (%s)\n",
+                 nseq, a.max_q_len, heads, kvh, D, max_ctx, slot_of.empty() ? "no slots" : "slots", window,
+                 gpu::prefill_backend_name(gpu::prefill_backend()));
   kn::prefill_attention(a, nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<double> ref(size_t(total) * heads * D);
@@ -127,8 +140,8 @@ SelfTestResult prefill_case(int dev, std::mt19937_64& rng, int D, int kvh, int g
         const int pos = ctx[size_t(s)] - qlen[size_t(s)] + i;
         const int slot = slot_of.empty() ? s : slot_of[size_t(s)];
         const int64_t base = (int64_t(slot) * kvh + h / group) * max_ctx * D;
-        ref_attend(&Q.d[size_t(row * qstride + h * D)], K.d, V.d, base, pos + 1, D, 1.0 / std::sqrt(double(D)),
-                   &ref[size_t((row * heads + h) * D)]);
+        ref_attend_window(&Q.d[size_t(row * qstride + h * D)], K.d, V.d, base, pos, window, D,
+                          &ref[size_t((row * heads + h) * D)]);
       }
   std::string qs, cs;
   for (int s = 0; s < nseq; ++s) {
@@ -137,9 +150,12 @@ SelfTestResult prefill_case(int dev, std::mt19937_64& rng, int D, int kvh, int g
   }
   // The path that ran it (issue 18): cuDNN's fused attention or the own kernel.
   const bool dnn = kn::prefill_attention_last_path().rfind("cudnn", 0) == 0;
+  if (window > 0 && !dnn && gpu::prefill_backend() != gpu::PrefillBackend::Own)  // cuDNN refused the band: why
+    std::fprintf(stderr, "self-test: windowed prefill (window %d) ran on the %s\n", window,
+                 kn::prefill_attention_last_path().c_str());
   return compare(dnn ? "prefill_attention[cudnn]" : "prefill_attention[own]",
-                 fmt::format("{} seqs q={} ctx={} heads={} kv={} D={}{}", nseq, qs, cs, heads, kvh, D,
-                             slot_of.empty() ? " no-slots" : ""),
+                 fmt::format("{}{} seqs q={} ctx={} heads={} kv={} D={}{}", window ? fmt::format("window={} ", window) : "",
+                             nseq, qs, cs, heads, kvh, D, slot_of.empty() ? " no-slots" : ""),
                  dout, ref);
 }
 
@@ -230,6 +246,62 @@ void prefill_attention_cases(std::vector<SelfTestResult>& out, int dev, std::mt1
   pre(80, 1, 5, 200, {200, 63}, {200, 190}, {1, 0}, 2);
   pre(96, 1, 7, 1100, {1100}, {1100}, {}, 1);
   pre(80, 1, 3, 1200, {1030}, {1200}, {}, 1);
+}
+
+// ---- sliding-window attention (issue 18): decode and prefill against the windowed reference.
+// Windows smaller than the context (the band binds), larger than it (the same as full attention),
+// chunks over a cached context whose band crosses the window's edge, GQA, split-K over the window
+// span (one long sequence), the cluster-merged grid, window 1 (each token sees only itself), and
+// windows off and on the 64-key tile. Each row's shape starts "window=W". ----
+void window_decode_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt19937_64& rng) {
+  auto dec = [&](int D, int kvh, int group, int max_ctx, std::vector<int> lens, std::vector<int> slot_of, int slots,
+                 int window) {
+    out.push_back(decode_case(dev, sms, rng, D, kvh, group, max_ctx, lens, slot_of, slots, window));
+  };
+  dec(128, 2, 4, 1500, {1, 333, 1500}, {2, 0, 3}, 4, 256);     // window < 2 of the 3 contexts
+  dec(128, 2, 4, 1500, {1, 333, 1500}, {2, 0, 3}, 4, 4096);    // window > every context: full attention
+  dec(128, 1, 8, 8192, {8000}, {}, 1, 4096);                    // batch 1: split-K over the 4096-token window
+  dec(128, 2, 4, 9000, {9000, 4097, 4096, 17}, {3, 0, 2, 1}, 4, 4096);  // at, one past and under the edge
+  dec(128, 4, 4, 700, {700, 1, 333, 64}, {3, 1, 0, 2}, 4, 200); // 16 pairs: cluster-merged splits
+  dec(128, 1, 16, 700, {700, 65, 17}, {1, 2, 0}, 3, 100);       // 16 query heads per kv head, window off 64
+  dec(64, 4, 1, 2000, {1999, 64, 1000, 5}, {}, 4, 77);          // MHA, head_dim 64, no slot table
+  dec(96, 2, 7, 1100, {1100, 129, 1}, {1, 2, 0}, 3, 1);         // window 1: the token itself
+}
+
+void window_prefill_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) {
+  // PEERPLAN_SELFTEST_WINDOW_CASE=i runs windowed prefill case i alone (as PEERPLAN_SELFTEST_PREFILL_CASE).
+  const char* only_env = std::getenv("PEERPLAN_SELFTEST_WINDOW_CASE");
+  const int only = only_env && *only_env ? std::atoi(only_env) : -1;
+  int index = 0;
+  auto pre = [&](int D, int kvh, int group, int max_ctx, std::vector<int> qlen, std::vector<int> ctx,
+                 std::vector<int> slot_of, int slots, int window) {
+    if (only < 0 || index == only)
+      out.push_back(prefill_case(dev, rng, D, kvh, group, max_ctx, qlen, ctx, slot_of, slots, window));
+    ++index;
+  };
+  pre(128, 2, 4, 512, {512}, {512}, {}, 1, 128);                 // prompt longer than the window
+  pre(128, 2, 4, 1500, {256}, {1200}, {1}, 2, 1000);             // chunk over a cache, band crossing the edge
+  pre(128, 2, 4, 400, {150, 37}, {150, 300}, {1, 0}, 2, 4096);   // window > every context: full causal
+  pre(128, 1, 8, 1100, {300, 1, 129}, {1000, 1, 129}, {2, 0, 1}, 3, 100);  // GQA 8, three sequences
+  pre(64, 3, 1, 260, {1, 64, 130, 65}, {1, 100, 257, 65}, {}, 4, 64);       // window = one key tile
+  pre(128, 2, 7, 1200, {1030}, {1200}, {}, 1, 300);              // 128-row (MT = 2) kernel, group 7
+  pre(96, 2, 7, 1100, {1100}, {1100}, {}, 1, 1);                 // window 1: the token itself
+  pre(80, 1, 5, 5000, {512}, {5000}, {0}, 1, 4096);              // Mistral's window, a chunk over a 5k context
+}
+
+void window_attention_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt19937_64& rng) {
+  std::fprintf(stderr, "self-test: %s\n", "sliding-window decode attention");
+  window_decode_cases(out, dev, sms, rng);
+  // Prefill by the backend in force (cuDNN's band where it runs the graph), then the own kernel.
+  const auto prev = gpu::prefill_backend();
+  if (prev != gpu::PrefillBackend::Own) {
+    std::fprintf(stderr, "self-test: %s\n", "sliding-window prefill attention, cuDNN where it runs the band");
+    window_prefill_cases(out, dev, rng);
+  }
+  std::fprintf(stderr, "self-test: %s\n", "sliding-window prefill attention, own kernel");
+  gpu::set_prefill_backend(gpu::PrefillBackend::Own);
+  window_prefill_cases(out, dev, rng);
+  gpu::set_prefill_backend(prev);
 }
 
 // ---- RMSNorm and fused add + RMSNorm ----
@@ -355,6 +427,11 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
     prefill_attention_cases(out, dev, rng);
     return out;
   }
+  // PEERPLAN_SELFTEST_ONLY=window: the sliding-window cases alone (issue 18), decode and both prefill paths.
+  if (const char* only = std::getenv("PEERPLAN_SELFTEST_ONLY"); only && std::string(only) == "window") {
+    window_attention_cases(out, dev, sms, rng);
+    return out;
+  }
   std::fprintf(stderr, "self-test: %s\n", "decode attention");
   decode_attention_cases(out, dev, sms, rng);
 
@@ -374,6 +451,7 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
     prefill_attention_cases(out, dev, rng);
     gpu::set_prefill_backend(prev);
   }
+  window_attention_cases(out, dev, sms, rng);
 
   std::fprintf(stderr, "self-test: %s\n", "RMSNorm");
   norm_cases(out, dev, rng);

@@ -40,10 +40,14 @@ struct DecodeAttention {
   float* workspace = nullptr;         // decode_attention_workspace_bytes()
   int batch = 0, heads = 0, kv_heads = 0, head_dim = 128, max_ctx = 0;
   float scale = 0;                    // 0: 1/sqrt(head_dim)
+  // Sliding window (issue 18; 0: the whole context): the new token at position len - 1 attends to
+  // the last `window` tokens, keys (len - 1 - window, len - 1]; split-K is cut over that span, so
+  // only the window's K/V bytes are read.
+  int window = 0;
 };
-// Chunk length (tokens) the kernel will use for this shape; fixed per (batch, max_ctx) so a
-// graph captured for a batch size stays valid.
-int decode_attention_chunk(int batch, int kv_heads, int max_ctx, int sm_count);
+// Chunk length (tokens) the kernel will use for this shape; fixed per (batch, max_ctx, window) so
+// a graph captured for a batch size stays valid.
+int decode_attention_chunk(int batch, int kv_heads, int max_ctx, int sm_count, int window = 0);
 size_t decode_attention_workspace_bytes(int batch, int heads, int head_dim, int max_ctx, int kv_heads,
                                         int sm_count);
 void decode_attention(const DecodeAttention& a, int sm_count, cudaStream_t stream);
@@ -67,6 +71,10 @@ struct PrefillAttention {
   int heads = 0, kv_heads = 0, head_dim = 128, max_ctx = 0;
   float scale = 0;
   int num_slots = 0;  // slots in the KV cache (0: num_seqs); cuDNN's paged path needs the whole cache's extent
+  // Sliding window (issue 18; 0: full causal): the token at position p attends to keys
+  // (p - window, p]. Both paths run it as a band: cuDNN through its sliding-window mask, the own
+  // kernel skipping the K/V tiles outside the band.
+  int window = 0;
 };
 void prefill_attention(const PrefillAttention& a, cudaStream_t stream);
 // cuDNN's fused attention for this call where it runs it (prefill_dispatch.cpp; the environment's

@@ -81,6 +81,7 @@ struct DecodeParams {
   float* ws_o;    // [batch][heads][splits][D]
   float* ws_lse;  // [batch][heads][splits]
   int heads, kv_heads, max_ctx, splits;  // splits: fixed grid dimension
+  int window;                            // sliding window (0: whole context): the last `window` tokens
   int group, head_dim;                   // real shape; read by the general kernels only
   float scale_log2;                      // scale * log2(e): softmax in base 2
 };
@@ -91,6 +92,12 @@ __host__ __device__ inline int chunk_len(int len, int splits) {
   const int c = (len + splits - 1) / splits;
   return (c + kChunkQuantum - 1) / kChunkQuantum * kChunkQuantum;
 }
+
+// The tokens a sequence of len tokens attends to: [first, len). Sliding window (issue 18): the new
+// token at position len - 1 sees keys (len - 1 - window, len - 1], i.e. the last `window` tokens
+// (Mistral's convention: transformers' sliding_window_overlay, vLLM's flash-attn window_size =
+// (window - 1, 0)). The chunks are cut from this span, so the blocks read only the window's bytes.
+__device__ __forceinline__ int span_first(int len, int window) { return window > 0 && len > window ? len - window : 0; }
 
 __device__ __forceinline__ uint4 ld16(const bf16* p) { return *reinterpret_cast<const uint4*>(p); }
 
@@ -113,8 +120,9 @@ __global__ void __launch_bounds__(kThreads, GT > 8 ? 3 : kResidentBlocks) decode
 
   const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
   const int len = p.seq_lens[b];
-  const int chunk = chunk_len(len, p.splits);
-  const int t0 = split * chunk;
+  const int first = span_first(len, p.window);  // 0 without a window
+  const int chunk = chunk_len(len - first, p.splits);
+  const int t0 = first + split * chunk;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int h0 = kvh * G;
   if (!kCluster && t0 >= len) {  // this chunk lies past the sequence: contribute nothing to the merge
@@ -357,9 +365,9 @@ __global__ void __launch_bounds__(DT) decode_merge_kernel(DecodeParams p) {
   extern __shared__ float w_s[];  // [splits]
   __shared__ float red[D / 32];
   const int h = blockIdx.x, b = blockIdx.y, d = threadIdx.x, lane = d % 32, warp = d / 32;
-  const int len = p.seq_lens[b];
-  const int chunk = chunk_len(len, p.splits);
-  const int active = min(p.splits, (len + chunk - 1) / chunk);
+  const int span = p.seq_lens[b] - span_first(p.seq_lens[b], p.window);  // tokens attended (the window's)
+  const int chunk = chunk_len(span, p.splits);
+  const int active = min(p.splits, (span + chunk - 1) / chunk);
   const int64_t base = (int64_t(b) * p.heads + h) * p.splits;
   float m = -INFINITY;
   for (int s = d; s < active; s += D) m = fmaxf(m, p.ws_lse[base + s]);
@@ -509,9 +517,10 @@ void dispatch_dims(const DecodeParams& p, const DecodeVariant& v, int batch, boo
 
 }  // namespace
 
-int decode_attention_chunk(int batch, int kv_heads, int max_ctx, int sm_count) {
-  const DecodePlan plan = decode_plan(batch, kv_heads, max_ctx, sm_count, clusters_supported());
-  return chunk_len(max_ctx, plan.splits);  // the longest chunk
+int decode_attention_chunk(int batch, int kv_heads, int max_ctx, int sm_count, int window) {
+  const int span = window > 0 ? std::min(max_ctx, window) : max_ctx;
+  const DecodePlan plan = decode_plan(batch, kv_heads, span, sm_count, clusters_supported());
+  return chunk_len(span, plan.splits);  // the longest chunk
 }
 
 size_t decode_attention_workspace_bytes(int batch, int heads, int head_dim, int max_ctx, int kv_heads,
@@ -548,7 +557,14 @@ void decode_attention(const DecodeAttention& a, int sm_count, cudaStream_t strea
   p.heads = a.heads;
   p.kv_heads = a.kv_heads;
   p.max_ctx = a.max_ctx;
-  const DecodePlan plan = decode_plan(a.batch, a.kv_heads, a.max_ctx, sm_count, clusters_supported());
+  if (a.window < 0) throw RuntimeError("decode_attention: window must be >= 0 (0: the whole context)");
+  p.window = a.window;
+  // The split-K plan is made for the longest span a sequence attends to, min(max_ctx, window), as it
+  // is for max_ctx without a window (one wave of blocks, at most one split per 64 tokens of the
+  // span). Never more splits than for max_ctx, so decode_attention_workspace_bytes (without the
+  // window) always holds the workspace.
+  const int span = a.window > 0 ? std::min(a.max_ctx, a.window) : a.max_ctx;
+  const DecodePlan plan = decode_plan(a.batch, a.kv_heads, span, sm_count, clusters_supported());
   p.splits = plan.splits;
   const float scale = a.scale > 0 ? a.scale : 1.0f / std::sqrt(float(a.head_dim));
   p.scale_log2 = scale * 1.4426950408889634f * (fp8 ? a.k_scale : 1.f);

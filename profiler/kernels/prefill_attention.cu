@@ -5,7 +5,7 @@
 // online softmax state and the O accumulator stay in registers for the whole key loop (nothing
 // round-trips through shared memory). K/V are read from the KV cache, so a chunked prefill attends
 // to the context already cached; tiles no row of a warp can see are skipped, so causal attention
-// costs half of full attention.
+// costs half of full attention, and a sliding window (PrefillAttention::window) costs its band.
 // MT = 1 keeps Q in registers too. MT = 2 reuses every K/V fragment read from shared memory for
 // two 16-row tiles, which halves the shared-memory traffic per FLOP (shared-memory bandwidth, not
 // the tensor cores, bounds the MT = 1 kernel on an H100/H200); Q then lives in shared memory to
@@ -48,6 +48,7 @@ struct PrefillParams {
   const int* seq_lens;
   bf16* out;
   int heads, kv_heads, max_ctx;
+  int window;  // sliding window (kWin kernels): row at position p sees keys (p - window, p]
   float scale_log2;
 };
 
@@ -66,7 +67,12 @@ __device__ __forceinline__ uint32_t ld_u32(const bf16* p) { return *reinterpret_
 // <= 168 registers and spills (H200, 2026-12-01: 222 vs 203 TFLOP/s at 2048 tokens).
 // KV = uint8_t: an FP8 e4m3 cache, converted to bf16 on its way into shared memory (a register
 // load, not cp.async; kv_fp8.cuh).
-template <int D, int MT, class KV>
+// kWin: a sliding window (p.window). A separate instantiation, so full attention compiles exactly
+// as before windows existed; the band's mask is one unsigned compare per score (0 <= pos - t < W),
+// which keeps the windowed kernels at the unwindowed ones' registers and spills (ptxas -v, sm_90,
+// 2026-12-03: identical counts; the mask as two signed compares spilled 136 bytes at head_dim 128,
+// MT = 2).
+template <int D, int MT, class KV, bool kWin>
 __global__ void __launch_bounds__(kWarps * 32, 2) prefill_kernel(PrefillParams p) {
   using C = Cfg<D, MT>;
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -90,9 +96,15 @@ __global__ void __launch_bounds__(kWarps * 32, 2) prefill_kernel(PrefillParams p
   const int g = lane >> 2, t4 = lane & 3;
   constexpr int VPR = D / 8;  // 16-byte pieces per row
 
-  // Keys [0, kv_end) are visible to at least one row of this block (row i sees 0..ctx0+i).
+  // Keys [kv_begin, kv_end) are visible to at least one row of this block (row i at position
+  // ctx0 + i sees keys (ctx0 + i - window, ctx0 + i]; without a window, from 0). Sliding window
+  // (issue 18, Mistral's convention: transformers' sliding_window_overlay, vLLM's flash-attn
+  // window_size = (window - 1, 0)): the tiles wholly before the band of the block's first row are
+  // never loaded, so a block reads and computes about window + BM keys, not its whole context.
   const int last_row = min(qt0 + C::BM, q_len) - 1;
   const int kv_end = ctx0 + last_row + 1;
+  const int kv_begin = kWin ? max(0, ctx0 + qt0 - p.window + 1) : 0;
+  const int j_begin = kv_begin / kBN;
   const int n_tiles = (kv_end + kBN - 1) / kBN;
 
   auto load_tile = [&](int tile, int stage) {
@@ -122,8 +134,8 @@ __global__ void __launch_bounds__(kWarps * 32, 2) prefill_kernel(PrefillParams p
                       ok);
     }
   }
-  load_tile(0, 0);
-  ptx::cp_async_commit();  // Q (MT = 2) lands with tile 0
+  load_tile(j_begin, j_begin & 1);
+  ptx::cp_async_commit();  // Q (MT = 2) lands with the first tile
 
   const int wrow0 = qt0 + warp * 16 * MT;  // this warp's first row (block-relative to the sequence)
   // MT = 1: Q fragments (A operand) straight from global memory, once: rows g and g + 8.
@@ -153,17 +165,20 @@ __global__ void __launch_bounds__(kWarps * 32, 2) prefill_kernel(PrefillParams p
     l[mt][0] = l[mt][1] = 0.f;
   }
   const int warp_first = ctx0 + wrow0, warp_last = warp_first + 16 * MT - 1;  // row i sees keys t <= ctx0 + i
+  const int W = kWin ? p.window : 0;  // ... and (kWin) t > ctx0 + i - W
   const float sl2 = p.scale_log2;
   // ldmatrix lane roles: matrix lm = lane / 8, its row lr = lane % 8.
   const int lm = lane >> 3, lr = lane & 7;
 
-  for (int j = 0; j < n_tiles; ++j) {
+  for (int j = j_begin; j < n_tiles; ++j) {
     if (j + 1 < n_tiles) load_tile(j + 1, (j + 1) & 1);
     ptx::cp_async_commit();
     ptx::cp_async_wait<1>();  // tile j has landed (for this thread's copies) ...
     __syncthreads();          // ... and for everyone's
     const int kt0 = j * kBN;
-    if (kt0 <= warp_last) {  // otherwise every key of the tile is in the future of all the warp's rows
+    // Otherwise every key of the tile is in the future of all the warp's rows, or (window) before
+    // the band of all of them.
+    if (kt0 <= warp_last && (!kWin || kt0 + kBN - 1 > warp_first - W)) {
       const bf16* ks = smem + (2 * (j & 1)) * C::kv_elems;
       const bf16* vs = ks + C::kv_elems;
       float s[MT][kBN / 8][4];
@@ -198,7 +213,9 @@ __global__ void __launch_bounds__(kWarps * 32, 2) prefill_kernel(PrefillParams p
           }
         }
       }
-      const bool need_mask = kt0 + kBN - 1 > warp_first;  // only tiles reaching past the warp's first row
+      // Only tiles reaching past the warp's first row (causal) or, with a window, starting at or
+      // before its last row's band edge.
+      const bool need_mask = kt0 + kBN - 1 > warp_first || (kWin && kt0 <= warp_last - W);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
         const int pos0 = warp_first + mt * 16 + g, pos1 = pos0 + 8;
@@ -206,10 +223,17 @@ __global__ void __launch_bounds__(kWarps * 32, 2) prefill_kernel(PrefillParams p
 #pragma unroll
           for (int n = 0; n < kBN / 8; ++n) {
             const int t = kt0 + n * 8 + 2 * t4;
-            if (t > pos0) s[mt][n][0] = -INFINITY;
-            if (t + 1 > pos0) s[mt][n][1] = -INFINITY;
-            if (t > pos1) s[mt][n][2] = -INFINITY;
-            if (t + 1 > pos1) s[mt][n][3] = -INFINITY;
+            if constexpr (kWin) {  // key t visible iff 0 <= pos - t < W: one unsigned compare
+              if (unsigned(pos0 - t) >= unsigned(W)) s[mt][n][0] = -INFINITY;
+              if (unsigned(pos0 - t - 1) >= unsigned(W)) s[mt][n][1] = -INFINITY;
+              if (unsigned(pos1 - t) >= unsigned(W)) s[mt][n][2] = -INFINITY;
+              if (unsigned(pos1 - t - 1) >= unsigned(W)) s[mt][n][3] = -INFINITY;
+            } else {
+              if (t > pos0) s[mt][n][0] = -INFINITY;
+              if (t + 1 > pos0) s[mt][n][1] = -INFINITY;
+              if (t > pos1) s[mt][n][2] = -INFINITY;
+              if (t + 1 > pos1) s[mt][n][3] = -INFINITY;
+            }
           }
         }
         // Online softmax: a row's 64 scores sit in the 4 lanes of one quad.
@@ -303,7 +327,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) prefill_kernel(PrefillParams p
 template <int D, int MT, class KV>
 void launch_prefill(const PrefillParams& p, int num_seqs, int max_q_len, cudaStream_t stream) {
   using C = Cfg<D, MT>;
-  auto kernel = prefill_kernel<D, MT, KV>;
+  auto kernel = p.window > 0 ? prefill_kernel<D, MT, KV, true> : prefill_kernel<D, MT, KV, false>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::smem)));
   dim3 grid(p.heads, (max_q_len + C::BM - 1) / C::BM, num_seqs);  // heads fastest: a GQA group's heads share K/V in L2
   kernel<<<grid, kWarps * 32, C::smem, stream>>>(p);
@@ -336,6 +360,7 @@ void prefill_attention(const PrefillAttention& a, cudaStream_t stream) {
     throw RuntimeError("prefill_attention: heads must be a multiple of kv_heads");
   if (a.q_row_stride % 2 != 0)
     throw RuntimeError("prefill_attention: q_row_stride must be even (Q is read in bf16 pairs)");
+  if (a.window < 0) throw RuntimeError("prefill_attention: window must be >= 0 (0: full causal attention)");
   if (a.num_seqs == 0 || a.max_q_len == 0) return;
   // issue 18: cuDNN's fused attention where it runs (bf16 KV; an FP8 KV cache, issue 15, takes the own kernel)
   if (!a.k_cache_fp8 && prefill_attention_cudnn(a, stream)) return;
@@ -355,6 +380,7 @@ void prefill_attention(const PrefillAttention& a, cudaStream_t stream) {
   p.heads = a.heads;
   p.kv_heads = a.kv_heads;
   p.max_ctx = a.max_ctx;
+  p.window = a.window;
   const float scale = a.scale > 0 ? a.scale : 1.0f / std::sqrt(float(a.head_dim));
   p.scale_log2 = scale * 1.4426950408889634f * (fp8 ? a.k_scale : 1.f);
   if (fp8) launch_prefill_dim<uint8_t>(p, a.head_dim, a.num_seqs, a.max_q_len, stream);

@@ -44,6 +44,12 @@ bool prefill_attention_cudnn(const PrefillAttention& a, cudaStream_t stream) {
   c.max_ctx = a.max_ctx;
   c.num_slots = a.num_slots;
   c.scale = a.scale;
+  // Sliding window (issue 18): cuDNN's own band, built as cudnn-frontend builds its left bound before
+  // cuDNN 9.21 (col + window - seq_kv + seq_q > row, bottom-right aligned: keys (p - window, p]); the
+  // window is part of the graph's key. A cuDNN that refuses the windowed graph leaves the call to
+  // the own kernel (auto), which skips the tiles outside the band, with the reason in
+  // prefill_attention_last_path().
+  c.window = a.window;
   std::string why;
   if (gpu::cudnn_prefill_attention(c, stream, &why)) {
     last_cudnn = true;

@@ -89,3 +89,21 @@ TEST(ExecutorKvSlots, TensorParallelHalvesEachGpusShareSoMoreSlotsFit) {
   const int64_t tp2 = executor_kv_slots(on({0, 1}), in.cfg, in.fig, in.machine, {{0, 120 * GiB}, {1, 120 * GiB}}, 4097, 8192);
   EXPECT_GT(tp2, 2 * tp1);
 }
+
+TEST(ExecutorKvSlots, SlidingWindowLayersHoldTheFullContextInTheExecutor) {
+  // Mistral-7B-v0.1: 4096-token windows on every layer (issue 18). The planner's memory check
+  // holds 4096 tokens of KV per sequence; the executor's cache holds max_ctx in every layer (it
+  // attends to the band of a full-context cache), so its slots are those of full attention.
+  ModelConfig w = load_model_config(resolve_model_path("mistral-7b"));
+  ASSERT_EQ(w.window_of(0), 4096);
+  ModelConfig full = w;
+  full.layer_window.clear();
+  Machine m = load_machine(resolve_machine_path("h200x2-nvlink"));
+  const Plan p = on({0});
+  const int64_t ctx = 32769, tokens = 8192;
+  const int64_t slots = executor_kv_slots(p, w, derive_figures(w), m, {{0, 120 * GiB}}, ctx, tokens);
+  EXPECT_EQ(slots, executor_kv_slots(p, full, derive_figures(full), m, {{0, 120 * GiB}}, ctx, tokens));
+  // 32k tokens x 128 KiB = 4 GiB a slot: ~105 GiB after weights and reserve hold about 25, not 200.
+  EXPECT_GT(slots, 15);
+  EXPECT_LT(slots, 30);
+}

@@ -192,7 +192,7 @@ void attention_ops(Builder& B, const ModelConfig& cfg, const AttnShard& a, const
                    int gpu, int d, std::string_view L) {
   const double per_attended = 2.0 * double(a.heads) * double(a.qk_dim + a.v_dim);  // QK^T and PV
   const int64_t qo_per_token = a.heads * (a.qk_dim + a.v_dim) * d;
-  // A sliding-window layer (gpt-oss) attends to at most `window` tokens and caches no more.
+  // A sliding-window layer (Mistral-7B-v0.1, gpt-oss) attends to at most `window` tokens and caches no more.
   const int64_t window = cfg.window_of(layer);
   auto bounded = [&](int64_t c) { return window > 0 ? std::min(c, window) : c; };
   if (rb.pf_seqs > 0) {
@@ -201,16 +201,17 @@ void attention_ops(Builder& B, const ModelConfig& cfg, const AttnShard& a, const
     int64_t q = ceil_div(rb.pf_tokens, rb.pf_seqs);
     int64_t ctx = std::max(rb.pf_context, q);
     // Causal: token i of a chunk of q attends to ctx - q + i + 1 tokens; the mean is ctx - (q-1)/2.
-    // Windowed: at most the window each (an upper bound near the chunk start), and the cache read
-    // is the chunk's span: its q tokens plus the window before it.
-    double attended = double(ctx) - double(q - 1) / 2.0;
-    if (window > 0) attended = std::min(attended, double(window));
+    // Windowed: min(that, window) each (attended_pairs: the band's work, issue 18), and the cache
+    // read is the chunk's span: its q tokens plus the window before it.
+    const double attended =
+        window > 0 ? attended_pairs(q, ctx, window) / double(q) : double(ctx) - double(q - 1) / 2.0;
     op.flops = per_attended * double(rb.pf_tokens) * attended;
     const int64_t read = window > 0 ? std::min(ctx, window + q) : ctx;
     op.mem_bytes = double(rb.pf_seqs * read * a.kv_bytes_per_token + rb.pf_tokens * a.kv_bytes_per_token +
                           rb.pf_tokens * qo_per_token);
     op.attn_batch = rb.pf_seqs, op.attn_q_len = q, op.attn_context = ctx;
     op.attn_heads = a.heads, op.attn_kv_heads = a.kv_heads, op.attn_head_dim = a.qk_dim, op.attn_prefill = true;
+    op.attn_window = window;
     B.commit(op);
   }
   if (rb.dc_seqs > 0) {
@@ -222,6 +223,7 @@ void attention_ops(Builder& B, const ModelConfig& cfg, const AttnShard& a, const
                           rb.dc_seqs * qo_per_token);
     op.attn_batch = rb.dc_seqs, op.attn_q_len = 1, op.attn_context = dctx;
     op.attn_heads = a.heads, op.attn_kv_heads = a.kv_heads, op.attn_head_dim = a.qk_dim, op.attn_prefill = false;
+    op.attn_window = window;
     B.commit(op);
   }
 }

@@ -69,6 +69,10 @@ struct Op {
   double mem_bytes = 0;     // HBM bytes the op must move (weights + activations + KV)
   int64_t attn_batch = 0, attn_q_len = 0, attn_context = 0, attn_heads = 0, attn_kv_heads = 0, attn_head_dim = 0;
   bool attn_prefill = false;
+  // Attention: the layer's sliding window (0: full; issue 18). Decode's attn_context is already the
+  // window-bounded context; a prefill chunk keeps its real context and is priced at the band's work
+  // (planner/cost/attention_window.hpp).
+  int64_t attn_window = 0;
   EwKind ew = EwKind::None;  // Elementwise: what it computes, over [ew_rows][ew_cols]
   int64_t ew_rows = 0, ew_cols = 0;
   int64_t group_max_rows = 0;  // GroupedGemm: rows of its busiest expert (tile padding, imbalance)
@@ -92,7 +96,7 @@ struct Op {
 // counted in kOpPlacementFields: the static_assert below counts Op's fields to make sure.
 inline auto priced_fields(const Op& o) {
   return std::tie(o.kind, o.gpus, o.m, o.n, o.k, o.batch_count, o.flops, o.mem_bytes, o.attn_batch, o.attn_q_len,
-                  o.attn_context, o.attn_heads, o.attn_kv_heads, o.attn_head_dim, o.attn_prefill, o.ew, o.ew_rows,
+                  o.attn_context, o.attn_heads, o.attn_kv_heads, o.attn_head_dim, o.attn_prefill, o.attn_window, o.ew, o.ew_rows,
                   o.ew_cols, o.group_max_rows, o.wdtype, o.kv_dtype, o.bytes, o.mode, o.p2p, o.allreduce);
 }
 inline constexpr size_t kOpPlacementFields = 7;  // id, name, stage, layer, deps, expert_first, expert_count

@@ -1,6 +1,7 @@
 #include "planner/cost/compute_cost.hpp"
 
 #include "planner/cost/attention_grid.hpp"
+#include "planner/cost/attention_window.hpp"
 #include "planner/cost/quant_cost.hpp"
 
 #include <algorithm>
@@ -46,6 +47,8 @@ std::optional<ComputePrice> attention_from_table(const std::vector<AttentionTime
   s.batch = op.attn_batch, s.q_len = op.attn_q_len, s.context = op.attn_context;
   s.heads = op.attn_heads, s.kv_heads = op.attn_kv_heads, s.head_dim = op.attn_head_dim;
   s.kv_dtype = attention_table_dtype(op.kv_dtype);
+  // A sliding-window layer (issue 18) at its band's work: planner/cost/attention_window.hpp.
+  if (op.attn_window > 0) return attention_from_grid_windowed(table, gpu, s, op.attn_window);
   return attention_from_grid(table, gpu, s);
 }
 

@@ -33,4 +33,18 @@ std::optional<ComputePrice> attention_from_grid_windowed(const std::vector<Atten
   return p;
 }
 
+std::optional<double> fitted_attention_windowed_s(const FittedCompute& f, const Op& op) {
+  if (op.attn_window <= 0) return f.attention_s(op);
+  AttentionShape s;
+  s.prefill = op.attn_prefill;
+  s.batch = op.attn_batch, s.q_len = op.attn_q_len, s.context = op.attn_context;
+  s.heads = op.attn_heads, s.kv_heads = op.attn_kv_heads, s.head_dim = op.attn_head_dim;
+  double factor = 1.0;
+  Op eq = op;
+  eq.attn_context = window_priced_shape(s, op.attn_window, &factor).context;
+  std::optional<double> t = f.attention_s(eq);
+  if (t) *t *= factor;
+  return t;
+}
+
 }  // namespace peerplan

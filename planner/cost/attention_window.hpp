@@ -12,12 +12,14 @@
 // The same number of query rows keeps the kernel's parallelism; a prompt longer than its window is
 // priced at the causal prompt's efficiency (c' = q), which has as many query tiles and rows at least
 // as long as the band's (an assumption checked on the GPU by the windowed profile points, not yet
-// measured: the grid times full attention only).
+// measured: the grid times full attention only). The fitted fallback prices the same shape.
 #include <cstdint>
 #include <optional>
 #include <vector>
 
+#include "planner/compile/op_graph.hpp"
 #include "planner/cost/attention_grid.hpp"
+#include "planner/cost/fitted_compute.hpp"
 
 namespace peerplan {
 
@@ -28,5 +30,9 @@ AttentionShape window_priced_shape(const AttentionShape& s, int64_t window, doub
 // attention_from_grid for a layer with this window (0: full attention, attention_from_grid itself).
 std::optional<ComputePrice> attention_from_grid_windowed(const std::vector<AttentionTime>& table, int gpu,
                                                          const AttentionShape& s, int64_t window);
+
+// The fitted fallback (a profile without this head shape's grid, fitted_compute.hpp) for an
+// attention op, a windowed one at the same equivalent shape and factor as the grid.
+std::optional<double> fitted_attention_windowed_s(const FittedCompute& f, const Op& op);
 
 }  // namespace peerplan

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "planner/core/error.hpp"
+#include "planner/cost/attention_window.hpp"
 #include "planner/cost/collective_cost.hpp"
 #include "planner/cost/compute_cost.hpp"
 #include "planner/cost/grouped_gemm_cost.hpp"
@@ -130,7 +131,8 @@ OpCost CostModel::price_compute(const Op& op) const {
     return b;
   }
   if ((op.kind == OpKind::Gemm || op.kind == OpKind::Attention) && fitted()) {
-    std::optional<double> t = op.kind == OpKind::Gemm ? fitted()->gemm_s(op.m, op.n, op.k) : fitted()->attention_s(op);
+    std::optional<double> t = op.kind == OpKind::Gemm ? fitted()->gemm_s(op.m, op.n, op.k)
+                                                         : fitted_attention_windowed_s(*fitted(), op);
     if (t) {
       c.seconds = *t * (op.kind == OpKind::Gemm ? double(std::max<int64_t>(op.batch_count, 1)) : 1.0);
       c.source = CostSource::Fitted;

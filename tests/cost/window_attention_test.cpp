@@ -10,6 +10,7 @@
 #include "planner/compile/compiler.hpp"
 #include "planner/cost/attention_window.hpp"
 #include "planner/cost/compute_cost.hpp"
+#include "planner/cost/fitted_compute.hpp"
 #include "planner/plan/plan.hpp"
 #include "tests/strategy/test_fixtures.hpp"
 
@@ -151,4 +152,28 @@ TEST(WindowAttention, PricedShapeKeepsRowsAndBoundsTheContext) {
   EXPECT_EQ(window_priced_shape(d, 128, &f).context, 128);  // gpt-oss's 128-token window
   EXPECT_EQ(f, 1.0);
   EXPECT_EQ(window_priced_shape(d, 0, &f).context, 100000);
+}
+
+TEST(WindowAttention, FittedFallbackPricesTheSameBand) {
+  // A profile without this head shape's grid prices attention from a fit over other points
+  // (fitted_compute.hpp); a windowed chunk goes through the same equivalent shape and factor.
+  Measurements meas;
+  meas.attention = grid();
+  const FittedCompute fit(meas, 989e12, 4.8e12);
+  auto mistral = peerplan::testing::model("mistral-7b");
+  auto full = mistral;
+  full.cfg.layer_window.clear();
+  full.fig = derive_figures(full.cfg);
+  const Op w = attention_op(mistral, chunk(2048, 32768)), f = attention_op(full, chunk(2048, 32768));
+  Op eq = f;
+  eq.attn_context = 5120;  // the band's equivalent causal chunk
+  const auto tw = fitted_attention_windowed_s(fit, w), tf = fitted_attention_windowed_s(fit, f),
+             te = fit.attention_s(eq);
+  ASSERT_TRUE(tw && tf && te);
+  AttentionShape es;
+  es.prefill = true, es.batch = 1, es.q_len = 2048, es.context = 5120;
+  EXPECT_NEAR(*tw, *te * attended_pairs(2048, 32768, 4096) / attention_work(es), 1e-12);
+  EXPECT_LT(*tw / *tf, 0.25) << "windowed " << *tw * 1e6 << " us vs full " << *tf * 1e6 << " us";
+  const Op d = attention_op(mistral, decode(8, 32768)), d4 = attention_op(full, decode(8, 4096));
+  EXPECT_DOUBLE_EQ(*fitted_attention_windowed_s(fit, d), *fit.attention_s(d4)) << "decode: the 4k context";
 }

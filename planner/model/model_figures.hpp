@@ -2,6 +2,7 @@
 // What the planner derives from a model config: parameter counts, bytes, FLOPs, per layer.
 // Conventions: a FLOP is one multiply or one add (a multiply-add is 2 FLOPs); "per token" is for
 // the forward pass; attention FLOPs grow linearly with the context the token attends to.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -69,8 +70,18 @@ struct ModelFigures {
   // Stored weight bytes by format ("bf16", "fp8", ...), in a fixed order, for summaries.
   std::vector<std::pair<std::string, int64_t>> weight_bytes_by_dtype() const;
 
+  // FLOPs of a token at `context`: flops_per_token plus each layer's attention over the context, a
+  // sliding-window layer's over at most its window (issue 18).
   double flops_per_token_at(int64_t context) const {
-    return flops_per_token + flops_per_context_token * double(context > 1 ? context - 1 : 0);
+    bool windowed = false;
+    for (const auto& l : layers) windowed = windowed || l.window > 0;
+    if (!windowed) return flops_per_token + flops_per_context_token * double(context > 1 ? context - 1 : 0);
+    double f = flops_per_token;
+    for (const auto& l : layers) {
+      const int64_t c = l.window > 0 ? std::min(context, l.window) : context;
+      f += l.attn_flops_per_context_token * double(c > 1 ? c - 1 : 0);
+    }
+    return f;
   }
 };
 

@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include "model_test_util.hpp"
+#include "planner/model/model_figures.hpp"
 
 namespace peerplan {
 namespace {
@@ -99,6 +100,18 @@ TEST(ModelConfig, SlidingWindowAppliesWhereTheCheckpointUsesIt) {
   ModelConfig ml = parse_model_config(lt.dump(), "mistral-lt/config.json");
   EXPECT_EQ(ml.window_of(2), 4096);
   EXPECT_EQ(ml.window_of(3), 0);
+}
+
+// The summary's FLOPs per token at a context: a windowed layer attends to at most its window.
+TEST(ModelConfig, FlopsPerTokenAtAContextStopAtTheWindow) {
+  ModelConfig m = load_model_config(shipped_config("mistral-7b"));
+  const ModelFigures f = derive_figures(m);
+  EXPECT_DOUBLE_EQ(f.flops_per_token_at(32768), f.flops_per_token_at(4096)) << "every layer windowed at 4096";
+  EXPECT_DOUBLE_EQ(f.flops_per_token_at(4096) - f.flops_per_token_at(1), 4095 * f.flops_per_context_token);
+  ModelConfig full = m;
+  full.layer_window.clear();
+  const ModelFigures ff = derive_figures(full);
+  EXPECT_GT(ff.flops_per_token_at(32768), f.flops_per_token_at(32768) * 1.5);
 }
 
 // attended_pairs: the band's work that the compiler and the pricing use.

@@ -369,15 +369,15 @@ size_t reference_format(const std::vector<SearchFormat>& fmts) {
 }
 
 // What each format buys against the widest: its fewest GPUs that meet the SLOs ("fp8 weights: the
-// same SLOs on 2 GPUs instead of 4"). `ranked` is in ranking order, so a format's first plan that
-// meets the SLOs is its fewest-GPU one (objective gpus; under another objective, its best-ranked).
+// same SLOs on 2 GPUs instead of 4"); on ties the best-ranked plan of that count.
 std::string what_formats_buy(const std::vector<CandidateResult>& ranked, const std::vector<SearchFormat>& fmts,
                              double rate_rps) {
   std::vector<const CandidateResult*> best(fmts.size(), nullptr);
   std::vector<bool> ran(fmts.size(), false);
   for (const CandidateResult& c : ranked) {
     ran[c.format] = true;
-    if (c.meets_slos && !best[c.format]) best[c.format] = &c;
+    const CandidateResult*& b = best[c.format];
+    if (c.meets_slos && (!b || c.plan.num_gpus() < b->plan.num_gpus())) b = &c;
   }
   const size_t ref = reference_format(fmts);
   auto differs = [&](size_t f) {
@@ -871,11 +871,11 @@ SearchResult search_plans(std::vector<SearchFormat> formats, const Topology& top
         if (g.used() - g.capacity > worst_short) worst_short = g.used() - g.capacity;
     }
     res.verdict = fmt::format(
-        "Nothing fits: none of the {} candidate plan{} for {} ({:.1f} GB of weights as stored) fits on {} ({} GPU{} of {:.1f} GB). "
+        "Nothing fits: none of the {} candidate plan{} for {} ({:.1f} GB of weights as stored{}) fits on {} ({} GPU{} of {:.1f} GB). "
         "{} Options: a machine with more or larger GPUs, a smaller model, or a workload with a shorter context "
         "(this one needs up to {} tokens per sequence).",
         jobs.size(), jobs.size() == 1 ? "" : "s", fmts[0].cfg.name, double(smallest.fig.weight_bytes) / 1e9,
-        topo.machine().name,
+        multi ? " in " + smallest.weights + ", the most compressed format searched" : "", topo.machine().name,
         topo.gpu_count(), topo.gpu_count() == 1 ? "" : "s",
         topo.gpu_count() ? double(topo.machine().gpus[0].memory_bytes) / 1e9 : 0.0,
         why.empty() ? std::string("No strategy proposed a plan.") : "For example: " + why, wl.max_context());

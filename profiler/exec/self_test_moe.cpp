@@ -66,14 +66,24 @@ struct Routed {
   kn::MoeRouting r;
   int64_t tokens = 0;
   int experts = 0, topk = 0, first = 0, count = 0;
+  int path = -1;  // -1: moe_route's choice, 0: one CTA, 1: grid
   std::vector<bf16> lg;
   std::vector<float> cdf_host;
 };
 
+kn::MoeRouteArgs route_args(const Routed& x, int layer) {
+  kn::MoeRouteArgs a;
+  a.logits = x.logits.as<bf16>();
+  a.tokens = x.tokens, a.experts = x.experts, a.topk = x.topk, a.expert_first = x.first, a.expert_count = x.count;
+  a.seed = 1234567, a.layer = layer;
+  a.cdf = x.cdf_host.empty() ? nullptr : x.cdf.as<float>();
+  return a;
+}
+
 Routed route(int dev, std::mt19937_64& rng, int64_t T, int E, int k, int first, int count, std::vector<float> cdf,
-             int layer) {
+             int layer, int path = -1) {
   Routed x;
-  x.tokens = T, x.experts = E, x.topk = k, x.first = first, x.count = count;
+  x.tokens = T, x.experts = E, x.topk = k, x.first = first, x.count = count, x.path = path;
   x.lg = random_bf16(size_t(T * E), rng, 3.0);
   x.logits = upload(dev, x.lg);
   x.cdf_host = std::move(cdf);
@@ -81,13 +91,29 @@ Routed route(int dev, std::mt19937_64& rng, int64_t T, int E, int k, int first, 
   x.buf = gpu::DeviceBuffer(dev, size_t(kn::moe_route_buffer_ints(T, k, count)) * 4);
   CUDA_CHECK(cudaMemset(x.buf.get(), 0xff, x.buf.bytes()));  // poison: -1 / NaN everywhere
   x.r = kn::moe_routing_view(x.buf.as<int>(), T, k, count);
-  kn::MoeRouteArgs a;
-  a.logits = x.logits.as<bf16>();
-  a.tokens = T, a.experts = E, a.topk = k, a.expert_first = first, a.expert_count = count;
-  a.seed = 1234567, a.layer = layer;
-  a.cdf = x.cdf_host.empty() ? nullptr : x.cdf.as<float>();
-  kn::moe_route(a, x.r, nullptr);
+  const kn::MoeRouteArgs a = route_args(x, layer);
+  if (path < 0) kn::moe_route(a, x.r, nullptr);
+  else kn::moe_route_path(a, x.r, path == 1, nullptr);
   return x;
+}
+
+// Both routing paths timed on one shape (CUDA events, 20 launches each after a warm-up), printed
+// beside the self-test's progress: the grid path exists because the one-CTA kernel serialised
+// prefill-sized batches.
+void time_route_paths(int dev, const Routed& x) {
+  const kn::MoeRouteArgs a = route_args(x, 0);
+  gpu::Event t0(dev), t1(dev);
+  double us[2];
+  for (int grid = 0; grid < 2; ++grid) {
+    kn::moe_route_path(a, x.r, grid == 1, nullptr);
+    t0.record(nullptr);
+    for (int i = 0; i < 20; ++i) kn::moe_route_path(a, x.r, grid == 1, nullptr);
+    t1.record(nullptr);
+    t1.synchronize();
+    us[grid] = t1.seconds_since(t0) * 1e6 / 20;
+  }
+  std::fprintf(stderr, "self-test: moe_route T=%lld E=%d k=%d local %d: one CTA %.1f us, grid %.1f us\n",
+               static_cast<long long>(x.tokens), x.experts, x.topk, x.count, us[0], us[1]);
 }
 
 // Routing against the CPU: weights (fp64 softmax renormalised), offsets (counts of route_token's
@@ -101,8 +127,9 @@ void check_route(std::vector<SelfTestResult>& out, const Routed& x) {
   const auto tor = download(x.r.token_of_row, size_t(T * k));
   const auto off = download(x.r.offsets, size_t(x.count + 1));
   const auto nt = download(x.r.num_tiles, size_t(kn::kMoeTileKinds));
-  const std::string shape = fmt::format("T={} E={} k={} local [{},+{}){}", T, x.experts, k, x.first, x.count,
-                                        x.cdf_host.empty() ? "" : " skewed");
+  const bool grid = x.path < 0 ? T > kn::kMoeOneCtaMaxTokens : x.path == 1;
+  const std::string shape = fmt::format("T={} E={} k={} local [{},+{}){} {}", T, x.experts, k, x.first, x.count,
+                                        x.cdf_host.empty() ? "" : " skewed", grid ? "grid" : "one-cta");
   std::vector<int> count(size_t(x.count), 0);
   double num = 0, den = 0;
   int bad = 0;
@@ -235,6 +262,16 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
   cdf[63] = 1.f;
   Routed s = route(dev, rng, 200, 64, 6, 0, 64, cdf, 0);
   check_route(out, s);
+  // Both paths on the same shapes: the ones above past kMoeOneCtaMaxTokens took the grid, so the
+  // one CTA takes a skewed 200; a prefill-sized batch (Qwen1.5-MoE's 2344-token prompt of the
+  // 2026-12-03 validation) and an EP shard of it take each path and are timed by both.
+  check_route(out, route(dev, rng, 200, 64, 6, 0, 64, cdf, 0, 0));
+  for (int path = 0; path < 2; ++path) {
+    check_route(out, route(dev, rng, 2344, 60, 4, 0, 60, {}, 0, path));
+    check_route(out, route(dev, rng, 3000, 60, 4, 15, 15, {}, 0, path));
+  }
+  time_route_paths(dev, route(dev, rng, 2344, 60, 4, 0, 60, {}, 0));
+  time_route_paths(dev, route(dev, rng, 8192, 8, 2, 0, 8, {}, 0));
   // Every kernel on few rows per expert (a) and many (b: 16-row tiles span an expert several
   // times), gathered (gate_up) and in sorted order (down); n = 200 is off the 16- and 128-row
   // weight tiles, k = 288 off the unrolled 256-column chunk.

@@ -30,6 +30,8 @@ struct MoeRouting {
   int* offsets = nullptr;       // [experts + 1] local expert offsets; offsets[experts] = routed rows
   int* tiles[kMoeTileKinds] = {};  // per tile height: (local expert << 20) | first row, num_tiles[i] entries
   int* num_tiles = nullptr;     // [kMoeTileKinds]
+  int* counts = nullptr;        // [local experts] routed rows per expert (grid path's counters)
+  int* cursor = nullptr;        // [local experts] next free row per expert (grid path's sort)
   int64_t cap_entries = 0;      // T*k capacity
   int local_experts = 0;
 };
@@ -48,8 +50,14 @@ struct MoeRouteArgs {
   int layer = 0;
   const float* cdf = nullptr;  // device popularity CDF [experts] (routing.hpp), nullptr = uniform
 };
+// Batches up to this many tokens route in one CTA (one launch: decode graphs); larger ones over the
+// whole GPU in four launches (clear, tokens, offsets and tiles, sort).
+inline constexpr int64_t kMoeOneCtaMaxTokens = 128;
 // Throws std::invalid_argument for shapes the kernel cannot take (topk, local experts, capacity).
 void moe_route(const MoeRouteArgs& a, const MoeRouting& r, cudaStream_t stream);
+// moe_route with the path chosen by the caller (grid or one CTA), no argument checks: for the
+// self-test, which checks and times both paths on the same shapes.
+void moe_route_path(const MoeRouteArgs& a, const MoeRouting& r, bool grid, cudaStream_t stream);
 
 // out[t][:] = sum_j weights[t*k+j] * rows[row_of[t*k+j]][:] over j with row_of >= 0 (zeros when
 // none): hidden = width, multiple of 8.

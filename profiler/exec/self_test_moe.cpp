@@ -270,6 +270,8 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
     check_route(out, route(dev, rng, 2344, 60, 4, 0, 60, {}, 0, path));
     check_route(out, route(dev, rng, 3000, 60, 4, 15, 15, {}, 0, path));
   }
+  time_route_paths(dev, route(dev, rng, 1, 60, 4, 0, 60, {}, 0));  // a decode step at batch 1
+  time_route_paths(dev, route(dev, rng, 64, 60, 4, 0, 60, {}, 0));
   time_route_paths(dev, route(dev, rng, 2344, 60, 4, 0, 60, {}, 0));
   time_route_paths(dev, route(dev, rng, 8192, 8, 2, 0, 8, {}, 0));
   // Every kernel on few rows per expert (a) and many (b: 16-row tiles span an expert several

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One H200, 2026-12-03/04 (seventh session; device tool: carry [".gpu", ".gpu-ref"]; build with scripts/gpu/build.sh).
+# .gpu-ref/traces holds AzurePublicDataset's data/AzureLLMInferenceTrace_{conv,code}.csv (not in git: 1 MB) and
+# azure-conv.json, the workload that replays the conversation trace (batching and SLOs of validate-chat).
+#   scripts/gpu/session7.sh A  (~9 min) self-test (the grid MoE routing, windowed attention), a fresh profile of the
+#                              shipped models validated here, then validations: Qwen1.5-MoE long prompts (per-op
+#                              times: PEERPLAN_OP_TIMES), Mistral-7B 8k-32k (sliding window 4096), Llama-3.1-8B
+#                              and three models no profile times (Qwen2-7B: 7 q heads per kv head; Phi-3-mini:
+#                              head_dim 96; Llama-3.2-1B: head_dim 64) on the first 120 requests of the Azure
+#                              conversation trace, their shapes measured by validate itself (issue 23 item 1),
+#                              then Llama-3.1-8B 64k-100k if time is left.
+# Outputs under $OUT (summary-*.txt and a tgz of the raw files).
+set -u
+PART=${1:-A}
+OUT=${OUT:-/tmp/peerplan-s7}; W=$OUT/w$PART; mkdir -p "$W"
+export NCCL_NVLS_ENABLE=0 PEERPLAN_HOME=$PWD LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+B=$PWD/.gpu/bin/peerplan; S=$OUT/summary-$PART.txt
+ldd "$B" | grep -q 'not found' && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$PWD/.gpu/lib
+log() { echo "$*" | tee -a "$S"; }
+step() { local t=$1 name=$2; shift 2; log "+ [$name] $*"; local t0=$(date +%s.%N)
+  timeout "$t" "$@" > "$W/$name.txt" 2>&1; local rc=$?
+  log "  rc=$rc $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s"
+  tail -n "${TAIL:-6}" "$W/$name.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null; return $rc; }
+{ date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,uuid --format=csv,noheader; } | tee -a "$S"
+NV=$(python3 -c "import importlib.util as u, os; print(os.path.dirname(list(u.find_spec('nvidia.cudnn').submodule_search_locations)[0]))" 2>/dev/null)
+[ -n "$NV" ] && for d in "$NV"/*/lib; do export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d; done
+[ -n "$NV" ] && [ -f "$NV/cudnn/lib/libcudnn.so.9" ] && export PEERPLAN_CUDNN_LIB=$NV/cudnn/lib/libcudnn.so.9
+V=docs/validation; P=$V/plans; TR=.gpu-ref/traces/azure-conv.json
+v() { local name=$1 t=$2; shift 2
+  TAIL=16 step "$t" "validate-$name" $B validate --machine "$W/profile.json" --out "$W/validate-$name" "$@"; }
+mkplan() { echo "{\"version\": 1, \"name\": \"single[0]\", \"strategy\": \"hand\", \"stages\": [{\"gpus\": [0], \"layer_begin\": 0, \"layer_end\": $2}]}" > "$W/$1.plan.json"; }
+if [ "$PART" = A ]; then
+  TAIL=2 step 60 selftest $B validate --self-test
+  grep -E "FAIL|mismatch|moe_route T=" "$W/selftest.txt" | head -12 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  grep -cE " ok" "$W/selftest.txt" | sed 's/^/  | ok rows: /' | tee -a "$S" >/dev/null
+  TAIL=3 step 150 profile $B profile --no-progress --model llama-3.1-8b --model mixtral-8x7b --model qwen1.5-moe-a2.7b \
+    --model mistral-7b --dtypes bf16 --skip nccl,nccl_nop2p --out "$W/profile.json"
+  grep -E "attention grid" "$W/profile.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  PEERPLAN_OP_TIMES=$W/ops-qwen-moe-long.csv v qwen-moe-long 70 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
+    --workload $V/workloads/validate-long-prompt.json
+  v mistral7b-8k-32k 90 --plan $P/llama8b-1gpu.json --model mistral-7b --workload models/workloads/long-prompt-8k-32k.json --requests 24
+  v llama8b-azure-conv 70 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload $TR --requests 120
+  mkplan phi-3-mini 32; mkplan llama-3.2-1b 16
+  v qwen2-7b-azure-conv 70 --plan $P/qwen2-7b-1gpu.json --model tests/data/model/qwen2-7b.json --workload $TR --requests 120
+  v phi-3-mini-azure-conv 70 --plan "$W/phi-3-mini.plan.json" --model tests/data/model/phi-3-mini.json --workload $TR --requests 120
+  v llama-3.2-1b-azure-conv 70 --plan "$W/llama-3.2-1b.plan.json" --model tests/data/model/llama-3.2-1b.json --workload $TR --requests 120
+  [ $SECONDS -lt 360 ] && v llama8b-64k-100k 200 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload models/workloads/long-prompt-64k-100k.json
+  gzip -f "$W/profile.json"; tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null
+  log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
+fi
+echo "unknown part $PART" >&2; exit 2

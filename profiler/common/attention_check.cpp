@@ -8,19 +8,19 @@
 
 namespace peerplan::kernels {
 
-void check_attention_executable(const ModelConfig& cfg) {
+void check_attention_executable(const ModelConfig& cfg, const AttentionPath& path) {
   if (cfg.mla) return;
   const int heads = int(cfg.heads), kv = int(cfg.kv_heads), hd = int(cfg.head_dim);
-  if (!attention_head_dim_supported(hd))
-    throw InputError(cfg.source_file, "head_dim",
-                     fmt::format("64, 80, 96 or 128 (the executor's attention kernels); found {}. 192 and 256 need "
-                                 "more registers per thread than the kernels' occupancy allows",
-                                 hd));
+  AttentionPath p = path;
+  p.kv_fp8 = cfg.kv_dtype == DType::FP8_E4M3;
   if (kv <= 0 || heads % kv != 0 || heads / kv > kMaxAttentionGroup)
     throw InputError(cfg.source_file, "num_attention_heads",
                      fmt::format("at most {} query heads per kv head, a whole number (the executor's attention); "
                                  "found {} / num_key_value_heads {}",
                                  kMaxAttentionGroup, heads, kv));
+  const std::string why = attention_shape_refusal(heads, kv, hd, p);  // now only head_dim can refuse
+  if (!why.empty())
+    throw InputError(cfg.source_file, "head_dim", fmt::format("a head_dim the executor runs; found {}: {}", hd, why));
 }
 
 }  // namespace peerplan::kernels

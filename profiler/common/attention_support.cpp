@@ -6,29 +6,40 @@
 namespace peerplan::kernels {
 
 bool attention_head_dim_supported(int head_dim) {
-  return head_dim == 64 || head_dim == 80 || head_dim == 96 || head_dim == 128;
+  return head_dim == 64 || head_dim == 80 || head_dim == 96 || head_dim == 128 || head_dim == 192;
 }
 
-bool decode_head_dim_supported(int head_dim) { return head_dim >= 8 && head_dim <= 128 && head_dim % 8 == 0; }
+bool attention_head_dim_needs_cudnn(int head_dim) { return head_dim == 256; }
+
+bool decode_head_dim_supported(int head_dim) { return head_dim >= 8 && head_dim <= 256 && head_dim % 8 == 0; }
 
 DecodeVariant decode_variant(int group, int head_dim) {
   if (group < 1 || group > kMaxAttentionGroup || !decode_head_dim_supported(head_dim)) return {};
   DecodeVariant v;
   v.group_tile = 1;
   while (v.group_tile < group) v.group_tile *= 2;
-  v.dim_tile = head_dim <= 64 ? 64 : 128;
-  v.general = v.group_tile != group || v.dim_tile != head_dim;
+  v.dim_tile = head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : 256;
+  if (v.dim_tile == 256 && v.group_tile > 8) v.group_tile = 8, v.group_split = 2;
+  v.general = v.group_tile * v.group_split != group || v.dim_tile != head_dim;
   return v;
 }
 
-std::string attention_shape_refusal(int heads, int kv_heads, int head_dim) {
+std::string attention_shape_refusal(int heads, int kv_heads, int head_dim, const AttentionPath& path) {
   using std::to_string;
   if (kv_heads <= 0 || heads <= 0 || heads % kv_heads != 0)
     return "num_attention_heads " + to_string(heads) + " is not a multiple of num_key_value_heads " + to_string(kv_heads);
-  if (!attention_head_dim_supported(head_dim))
+  if (!attention_head_dim_supported(head_dim) && !attention_head_dim_needs_cudnn(head_dim))
     return "head_dim " + to_string(head_dim) +
-           ": the executor's attention kernels run 64, 80, 96, 128 (192 and 256 need more registers per thread "
-           "than the kernels' occupancy allows)";
+           ": the executor's attention runs 64, 80, 96, 128, 192 and 256 (prefill's own kernel is instantiated "
+           "for those up to 192; 256 runs on cuDNN)";
+  if (attention_head_dim_needs_cudnn(head_dim) && path.kv_fp8)
+    return "head_dim " + to_string(head_dim) +
+           " with an FP8 KV cache: prefill at 256 runs only on cuDNN, whose graph reads a bf16 cache (the own "
+           "kernel runs FP8 up to head_dim 192; 256 spills registers)";
+  if (attention_head_dim_needs_cudnn(head_dim) && !path.cudnn)
+    return "head_dim " + to_string(head_dim) + ": prefill at 256 runs only on cuDNN, not used here (" +
+           (path.no_cudnn_why.empty() ? std::string("cuDNN unavailable") : path.no_cudnn_why) +
+           "; the own kernel runs up to head_dim 192)";
   if (heads / kv_heads > kMaxAttentionGroup)
     return to_string(heads / kv_heads) + " query heads per kv head (" + to_string(heads) + " / " +
            to_string(kv_heads) + "): the executor's attention runs 1 to " + to_string(kMaxAttentionGroup);

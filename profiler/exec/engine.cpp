@@ -26,7 +26,7 @@ GpuState& Engine::gpu(int id) { return *state_.at(id); }
 
 void check_model_executable(const ModelConfig& cfg) {
   if (cfg.mla) throw InputError(cfg.source_file, "kv_lora_rank", "a model without MLA: the executor has no MLA kernels yet");
-  kn::check_attention_executable(cfg);  // head_dim, query heads per kv head
+  kn::check_attention_executable(cfg, kn::prefill_attention_path());  // head_dim, query heads per kv head, cuDNN
   if (!cfg.gated_mlp)
     throw InputError(cfg.source_file, "architectures", "a gated (SwiGLU) MLP: the executor's activation is SiLU(gate) * up");
 }

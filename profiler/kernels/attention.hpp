@@ -82,6 +82,9 @@ void prefill_attention(const PrefillAttention& a, cudaStream_t stream);
 bool prefill_attention_cudnn(const PrefillAttention& a, cudaStream_t stream);
 // "cudnn 9.x.y (path)" or "own kernel (why cuDNN did not run it)" for the last prefill call.
 std::string prefill_attention_last_path();
+// The prefill path of this process for attention_shape_refusal / check_attention_executable:
+// cuDNN usable (PEERPLAN_PREFILL_ATTENTION not "own", libcudnn loads), and kv_fp8 as given.
+AttentionPath prefill_attention_path(bool kv_fp8 = false);
 
 // Which shapes run (head_dim, query heads per kv head) and how: profiler/common/attention_support.hpp.
 

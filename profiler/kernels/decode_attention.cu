@@ -38,6 +38,7 @@
 #include <atomic>
 #include <cfloat>
 #include <cmath>
+#include <type_traits>
 
 #include <cooperative_groups.h>
 
@@ -84,6 +85,7 @@ struct DecodeParams {
   int window;                            // sliding window (0: whole context): the last `window` tokens
   int group, head_dim;                   // real shape; read by the general kernels only
   float scale_log2;                      // scale * log2(e): softmax in base 2
+  int group_split;                       // dim tile 256: blocks per kv head (y = kv head x split + part)
 };
 
 // A sequence of len tokens is cut into chunks of this length (a multiple of kChunkQuantum), so the
@@ -101,30 +103,55 @@ __device__ __forceinline__ int span_first(int len, int window) { return window >
 
 __device__ __forceinline__ uint4 ld16(const bf16* p) { return *reinterpret_cast<const uint4*>(p); }
 
+// A step's K/V load: 8 elements as 8 bf16 (ld_kv8), or with kLazy (FP8 at dim tile 256) the 8
+// raw e4m3 codes, 2 registers instead of 4, converted by as_bf16x8 where they are used: the
+// converted step would not fit 255 registers (ptxas -v: 188 bytes of spills).
+template <bool kLazy, class KV>
+__device__ __forceinline__ auto ld_step(const KV* p) {
+  if constexpr (kLazy) return *reinterpret_cast<const uint2*>(p);
+  else return ld_kv8(p);
+}
+__device__ __forceinline__ uint4 as_bf16x8(uint4 v) { return v; }
+__device__ __forceinline__ uint4 as_bf16x8(uint2 c) { return e4m3x8_to_bf16x8(c); }
+
 // DT, GT: the head-dim and group tiles the block is built for; kGeneral: the real head_dim (<= DT,
 // a multiple of 8) and group (<= GT) come from p, else they are exactly DT and GT.
 // KV: bf16, or uint8_t for an FP8 e4m3 cache (kv_fp8.cuh: 8 codes load as 8 bf16; K's scale is in
 // scale_log2, V's in v_scale).
+// DT = 256 (kWide: head_dim 136..256): the same step with twice the loads and accumulators, so a
+// thread needs up to 255 registers and 2 blocks fit an SM (the bytes in flight per SM stay those
+// of 4 blocks at DT = 128). GT <= 8 only: 16 query heads per kv head would need 128 accumulator
+// registers beside the 128 of loads, so a group of 9..16 runs as p.group_split = 2 blocks of up to
+// 8 heads each on one kv head (blockIdx.y = kv head x 2 + part; the second block's K/V reads come
+// mostly from L2, as the two run side by side).
 template <int DT, int GT, bool kCluster, bool kGeneral, class KV>
-__global__ void __launch_bounds__(kThreads, GT > 8 ? 3 : kResidentBlocks) decode_split_kernel(DecodeParams p) {
+__global__ void __launch_bounds__(kThreads, DT > 128 ? 2 : GT > 8 ? 3 : kResidentBlocks)
+    decode_split_kernel(DecodeParams p) {
   static_assert(GT >= 1 && GT <= 16, "query heads per kv head");
+  static_assert(DT <= 128 || GT <= 8, "dim tile 256 splits groups over 8 into blocks of 8");
+  constexpr bool kWide = DT > 128;
+  constexpr bool kLazy = kWide && sizeof(KV) == 1;
+  using Raw = std::conditional_t<kLazy, uint2, uint4>;  // one load of 8 K or V elements
   constexpr int NB32 = DT / 32, NB64 = DT / 64;
   constexpr bool kUpper = GT > 8;   // S rows 8..15 / a second n-tile of O^T hold real heads
   constexpr int NH = kUpper ? 2 : 1;
-  const int G = kGeneral ? p.group : GT;     // query heads of this kv head
+  // kWide: this block's part of the kv head's group (heads part*GT ..), else the whole group.
+  const int part = kWide ? int(blockIdx.y) % p.group_split : 0;
+  const int G = kWide ? (kGeneral ? min(GT, p.group - part * GT) : GT)
+                      : (kGeneral ? p.group : GT);  // query heads of this block
   const int D = kGeneral ? p.head_dim : DT;  // head dim: the row length of Q, K, V and out
   __shared__ __align__(16) float o_s[kWarps][GT][DT + 4];  // per-warp partial outputs for the block merge
   __shared__ float m_s[kWarps][GT], l_s[kWarps][GT];
   __shared__ float part_o[kCluster ? GT : 1][kCluster ? DT : 1];  // this block's normalised partial
   __shared__ float part_lse[kCluster ? GT : 1];                    // and its log2-sum-exp, per head
 
-  const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
+  const int split = blockIdx.x, kvh = kWide ? int(blockIdx.y) / p.group_split : blockIdx.y, b = blockIdx.z;
   const int len = p.seq_lens[b];
   const int first = span_first(len, p.window);  // 0 without a window
   const int chunk = chunk_len(len - first, p.splits);
   const int t0 = first + split * chunk;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int h0 = kvh * G;
+  const int h0 = kWide ? kvh * p.group + part * GT : kvh * G;
   if (!kCluster && t0 >= len) {  // this chunk lies past the sequence: contribute nothing to the merge
     if (p.splits > 1 && tid < G) p.ws_lse[(int64_t(b) * p.heads + h0 + tid) * p.splits + split] = -INFINITY;
     return;
@@ -166,22 +193,22 @@ __global__ void __launch_bounds__(kThreads, GT > 8 ? 3 : kResidentBlocks) decode
   for (int tb = t0 + warp * kStepTokens; tb < t1; tb += kWarps * kStepTokens) {
     // All loads of the step first. Tokens past the chunk read the chunk's last row instead
     // (finite data, in bounds); their scores are masked, so their weight is exactly 0.
-    uint4 kx[2][NB32], vx[NB64][4];
+    Raw kx[2][NB32], vx[NB64][4];
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
       const int tok = min(tb + 8 * n + g, t1 - 1);
 #pragma unroll
       for (int i = 0; i < NB32; ++i)
-        kx[n][i] = (!kGeneral || 32 * i + 8 * t < D) ? ld_kv8(kp + int64_t(tok) * D + 32 * i + 8 * t)
-                                                     : make_uint4(0, 0, 0, 0);
+        kx[n][i] = (!kGeneral || 32 * i + 8 * t < D) ? ld_step<kLazy>(kp + int64_t(tok) * D + 32 * i + 8 * t)
+                                                     : Raw{};
     }
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
       const int tok = min(tb + (r >> 1) * 8 + 2 * t + (r & 1), t1 - 1);
 #pragma unroll
       for (int i = 0; i < NB64; ++i)
-        vx[i][r] = (!kGeneral || 64 * i + 8 * g < D) ? ld_kv8(vp + int64_t(tok) * D + 64 * i + 8 * g)
-                                                     : make_uint4(0, 0, 0, 0);
+        vx[i][r] = (!kGeneral || 64 * i + 8 * g < D) ? ld_step<kLazy>(vp + int64_t(tok) * D + 64 * i + 8 * g)
+                                                     : Raw{};
     }
 
     // S (heads x 16 tokens) as two n-tiles of 8 tokens.
@@ -191,8 +218,9 @@ __global__ void __launch_bounds__(kThreads, GT > 8 ? 3 : kResidentBlocks) decode
       s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
 #pragma unroll
       for (int i = 0; i < NB32; ++i) {
-        ptx::mma_bf16(s[n], qlo[i].x, qhi[i].x, qlo[i].y, qhi[i].y, kx[n][i].x, kx[n][i].y);
-        ptx::mma_bf16(s[n], qlo[i].z, qhi[i].z, qlo[i].w, qhi[i].w, kx[n][i].z, kx[n][i].w);
+        const uint4 k = as_bf16x8(kx[n][i]);
+        ptx::mma_bf16(s[n], qlo[i].x, qhi[i].x, qlo[i].y, qhi[i].y, k.x, k.y);
+        ptx::mma_bf16(s[n], qlo[i].z, qhi[i].z, qlo[i].w, qhi[i].w, k.z, k.w);
       }
     }
     if (tb + kStepTokens > t1) {  // the chunk's last step: mask tokens past its end
@@ -250,10 +278,12 @@ __global__ void __launch_bounds__(kThreads, GT > 8 ? 3 : kResidentBlocks) decode
     // O^T = O^T * alpha + V^T P^T.
 #pragma unroll
     for (int i = 0; i < NB64; ++i) {
-      const uint32_t* r0 = reinterpret_cast<const uint32_t*>(&vx[i][0]);  // token 2t
-      const uint32_t* r1 = reinterpret_cast<const uint32_t*>(&vx[i][1]);  // token 2t+1
-      const uint32_t* r2 = reinterpret_cast<const uint32_t*>(&vx[i][2]);  // token 8+2t
-      const uint32_t* r3 = reinterpret_cast<const uint32_t*>(&vx[i][3]);  // token 9+2t
+      const uint4 v0 = as_bf16x8(vx[i][0]), v1 = as_bf16x8(vx[i][1]);  // tokens 2t, 2t+1
+      const uint4 v2 = as_bf16x8(vx[i][2]), v3 = as_bf16x8(vx[i][3]);  // tokens 8+2t, 9+2t
+      const uint32_t* r0 = reinterpret_cast<const uint32_t*>(&v0);
+      const uint32_t* r1 = reinterpret_cast<const uint32_t*>(&v1);
+      const uint32_t* r2 = reinterpret_cast<const uint32_t*>(&v2);
+      const uint32_t* r3 = reinterpret_cast<const uint32_t*>(&v3);
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         // Row g: dim 64i+8g+2j (the low bf16 of word j), row g+8: dim +1 (the high bf16).
@@ -402,7 +432,7 @@ __global__ void __launch_bounds__(DT) decode_merge_kernel(DecodeParams p) {
 
 template <int DT, int GT, bool kGeneral, class KV>
 void launch_decode(const DecodeParams& p, int batch, bool cluster, cudaStream_t stream) {
-  const dim3 grid(p.splits, p.kv_heads, batch);
+  const dim3 grid(p.splits, p.kv_heads * (DT > 128 ? p.group_split : 1), batch);
   auto kernel =
       cluster ? decode_split_kernel<DT, GT, true, kGeneral, KV> : decode_split_kernel<DT, GT, false, kGeneral, KV>;
   if (cluster) {
@@ -437,7 +467,9 @@ void dispatch_group(const DecodeParams& p, int batch, int group_tile, bool clust
     case 2: return launch_decode<DT, 2, kGeneral, KV>(p, batch, cluster, stream);
     case 4: return launch_decode<DT, 4, kGeneral, KV>(p, batch, cluster, stream);
     case 8: return launch_decode<DT, 8, kGeneral, KV>(p, batch, cluster, stream);
-    case 16: return launch_decode<DT, 16, kGeneral, KV>(p, batch, cluster, stream);
+    case 16:
+      if constexpr (DT <= 128) return launch_decode<DT, 16, kGeneral, KV>(p, batch, cluster, stream);
+      [[fallthrough]];
     default:
       throw RuntimeError("decode_attention: internal: group tile " + std::to_string(group_tile));
   }
@@ -506,7 +538,11 @@ DecodePlan decode_plan(int batch, int kv_heads, int max_ctx, int sm_count, bool 
 
 template <class KV>
 void dispatch_dims(const DecodeParams& p, const DecodeVariant& v, int batch, bool cluster, cudaStream_t stream) {
-  if (v.dim_tile == 128) {
+  if (v.dim_tile == 256) {
+    if (v.group_tile > 8) throw RuntimeError("decode_attention: internal: dim tile 256 with group tile > 8");
+    if (v.general) dispatch_group<256, true, KV>(p, batch, v.group_tile, cluster, stream);
+    else dispatch_group<256, false, KV>(p, batch, v.group_tile, cluster, stream);
+  } else if (v.dim_tile == 128) {
     if (v.general) dispatch_group<128, true, KV>(p, batch, v.group_tile, cluster, stream);
     else dispatch_group<128, false, KV>(p, batch, v.group_tile, cluster, stream);
   } else {
@@ -538,7 +574,7 @@ void decode_attention(const DecodeAttention& a, int sm_count, cudaStream_t strea
   if (v.group_tile == 0)
     throw RuntimeError("decode_attention: " + std::to_string(a.heads / a.kv_heads) +
                        " query heads per kv head with head_dim " + std::to_string(a.head_dim) +
-                       " do not run (1 to 16 query heads per kv head, head_dim a multiple of 8 up to 128)");
+                       " do not run (1 to 16 query heads per kv head, head_dim a multiple of 8 up to 256)");
   if (a.q_row_stride % 8 != 0)
     throw RuntimeError("decode_attention: q_row_stride must be a multiple of 8 (Q is read in 16-byte pieces)");
   if (a.batch == 0) return;
@@ -575,6 +611,7 @@ void decode_attention(const DecodeAttention& a, int sm_count, cudaStream_t strea
     throw RuntimeError("decode_attention: workspace required for split-K");
   p.group = a.heads / a.kv_heads;
   p.head_dim = a.head_dim;
+  p.group_split = v.group_split;
   if (fp8) dispatch_dims<uint8_t>(p, v, a.batch, plan.cluster, stream);
   else dispatch_dims<bf16>(p, v, a.batch, plan.cluster, stream);
 }

@@ -12,11 +12,13 @@
 // leave registers for the two accumulators. MT = 2 blocks hold 128 rows, so short prompts use
 // MT = 1 to keep enough blocks.
 // Any number of query heads per kv head runs (a block is one query head; it reads its kv head's
-// cache). Instantiated for head_dim 64, 80, 96, 128 (a multiple of 16: whole m16n8k16 steps; the
-// shared-memory rows of D + 8 elements keep ldmatrix free of bank conflicts for all four). ptxas
-// -v (sm_90, 2026-12-02): no spills except 96 at MT = 2 (40 bytes; 80 and 128 use 255 registers
-// without). Not 192 or 256: their MT = 2 kernels spill 872 and 2316 bytes, 256 at MT = 1 spills
-// too, and decode cannot run them either (profiler/common/attention_support.hpp).
+// cache). Instantiated for head_dim 64, 80, 96, 128 and 192 (a multiple of 16: whole m16n8k16
+// steps; the shared-memory rows of D + 8 elements keep ldmatrix free of bank conflicts for all).
+// ptxas -v (sm_90, 2026-12-02): no spills except 96 at MT = 2 (40 bytes; 80 and 128 use 255
+// registers without). 192 runs at MT = 1 only (255 registers bf16, 250 FP8, no spills; 102 KiB of
+// shared memory, 2 blocks per SM): its MT = 2 kernel spills 872 bytes. Not 256: 2316 bytes at
+// MT = 2, 76 at MT = 1; it prefills on cuDNN only (prefill_dispatch.cpp,
+// profiler/common/attention_support.hpp).
 #include <cfloat>
 #include <cmath>
 
@@ -343,6 +345,7 @@ void launch_prefill(const PrefillParams& p, int num_seqs, int max_q_len, cudaStr
 template <class KV>
 void launch_prefill_dim(const PrefillParams& p, int head_dim, int num_seqs, int max_q_len, cudaStream_t stream) {
   switch (head_dim) {
+    case 192: return launch_prefill<192, 1, KV>(p, num_seqs, max_q_len, stream);  // MT = 2 spills (872 bytes)
     case 128: return launch_prefill<128, KV>(p, num_seqs, max_q_len, stream);
     case 96: return launch_prefill<96, KV>(p, num_seqs, max_q_len, stream);
     case 80: return launch_prefill<80, KV>(p, num_seqs, max_q_len, stream);
@@ -353,9 +356,10 @@ void launch_prefill_dim(const PrefillParams& p, int head_dim, int num_seqs, int 
 }  // namespace
 
 void prefill_attention(const PrefillAttention& a, cudaStream_t stream) {
-  if (!attention_head_dim_supported(a.head_dim))
+  const bool own = attention_head_dim_supported(a.head_dim);  // else 256: cuDNN only
+  if (!own && !attention_head_dim_needs_cudnn(a.head_dim))
     throw RuntimeError("prefill_attention: head_dim " + std::to_string(a.head_dim) +
-                       " not supported (64, 80, 96 or 128)");
+                       " not supported (64, 80, 96, 128, 192; 256 on cuDNN)");
   if (a.kv_heads <= 0 || a.heads % a.kv_heads != 0)
     throw RuntimeError("prefill_attention: heads must be a multiple of kv_heads");
   if (a.q_row_stride % 2 != 0)
@@ -364,6 +368,14 @@ void prefill_attention(const PrefillAttention& a, cudaStream_t stream) {
   if (a.num_seqs == 0 || a.max_q_len == 0) return;
   // issue 18: cuDNN's fused attention where it runs (bf16 KV; an FP8 KV cache, issue 15, takes the own kernel)
   if (!a.k_cache_fp8 && prefill_attention_cudnn(a, stream)) return;
+  if (!own) {  // attention_shape_refusal refuses these shapes before any GPU work; this is the backstop
+    const AttentionPath path = prefill_attention_path(a.k_cache_fp8 != nullptr);
+    const std::string why = path.kv_fp8  ? std::string("the KV cache is FP8 and cuDNN's graph reads bf16")
+                            : !path.cudnn ? path.no_cudnn_why
+                                          : prefill_attention_last_path();  // cuDNN refused the graph: its reason
+    throw RuntimeError("prefill_attention: head_dim " + std::to_string(a.head_dim) +
+                       " runs only on cuDNN (the own kernel would spill registers), which did not run it: " + why);
+  }
   PrefillParams p{};
   p.q = a.q;
   p.q_row_stride = a.q_row_stride;

@@ -62,6 +62,19 @@ bool prefill_attention_cudnn(const PrefillAttention& a, cudaStream_t stream) {
   return false;
 }
 
+AttentionPath prefill_attention_path(bool kv_fp8) {
+  AttentionPath p;
+  p.kv_fp8 = kv_fp8;
+  if (gpu::prefill_backend() == gpu::PrefillBackend::Own) {
+    p.cudnn = false;
+    p.no_cudnn_why = "PEERPLAN_PREFILL_ATTENTION=own";
+  } else if (!gpu::cudnn_load_error().empty()) {
+    p.cudnn = false;
+    p.no_cudnn_why = "cuDNN does not load: " + gpu::cudnn_load_error();
+  }
+  return p;
+}
+
 std::string prefill_attention_last_path() {
   if (last_cudnn) return "cudnn " + gpu::cudnn_description();
   std::lock_guard<std::mutex> l(why_mu);

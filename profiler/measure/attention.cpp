@@ -227,7 +227,8 @@ void time_attention_shapes(Context& ctx, const std::set<AttentionShapeKey>& keys
                          "the profiler times attention over a bf16 KV cache");
       continue;
     }
-    const std::string why = kernels::attention_shape_refusal(int(k.heads), int(k.kv_heads), int(k.head_dim));
+    const std::string why = kernels::attention_shape_refusal(int(k.heads), int(k.kv_heads), int(k.head_dim),
+                                                             kernels::prefill_attention_path());  // bf16 cache
     if (why.empty()) configs.insert({int(k.heads), int(k.kv_heads), int(k.head_dim)});
     else ctx.not_applicable(fmt::format("attention heads {} kv {} dim {}", k.heads, k.kv_heads, k.head_dim), why);
   }

@@ -8,6 +8,9 @@
 
 namespace peerplan::kernels {
 
+// Largest hidden size the norms run (a row is held in registers by one 256-thread block).
+constexpr int64_t kMaxNormHidden = 16384;
+
 // out[t] = x[t] / rms(x[t]) * w   (x, out: [tokens][hidden]; out may alias x)
 void rmsnorm(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int64_t tokens,
              int64_t hidden, float eps, cudaStream_t stream);

@@ -248,6 +248,83 @@ void prefill_attention_cases(std::vector<SelfTestResult>& out, int dev, std::mt1
   pre(80, 1, 3, 1200, {1030}, {1200}, {}, 1);
 }
 
+// ---- head_dim 192 and 256 (issue 23; Gemma-class models): decode on the 256 dim tile (192 and
+// 160 in its general form; 9..16 query heads per kv head as two blocks of 8), on the split-K,
+// single-chunk and cluster-merged grids, batch 1 and 4, contexts past 4096, windowed; prefill
+// causal, chunked over a cached context and packed, by the backend in force (cuDNN), then the own
+// kernel, which runs 192 and must refuse 256 (cuDNN only) naming why. ----
+void wide_head_decode_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt19937_64& rng) {
+  auto dec = [&](int D, int kvh, int group, int max_ctx, std::vector<int> lens, std::vector<int> slot_of, int slots,
+                 int window = 0) {
+    out.push_back(decode_case(dev, sms, rng, D, kvh, group, max_ctx, lens, slot_of, slots, window));
+  };
+  dec(256, 1, 8, 8192, {8000}, {}, 1);                          // batch 1: split-K over 8000 tokens
+  dec(256, 2, 16, 5000, {4100, 1, 333, 5000}, {3, 1, 0, 2}, 4);  // batch 4, 16 per kv head (2 blocks of 8)
+  dec(256, 4, 1, 2000, {1999, 64, 1000, 5}, {}, 4);              // MHA, no slot table
+  dec(256, 4, 4, 700, {700, 1, 333, 64}, {3, 1, 0, 2}, 4);       // 16 pairs: cluster-merged splits
+  dec(256, 4, 16, 700, {700, 1, 333, 64}, {3, 1, 0, 2}, 4);      // the same with the group split
+  dec(256, 8, 2, 64, {64, 1, 37}, {0, 2, 1}, 3);                 // one chunk per sequence, no merge
+  dec(192, 2, 8, 1500, {1, 333, 1500}, {2, 0, 3}, 4);            // general dims (192 of 256)
+  dec(192, 1, 16, 4500, {4500, 65, 17}, {1, 2, 0}, 3);           // general dims, group split
+  dec(192, 4, 12, 700, {700, 1, 333, 64}, {3, 1, 0, 2}, 4);      // 12 = 8 + 4: second block partial, cluster
+  dec(192, 1, 1, 300, {300}, {}, 1);                              // batch 1 MHA
+  dec(160, 2, 7, 600, {600, 129}, {1, 0}, 2);                    // any multiple of 8 in between
+  dec(256, 1, 8, 8192, {8000}, {}, 1, 4096);                      // windowed: split-K over the window span
+  dec(192, 2, 16, 1500, {1, 333, 1500}, {2, 0, 3}, 4, 256);      // windowed, group split
+}
+
+void wide_head_prefill_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) {
+  const bool own = gpu::prefill_backend() == gpu::PrefillBackend::Own;
+  auto pre = [&](int D, int kvh, int group, int max_ctx, std::vector<int> qlen, std::vector<int> ctx,
+                 std::vector<int> slot_of, int slots, int window = 0) {
+    if (!(own && kn::attention_head_dim_needs_cudnn(D))) {
+      out.push_back(prefill_case(dev, rng, D, kvh, group, max_ctx, qlen, ctx, slot_of, slots, window));
+      return;
+    }
+    // The own kernel has no 256: the call must be refused before any launch, saying cuDNN runs it.
+    SelfTestResult r;
+    r.kernel = "prefill_attention[own]";
+    r.shape = fmt::format("D={} refused (cuDNN only)", D);
+    r.tolerance = kTol;
+    kn::PrefillAttention a;
+    a.num_seqs = 1, a.max_q_len = 1, a.heads = kvh * group, a.kv_heads = kvh, a.head_dim = D, a.max_ctx = max_ctx;
+    a.q_row_stride = int64_t(a.heads + 2 * kvh) * D;
+    try {
+      kn::prefill_attention(a, nullptr);
+      r.rel_error = 1;  // ran (it must not: no buffers were given)
+    } catch (const RuntimeError& e) {
+      const std::string w = e.what();
+      r.all_written = w.find("head_dim " + std::to_string(D)) != std::string::npos && w.find("cuDNN") != std::string::npos;
+      if (!r.all_written) std::fprintf(stderr, "self-test: unexpected refusal: %s\n", w.c_str());
+    }
+    out.push_back(r);
+  };
+  pre(256, 2, 4, 1100, {1100}, {1100}, {}, 1);                   // causal prompt
+  pre(256, 1, 8, 4500, {200}, {4500}, {0}, 1);                   // a chunk over a 4.3k cached context
+  pre(256, 2, 4, 400, {150, 37}, {150, 300}, {1, 0}, 2);          // packed: causal + chunk
+  pre(256, 1, 16, 300, {300, 63}, {300, 290}, {1, 0}, 2);         // 16 query heads per kv head
+  pre(256, 2, 4, 1100, {1100}, {1100}, {}, 1, 256);              // windowed
+  pre(192, 2, 4, 1100, {1100}, {1100}, {}, 1);                   // causal prompt (own: 64-row blocks)
+  pre(192, 2, 7, 1500, {256}, {1200}, {1}, 2);                   // chunk over a cached context
+  pre(192, 3, 1, 260, {1, 64, 130, 65}, {1, 100, 257, 65}, {}, 4);
+  pre(192, 1, 16, 300, {300, 63}, {300, 290}, {1, 0}, 2);
+  pre(192, 2, 4, 700, {700}, {700}, {}, 1, 100);                 // windowed
+}
+
+void wide_head_attention_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt19937_64& rng) {
+  std::fprintf(stderr, "self-test: %s\n", "decode attention, head_dim 160, 192, 256");
+  wide_head_decode_cases(out, dev, sms, rng);
+  const auto prev = gpu::prefill_backend();
+  if (prev != gpu::PrefillBackend::Own) {
+    std::fprintf(stderr, "self-test: %s\n", "prefill attention, head_dim 192, 256, cuDNN");
+    wide_head_prefill_cases(out, dev, rng);
+  }
+  std::fprintf(stderr, "self-test: %s\n", "prefill attention, head_dim 192 (256 refused), own kernel");
+  gpu::set_prefill_backend(gpu::PrefillBackend::Own);
+  wide_head_prefill_cases(out, dev, rng);
+  gpu::set_prefill_backend(prev);
+}
+
 // ---- sliding-window attention (issue 18): decode and prefill against the windowed reference.
 // Windows smaller than the context (the band binds), larger than it (the same as full attention),
 // chunks over a cached context whose band crosses the window's edge, GQA, split-K over the window
@@ -304,9 +381,9 @@ void window_attention_cases(std::vector<SelfTestResult>& out, int dev, int sms, 
   gpu::set_prefill_backend(prev);
 }
 
-// ---- RMSNorm and fused add + RMSNorm ----
-void norm_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) {
-  const int T = 7, Hd = 4096;
+// ---- RMSNorm and fused add + RMSNorm, T tokens of Hd: up to 8192 one 4-vector-per-thread
+// kernel, above it (issue 23: up to 16384) the 8-vector one ----
+void norm_case(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng, int T, int Hd) {
   Host x = random_host(size_t(T * Hd), rng), res = random_host(x.v.size(), rng), w = random_host(size_t(Hd), rng);
   auto dx = upload(dev, x.v), dw = upload(dev, w.v), dres = upload(dev, res.v);
   auto dout = poisoned(dev, x.v.size());
@@ -325,10 +402,18 @@ void norm_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng)
       ref2[size_t(t * Hd + i)] = (x.d[size_t(t * Hd + i)] + res.d[size_t(t * Hd + i)]) * inv2 * w.d[size_t(i)];
     }
   }
-  out.push_back(compare("rmsnorm", "7 x 4096", dout, ref));
+  out.push_back(compare("rmsnorm", fmt::format("{} x {}", T, Hd), dout, ref));
   auto dout2 = poisoned(dev, x.v.size());
   kn::add_rmsnorm(dx.as<bf16>(), dres.as<bf16>(), dw.as<bf16>(), dout2.as<bf16>(), T, Hd, 1e-5f, nullptr);
-  out.push_back(compare("add_rmsnorm", "7 x 4096", dout2, ref2));
+  out.push_back(compare("add_rmsnorm", fmt::format("{} x {}", T, Hd), dout2, ref2));
+}
+
+void norm_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) {
+  norm_case(out, dev, rng, 7, 4096);
+  norm_case(out, dev, rng, 3, 8192);   // the 4-vector kernel's last size
+  norm_case(out, dev, rng, 5, 8200);   // the 8-vector kernel's first (a multiple of 8 past 8192)
+  norm_case(out, dev, rng, 5, 12288);  // e.g. Llama-2-70B-class hidden sizes
+  norm_case(out, dev, rng, 3, 16384);  // the largest (Llama-3.1-405B)
 }
 
 // ---- SiLU * mul, residual add, embedding gather ----
@@ -427,9 +512,15 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
     prefill_attention_cases(out, dev, rng);
     return out;
   }
-  // PEERPLAN_SELFTEST_ONLY=window: the sliding-window cases alone (issue 18), decode and both prefill paths.
-  if (const char* only = std::getenv("PEERPLAN_SELFTEST_ONLY"); only && std::string(only) == "window") {
-    window_attention_cases(out, dev, sms, rng);
+  // PEERPLAN_SELFTEST_ONLY=window: the sliding-window cases alone (issue 18), decode and both prefill
+  // paths; =headdim: head_dim 160/192/256 attention (issue 23), decode and both prefill paths; =norm:
+  // the RMSNorm cases (hidden 4096 to 16384).
+  if (const char* only = std::getenv("PEERPLAN_SELFTEST_ONLY"); only && *only) {
+    const std::string o = only;
+    if (o == "window") window_attention_cases(out, dev, sms, rng);
+    else if (o == "headdim") wide_head_attention_cases(out, dev, sms, rng);
+    else if (o == "norm") norm_cases(out, dev, rng);
+    else throw InputError("", "PEERPLAN_SELFTEST_ONLY", "window, headdim or norm; found " + o);
     return out;
   }
   std::fprintf(stderr, "self-test: %s\n", "decode attention");
@@ -452,6 +543,7 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
     gpu::set_prefill_backend(prev);
   }
   window_attention_cases(out, dev, sms, rng);
+  wide_head_attention_cases(out, dev, sms, rng);
 
   std::fprintf(stderr, "self-test: %s\n", "RMSNorm");
   norm_cases(out, dev, rng);

@@ -15,6 +15,23 @@
 using bf16 = __nv_bfloat16;
 namespace kn = peerplan::kernels;
 
+#ifdef KBENCH_NO_CUDNN
+// The bench links the kernel files alone (no cuDNN, no planner code): prefill runs the own kernel.
+namespace peerplan::kernels {
+bool prefill_attention_cudnn(const PrefillAttention&, cudaStream_t) { return false; }
+std::string prefill_attention_last_path() { return "own kernel (bench: cuDNN not linked)"; }
+#ifdef KBENCH_HAS_PATH
+AttentionPath prefill_attention_path(bool kv_fp8) {
+  AttentionPath p;
+  p.kv_fp8 = kv_fp8;
+  p.cudnn = false;
+  p.no_cudnn_why = "the bench links no cuDNN";
+  return p;
+}
+#endif
+}  // namespace peerplan::kernels
+#endif
+
 #define CK(x)                                                                             \
   do {                                                                                    \
     cudaError_t e_ = (x);                                                                 \
@@ -128,9 +145,10 @@ static std::vector<HC> parse_shapes(const char* s) {
   while (s && *s) {
     HC c{};
     int n = 0;
-    if (std::sscanf(s, "%d:%d:%d%n", &c.heads, &c.kvh, &c.D, &n) != 3 || c.kvh <= 0 || c.heads % c.kvh || c.D > 128 ||
-        c.heads > 64) {
-      std::fprintf(stderr, "shapes: HEADS:KV:DIM[,...] with HEADS a multiple of KV, HEADS <= 64, DIM <= 128\n");
+    if (std::sscanf(s, "%d:%d:%d%n", &c.heads, &c.kvh, &c.D, &n) != 3 || c.kvh <= 0 || c.heads % c.kvh || c.D > 256 ||
+        c.heads > 64 || c.heads * c.D > 64 * 128) {
+      std::fprintf(stderr, "shapes: HEADS:KV:DIM[,...] with HEADS a multiple of KV, HEADS <= 64, DIM <= 256, "
+                           "HEADS x DIM <= 8192\n");
       std::exit(2);
     }
     v.push_back(c);
@@ -169,6 +187,9 @@ int main(int argc, char** argv) {
               "TB/s|TF");
   // Prefill, one sequence, context = q_len (the profiler's shapes).
   for (HC c : pre_shapes) {
+#ifdef KBENCH_HAS_PATH
+    if (kn::attention_head_dim_needs_cudnn(c.D)) continue;  // prefill on cuDNN only: not linked here
+#endif
     for (int L : {512, 2048, 8192}) {
       int hl[2] = {0, L};
       CK(cudaMemcpy(qstart, hl, 8, cudaMemcpyHostToDevice));

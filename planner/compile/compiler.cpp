@@ -391,6 +391,11 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
         for (const auto& ms : shards[size_t(r)])
           if (is_attn_in(ms.name)) B.gemm(L, ms.name, s, l, gpu, T, ms.n, ms.k, ms.count);
       });
+      if (cfg.qk_norm)  // Qwen3: q_norm and k_norm over each head's head_dim, reading and writing q and k
+        each([&](int, int gpu) {
+          const int64_t normed = (a.heads + a.kv_heads) * a.qk_dim;  // values normalised per token
+          B.elementwise(L, "qk_norm", {EwKind::QkNorm, T, normed}, s, l, gpu, T * normed, 2, 4.0, 2 * a.qk_dim);
+        });
       each([&](int, int gpu) {
         const int64_t rotated = (a.heads + a.kv_heads) * a.rope_dim;  // values rotated per token
         B.elementwise(L, "rotary", {EwKind::Rotary, T, rotated}, s, l, gpu, T * rotated, 2, 3.0);

@@ -46,6 +46,9 @@ CollOp coll_op(OpKind k);
 enum class EwKind {
   None,      // not an elementwise op
   RmsNorm,   // each of [rows][cols] rows normalised (attn_norm, mlp_norm, final_norm)
+  QkNorm,    // Qwen3's per-head RMSNorm of q and k (q_norm, k_norm: one head_dim weight each), in
+             // place on the qkv GEMM's output before rotary: [rows][cols], cols = (q heads + kv
+             // heads of the shard) * head_dim, each head_dim run normalised on its own
   Rotary,    // rotary embedding of q and k of `rows` tokens ([rows][cols]: cols = rotated values
              // per token), K and V written into the cache
   Residual,  // residual add over [rows][cols]

@@ -113,6 +113,10 @@ void Engine::allocate(GpuState& g, const ScratchNeed& need) {
   kn::fill_random(g.hidden.as<bf16>(), tok_cap * H, opt_.seed * 43 + id, 1.0f, g.stream);
   kn::fill_random(g.qkv.as<bf16>(), tok_cap * qkv_w, opt_.seed * 47 + id, 1.0f, g.stream);
   kn::fill_value(g.normw.as<bf16>(), H, 1.0f, g.stream);
+  if (cfg_.qk_norm) {  // Qwen3's q_norm and k_norm: one head_dim vector each, shared by the layers as normw
+    g.qknormw = gpu::DeviceBuffer(dev, size_t(2 * g.head_dim) * 2);
+    kn::fill_value(g.qknormw.as<bf16>(), 2 * g.head_dim, 1.0f, g.stream);
+  }
   // Split-K workspace: the chunk length depends on the batch, so size for the worst batch.
   size_t ws = 256;
   for (int64_t b = 1; b <= std::max(padded_batch(kv_slots_), max_tokens_); ++b)

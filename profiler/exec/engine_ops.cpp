@@ -11,6 +11,7 @@
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/attention.hpp"
 #include "profiler/kernels/elementwise.hpp"
+#include "profiler/kernels/qk_norm.hpp"
 
 namespace peerplan::exec {
 
@@ -117,7 +118,7 @@ void Engine::run_attention(const Op& op, GpuState& g) {
 }
 
 void Engine::run_elementwise(const Op& op, GpuState& g) {
-  // Norms, residual adds and rotary run over the tokens this GPU holds in this iteration (g.ntok,
+  // Norms, QK-norm, residual adds and rotary run over the tokens this GPU holds in this iteration (g.ntok,
   // from the uploaded metadata; the compiler's ew_rows is the per-rank share rounded up when
   // dp > 1); the activation over the compiler's [rows][cols], as the GEMMs around it.
   cudaStream_t s = g.stream;
@@ -125,6 +126,21 @@ void Engine::run_elementwise(const Op& op, GpuState& g) {
     case EwKind::RmsNorm:
       return kn::rmsnorm(g.hidden.as<bf16>(), g.normw.as<bf16>(), g.Z.as<bf16>(), g.ntok, op.ew_cols, 1e-5f, s);
     case EwKind::Residual: return kn::residual_add(g.hidden.as<bf16>(), g.Z.as<bf16>(), g.ntok * op.ew_cols, s);
+    case EwKind::QkNorm: {
+      // Qwen3: q and k heads of the qkv rows normalised in place before rotary (eps: Qwen3's
+      // rms_norm_eps; the time does not depend on it).
+      kn::QkNormArgs q;
+      q.qkv = g.qkv.as<bf16>();
+      q.row_stride = (g.heads + 2 * g.kv_heads) * g.head_dim;
+      q.q_weight = g.qknormw.as<bf16>();
+      q.k_weight = q.q_weight + g.head_dim;
+      q.tokens = g.ntok;
+      q.heads = int(g.heads);
+      q.kv_heads = int(g.kv_heads);
+      q.head_dim = int(g.head_dim);
+      q.eps = 1e-6f;
+      return kn::qk_norm(q, s);
+    }
     case EwKind::Rotary: {
       kn::RotaryCache r;
       r.qkv = g.qkv.as<bf16>();

@@ -39,6 +39,7 @@ struct GpuState {
   std::map<std::string, gpu::QuantWeight> qweights;
   bool kv_fp8 = false;  // the KV cache holds e4m3 codes (kSyntheticKvScale per tensor)
   gpu::DeviceBuffer X, Y, Z, hidden, qkv, normw, attn_ws;
+  gpu::DeviceBuffer qknormw;  // qk_norm models (Qwen3): q_norm then k_norm weights, head_dim each
   int64_t cap_x = 0, cap_y = 0, cap_z = 0;
   std::map<int, std::pair<gpu::DeviceBuffer, gpu::DeviceBuffer>> kv;  // layer -> K, V
   // MoE (engine_moe.cpp): the last MoeRoute's device routing, reused by the layer's grouped GEMMs

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "profiler/exec/executor.hpp"
+#include "profiler/exec/self_test_qknorm.hpp"
 #include "profiler/exec/self_test_util.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/gpu/cudnn_attention.hpp"
@@ -514,13 +515,14 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
   }
   // PEERPLAN_SELFTEST_ONLY=window: the sliding-window cases alone (issue 18), decode and both prefill
   // paths; =headdim: head_dim 160/192/256 attention (issue 23), decode and both prefill paths; =norm:
-  // the RMSNorm cases (hidden 4096 to 16384).
+  // the RMSNorm cases (hidden 4096 to 16384); =qknorm: Qwen3's per-head QK-norm.
   if (const char* only = std::getenv("PEERPLAN_SELFTEST_ONLY"); only && *only) {
     const std::string o = only;
     if (o == "window") window_attention_cases(out, dev, sms, rng);
     else if (o == "headdim") wide_head_attention_cases(out, dev, sms, rng);
     else if (o == "norm") norm_cases(out, dev, rng);
-    else throw InputError("", "PEERPLAN_SELFTEST_ONLY", "window, headdim or norm; found " + o);
+    else if (o == "qknorm") selftest::qk_norm_cases(out, dev, rng);
+    else throw InputError("", "PEERPLAN_SELFTEST_ONLY", "window, headdim, norm or qknorm; found " + o);
     return out;
   }
   std::fprintf(stderr, "self-test: %s\n", "decode attention");
@@ -547,6 +549,8 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
 
   std::fprintf(stderr, "self-test: %s\n", "RMSNorm");
   norm_cases(out, dev, rng);
+  std::fprintf(stderr, "self-test: %s\n", "QK-norm");
+  selftest::qk_norm_cases(out, dev, rng);
 
   std::fprintf(stderr, "self-test: %s\n", "SiLU");
   mlp_and_embedding_cases(out, dev, rng);

@@ -4,11 +4,12 @@
 # azure-conv.json, the workload that replays the conversation trace (batching and SLOs of validate-chat).
 #   scripts/gpu/session7.sh A  (~9 min) self-test (the grid MoE routing, windowed attention), a fresh profile of the
 #                              shipped models validated here, then validations: Qwen1.5-MoE long prompts (per-op
-#                              times: PEERPLAN_OP_TIMES), Mistral-7B 8k-32k (sliding window 4096), Llama-3.1-8B
+#                              times: PEERPLAN_OP_TIMES), Llama-3.1-8B
 #                              and three models no profile times (Qwen2-7B: 7 q heads per kv head; Phi-3-mini:
 #                              head_dim 96; Llama-3.2-1B: head_dim 64) on the first 120 requests of the Azure
 #                              conversation trace, their shapes measured by validate itself (issue 23 item 1),
-#                              then Llama-3.1-8B 64k-100k if time is left.
+#                              Qwen3-8B (QK-norm) likewise.
+#   scripts/gpu/session7.sh B  (~9 min) a fresh profile, Mistral-7B 8k-32k (window 4096), Llama-3.1-8B 64k-100k.
 # Outputs under $OUT (summary-*.txt and a tgz of the raw files).
 set -u
 PART=${1:-A}
@@ -30,22 +31,30 @@ V=docs/validation; P=$V/plans; TR=.gpu-ref/traces/azure-conv.json
 v() { local name=$1 t=$2; shift 2
   TAIL=16 step "$t" "validate-$name" $B validate --machine "$W/profile.json" --out "$W/validate-$name" "$@"; }
 mkplan() { echo "{\"version\": 1, \"name\": \"single[0]\", \"strategy\": \"hand\", \"stages\": [{\"gpus\": [0], \"layer_begin\": 0, \"layer_end\": $2}]}" > "$W/$1.plan.json"; }
+left() { [ $SECONDS -lt "$1" ] || { log "  (skipped: ${SECONDS}s used)"; return 1; }; }
+profile() { TAIL=3 step 150 profile $B profile --no-progress --model llama-3.1-8b --model mixtral-8x7b \
+    --model qwen1.5-moe-a2.7b --model mistral-7b --dtypes bf16 --skip nccl,nccl_nop2p --out "$W/profile.json"
+  grep -E "attention grid" "$W/profile.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null; }
 if [ "$PART" = A ]; then
-  TAIL=2 step 60 selftest $B validate --self-test
-  grep -E "FAIL|mismatch|moe_route T=" "$W/selftest.txt" | head -12 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  TAIL=2 step 100 selftest $B validate --self-test
+  grep -E "FAIL|mismatch|moe_route T=|refus" "$W/selftest.txt" | head -16 | sed 's/^/  | /' | tee -a "$S" >/dev/null
   grep -cE " ok" "$W/selftest.txt" | sed 's/^/  | ok rows: /' | tee -a "$S" >/dev/null
-  TAIL=3 step 150 profile $B profile --no-progress --model llama-3.1-8b --model mixtral-8x7b --model qwen1.5-moe-a2.7b \
-    --model mistral-7b --dtypes bf16 --skip nccl,nccl_nop2p --out "$W/profile.json"
-  grep -E "attention grid" "$W/profile.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  profile
   PEERPLAN_OP_TIMES=$W/ops-qwen-moe-long.csv v qwen-moe-long 70 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
     --workload $V/workloads/validate-long-prompt.json
-  v mistral7b-8k-32k 90 --plan $P/llama8b-1gpu.json --model mistral-7b --workload models/workloads/long-prompt-8k-32k.json --requests 24
   v llama8b-azure-conv 70 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload $TR --requests 120
-  mkplan phi-3-mini 32; mkplan llama-3.2-1b 16
-  v qwen2-7b-azure-conv 70 --plan $P/qwen2-7b-1gpu.json --model tests/data/model/qwen2-7b.json --workload $TR --requests 120
-  v phi-3-mini-azure-conv 70 --plan "$W/phi-3-mini.plan.json" --model tests/data/model/phi-3-mini.json --workload $TR --requests 120
-  v llama-3.2-1b-azure-conv 70 --plan "$W/llama-3.2-1b.plan.json" --model tests/data/model/llama-3.2-1b.json --workload $TR --requests 120
-  [ $SECONDS -lt 360 ] && v llama8b-64k-100k 200 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload models/workloads/long-prompt-64k-100k.json
+  mkplan phi-3-mini 32; mkplan qwen3-8b 36; mkplan llama-3.2-1b 16
+  left 470 && v qwen2-7b-azure-conv 65 --plan $P/qwen2-7b-1gpu.json --model tests/data/model/qwen2-7b.json --workload $TR --requests 120
+  left 510 && v phi-3-mini-azure-conv 65 --plan "$W/phi-3-mini.plan.json" --model tests/data/model/phi-3-mini.json --workload $TR --requests 120
+  left 525 && v llama-3.2-1b-azure-conv 55 --plan "$W/llama-3.2-1b.plan.json" --model tests/data/model/llama-3.2-1b.json --workload $TR --requests 120
+  left 545 && v qwen3-8b-azure-conv 55 --plan "$W/qwen3-8b.plan.json" --model tests/data/model/qwen3-8b.json --workload $TR --requests 120
+fi
+if [ "$PART" = B ]; then  # a fresh lease is another GPU: profile it again before anything compared against it
+  profile
+  v mistral7b-8k-32k 90 --plan $P/llama8b-1gpu.json --model mistral-7b --workload models/workloads/long-prompt-8k-32k.json --requests 24
+  left 380 && v llama8b-64k-100k 200 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload models/workloads/long-prompt-64k-100k.json
+fi
+if [ "$PART" = A ] || [ "$PART" = B ]; then
   gzip -f "$W/profile.json"; tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null
   log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
 fi

@@ -8,8 +8,8 @@
 #                              and three models no profile times (Qwen2-7B: 7 q heads per kv head; Phi-3-mini:
 #                              head_dim 96; Llama-3.2-1B: head_dim 64) on the first 120 requests of the Azure
 #                              conversation trace, their shapes measured by validate itself (issue 23 item 1),
-#                              Qwen3-8B (QK-norm) likewise.
-#   scripts/gpu/session7.sh B  (~9 min) a fresh profile, Mistral-7B 8k-32k (window 4096), Llama-3.1-8B 64k-100k.
+#   scripts/gpu/session7.sh B  (~9 min) a fresh profile, self-tests of head_dim 160-256, norms to 16384 and
+#                              QK-norm, Qwen3-8B (QK-norm) on the conversation trace, Mistral-7B 8k-32k (window 4096), Llama-3.1-8B 64k-100k.
 # Outputs under $OUT (summary-*.txt and a tgz of the raw files).
 set -u
 PART=${1:-A}
@@ -43,14 +43,18 @@ if [ "$PART" = A ]; then
   PEERPLAN_OP_TIMES=$W/ops-qwen-moe-long.csv v qwen-moe-long 70 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
     --workload $V/workloads/validate-long-prompt.json
   v llama8b-azure-conv 70 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload $TR --requests 120
-  mkplan phi-3-mini 32; mkplan qwen3-8b 36; mkplan llama-3.2-1b 16
+  mkplan phi-3-mini 32; mkplan llama-3.2-1b 16
   left 470 && v qwen2-7b-azure-conv 65 --plan $P/qwen2-7b-1gpu.json --model tests/data/model/qwen2-7b.json --workload $TR --requests 120
   left 510 && v phi-3-mini-azure-conv 65 --plan "$W/phi-3-mini.plan.json" --model tests/data/model/phi-3-mini.json --workload $TR --requests 120
   left 525 && v llama-3.2-1b-azure-conv 55 --plan "$W/llama-3.2-1b.plan.json" --model tests/data/model/llama-3.2-1b.json --workload $TR --requests 120
-  left 545 && v qwen3-8b-azure-conv 55 --plan "$W/qwen3-8b.plan.json" --model tests/data/model/qwen3-8b.json --workload $TR --requests 120
 fi
 if [ "$PART" = B ]; then  # a fresh lease is another GPU: profile it again before anything compared against it
   profile
+  mkplan qwen3-8b 36
+  TAIL=4 step 60 selftest-new env PEERPLAN_SELFTEST_ONLY=headdim $B validate --self-test
+  for o in norm qknorm; do TAIL=2 step 30 selftest-$o env PEERPLAN_SELFTEST_ONLY=$o $B validate --self-test; done
+  grep -hE "FAIL|mismatch|refus" "$W"/selftest-*.txt | head -12 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  v qwen3-8b-azure-conv 65 --plan "$W/qwen3-8b.plan.json" --model tests/data/model/qwen3-8b.json --workload $TR --requests 120
   v mistral7b-8k-32k 90 --plan $P/llama8b-1gpu.json --model mistral-7b --workload models/workloads/long-prompt-8k-32k.json --requests 24
   left 380 && v llama8b-64k-100k 200 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload models/workloads/long-prompt-64k-100k.json
 fi

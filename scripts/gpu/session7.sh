@@ -44,19 +44,19 @@ if [ "$PART" = A ]; then
     --workload $V/workloads/validate-long-prompt.json
   v llama8b-azure-conv 70 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload $TR --requests 120
   mkplan phi-3-mini 32; mkplan llama-3.2-1b 16
-  left 470 && v qwen2-7b-azure-conv 65 --plan $P/qwen2-7b-1gpu.json --model tests/data/model/qwen2-7b.json --workload $TR --requests 120
+  left 470 && v qwen2-7b-azure-conv 95 --plan $P/qwen2-7b-1gpu.json --model tests/data/model/qwen2-7b.json --workload $TR --requests 120
   left 510 && v phi-3-mini-azure-conv 65 --plan "$W/phi-3-mini.plan.json" --model tests/data/model/phi-3-mini.json --workload $TR --requests 120
-  left 525 && v llama-3.2-1b-azure-conv 55 --plan "$W/llama-3.2-1b.plan.json" --model tests/data/model/llama-3.2-1b.json --workload $TR --requests 120
+  left 500 && v llama-3.2-1b-azure-conv 95 --plan "$W/llama-3.2-1b.plan.json" --model tests/data/model/llama-3.2-1b.json --workload $TR --requests 120
 fi
 if [ "$PART" = B ]; then  # a fresh lease is another GPU: profile it again before anything compared against it
   profile
   mkplan qwen3-8b 36
-  TAIL=4 step 60 selftest-new env PEERPLAN_SELFTEST_ONLY=headdim $B validate --self-test
+  TAIL=4 step 60 selftest-headdim env PEERPLAN_SELFTEST_ONLY=headdim $B validate --self-test
   for o in norm qknorm; do TAIL=2 step 30 selftest-$o env PEERPLAN_SELFTEST_ONLY=$o $B validate --self-test; done
   grep -hE "FAIL|mismatch|refus" "$W"/selftest-*.txt | head -12 | sed 's/^/  | /' | tee -a "$S" >/dev/null
-  v qwen3-8b-azure-conv 65 --plan "$W/qwen3-8b.plan.json" --model tests/data/model/qwen3-8b.json --workload $TR --requests 120
+  v qwen3-8b-azure-conv 95 --plan "$W/qwen3-8b.plan.json" --model tests/data/model/qwen3-8b.json --workload $TR --requests 120
   v mistral7b-8k-32k 90 --plan $P/llama8b-1gpu.json --model mistral-7b --workload models/workloads/long-prompt-8k-32k.json --requests 24
-  left 380 && v llama8b-64k-100k 200 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload models/workloads/long-prompt-64k-100k.json
+  left 330 && v llama8b-64k-100k 200 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload models/workloads/long-prompt-64k-100k.json
 fi
 if [ "$PART" = A ] || [ "$PART" = B ]; then
   gzip -f "$W/profile.json"; tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null

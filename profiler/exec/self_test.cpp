@@ -453,12 +453,23 @@ void mlp_and_embedding_cases(std::vector<SelfTestResult>& out, int dev, std::mt1
 }
 
 // ---- rotary + KV-cache write: check the rotated q and the cached k and v ----
-void rotary_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng, int D) {
-  const int T = 3, heads = 4, kvh = 2, max_ctx = 64, slots = 2;
+// T tokens of heads / kvh heads: positions 0, 17, 63 for T = 3, else spread over [0, max_ctx)
+// (a warp per (token, head): several blocks, positions where the angle needs range reduction).
+void rotary_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng, int D, int T = 3, int heads = 4,
+                  int kvh = 2, int max_ctx = 64) {
+  const int slots = 2;
   const float theta = 500000.f;
   const int row = (heads + 2 * kvh) * D;
-  Host qkv = random_host(size_t(T * row), rng);
+  Host qkv = random_host(size_t(T) * row, rng);
   std::vector<int> pos{0, 17, 63}, tslot{1, 0, 1};
+  if (T != 3) {
+    pos.assign(size_t(T), 0);
+    tslot.assign(size_t(T), 0);
+    for (int t = 0; t < T; ++t) {
+      pos[size_t(t)] = max_ctx - 1 - int((int64_t(t) * 7919) % max_ctx);  // the last position first
+      tslot[size_t(t)] = t % slots;
+    }
+  }
   auto dqkv = upload(dev, qkv.v), dp = upload_int(dev, pos), dsl = upload_int(dev, tslot);
   auto dk = poisoned(dev, size_t(slots) * kvh * max_ctx * D), dv = poisoned(dev, size_t(slots) * kvh * max_ctx * D);
   kn::RotaryCache r;
@@ -478,7 +489,7 @@ void rotary_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rn
         rq[i0] = qkv.d[i0] * std::cos(ang) - qkv.d[i1] * std::sin(ang);
         rq[i1] = qkv.d[i1] * std::cos(ang) + qkv.d[i0] * std::sin(ang);
       }
-  out.push_back(compare("rotary(q,k in place)", fmt::format("3 tokens heads=4 kv=2 D={}", D), dqkv, rq));
+  out.push_back(compare("rotary(q,k in place)", fmt::format("{} tokens heads={} kv={} D={} pos<{}", T, heads, kvh, D, max_ctx), dqkv, rq));
   // Gather the cached rows back and compare with rotated k / raw v.
   CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<bf16> hk(size_t(slots) * kvh * max_ctx * D), hv(hk.size());
@@ -496,7 +507,7 @@ void rotary_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rn
         ref.push_back(qkv.d[size_t(t * row + (heads + kvh + h) * D + d)]);
       }
   gpu::DeviceBuffer dg = upload(dev, got);
-  out.push_back(compare("kv_cache_write", fmt::format("3 tokens kv=2 D={}", D), dg, ref));
+  out.push_back(compare("kv_cache_write", fmt::format("{} tokens kv={} D={} pos<{}", T, kvh, D, max_ctx), dg, ref));
 }
 
 }  // namespace selftest
@@ -558,6 +569,9 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
   std::fprintf(stderr, "self-test: %s\n", "rotary");
   rotary_cases(out, dev, rng, 128);
   rotary_cases(out, dev, rng, 96);  // Phi-3-mini's head_dim
+  rotary_cases(out, dev, rng, 128, 1, 16, 4, 32000);   // decode batch 1 at position 31999
+  rotary_cases(out, dev, rng, 64, 37, 32, 8, 4096);    // Llama-3.2-1B, a prefill-like run of tokens
+  rotary_cases(out, dev, rng, 256, 5, 8, 1, 20000);    // head_dim 256, MQA
 
   std::fprintf(stderr, "self-test: %s\n", "quantized GEMMs, FP8 KV cache");
   quant_cases(out, dev, sms, rng);

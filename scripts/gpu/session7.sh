@@ -10,6 +10,8 @@
 #                              conversation trace, their shapes measured by validate itself (issue 23 item 1),
 #   scripts/gpu/session7.sh B  (~9 min) a fresh profile, self-tests of head_dim 160-256, norms to 16384 and
 #                              QK-norm, Qwen3-8B (QK-norm) on the conversation trace, Mistral-7B 8k-32k (window 4096), Llama-3.1-8B 64k-100k.
+#   scripts/gpu/session7.sh C  (~5 min) full self-test (the rotary rewrite), bench/moe/run.sh (the routed MoE decode
+#                              step beside the PyTorch reference, issue 14).
 # Outputs under $OUT (summary-*.txt and a tgz of the raw files).
 set -u
 PART=${1:-A}
@@ -57,6 +59,14 @@ if [ "$PART" = B ]; then  # a fresh lease is another GPU: profile it again befor
   v qwen3-8b-azure-conv 95 --plan "$W/qwen3-8b.plan.json" --model tests/data/model/qwen3-8b.json --workload $TR --requests 120
   v mistral7b-8k-32k 90 --plan $P/llama8b-1gpu.json --model mistral-7b --workload models/workloads/long-prompt-8k-32k.json --requests 24
   left 330 && v llama8b-64k-100k 200 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload models/workloads/long-prompt-64k-100k.json
+fi
+if [ "$PART" = C ]; then  # the rotary rewrite checked, then issue 14's end-to-end MoE decode beside PyTorch
+  TAIL=2 step 100 selftest $B validate --self-test
+  grep -E "FAIL|mismatch|rotary|kv_cache_write" "$W/selftest.txt" | head -16 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  grep -cE " ok$" "$W/selftest.txt" | sed 's/^/  | ok rows: /' | tee -a "$S" >/dev/null
+  OUT=$W/moe MOE_W=$W/moe/w GG_S=45 bash bench/moe/run.sh .gpu 2>&1 | tee -a "$S" | tail -n 40
+  tar czf "$OUT/part$PART.tgz" -C "$W" . 2>/dev/null
+  log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
 fi
 if [ "$PART" = A ] || [ "$PART" = B ]; then
   gzip -f "$W/profile.json"; tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null

@@ -39,4 +39,10 @@ constexpr bool moe_stream_split(int64_t n, int64_t touched) {
   return touched <= 0 || (n + 15) / 16 * touched < 8 * 132;
 }
 
+// Whether a stream-kind call (kind 0 or 1) runs the gemv kernel instead of the MMA stream kernel:
+// when the busiest expert is known to have at most 2 rows (decode at small batch), where weight
+// bandwidth is everything. The kernel is correct for any row count (it takes a tile's rows two at
+// a time), only slower past 2. PEERPLAN_MOE_GEMV=0 turns it off (A/B runs: moe_gemm.cu).
+constexpr bool moe_gemv_rows(int64_t max_rows) { return max_rows >= 1 && max_rows <= 2; }
+
 }  // namespace peerplan::kernels

@@ -185,7 +185,7 @@ void check_route(std::vector<SelfTestResult>& out, const Routed& x) {
 
 // y[row] = x[src(row)] . W[e(row)]^T against fp64, for one tile kind.
 void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng, const Routed& x, int64_t n,
-                int64_t kdim, bool gather, int kind, bool split = true) {
+                int64_t kdim, bool gather, int kind, bool split = true, int64_t max_rows_hint = 0) {
   const int64_t entries = x.tokens * x.topk;
   const auto off = download(x.r.offsets, size_t(x.count + 1));
   const auto tor = download(x.r.token_of_row, size_t(entries));
@@ -202,6 +202,7 @@ void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng,
   a.y = dy.as<bf16>();
   a.n = n, a.k = kdim, a.entries = entries;
   a.touched = split ? 0 : int64_t(1) << 30;  // stream kernels: k split over 4 warps, or not
+  a.max_rows = max_rows_hint;                 // 1 or 2 with kind 0 / 1: the gemv kernel
   kn::moe_grouped_gemm_kind(a, x.r, kind, nullptr);
   std::vector<double> ref(size_t(rows) * size_t(n));
   int max_rows = 0;
@@ -218,7 +219,8 @@ void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng,
     }
   }
   static const char* names[] = {"moe_gemm(stream16)", "moe_gemm(stream32)", "moe_gemm(tiled64)"};
-  out.push_back(compare(names[kind],
+  const bool gemv = kind < 2 && kn::moe_gemv_rows(max_rows_hint);
+  out.push_back(compare(gemv ? (kind == 0 ? "moe_gemm(gemv16)" : "moe_gemm(gemv32)") : names[kind],
                         fmt::format("rows={} max/expert={} experts={} n={} k={}{}{}", rows, max_rows, x.count, n, kdim,
                                     gather ? " gather" : "", kind < 2 && !split ? " no-split" : ""),
                         dy, ref));
@@ -284,6 +286,15 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
   check_gemm(out, dev, rng, c, 128, 1024, true, 0);  // an EP shard: only local rows
   check_gemm(out, dev, rng, a, 200, 288, true, 0, false);  // the stream kernels without the k split
   check_gemm(out, dev, rng, b, 200, 288, false, 1, false);
+  // The gemv kernel (busiest expert known to hold <= 2 rows): decode-like rows, an EP shard, a
+  // longer k (the unrolled loop and the tail), and rows it was not sized for (b: up to 16 / 32 per
+  // tile, taken two at a time) on both tile lists.
+  check_gemm(out, dev, rng, a, 200, 288, true, 0, true, 1);
+  check_gemm(out, dev, rng, a, 200, 288, false, 1, true, 2);
+  check_gemm(out, dev, rng, c, 128, 1024, true, 0, true, 1);
+  check_gemm(out, dev, rng, a, 72, 2080, true, 0, true, 2);
+  check_gemm(out, dev, rng, b, 200, 288, true, 0, true, 2);
+  check_gemm(out, dev, rng, b, 200, 288, false, 1, true, 1);
   check_combine(out, dev, rng, b, 264);
   check_combine(out, dev, rng, c, 512);  // tokens with no local expert sum to zero
 }

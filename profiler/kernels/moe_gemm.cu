@@ -1,5 +1,6 @@
 // Grouped expert GEMM kernels (see moe_gemm.hpp). Fragment layouts: mma_ptx.cuh.
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -133,6 +134,89 @@ __global__ void __launch_bounds__(R * S * 32) stream_kernel(MoeGemmArgs a, const
     }
 }
 
+// ---- gemv kernel: one or two routed rows per expert (decode at small batch). The stream kernel's
+// MMA fragments read each weight row in 64-byte pieces (8 rows per load instruction) and streamed
+// the touched experts at 2.1-2.6 TB/s on H200 (docs/validation/runs/2026-12-04-session7); here a
+// warp reads kGvRows weight rows, each as 512 contiguous bytes per load instruction (lanes along
+// k, 16 bytes each), multiplies them with the tile's rows two at a time on the FP32 cores (2 FLOPs
+// per weight byte: far below their rate) and reduces across lanes once at the end.
+constexpr int kGvWarps = 4, kGvRows = 4, kGvUnroll = 2;
+
+__device__ __forceinline__ void fma8(float& acc, const uint4& w, const uint4& x) {
+  const __nv_bfloat162* wh = reinterpret_cast<const __nv_bfloat162*>(&w);
+  const __nv_bfloat162* xh = reinterpret_cast<const __nv_bfloat162*>(&x);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 a = __bfloat1622float2(wh[i]), b = __bfloat1622float2(xh[i]);
+    acc = fmaf(a.x, b.x, acc);
+    acc = fmaf(a.y, b.y, acc);
+  }
+}
+
+__global__ void __launch_bounds__(kGvWarps * 32) gemv_kernel(MoeGemmArgs a, const int* tiles, const int* num_tiles,
+                                                            const int* offsets, int tile_rows) {
+  TileRef tl;
+  if (!tile_of(tiles, num_tiles, offsets, blockIdx.x, tile_rows, tl)) return;  // CTA-uniform
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t n0 = (int64_t(blockIdx.y) * kGvWarps + warp) * kGvRows;
+  if (n0 >= a.n) return;  // warp-uniform, and no barrier below
+  const int64_t K = a.k;
+  const bf16* wexp = a.w + int64_t(tl.expert) * a.n * K;
+  const bf16* wr[kGvRows];
+#pragma unroll
+  for (int r = 0; r < kGvRows; ++r) wr[r] = wexp + std::min<int64_t>(n0 + r, a.n - 1) * K;  // past n: a valid row, not stored
+  for (int m0 = tl.row0; m0 < tl.row_end; m0 += 2) {
+    const bool two = m0 + 1 < tl.row_end;
+    const int s0 = a.gather ? a.gather[m0] : m0;
+    const int s1 = two ? (a.gather ? a.gather[m0 + 1] : m0 + 1) : s0;
+    const bf16* x0 = a.x + int64_t(s0) * K;
+    const bf16* x1 = a.x + int64_t(s1) * K;
+    float acc[kGvRows][2] = {};
+    int64_t kc = int64_t(lane) * 8;
+    for (; kc + 256 * (kGvUnroll - 1) < K; kc += 256 * kGvUnroll) {
+      uint4 w[kGvUnroll][kGvRows], xa[kGvUnroll], xb[kGvUnroll];
+#pragma unroll
+      for (int u = 0; u < kGvUnroll; ++u)
+#pragma unroll
+        for (int r = 0; r < kGvRows; ++r) w[u][r] = load_stream(wr[r] + kc + 256 * u);
+#pragma unroll
+      for (int u = 0; u < kGvUnroll; ++u) {
+        xa[u] = __ldg(reinterpret_cast<const uint4*>(x0 + kc + 256 * u));
+        xb[u] = __ldg(reinterpret_cast<const uint4*>(x1 + kc + 256 * u));
+      }
+#pragma unroll
+      for (int u = 0; u < kGvUnroll; ++u)
+#pragma unroll
+        for (int r = 0; r < kGvRows; ++r) {
+          fma8(acc[r][0], w[u][r], xa[u]);
+          fma8(acc[r][1], w[u][r], xb[u]);
+        }
+    }
+    for (; kc < K; kc += 256) {  // the tail: this lane's last 16-byte pieces
+      const uint4 xa = __ldg(reinterpret_cast<const uint4*>(x0 + kc)), xb = __ldg(reinterpret_cast<const uint4*>(x1 + kc));
+#pragma unroll
+      for (int r = 0; r < kGvRows; ++r) {
+        const uint4 w = load_stream(wr[r] + kc);
+        fma8(acc[r][0], w, xa);
+        fma8(acc[r][1], w, xb);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kGvRows; ++r)
+#pragma unroll
+      for (int m = 0; m < 2; ++m)
+#pragma unroll
+        for (int off = 16; off > 0; off /= 2) acc[r][m] += __shfl_xor_sync(0xffffffffu, acc[r][m], off);
+    // lane r writes weight row n0 + r of both routed rows
+#pragma unroll
+    for (int r = 0; r < kGvRows; ++r)
+      if (lane == r && n0 + r < a.n) {
+        a.y[int64_t(m0) * a.n + n0 + r] = __float2bfloat16(acc[r][0]);
+        if (two) a.y[int64_t(m0 + 1) * a.n + n0 + r] = __float2bfloat16(acc[r][1]);
+      }
+  }
+}
+
 // ---- tiled kernel: 128 weight rows x 64 routed rows per CTA, 8 warps (4 x 2) of 32 x 32 ----
 constexpr int kTM = 128, kTN = 64, kTK = 32, kStages = 3, kTiledThreads = 256;
 
@@ -231,7 +315,14 @@ void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, 
                                 std::to_string(r.cap_entries));
   if (a.entries <= 0) return;
   const int64_t tiles = moe_max_tiles(a.entries, r.local_experts, moe_tile_rows(kind));
-  if (kind == 2) {
+  static const bool gemv_on = [] {
+    const char* e = std::getenv("PEERPLAN_MOE_GEMV");
+    return !(e && std::string(e) == "0");
+  }();
+  if (kind < 2 && gemv_on && moe_gemv_rows(a.max_rows)) {
+    const dim3 grid(unsigned(tiles), unsigned((a.n + kGvWarps * kGvRows - 1) / (kGvWarps * kGvRows)));
+    gemv_kernel<<<grid, kGvWarps * 32, 0, stream>>>(a, r.tiles[kind], r.num_tiles + kind, r.offsets, moe_tile_rows(kind));
+  } else if (kind == 2) {
     const dim3 grid(unsigned(tiles), unsigned((a.n + kTM - 1) / kTM));
     tiled_kernel<<<grid, kTiledThreads, 0, stream>>>(a, r.tiles[2], r.num_tiles + 2, r.offsets);
   } else if (moe_stream_split(a.n, a.touched)) {

@@ -526,14 +526,16 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
   }
   // PEERPLAN_SELFTEST_ONLY=window: the sliding-window cases alone (issue 18), decode and both prefill
   // paths; =headdim: head_dim 160/192/256 attention (issue 23), decode and both prefill paths; =norm:
-  // the RMSNorm cases (hidden 4096 to 16384); =qknorm: Qwen3's per-head QK-norm.
+  // the RMSNorm cases (hidden 4096 to 16384); =qknorm: Qwen3's per-head QK-norm; =moe: routing,
+// grouped GEMMs (stream, gemv, tiled) and combine.
   if (const char* only = std::getenv("PEERPLAN_SELFTEST_ONLY"); only && *only) {
     const std::string o = only;
     if (o == "window") window_attention_cases(out, dev, sms, rng);
     else if (o == "headdim") wide_head_attention_cases(out, dev, sms, rng);
     else if (o == "norm") norm_cases(out, dev, rng);
     else if (o == "qknorm") selftest::qk_norm_cases(out, dev, rng);
-    else throw InputError("", "PEERPLAN_SELFTEST_ONLY", "window, headdim, norm or qknorm; found " + o);
+    else if (o == "moe") moe_cases(out, dev, rng);
+    else throw InputError("", "PEERPLAN_SELFTEST_ONLY", "window, headdim, norm, qknorm or moe; found " + o);
     return out;
   }
   std::fprintf(stderr, "self-test: %s\n", "decode attention");

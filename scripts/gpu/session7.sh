@@ -12,6 +12,7 @@
 #                              QK-norm, Qwen3-8B (QK-norm) on the conversation trace, Mistral-7B 8k-32k (window 4096), Llama-3.1-8B 64k-100k.
 #   scripts/gpu/session7.sh C  (~5 min) full self-test (the rotary rewrite), bench/moe/run.sh (the routed MoE decode
 #                              step beside the PyTorch reference, issue 14).
+#   scripts/gpu/session7.sh E  (~1 min) the gemv grouped-GEMM kernel: self-test (moe) and decode steps with it on / off.
 # Outputs under $OUT (summary-*.txt and a tgz of the raw files).
 set -u
 PART=${1:-A}
@@ -65,6 +66,17 @@ if [ "$PART" = C ]; then  # the rotary rewrite checked, then issue 14's end-to-e
   grep -E "FAIL|mismatch|rotary|kv_cache_write" "$W/selftest.txt" | head -16 | sed 's/^/  | /' | tee -a "$S" >/dev/null
   grep -cE " ok$" "$W/selftest.txt" | sed 's/^/  | ok rows: /' | tee -a "$S" >/dev/null
   OUT=$W/moe MOE_W=$W/moe/w GG_S=45 bash bench/moe/run.sh .gpu 2>&1 | tee -a "$S" | tail -n 40
+  tar czf "$OUT/part$PART.tgz" -C "$W" . 2>/dev/null
+  log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
+fi
+if [ "$PART" = E ]; then  # the gemv grouped-GEMM kernel: its self-test, then decode steps with it on and off
+  TAIL=3 step 60 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
+  grep -E "FAIL|gemv" "$W/selftest-moe.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  for g in 1 0; do for m in qwen1.5-moe-a2.7b:bench/moe/qwen1.5-moe-1gpu.json mixtral-8x7b:$P/mixtral-1gpu.json; do
+    TAIL=7 step 60 "steps-gemv$g-${m%%:*}" env PEERPLAN_MOE_GEMV=$g $B validate --bench-steps --plan "${m#*:}" \
+      --model "${m%%:*}" --machine models/hardware/h200x2-nvlink.json --allow-other-host --batches 1,2,4,8,32 \
+      --context 1024 --out "$W/steps-gemv$g-${m%%:*}"
+  done; done
   tar czf "$OUT/part$PART.tgz" -C "$W" . 2>/dev/null
   log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
 fi

@@ -40,9 +40,10 @@ constexpr bool moe_stream_split(int64_t n, int64_t touched) {
 }
 
 // Whether a stream-kind call (kind 0 or 1) runs the gemv kernel instead of the MMA stream kernel:
-// when the busiest expert is known to have at most 2 rows (decode at small batch), where weight
-// bandwidth is everything. The kernel is correct for any row count (it takes a tile's rows two at
-// a time), only slower past 2. PEERPLAN_MOE_GEMV=0 turns it off (A/B runs: moe_gemm.cu).
-constexpr bool moe_gemv_rows(int64_t max_rows) { return max_rows >= 1 && max_rows <= 2; }
+// when the busiest expert is expected to hold at most 4 rows (decode at small batch), where weight
+// bandwidth is everything: the gemv reads each weight once per 2 (max_rows <= 2) or 4 routed rows.
+// It is correct for any row count (a tile's rows are taken 2 or 4 at a time), only slower past
+// them. PEERPLAN_MOE_GEMV=0 turns it off (A/B runs: moe_gemm.cu).
+constexpr bool moe_gemv_rows(int64_t max_rows) { return max_rows >= 1 && max_rows <= 4; }
 
 }  // namespace peerplan::kernels

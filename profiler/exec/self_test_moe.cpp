@@ -221,8 +221,9 @@ void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng,
   static const char* names[] = {"moe_gemm(stream16)", "moe_gemm(stream32)", "moe_gemm(tiled64)"};
   const bool gemv = kind < 2 && kn::moe_gemv_rows(max_rows_hint);
   out.push_back(compare(gemv ? (kind == 0 ? "moe_gemm(gemv16)" : "moe_gemm(gemv32)") : names[kind],
-                        fmt::format("rows={} max/expert={} experts={} n={} k={}{}{}", rows, max_rows, x.count, n, kdim,
-                                    gather ? " gather" : "", kind < 2 && !split ? " no-split" : ""),
+                        fmt::format("rows={} max/expert={} experts={} n={} k={}{}{}{}", rows, max_rows, x.count, n, kdim,
+                                    gather ? " gather" : "", kind < 2 && !split ? " no-split" : "",
+                                    gemv ? fmt::format(" {} per pass", max_rows_hint <= 2 ? 2 : 4) : ""),
                         dy, ref));
 }
 
@@ -295,6 +296,10 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
   check_gemm(out, dev, rng, a, 72, 2080, true, 0, true, 2);
   check_gemm(out, dev, rng, b, 200, 288, true, 0, true, 2);
   check_gemm(out, dev, rng, b, 200, 288, false, 1, true, 1);
+  check_gemm(out, dev, rng, a, 200, 288, true, 1, true, 4);  // 4 rows per pass
+  check_gemm(out, dev, rng, a, 72, 2080, false, 0, true, 3);
+  check_gemm(out, dev, rng, b, 200, 288, true, 0, true, 4);
+  check_gemm(out, dev, rng, c, 128, 1024, true, 1, true, 3);
   check_combine(out, dev, rng, b, 264);
   check_combine(out, dev, rng, c, 512);  // tokens with no local expert sum to zero
 }

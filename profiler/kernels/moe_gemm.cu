@@ -138,8 +138,11 @@ __global__ void __launch_bounds__(R * S * 32) stream_kernel(MoeGemmArgs a, const
 // MMA fragments read each weight row in 64-byte pieces (8 rows per load instruction) and streamed
 // the touched experts at 2.1-2.6 TB/s on H200 (docs/validation/runs/2026-12-04-session7); here a
 // warp reads kGvRows weight rows, each as 512 contiguous bytes per load instruction (lanes along
-// k, 16 bytes each), multiplies them with the tile's rows two at a time on the FP32 cores (2 FLOPs
-// per weight byte: far below their rate) and reduces across lanes once at the end.
+// k, 16 bytes each), multiplies them with the tile's rows 2 or 4 at a time on the FP32 cores (2
+// FLOPs per weight byte and row: far below their rate) and reduces across lanes once at the end.
+// Measured (H200, 2026-12-04, decode steps, context 1024): Mixtral-8x7B batch 1 / 2 / 4 11.17 /
+// 17.63 / 26.78 -> 8.28 / 12.71 / 20.05 ms; Qwen1.5-MoE 2.74 / 3.66 / 4.89 / 6.58 (batch 8) ->
+// 2.67 / 3.24 / 4.17 / 6.04 ms.
 constexpr int kGvWarps = 4, kGvRows = 4, kGvUnroll = 2;
 
 __device__ __forceinline__ void fma8(float& acc, const uint4& w, const uint4& x) {
@@ -153,6 +156,9 @@ __device__ __forceinline__ void fma8(float& acc, const uint4& w, const uint4& x)
   }
 }
 
+// MT: routed rows multiplied per pass over the weights (2 when the busiest expert holds <= 2 rows,
+// 4 when it holds 3-4); a tile with more rows takes them MT at a time (correct, slower).
+template <int MT>
 __global__ void __launch_bounds__(kGvWarps * 32) gemv_kernel(MoeGemmArgs a, const int* tiles, const int* num_tiles,
                                                             const int* offsets, int tile_rows) {
   TileRef tl;
@@ -165,55 +171,56 @@ __global__ void __launch_bounds__(kGvWarps * 32) gemv_kernel(MoeGemmArgs a, cons
   const bf16* wr[kGvRows];
 #pragma unroll
   for (int r = 0; r < kGvRows; ++r) wr[r] = wexp + std::min<int64_t>(n0 + r, a.n - 1) * K;  // past n: a valid row, not stored
-  for (int m0 = tl.row0; m0 < tl.row_end; m0 += 2) {
-    const bool two = m0 + 1 < tl.row_end;
-    const int s0 = a.gather ? a.gather[m0] : m0;
-    const int s1 = two ? (a.gather ? a.gather[m0 + 1] : m0 + 1) : s0;
-    const bf16* x0 = a.x + int64_t(s0) * K;
-    const bf16* x1 = a.x + int64_t(s1) * K;
-    float acc[kGvRows][2] = {};
+  for (int m0 = tl.row0; m0 < tl.row_end; m0 += MT) {
+    const bf16* xr[MT];  // rows past the tile repeat the first (computed, never stored)
+#pragma unroll
+    for (int m = 0; m < MT; ++m) {
+      const int row = m0 + m < tl.row_end ? m0 + m : m0;
+      xr[m] = a.x + int64_t(a.gather ? a.gather[row] : row) * K;
+    }
+    float acc[kGvRows][MT] = {};
     int64_t kc = int64_t(lane) * 8;
     for (; kc + 256 * (kGvUnroll - 1) < K; kc += 256 * kGvUnroll) {
-      uint4 w[kGvUnroll][kGvRows], xa[kGvUnroll], xb[kGvUnroll];
+      uint4 w[kGvUnroll][kGvRows], xv[kGvUnroll][MT];
 #pragma unroll
       for (int u = 0; u < kGvUnroll; ++u)
 #pragma unroll
         for (int r = 0; r < kGvRows; ++r) w[u][r] = load_stream(wr[r] + kc + 256 * u);
 #pragma unroll
-      for (int u = 0; u < kGvUnroll; ++u) {
-        xa[u] = __ldg(reinterpret_cast<const uint4*>(x0 + kc + 256 * u));
-        xb[u] = __ldg(reinterpret_cast<const uint4*>(x1 + kc + 256 * u));
-      }
+      for (int u = 0; u < kGvUnroll; ++u)
+#pragma unroll
+        for (int m = 0; m < MT; ++m) xv[u][m] = __ldg(reinterpret_cast<const uint4*>(xr[m] + kc + 256 * u));
 #pragma unroll
       for (int u = 0; u < kGvUnroll; ++u)
 #pragma unroll
-        for (int r = 0; r < kGvRows; ++r) {
-          fma8(acc[r][0], w[u][r], xa[u]);
-          fma8(acc[r][1], w[u][r], xb[u]);
-        }
+        for (int r = 0; r < kGvRows; ++r)
+#pragma unroll
+          for (int m = 0; m < MT; ++m) fma8(acc[r][m], w[u][r], xv[u][m]);
     }
     for (; kc < K; kc += 256) {  // the tail: this lane's last 16-byte pieces
-      const uint4 xa = __ldg(reinterpret_cast<const uint4*>(x0 + kc)), xb = __ldg(reinterpret_cast<const uint4*>(x1 + kc));
+      uint4 xv[MT];
+#pragma unroll
+      for (int m = 0; m < MT; ++m) xv[m] = __ldg(reinterpret_cast<const uint4*>(xr[m] + kc));
 #pragma unroll
       for (int r = 0; r < kGvRows; ++r) {
         const uint4 w = load_stream(wr[r] + kc);
-        fma8(acc[r][0], w, xa);
-        fma8(acc[r][1], w, xb);
+#pragma unroll
+        for (int m = 0; m < MT; ++m) fma8(acc[r][m], w, xv[m]);
       }
     }
 #pragma unroll
     for (int r = 0; r < kGvRows; ++r)
 #pragma unroll
-      for (int m = 0; m < 2; ++m)
+      for (int m = 0; m < MT; ++m)
 #pragma unroll
         for (int off = 16; off > 0; off /= 2) acc[r][m] += __shfl_xor_sync(0xffffffffu, acc[r][m], off);
-    // lane r writes weight row n0 + r of both routed rows
+    // lane r writes weight row n0 + r of the pass's routed rows
 #pragma unroll
     for (int r = 0; r < kGvRows; ++r)
-      if (lane == r && n0 + r < a.n) {
-        a.y[int64_t(m0) * a.n + n0 + r] = __float2bfloat16(acc[r][0]);
-        if (two) a.y[int64_t(m0 + 1) * a.n + n0 + r] = __float2bfloat16(acc[r][1]);
-      }
+      if (lane == r && n0 + r < a.n)
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+          if (m0 + m < tl.row_end) a.y[int64_t(m0 + m) * a.n + n0 + r] = __float2bfloat16(acc[r][m]);
   }
 }
 
@@ -321,7 +328,10 @@ void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, 
   }();
   if (kind < 2 && gemv_on && moe_gemv_rows(a.max_rows)) {
     const dim3 grid(unsigned(tiles), unsigned((a.n + kGvWarps * kGvRows - 1) / (kGvWarps * kGvRows)));
-    gemv_kernel<<<grid, kGvWarps * 32, 0, stream>>>(a, r.tiles[kind], r.num_tiles + kind, r.offsets, moe_tile_rows(kind));
+    if (a.max_rows <= 2)
+      gemv_kernel<2><<<grid, kGvWarps * 32, 0, stream>>>(a, r.tiles[kind], r.num_tiles + kind, r.offsets, moe_tile_rows(kind));
+    else
+      gemv_kernel<4><<<grid, kGvWarps * 32, 0, stream>>>(a, r.tiles[kind], r.num_tiles + kind, r.offsets, moe_tile_rows(kind));
   } else if (kind == 2) {
     const dim3 grid(unsigned(tiles), unsigned((a.n + kTM - 1) / kTM));
     tiled_kernel<<<grid, kTiledThreads, 0, stream>>>(a, r.tiles[2], r.num_tiles + 2, r.offsets);

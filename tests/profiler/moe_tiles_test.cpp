@@ -91,15 +91,16 @@ TEST(MoeTiles, StreamKernelSplitsKWhenTheTouchedRowsGiveTooFewWarps) {
   EXPECT_TRUE(moe_stream_split(100, 0));    // unknown: split
 }
 
-TEST(MoeTiles, GemvTakesOnlyCallsKnownToHoldAtMostTwoRowsPerExpert) {
-  // Decode at batch 1 (one row per touched expert) and 2; an unknown busiest expert (0) or three
+TEST(MoeTiles, GemvTakesOnlyCallsExpectedToHoldAtMostFourRowsPerExpert) {
+  // Decode at small batch (1-4 rows per touched expert); an unknown busiest expert (0) or five
   // rows go to the MMA kernels, which use each weight fragment for 8 routed rows.
   EXPECT_TRUE(moe_gemv_rows(1));
   EXPECT_TRUE(moe_gemv_rows(2));
+  EXPECT_TRUE(moe_gemv_rows(4));
   EXPECT_FALSE(moe_gemv_rows(0));
-  EXPECT_FALSE(moe_gemv_rows(3));
+  EXPECT_FALSE(moe_gemv_rows(5));
   EXPECT_FALSE(moe_gemv_rows(-1));
-  static_assert(moe_gemv_rows(1) && moe_gemv_rows(2) && moe_gemv_rows(0) == false);
+  static_assert(moe_gemv_rows(1) && moe_gemv_rows(4) && moe_gemv_rows(0) == false);
 }
 
 }  // namespace

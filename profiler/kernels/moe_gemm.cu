@@ -143,7 +143,7 @@ __global__ void __launch_bounds__(R * S * 32) stream_kernel(MoeGemmArgs a, const
 // Measured (H200, 2026-12-04, decode steps, context 1024): Mixtral-8x7B batch 1 / 2 / 4 11.17 /
 // 17.63 / 26.78 -> 8.28 / 12.71 / 20.05 ms; Qwen1.5-MoE 2.74 / 3.66 / 4.89 / 6.58 (batch 8) ->
 // 2.67 / 3.24 / 4.17 / 6.04 ms.
-constexpr int kGvWarps = 4, kGvRows = 4, kGvUnroll = 2;
+constexpr int kGvWarps = 4;  // rows per warp (RW) and 256-column steps per iteration (U): template
 
 __device__ __forceinline__ void fma8(float& acc, const uint4& w, const uint4& x) {
   const __nv_bfloat162* wh = reinterpret_cast<const __nv_bfloat162*>(&w);
@@ -158,7 +158,7 @@ __device__ __forceinline__ void fma8(float& acc, const uint4& w, const uint4& x)
 
 // MT: routed rows multiplied per pass over the weights (2 when the busiest expert holds <= 2 rows,
 // 4 when it holds 3-4); a tile with more rows takes them MT at a time (correct, slower).
-template <int MT>
+template <int MT, int kGvRows = 4, int kGvUnroll = 2>
 __global__ void __launch_bounds__(kGvWarps * 32) gemv_kernel(MoeGemmArgs a, const int* tiles, const int* num_tiles,
                                                             const int* offsets, int tile_rows) {
   TileRef tl;
@@ -327,11 +327,27 @@ void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, 
     return !(e && std::string(e) == "0");
   }();
   if (kind < 2 && gemv_on && moe_gemv_rows(a.max_rows)) {
-    const dim3 grid(unsigned(tiles), unsigned((a.n + kGvWarps * kGvRows - 1) / (kGvWarps * kGvRows)));
-    if (a.max_rows <= 2)
-      gemv_kernel<2><<<grid, kGvWarps * 32, 0, stream>>>(a, r.tiles[kind], r.num_tiles + kind, r.offsets, moe_tile_rows(kind));
-    else
-      gemv_kernel<4><<<grid, kGvWarps * 32, 0, stream>>>(a, r.tiles[kind], r.num_tiles + kind, r.offsets, moe_tile_rows(kind));
+    // PEERPLAN_MOE_GEMV_SHAPE=RWxU (4x2 default; 4x4, 2x4, 8x2, 2x8) picks the 2-rows-per-pass
+    // variant's weight rows per warp and unroll, for tuning runs on a new GPU.
+    static const int shape = [] {
+      const char* e = std::getenv("PEERPLAN_MOE_GEMV_SHAPE");
+      const std::string v = e ? e : "4x2";
+      const char* names[] = {"4x2", "4x4", "2x4", "8x2", "2x8"};
+      for (int i = 0; i < 5; ++i)
+        if (v == names[i]) return i;
+      throw std::invalid_argument("PEERPLAN_MOE_GEMV_SHAPE: expected 4x2, 4x4, 2x4, 8x2 or 2x8; found " + v);
+    }();
+    const int rw = a.max_rows > 2 ? 4 : shape == 3 ? 8 : shape == 2 || shape == 4 ? 2 : 4;
+    const dim3 grid(unsigned(tiles), unsigned((a.n + kGvWarps * rw - 1) / (kGvWarps * rw)));
+    const int* tl = r.tiles[kind];
+    const int* nt = r.num_tiles + kind;
+    const int rows = moe_tile_rows(kind);
+    if (a.max_rows > 2) gemv_kernel<4><<<grid, kGvWarps * 32, 0, stream>>>(a, tl, nt, r.offsets, rows);
+    else if (shape == 0) gemv_kernel<2><<<grid, kGvWarps * 32, 0, stream>>>(a, tl, nt, r.offsets, rows);
+    else if (shape == 1) gemv_kernel<2, 4, 4><<<grid, kGvWarps * 32, 0, stream>>>(a, tl, nt, r.offsets, rows);
+    else if (shape == 2) gemv_kernel<2, 2, 4><<<grid, kGvWarps * 32, 0, stream>>>(a, tl, nt, r.offsets, rows);
+    else if (shape == 3) gemv_kernel<2, 8, 2><<<grid, kGvWarps * 32, 0, stream>>>(a, tl, nt, r.offsets, rows);
+    else gemv_kernel<2, 2, 8><<<grid, kGvWarps * 32, 0, stream>>>(a, tl, nt, r.offsets, rows);
   } else if (kind == 2) {
     const dim3 grid(unsigned(tiles), unsigned((a.n + kTM - 1) / kTM));
     tiled_kernel<<<grid, kTiledThreads, 0, stream>>>(a, r.tiles[2], r.num_tiles + 2, r.offsets);

@@ -12,6 +12,9 @@
 #                              QK-norm, Qwen3-8B (QK-norm) on the conversation trace, Mistral-7B 8k-32k (window 4096), Llama-3.1-8B 64k-100k.
 #   scripts/gpu/session7.sh C  (~5 min) full self-test (the rotary rewrite), bench/moe/run.sh (the routed MoE decode
 #                              step beside the PyTorch reference, issue 14).
+#   scripts/gpu/session7.sh D  (~9 min) self-tests of the new kernels (moe; HEADDIM=1: head_dim 160-256), the attention
+#                              bench at head_dim 256 (.gpu-ref/kb), the gemv's five shapes on Mixtral, bench/moe/run.sh,
+#                              a fresh profile, then Qwen1.5-MoE long, Phi-3-mini, Qwen2-7B, Mixtral long, Llama-3.2-1B.
 #   scripts/gpu/session7.sh E  (~1 min) the gemv grouped-GEMM kernel: self-test (moe) and decode steps with it on / off.
 # Outputs under $OUT (summary-*.txt and a tgz of the raw files).
 set -u
@@ -67,6 +70,28 @@ if [ "$PART" = C ]; then  # the rotary rewrite checked, then issue 14's end-to-e
   grep -cE " ok$" "$W/selftest.txt" | sed 's/^/  | ok rows: /' | tee -a "$S" >/dev/null
   OUT=$W/moe MOE_W=$W/moe/w GG_S=45 bash bench/moe/run.sh .gpu 2>&1 | tee -a "$S" | tail -n 40
   tar czf "$OUT/part$PART.tgz" -C "$W" . 2>/dev/null
+  log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
+fi
+if [ "$PART" = D ]; then  # the session's last call: new kernels checked, then the validations again
+  TAIL=3 step 30 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
+  if grep -q "FAIL" "$W/selftest-moe.txt" || ! grep -q "all kernels match" "$W/selftest-moe.txt"; then
+    export PEERPLAN_MOE_GEMV=0; log "  the gemv kernel is OFF for the rest of this call: its self-test failed"; fi
+  [ "${HEADDIM:-0}" = 1 ] && TAIL=3 step 60 selftest-headdim env PEERPLAN_SELFTEST_ONLY=headdim $B validate --self-test
+  [ -x .gpu-ref/kb ] && TAIL=40 step 60 kb-d256 .gpu-ref/kb d256 ${KB_SHAPES:-32:4:256,64:8:128,32:2:256,64:4:128,32:4:192}
+  for sh in 4x2 4x4 2x4 8x2 2x8; do  # the gemv's rows per warp x unroll on Mixtral's decode steps (~6 s each)
+    TAIL=4 step 30 "gemv-$sh" env PEERPLAN_MOE_GEMV_SHAPE=$sh $B validate --bench-steps --plan $P/mixtral-1gpu.json \
+      --model mixtral-8x7b --machine models/hardware/h200x2-nvlink.json --allow-other-host --batches 1,2 --context 1024 \
+      --out "$W/gemv-$sh"; done
+  OUT=$W/moe MOE_W=$W/moe/w GG_S=45 bash bench/moe/run.sh .gpu 2>&1 | grep -E "PASS|FAIL|^ +[0-9]+ +[0-9.]+ +[0-9.]+" | tee -a "$S" >/dev/null
+  profile
+  mkplan phi-3-mini 32; mkplan llama-3.2-1b 16
+  PEERPLAN_OP_TIMES=$W/ops-qwen-moe-long.csv v qwen-moe-long 70 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
+    --workload $V/workloads/validate-long-prompt.json
+  left 400 && v phi-3-mini-azure-conv 90 --plan "$W/phi-3-mini.plan.json" --model tests/data/model/phi-3-mini.json --workload $TR --requests 120
+  left 430 && v qwen2-7b-azure-conv 95 --plan $P/qwen2-7b-1gpu.json --model tests/data/model/qwen2-7b.json --workload $TR --requests 120
+  left 450 && v mixtral-long 80 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json
+  left 500 && v llama-3.2-1b-azure-conv 90 --plan "$W/llama-3.2-1b.plan.json" --model tests/data/model/llama-3.2-1b.json --workload $TR --requests 120
+  gzip -f "$W/profile.json"; tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null
   log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
 fi
 if [ "$PART" = E ]; then  # the gemv grouped-GEMM kernel: its self-test, then decode steps with it on and off

@@ -1,9 +1,34 @@
 #include "planner/compile/op_graph.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
 namespace peerplan {
+
+void BatchShapeSum::add_prefill(int64_t new_tokens, int64_t context) {
+  ++s_.prefill_seqs;
+  s_.prefill_tokens += new_tokens;
+  twice_pairs_ += new_tokens * (2 * context - new_tokens + 1);
+}
+
+void BatchShapeSum::add_decode(int64_t context) {
+  ++s_.decode_seqs;
+  decode_ctx_ += context;
+}
+
+BatchShape BatchShapeSum::shape() const {
+  BatchShape b = s_;
+  if (b.prefill_seqs > 0 && b.prefill_tokens > 0) {
+    // ctx = pairs / N + (q - 1) / 2, to the nearest token: floor((2 pairs + N q) / 2N); at least q
+    // (the compiler's max(context, q)). One chunk of n at c: floor(c + 1/2) = c.
+    const int64_t n = b.prefill_tokens, q = (n + b.prefill_seqs - 1) / b.prefill_seqs;
+    b.prefill_context = std::max(q, (twice_pairs_ + n * q) / (2 * n));
+  }
+  // Mean, rounded to the nearest token.
+  if (b.decode_seqs > 0) b.decode_context = (decode_ctx_ + b.decode_seqs / 2) / b.decode_seqs;
+  return b;
+}
 
 const char* to_string(OpKind k) {
   switch (k) {

@@ -56,22 +56,12 @@ void Scheduler::admit(int64_t id) {
 }
 
 void Scheduler::finalize_shape(Iteration& it) const {
-  BatchShape b;
-  int64_t pctx = 0, dctx = 0;
+  BatchShapeSum b;  // the op graph prices equal chunks at the work-equivalent context (op_graph.hpp)
   for (const SeqWork& w : it.seqs) {
-    if (w.prefill) {
-      ++b.prefill_seqs;
-      b.prefill_tokens += w.new_tokens;
-      pctx += w.context;
-    } else {
-      ++b.decode_seqs;
-      dctx += w.context;
-    }
+    if (w.prefill) b.add_prefill(w.new_tokens, w.context);
+    else b.add_decode(w.context);
   }
-  // Mean contexts, rounded to the nearest token (the op graph prices a mean-context batch).
-  if (b.prefill_seqs) b.prefill_context = (pctx + b.prefill_seqs / 2) / b.prefill_seqs;
-  if (b.decode_seqs) b.decode_context = (dctx + b.decode_seqs / 2) / b.decode_seqs;
-  it.shape = b;
+  it.shape = b.shape();
 }
 
 std::optional<Iteration> Scheduler::next_iteration() {

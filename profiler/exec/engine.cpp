@@ -85,21 +85,12 @@ int64_t Engine::padded_batch(int64_t b) const {
 }
 
 BatchShape Engine::shape_of(const std::vector<SeqRun>& seqs) {
-  BatchShape s;
-  int64_t pf_ctx = 0, dc_ctx = 0;
+  BatchShapeSum s;  // the scheduler's definition (planner/compile/op_graph.hpp)
   for (const SeqRun& q : seqs) {
-    if (q.prefill) {
-      ++s.prefill_seqs;
-      s.prefill_tokens += q.new_tokens;
-      pf_ctx += q.context;
-    } else {
-      ++s.decode_seqs;
-      dc_ctx += q.context;
-    }
+    if (q.prefill) s.add_prefill(q.new_tokens, q.context);
+    else s.add_decode(q.context);
   }
-  if (s.prefill_seqs) s.prefill_context = (pf_ctx + s.prefill_seqs - 1) / s.prefill_seqs;
-  if (s.decode_seqs) s.decode_context = std::max<int64_t>(1, (dc_ctx + s.decode_seqs - 1) / s.decode_seqs);
-  return s;
+  return s.shape();
 }
 
 OpGraph Engine::compile(const BatchShape& shape) const { return compile_iteration(plan_, cfg_, fig_, machine_, shape); }

@@ -46,8 +46,10 @@ struct DecodeAttention {
   int window = 0;
 };
 // Chunk length (tokens) the kernel will use for this shape; fixed per (batch, max_ctx, window) so
-// a graph captured for a batch size stays valid.
-int decode_attention_chunk(int batch, int kv_heads, int max_ctx, int sm_count, int window = 0);
+// a graph captured for a batch size stays valid. head_dim and group (query heads per kv head)
+// choose the plan: the dim tile 256 (head_dim 136..256) plans for its 2 resident blocks per SM.
+int decode_attention_chunk(int batch, int kv_heads, int max_ctx, int sm_count, int window = 0, int head_dim = 128,
+                           int group = 1);
 size_t decode_attention_workspace_bytes(int batch, int heads, int head_dim, int max_ctx, int kv_heads,
                                         int sm_count);
 void decode_attention(const DecodeAttention& a, int sm_count, cudaStream_t stream);

@@ -68,6 +68,24 @@ constexpr int kResidentBlocks = PEERPLAN_DECODE_RESIDENT;
 #define PEERPLAN_DECODE_BLOCKS_PER_SM 4
 #endif
 constexpr int kBlocksPerSmTarget = PEERPLAN_DECODE_BLOCKS_PER_SM;
+// The dim tile 256 runs 2 blocks per SM (its launch bound), so its split-K target is 2 blocks per
+// SM: one wave of resident blocks, as 4 per SM is for the 64/128 tiles (with the 4-block target it
+// ran two waves, and at batch 1-8 each block's chunk was half as long as it could be).
+#ifndef PEERPLAN_DECODE_WIDE_BLOCKS_PER_SM
+#define PEERPLAN_DECODE_WIDE_BLOCKS_PER_SM 2
+#endif
+constexpr int kWideBlocksPerSmTarget = PEERPLAN_DECODE_WIDE_BLOCKS_PER_SM;
+// Chunk quantum of the dim tile 256 (tokens; a multiple of kStepTokens): 32, so at short contexts a
+// sequence still splits into as many chunks as the 128 tile's 64-token quantum gives it at equal
+// bytes (a 256-dim token is twice the bytes): half the warps of a 32-token chunk's block idle, but
+// the bytes per block and per busy warp are those of the 128 tile, spread over twice the SMs.
+#ifndef PEERPLAN_DECODE_WIDE_QUANTUM
+#define PEERPLAN_DECODE_WIDE_QUANTUM 32
+#endif
+constexpr int kWideChunkQuantum = PEERPLAN_DECODE_WIDE_QUANTUM;
+static_assert(kWideChunkQuantum % kStepTokens == 0 && kWideChunkQuantum <= kChunkQuantum, "wide chunk quantum");
+template <int DT>
+constexpr int chunk_quantum() { return DT > 128 ? kWideChunkQuantum : kChunkQuantum; }
 constexpr int kMaxClusterSplits = 8;  // portable cluster size
 
 struct DecodeParams {
@@ -88,11 +106,12 @@ struct DecodeParams {
   int group_split;                       // dim tile 256: blocks per kv head (y = kv head x split + part)
 };
 
-// A sequence of len tokens is cut into chunks of this length (a multiple of kChunkQuantum), so the
-// work per block follows the real context, not the cache's capacity, and the grid stays fixed.
-__host__ __device__ inline int chunk_len(int len, int splits) {
+// A sequence of len tokens is cut into chunks of this length (a multiple of the quantum:
+// kChunkQuantum, kWideChunkQuantum at dim tile 256), so the work per block follows the real
+// context, not the cache's capacity, and the grid stays fixed.
+__host__ __device__ inline int chunk_len(int len, int splits, int quantum = kChunkQuantum) {
   const int c = (len + splits - 1) / splits;
-  return (c + kChunkQuantum - 1) / kChunkQuantum * kChunkQuantum;
+  return (c + quantum - 1) / quantum * quantum;
 }
 
 // The tokens a sequence of len tokens attends to: [first, len). Sliding window (issue 18): the new
@@ -148,7 +167,7 @@ __global__ void __launch_bounds__(kThreads, DT > 128 ? 2 : GT > 8 ? 3 : kResiden
   const int split = blockIdx.x, kvh = kWide ? int(blockIdx.y) / p.group_split : blockIdx.y, b = blockIdx.z;
   const int len = p.seq_lens[b];
   const int first = span_first(len, p.window);  // 0 without a window
-  const int chunk = chunk_len(len - first, p.splits);
+  const int chunk = chunk_len(len - first, p.splits, chunk_quantum<DT>());
   const int t0 = first + split * chunk;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int h0 = kWide ? kvh * p.group + part * GT : kvh * G;
@@ -396,7 +415,7 @@ __global__ void __launch_bounds__(DT) decode_merge_kernel(DecodeParams p) {
   __shared__ float red[D / 32];
   const int h = blockIdx.x, b = blockIdx.y, d = threadIdx.x, lane = d % 32, warp = d / 32;
   const int span = p.seq_lens[b] - span_first(p.seq_lens[b], p.window);  // tokens attended (the window's)
-  const int chunk = chunk_len(span, p.splits);
+  const int chunk = chunk_len(span, p.splits, chunk_quantum<DT>());
   const int active = min(p.splits, (span + chunk - 1) / chunk);
   const int64_t base = (int64_t(b) * p.heads + h) * p.splits;
   float m = -INFINITY;
@@ -482,10 +501,29 @@ void dispatch_group(const DecodeParams& p, int batch, int group_tile, bool clust
 // batch 64 x 8 kv heads x ctx 1024 was 3.2 TB/s in ~4 waves of 6-step warps). The cache capacity
 // only caps the count: each sequence's chunks are cut from its own length (chunk_len), so a large
 // capacity costs no work.
-int decode_splits(int batch, int kv_heads, int max_ctx, int sm_count) {
-  const int per_seq = std::max(1, batch * kv_heads);
-  const int target = std::max(1, kBlocksPerSmTarget * std::max(sm_count, 1) / per_seq);
-  const int hi = std::max(1, (max_ctx + kChunkQuantum - 1) / kChunkQuantum);
+// Dim tile 256 (issue 23): the target is kWideBlocksPerSmTarget blocks per SM, the blocks of a
+// split are batch x kv_heads x group_split (a group of 9..16 runs as two blocks per kv head), and
+// the quantum is kWideChunkQuantum: one wave of the 2 resident blocks per SM, as many chunks per
+// sequence as the 128 tile at equal bytes.
+struct SplitShape {
+  int blocks_per_sm = kBlocksPerSmTarget;
+  int blocks_per_kv_head = 1;  // group_split
+  int quantum = kChunkQuantum;
+};
+SplitShape split_shape(int group, int head_dim) {
+  SplitShape s;
+  const DecodeVariant v = decode_variant(group, head_dim);
+  if (v.dim_tile == 256) {
+    s.blocks_per_sm = kWideBlocksPerSmTarget;
+    s.blocks_per_kv_head = std::max(1, v.group_split);
+    s.quantum = kWideChunkQuantum;
+  }
+  return s;
+}
+int decode_splits(int batch, int kv_heads, int max_ctx, int sm_count, const SplitShape& sh) {
+  const int per_seq = std::max(1, batch * kv_heads * sh.blocks_per_kv_head);
+  const int target = std::max(1, sh.blocks_per_sm * std::max(sm_count, 1) / per_seq);
+  const int hi = std::max(1, (max_ctx + sh.quantum - 1) / sh.quantum);
   return std::min(target, hi);
 }
 
@@ -519,12 +557,14 @@ struct DecodePlan {
 #ifndef PEERPLAN_DECODE_CLUSTER_MAX_PAIRS
 #define PEERPLAN_DECODE_CLUSTER_MAX_PAIRS 64
 #endif
-DecodePlan decode_plan(int batch, int kv_heads, int max_ctx, int sm_count, bool clusters) {
-  const int t = decode_splits(batch, kv_heads, max_ctx, sm_count);
-  const int pairs = batch * kv_heads;
+// Dim tile 256: a (sequence, kv head) pair of a split group counts as its two blocks, and the
+// residency limit below scales with the blocks per SM (3 of 4 there, so 1.5 of 2).
+DecodePlan decode_plan(int batch, int kv_heads, int max_ctx, int sm_count, bool clusters, const SplitShape& sh) {
+  const int t = decode_splits(batch, kv_heads, max_ctx, sm_count, sh);
+  const int pairs = batch * kv_heads * sh.blocks_per_kv_head;
   if (!clusters || pairs < 16 || pairs > PEERPLAN_DECODE_CLUSTER_MAX_PAIRS || t == 1 || t > 2 * kMaxClusterSplits)
     return {t, false};
-  const int hi = std::max(1, (max_ctx + kChunkQuantum - 1) / kChunkQuantum);
+  const int hi = std::max(1, (max_ctx + sh.quantum - 1) / sh.quantum);
   int s = 1;
   while (s < kMaxClusterSplits && 2 * s <= t) s *= 2;  // the largest power of two <= t ...
   if (s < kMaxClusterSplits && t * t > 2 * s * s && 2 * s <= hi) s *= 2;  // ... or the next, if t is nearer it
@@ -532,7 +572,7 @@ DecodePlan decode_plan(int batch, int kv_heads, int max_ctx, int sm_count, bool 
   // they did not, and batch 8 streamed a long cache 25 % slower per sequence than 7 or 9 (H200,
   // 2026-12-03 study grid: 131k, 1260 us vs 878 at 7, 1190 at 9). Up to 3 blocks per SM they are kept:
   // at short contexts they save the merge launch (256 tokens: batch 8 8.6 us, 9 11.3 us).
-  if (int64_t(pairs) * s > 3 * int64_t(sm_count)) return {t, false};
+  if (int64_t(pairs) * s * kBlocksPerSmTarget > 3 * int64_t(sm_count) * sh.blocks_per_sm) return {t, false};
   return {s, s > 1};
 }
 
@@ -553,16 +593,18 @@ void dispatch_dims(const DecodeParams& p, const DecodeVariant& v, int batch, boo
 
 }  // namespace
 
-int decode_attention_chunk(int batch, int kv_heads, int max_ctx, int sm_count, int window) {
+int decode_attention_chunk(int batch, int kv_heads, int max_ctx, int sm_count, int window, int head_dim, int group) {
   const int span = window > 0 ? std::min(max_ctx, window) : max_ctx;
-  const DecodePlan plan = decode_plan(batch, kv_heads, span, sm_count, clusters_supported());
-  return chunk_len(span, plan.splits);  // the longest chunk
+  const SplitShape sh = split_shape(group, head_dim);
+  const DecodePlan plan = decode_plan(batch, kv_heads, span, sm_count, clusters_supported(), sh);
+  return chunk_len(span, plan.splits, sh.quantum);  // the longest chunk
 }
 
 size_t decode_attention_workspace_bytes(int batch, int heads, int head_dim, int max_ctx, int kv_heads,
                                         int sm_count) {
   // Sized for the workspace path (the cluster path needs none), so any GPU can run the shape.
-  const int64_t splits = decode_splits(batch, kv_heads, max_ctx, sm_count);
+  const int group = kv_heads > 0 && heads % kv_heads == 0 ? heads / kv_heads : 1;
+  const int64_t splits = decode_splits(batch, kv_heads, max_ctx, sm_count, split_shape(group, head_dim));
   return size_t(int64_t(batch) * heads * splits * (head_dim + 1)) * sizeof(float);
 }
 
@@ -600,7 +642,8 @@ void decode_attention(const DecodeAttention& a, int sm_count, cudaStream_t strea
   // span). Never more splits than for max_ctx, so decode_attention_workspace_bytes (without the
   // window) always holds the workspace.
   const int span = a.window > 0 ? std::min(a.max_ctx, a.window) : a.max_ctx;
-  const DecodePlan plan = decode_plan(a.batch, a.kv_heads, span, sm_count, clusters_supported());
+  const DecodePlan plan =
+      decode_plan(a.batch, a.kv_heads, span, sm_count, clusters_supported(), split_shape(a.heads / a.kv_heads, a.head_dim));
   p.splits = plan.splits;
   const float scale = a.scale > 0 ? a.scale : 1.0f / std::sqrt(float(a.head_dim));
   p.scale_log2 = scale * 1.4426950408889634f * (fp8 ? a.k_scale : 1.f);

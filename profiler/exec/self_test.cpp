@@ -272,6 +272,17 @@ void wide_head_decode_cases(std::vector<SelfTestResult>& out, int dev, int sms, 
   dec(160, 2, 7, 600, {600, 129}, {1, 0}, 2);                    // any multiple of 8 in between
   dec(256, 1, 8, 8192, {8000}, {}, 1, 4096);                      // windowed: split-K over the window span
   dec(192, 2, 16, 1500, {1, 333, 1500}, {2, 0, 3}, 4, 256);      // windowed, group split
+  // The dim tile 256's split-K plan (2 blocks per SM, 32-token chunk quantum, a split group's two
+  // blocks counted in the grid; H200's 132 SMs): batch 8 in 8 chunks of 352 tokens (11 quanta: the
+  // block's last two warps idle on the odd one) through the merge kernel, 32 sequences of G 16 (4
+  // chunks of 320, merge kernel), batch 1 at 32k (264 splits of 128 tokens, the last 8 past the
+  // sequence), 192 at G 4 (44 chunks of 96).
+  dec(256, 4, 8, 2800, {2800, 2700, 1, 100, 2799, 33, 64, 2000}, {}, 8);
+  dec(256, 1, 16, 1200, std::vector<int>(32, 1200), {}, 32);
+  dec(256, 1, 8, 32768, {32768}, {}, 1);
+  dec(192, 2, 4, 3000, {97, 3000, 1}, {1, 2, 0}, 3);                // 192, G 4, 32-token chunk ends
+  std::fprintf(stderr, "self-test: %s\n", "decode attention, head_dim 192, 256, FP8 KV cache");
+  selftest::wide_head_fp8_decode_cases(out, dev, sms, rng);
 }
 
 void wide_head_prefill_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) {

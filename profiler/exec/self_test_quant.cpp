@@ -354,4 +354,19 @@ void quant_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt1993
   guarded("rotary_and_cache_fp8kv", [&] { return rotary_fp8_case(dev, rng); });
 }
 
+void wide_head_fp8_decode_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt19937_64& rng) {
+  auto dec = [&](int D, int kvh, int group, int max_ctx, std::vector<int> lens, std::vector<int> slot_of, int slots) {
+    try {
+      out.push_back(decode_fp8_case(dev, sms, rng, D, kvh, group, max_ctx, lens, slot_of, slots));
+    } catch (const std::exception& e) {
+      out.push_back(failed("decode_attention_fp8kv", fmt::format("D={} kv={} G={}", D, kvh, group), e));
+    }
+  };
+  dec(256, 1, 8, 2000, {2000}, {}, 1);                           // batch 1: 63 chunks of 32 tokens (capped by the quantum)
+  dec(256, 2, 16, 2000, {1999, 1, 700, 2000}, {3, 1, 0, 2}, 4);  // group split, cluster-merged splits
+  dec(256, 4, 4, 2800, {2800, 2700, 1, 100, 2799, 33, 64, 2000}, {}, 8);  // 11 x 32-token chunks, merge kernel
+  dec(192, 2, 8, 1500, {1, 333, 1500}, {2, 0, 3}, 4);            // general dims (192 of 256)
+  dec(192, 1, 12, 900, {900, 65}, {1, 0}, 2);                    // general dims and group (8 + 4)
+}
+
 }  // namespace peerplan::exec::selftest

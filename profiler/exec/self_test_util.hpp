@@ -24,6 +24,9 @@ void ref_attend(const double* q, const std::vector<double>& K, const std::vector
 
 // FP8 / INT8 / W4A16 GEMMs and the FP8 KV cache (decode, prefill, rotary write): self_test_quant.cpp.
 void quant_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt19937_64& rng);
+// Decode over an FP8 KV cache at head_dim 192/256 (the dim tile 256's lazy-conversion kernels and
+// its split-K plan: 32-token chunks, 2 blocks per SM, the group split): PEERPLAN_SELFTEST_ONLY=headdim.
+void wide_head_fp8_decode_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt19937_64& rng);
 // The four storage orders of FP8 block scales (W, x: outer-dimension- or k-major), one row each:
 // which one cuBLASLt reads (bench/quant prints them; not part of the self-test).
 void fp8_block_layout_probe(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng);

@@ -14,6 +14,10 @@
 #        (the 256 dim tile against the 128 one at equal bytes: G 8 and G 16 (two blocks of 8), then
 #        192 in its general form; the TB/s column compares them. Prefill at 256 runs on cuDNN only,
 #        which the bench does not link: those prefill rows are skipped)
+#   ./kb table [bf16|fp8|all]   (default all)
+#        (issue 23 item 4's table: decode at head_dim 256 and 192 against the 128 tile at equal KV bytes,
+#        G 4/8/16, batch 1/4/8/32/64, context 1k-32k, bf16 and FP8 KV; ratio = wide time / 128 time,
+#        rows over 1.10 marked; needs ~8.5 GiB of device memory)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 src=${1:-profiler/kernels}

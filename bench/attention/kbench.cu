@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -158,8 +159,115 @@ static std::vector<HC> parse_shapes(const char* s) {
   return v;
 }
 
+// Random e4m3 codes with magnitudes 2^-2..2^1 (exponent field 5..8, never the NaN code): an FP8 cache.
+__global__ void fill_fp8(uint8_t* p, size_t n, uint32_t seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t x = uint32_t(i) * 2654435761u ^ seed * 0x9E3779B9u ^ uint32_t(i >> 32) * 0x85EBCA6Bu;
+    x ^= x >> 15; x *= 0x2C1B3C6Du; x ^= x >> 12; x *= 0x297A2D39u; x ^= x >> 15;
+    p[i] = uint8_t((x & 0x80u) | ((5u + ((x >> 8) & 3u)) << 3) | ((x >> 12) & 7u));
+  }
+}
+
+// `./kb table [bf16|fp8|all]` (issue 23): decode at head_dim 256 and 192 against the 128 tile at equal KV
+// bytes per token (a 256 shape with K kv heads against 128 with 2K, 192 with K against 128 with 1.5K;
+// same query heads per kv head G, so the same Q and output bytes too), G 4, 8, 16, batch 1, 4, 8, 32, 64,
+// context 1k..32k (one sequence length = the cache capacity). Columns: both times (median of 30
+// launches), both TB/s (K+V bytes read / time), ratio = wide time / 128 time (issue 23 item 4: <= 1.10),
+// and at batch 1 and 4, ctx 1024, bf16, the wide kernel's relative error against the fp32 reference.
+static int table_main(const char* which) {
+  const bool do_bf16 = !which || !std::strcmp(which, "bf16") || !std::strcmp(which, "all");
+  const bool do_fp8 = which && (!std::strcmp(which, "fp8") || !std::strcmp(which, "all"));
+  int sms;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int batches[] = {1, 4, 8, 32, 64};
+  const int ctxs[] = {1024, 2048, 4096, 8192, 16384, 32768};
+  struct Pair { int wide_heads, wide_kv, wide_d, ref_heads, ref_kv; };
+  const Pair pairs[] = {{16, 4, 256, 32, 8}, {32, 4, 256, 64, 8}, {32, 2, 256, 64, 4},
+                        {16, 4, 192, 24, 6}, {32, 4, 192, 48, 6}, {32, 2, 192, 48, 3}};
+  const size_t kv_elems = size_t(64) * 32768 * 1024;  // the largest shape: batch 64 x 32k x 1024 (kv x dim)
+  void *k, *v;
+  bf16 *q, *out;
+  float *ref, *ws;
+  int* lens;
+  CK(cudaMalloc(&k, kv_elems * 2));
+  CK(cudaMalloc(&v, kv_elems * 2));
+  const size_t q_elems = size_t(64) * 64 * 256 * 2;
+  CK(cudaMalloc(&q, q_elems * 2));
+  CK(cudaMalloc(&out, q_elems * 2));
+  CK(cudaMalloc(&ref, q_elems * 4));
+  const size_t ws_bytes = size_t(256) << 20;
+  CK(cudaMalloc(&ws, ws_bytes));
+  CK(cudaMalloc(&lens, 64 * 4));
+  fill<<<4096, 256>>>(q, q_elems, 3);
+  std::printf("== table: decode, wide head_dim vs the 128 tile at equal KV bytes per token (SMs %d)\n", sms);
+  std::printf("%-5s %-4s %-3s %-12s %-12s %4s %6s %9s %9s %7s %7s %6s %s\n", "kv", "D", "G", "wide", "ref128", "b", "ctx",
+              "wide_us", "ref_us", "wTB/s", "rTB/s", "ratio", "");
+  for (int fp8 = 0; fp8 < 2; ++fp8) {
+    if ((fp8 && !do_fp8) || (!fp8 && !do_bf16)) continue;
+    if (fp8) {
+      fill_fp8<<<4096, 256>>>(static_cast<uint8_t*>(k), kv_elems, 1);
+      fill_fp8<<<4096, 256>>>(static_cast<uint8_t*>(v), kv_elems, 2);
+    } else {
+      fill<<<4096, 256>>>(static_cast<bf16*>(k), kv_elems, 1);
+      fill<<<4096, 256>>>(static_cast<bf16*>(v), kv_elems, 2);
+    }
+    CK(cudaDeviceSynchronize());
+    double worst = 0;
+    for (const Pair& pr : pairs) {
+      for (int b : batches) {
+        for (int ctx : ctxs) {
+          std::vector<int> hl(size_t(b), ctx);
+          CK(cudaMemcpy(lens, hl.data(), 4 * b, cudaMemcpyHostToDevice));
+          double us[2];
+          double err = -1;
+          for (int side = 0; side < 2; ++side) {
+            const int heads = side ? pr.ref_heads : pr.wide_heads, kvh = side ? pr.ref_kv : pr.wide_kv;
+            const int D = side ? 128 : pr.wide_d;
+            kn::DecodeAttention a;
+            a.q = q; a.q_row_stride = int64_t(heads + 2 * kvh) * D;
+            if (fp8) {
+              a.k_cache_fp8 = static_cast<const uint8_t*>(k), a.v_cache_fp8 = static_cast<const uint8_t*>(v);
+              a.k_scale = 0.5f, a.v_scale = 0.5f;
+            } else {
+              a.k_cache = static_cast<const bf16*>(k), a.v_cache = static_cast<const bf16*>(v);
+            }
+            a.seq_lens = lens; a.out = out; a.workspace = ws;
+            a.batch = b; a.heads = heads; a.kv_heads = kvh; a.head_dim = D; a.max_ctx = ctx;
+            if (kn::decode_attention_workspace_bytes(b, heads, D, ctx, kvh, sms) > ws_bytes) {
+              std::fprintf(stderr, "workspace too small for %d:%d:%d b%d ctx%d\n", heads, kvh, D, b, ctx);
+              return 1;
+            }
+            us[side] = time_us([&] { kn::decode_attention(a, sms, nullptr); });
+            if (side == 0 && !fp8 && ctx == 1024 && b <= 4) {
+              ref_kernel<<<dim3(b, heads), 128, (D + ctx) * 4>>>(1, q, a.q_row_stride, static_cast<const bf16*>(k),
+                                                                static_cast<const bf16*>(v), lens, heads, kvh, D, ctx,
+                                                                1.0f / std::sqrt(float(D)), ref);
+              CK(cudaDeviceSynchronize());
+              kn::decode_attention(a, sms, nullptr);
+              err = check(out, ref, size_t(b) * heads * D);
+            }
+          }
+          const double bytes = double(b) * ctx * pr.wide_kv * pr.wide_d * 2 * (fp8 ? 1 : 2);
+          const double ratio = us[0] / us[1];
+          worst = std::max(worst, ratio);
+          char wide[32], rf[32], e[48] = "";
+          std::snprintf(wide, sizeof wide, "%d:%d:%d", pr.wide_heads, pr.wide_kv, pr.wide_d);
+          std::snprintf(rf, sizeof rf, "%d:%d:128", pr.ref_heads, pr.ref_kv);
+          if (err >= 0) std::snprintf(e, sizeof e, "err=%.4f", err);
+          std::printf("%-5s %-4d %-3d %-12s %-12s %4d %6d %9.1f %9.1f %7.2f %7.2f %6.2f%s %s\n", fp8 ? "fp8" : "bf16",
+                      pr.wide_d, pr.wide_heads / pr.wide_kv, wide, rf, b, ctx, us[0], us[1], bytes / (us[0] * 1e-6) / 1e12,
+                      bytes / (us[1] * 1e-6) / 1e12, ratio, ratio > 1.10 ? " >1.10" : "", e);
+        }
+      }
+    }
+    std::printf("== %s: worst ratio %.2f (issue 23 item 4: <= 1.10)\n", fp8 ? "fp8" : "bf16", worst);
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const char* tag = argc > 1 ? argv[1] : "?";
+  if (!std::strcmp(tag, "table")) return table_main(argc > 2 ? argv[2] : "all");
   const std::vector<HC> only = parse_shapes(argc > 2 ? argv[2] : nullptr);
   int sms;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));

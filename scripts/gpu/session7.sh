@@ -76,9 +76,10 @@ if [ "$PART" = D ]; then  # the session's last call: new kernels checked, then t
   TAIL=3 step 30 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
   if grep -q "FAIL" "$W/selftest-moe.txt" || ! grep -q "all kernels match" "$W/selftest-moe.txt"; then
     export PEERPLAN_MOE_GEMV=0; log "  the gemv kernel is OFF for the rest of this call: its self-test failed"; fi
-  [ "${HEADDIM:-0}" = 1 ] && TAIL=3 step 60 selftest-headdim env PEERPLAN_SELFTEST_ONLY=headdim $B validate --self-test
-  [ -x .gpu-ref/kb ] && TAIL=40 step 60 kb-d256 .gpu-ref/kb d256 ${KB_SHAPES:-32:4:256,64:8:128,32:2:256,64:4:128,32:4:192}
-  for sh in 4x2 4x4 2x4 8x2 2x8; do  # the gemv's rows per warp x unroll on Mixtral's decode steps (~6 s each)
+  TAIL=3 step 60 selftest-headdim env PEERPLAN_SELFTEST_ONLY=headdim $B validate --self-test
+  grep -E "FAIL" "$W/selftest-headdim.txt" | head -8 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  [ -x .gpu-ref/kb ] && TAIL=40 step 60 kb-table .gpu-ref/kb table all
+  for sh in 4x2 4x4 8x2; do  # the gemv's rows per warp x unroll on Mixtral's decode steps (~6 s each)
     TAIL=4 step 30 "gemv-$sh" env PEERPLAN_MOE_GEMV_SHAPE=$sh $B validate --bench-steps --plan $P/mixtral-1gpu.json \
       --model mixtral-8x7b --machine models/hardware/h200x2-nvlink.json --allow-other-host --batches 1,2 --context 1024 \
       --out "$W/gemv-$sh"; done
@@ -87,11 +88,13 @@ if [ "$PART" = D ]; then  # the session's last call: new kernels checked, then t
   mkplan phi-3-mini 32; mkplan llama-3.2-1b 16
   PEERPLAN_OP_TIMES=$W/ops-qwen-moe-long.csv v qwen-moe-long 70 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
     --workload $V/workloads/validate-long-prompt.json
-  left 400 && v phi-3-mini-azure-conv 90 --plan "$W/phi-3-mini.plan.json" --model tests/data/model/phi-3-mini.json --workload $TR --requests 120
-  left 430 && v qwen2-7b-azure-conv 95 --plan $P/qwen2-7b-1gpu.json --model tests/data/model/qwen2-7b.json --workload $TR --requests 120
-  left 450 && v mixtral-long 80 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json
+  left 420 && v phi-3-mini-azure-conv 90 --plan "$W/phi-3-mini.plan.json" --model tests/data/model/phi-3-mini.json --workload $TR --requests 120
+  left 460 && v llama8b-8k-32k 70 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload models/workloads/long-prompt-8k-32k.json --requests 24
+  left 470 && v qwen2-7b-azure-conv 95 --plan $P/qwen2-7b-1gpu.json --model tests/data/model/qwen2-7b.json --workload $TR --requests 120
+  left 480 && v mixtral-long 80 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json
   left 500 && v llama-3.2-1b-azure-conv 90 --plan "$W/llama-3.2-1b.plan.json" --model tests/data/model/llama-3.2-1b.json --workload $TR --requests 120
-  gzip -f "$W/profile.json"; tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null
+  gzip -f "$W/profile.json"; for f in "$W"/validate-llama8b-*/iterations.json; do [ -f "$f" ] && gzip -f "$f"; done
+  tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null
   log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
 fi
 if [ "$PART" = E ]; then  # the gemv grouped-GEMM kernel: its self-test, then decode steps with it on and off

@@ -260,7 +260,7 @@ void wide_head_decode_cases(std::vector<SelfTestResult>& out, int dev, int sms, 
     out.push_back(decode_case(dev, sms, rng, D, kvh, group, max_ctx, lens, slot_of, slots, window));
   };
   dec(256, 1, 8, 8192, {8000}, {}, 1);                          // batch 1: split-K over 8000 tokens
-  dec(256, 2, 16, 5000, {4100, 1, 333, 5000}, {3, 1, 0, 2}, 4);  // batch 4, 16 per kv head (2 blocks of 8)
+  dec(256, 2, 16, 5000, {4100, 1, 333, 5000}, {3, 1, 0, 2}, 4);  // batch 4, 16 per kv head (2 blocks of 8): 16 splits, merge kernel (no cluster past 1024)
   dec(256, 4, 1, 2000, {1999, 64, 1000, 5}, {}, 4);              // MHA, no slot table
   dec(256, 4, 4, 700, {700, 1, 333, 64}, {3, 1, 0, 2}, 4);       // 16 pairs: cluster-merged splits
   dec(256, 4, 16, 700, {700, 1, 333, 64}, {3, 1, 0, 2}, 4);      // the same with the group split
@@ -281,6 +281,7 @@ void wide_head_decode_cases(std::vector<SelfTestResult>& out, int dev, int sms, 
   dec(256, 1, 16, 1200, std::vector<int>(32, 1200), {}, 32);
   dec(256, 1, 8, 32768, {32768}, {}, 1);
   dec(192, 2, 4, 3000, {97, 3000, 1}, {1, 2, 0}, 3);                // 192, G 4, 32-token chunk ends
+  dec(256, 2, 16, 1000, {1000, 1, 700, 999}, {3, 1, 0, 2}, 4);      // group split, 16 blocks per split: clusters of 8
   std::fprintf(stderr, "self-test: %s\n", "decode attention, head_dim 192, 256, FP8 KV cache");
   selftest::wide_head_fp8_decode_cases(out, dev, sms, rng);
 }

@@ -363,7 +363,8 @@ void wide_head_fp8_decode_cases(std::vector<SelfTestResult>& out, int dev, int s
     }
   };
   dec(256, 1, 8, 2000, {2000}, {}, 1);                           // batch 1: 63 chunks of 32 tokens (capped by the quantum)
-  dec(256, 2, 16, 2000, {1999, 1, 700, 2000}, {3, 1, 0, 2}, 4);  // group split, cluster-merged splits
+  dec(256, 2, 16, 1000, {999, 1, 700, 1000}, {3, 1, 0, 2}, 4);   // group split, cluster-merged splits (8)
+  dec(256, 2, 16, 3000, {3000, 1, 1700, 2999}, {3, 1, 0, 2}, 4); // the same past 1024: 16 splits, merge kernel
   dec(256, 4, 4, 2800, {2800, 2700, 1, 100, 2799, 33, 64, 2000}, {}, 8);  // 11 x 32-token chunks, merge kernel
   dec(192, 2, 8, 1500, {1, 333, 1500}, {2, 0, 3}, 4);            // general dims (192 of 256)
   dec(192, 1, 12, 900, {900, 65}, {1, 0}, 2);                    // general dims and group (8 + 4)

@@ -509,6 +509,7 @@ struct SplitShape {
   int blocks_per_sm = kBlocksPerSmTarget;
   int blocks_per_kv_head = 1;  // group_split
   int quantum = kChunkQuantum;
+  bool wide = false;           // dim tile 256
 };
 SplitShape split_shape(int group, int head_dim) {
   SplitShape s;
@@ -517,6 +518,7 @@ SplitShape split_shape(int group, int head_dim) {
     s.blocks_per_sm = kWideBlocksPerSmTarget;
     s.blocks_per_kv_head = std::max(1, v.group_split);
     s.quantum = kWideChunkQuantum;
+    s.wide = true;
   }
   return s;
 }
@@ -558,12 +560,17 @@ struct DecodePlan {
 #define PEERPLAN_DECODE_CLUSTER_MAX_PAIRS 64
 #endif
 // Dim tile 256: a (sequence, kv head) pair of a split group counts as its two blocks, and the
-// residency limit below scales with the blocks per SM (3 of 4 there, so 1.5 of 2).
+// residency limit below scales with the blocks per SM (3 of 4 there, so 1.5 of 2). Nor a cluster
+// smaller than the split-K target beyond 1024 tokens: at 2 blocks per SM, 8 of a target of 9..16
+// splits leave half the wave empty where the cache is long enough for the bytes in flight to
+// matter more than the merge kernel's launch (batch 4 x 2 kv heads x G 16 at 4k: 128 blocks
+// against the 128 tile's 528).
 DecodePlan decode_plan(int batch, int kv_heads, int max_ctx, int sm_count, bool clusters, const SplitShape& sh) {
   const int t = decode_splits(batch, kv_heads, max_ctx, sm_count, sh);
   const int pairs = batch * kv_heads * sh.blocks_per_kv_head;
   if (!clusters || pairs < 16 || pairs > PEERPLAN_DECODE_CLUSTER_MAX_PAIRS || t == 1 || t > 2 * kMaxClusterSplits)
     return {t, false};
+  if (sh.wide && t > kMaxClusterSplits && max_ctx > 1024) return {t, false};
   const int hi = std::max(1, (max_ctx + sh.quantum - 1) / sh.quantum);
   int s = 1;
   while (s < kMaxClusterSplits && 2 * s <= t) s *= 2;  // the largest power of two <= t ...

@@ -185,7 +185,7 @@ void check_route(std::vector<SelfTestResult>& out, const Routed& x) {
 
 // y[row] = x[src(row)] . W[e(row)]^T against fp64, for one tile kind.
 void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng, const Routed& x, int64_t n,
-                int64_t kdim, bool gather, int kind, bool split = true, int64_t max_rows_hint = 0) {
+                int64_t kdim, bool gather, int kind, bool split = true, int64_t max_rows_hint = 0, int gemv_shape = -1) {
   const int64_t entries = x.tokens * x.topk;
   const auto off = download(x.r.offsets, size_t(x.count + 1));
   const auto tor = download(x.r.token_of_row, size_t(entries));
@@ -202,7 +202,8 @@ void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng,
   a.y = dy.as<bf16>();
   a.n = n, a.k = kdim, a.entries = entries;
   a.touched = split ? 0 : int64_t(1) << 30;  // stream kernels: k split over 4 warps, or not
-  a.max_rows = max_rows_hint;                 // 1 or 2 with kind 0 / 1: the gemv kernel
+  a.max_rows = max_rows_hint;                 // 1 to 4 with kind 0 / 1: the gemv kernel
+  a.gemv_shape = gemv_shape;
   kn::moe_grouped_gemm_kind(a, x.r, kind, nullptr);
   std::vector<double> ref(size_t(rows) * size_t(n));
   int max_rows = 0;
@@ -223,7 +224,9 @@ void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng,
   out.push_back(compare(gemv ? (kind == 0 ? "moe_gemm(gemv16)" : "moe_gemm(gemv32)") : names[kind],
                         fmt::format("rows={} max/expert={} experts={} n={} k={}{}{}{}", rows, max_rows, x.count, n, kdim,
                                     gather ? " gather" : "", kind < 2 && !split ? " no-split" : "",
-                                    gemv ? fmt::format(" {} per pass", max_rows_hint <= 2 ? 2 : 4) : ""),
+                                    gemv ? fmt::format(" {} per pass{}", max_rows_hint <= 2 ? 2 : 4,
+                                                       gemv_shape >= 0 ? fmt::format(" shape {}", gemv_shape) : "")
+                                         : ""),
                         dy, ref));
 }
 
@@ -300,6 +303,10 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
   check_gemm(out, dev, rng, a, 72, 2080, false, 0, true, 3);
   check_gemm(out, dev, rng, b, 200, 288, true, 0, true, 4);
   check_gemm(out, dev, rng, c, 128, 1024, true, 1, true, 3);
+  for (int shape = 1; shape <= 4; ++shape) {  // the other rows-per-warp x unroll shapes (4x4, 2x4, 8x2, 2x8)
+    check_gemm(out, dev, rng, a, 72, 2080, true, 0, true, 1, shape);
+    check_gemm(out, dev, rng, b, 200, 288, false, 1, true, 2, shape);
+  }
   check_combine(out, dev, rng, b, 264);
   check_combine(out, dev, rng, c, 512);  // tokens with no local expert sum to zero
 }

@@ -329,7 +329,7 @@ void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, 
   if (kind < 2 && gemv_on && moe_gemv_rows(a.max_rows)) {
     // PEERPLAN_MOE_GEMV_SHAPE=RWxU (4x2 default; 4x4, 2x4, 8x2, 2x8) picks the 2-rows-per-pass
     // variant's weight rows per warp and unroll, for tuning runs on a new GPU.
-    static const int shape = [] {
+    static const int env_shape = [] {
       const char* e = std::getenv("PEERPLAN_MOE_GEMV_SHAPE");
       const std::string v = e ? e : "4x2";
       const char* names[] = {"4x2", "4x4", "2x4", "8x2", "2x8"};
@@ -337,6 +337,8 @@ void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, 
         if (v == names[i]) return i;
       throw std::invalid_argument("PEERPLAN_MOE_GEMV_SHAPE: expected 4x2, 4x4, 2x4, 8x2 or 2x8; found " + v);
     }();
+    if (a.gemv_shape > 4) throw std::invalid_argument("moe_grouped_gemm: gemv_shape " + std::to_string(a.gemv_shape) + " (0..4)");
+    const int shape = a.gemv_shape >= 0 ? a.gemv_shape : env_shape;
     const int rw = a.max_rows > 2 ? 4 : shape == 3 ? 8 : shape == 2 || shape == 4 ? 2 : 4;
     const dim3 grid(unsigned(tiles), unsigned((a.n + kGvWarps * rw - 1) / (kGvWarps * rw)));
     const int* tl = r.tiles[kind];

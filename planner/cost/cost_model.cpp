@@ -8,6 +8,7 @@
 #include "planner/cost/attention_window.hpp"
 #include "planner/cost/collective_cost.hpp"
 #include "planner/cost/compute_cost.hpp"
+#include "planner/cost/elementwise_cost.hpp"
 #include "planner/cost/grouped_gemm_cost.hpp"
 #include "planner/cost/peer_allreduce_cost.hpp"
 #include "planner/cost/cross_host_collective.hpp"
@@ -110,6 +111,13 @@ OpCost CostModel::price_compute(const Op& op) const {
         c.source = CostSource::Fitted;
         return c;
       }
+    }
+  }
+  if (op.kind == OpKind::Elementwise && meas) {  // the executor's kernel timed in a graph (elementwise_cost.hpp)
+    if (auto t = elementwise_from_table(meas->elementwise, gpu, op)) {
+      c.seconds = t->seconds;
+      c.source = t->source;
+      return c;
     }
   }
   if (op.kind == OpKind::Attention && meas) {

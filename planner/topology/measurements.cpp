@@ -287,6 +287,21 @@ Measurements parse_measurements(const JsonIn& j) {
       m.grouped_gemms.push_back(g);
     }
   }
+  if (auto a = j.opt("elementwise")) {
+    if (!a->is_array()) j.fail("elementwise", "an array of elementwise kernel timings (docs/schema.md)");
+    for (size_t i = 0; i < a->size(); ++i) {
+      JsonIn t = (*a)[i];
+      ElementwiseTime e;
+      e.gpu = int(t.nonnegative_int("gpu"));
+      e.kind = t.str("kind");
+      if (std::find(kElementwiseKinds.begin(), kElementwiseKinds.end(), e.kind) == kElementwiseKinds.end())
+        t.fail("kind", "one of rms_norm, qk_norm, rotary, residual, act, moe_route, moe_combine; got '" + e.kind + "'");
+      e.rows = t.positive_int("rows");
+      e.cols = t.positive_int("cols");
+      e.time = parse_stats(t);
+      m.elementwise.push_back(e);
+    }
+  }
   if (auto a = j.opt("hbm_gbps"))
     for (size_t i = 0; i < a->size(); ++i) {
       double v = (*a)[i].as_num();
@@ -349,6 +364,14 @@ nlohmann::json measurements_to_json(const Measurements& m) {
       o["tokens"] = g.tokens; o["rows"] = g.rows; o["touched"] = g.touched; o["max_rows"] = g.max_rows;
       o["dtype"] = g.dtype;
       j["grouped_gemms"].push_back(o);
+    }
+  }
+  if (!m.elementwise.empty()) {  // written only when measured: older profiles round-trip unchanged
+    j["elementwise"] = nlohmann::json::array();
+    for (const auto& e : m.elementwise) {
+      auto o = stats_json(e.time);
+      o["gpu"] = e.gpu; o["kind"] = e.kind; o["rows"] = e.rows; o["cols"] = e.cols;
+      j["elementwise"].push_back(o);
     }
   }
   j["hbm_gbps"] = m.hbm_gbps;

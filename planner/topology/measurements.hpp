@@ -87,6 +87,19 @@ struct GroupedGemmTime {
   SampleStats time;
 };
 
+// One executor elementwise kernel (RmsNorm, Rotary, MoeRoute, ...) over [rows][cols], timed back to
+// back inside a CUDA graph (region / reps) like the GEMM table ("elementwise" in the profile;
+// profiler/measure/elementwise.cpp). kind is the EwKind's name (ew_kind_name in
+// planner/cost/compute_cost.hpp); cols as the compiler sets ew_cols (MoeRoute: experts).
+struct ElementwiseTime {
+  int gpu = 0;
+  std::string kind;
+  int64_t rows = 0, cols = 0;
+  SampleStats time;
+};
+inline const std::vector<std::string> kElementwiseKinds = {"rms_norm", "qk_norm", "rotary", "residual",
+                                                           "act", "moe_route", "moe_combine"};
+
 struct AttentionTime {
   int gpu = 0;
   std::string phase;       // "prefill" or "decode"
@@ -104,6 +117,7 @@ struct Measurements {
   std::vector<GemmTime> gemms;
   std::vector<AttentionTime> attention;
   std::vector<GroupedGemmTime> grouped_gemms;
+  std::vector<ElementwiseTime> elementwise;  // optional section: absent in older profiles
   std::vector<double> hbm_gbps;            // per GPU, measured device-local copy (read+write)
   double launch_overhead_s = 0;            // measured empty-kernel launch
   nlohmann::json extra = nlohmann::json::object();  // anything else a measurement records

@@ -1,0 +1,40 @@
+#include "planner/cost/elementwise_cost.hpp"
+
+#include <algorithm>
+
+namespace peerplan {
+
+std::string ew_kind_name(EwKind k) {
+  switch (k) {
+    case EwKind::None: return "";
+    case EwKind::RmsNorm: return "rms_norm";
+    case EwKind::QkNorm: return "qk_norm";
+    case EwKind::Rotary: return "rotary";
+    case EwKind::Residual: return "residual";
+    case EwKind::Act: return "act";
+    case EwKind::MoeRoute: return "moe_route";
+    case EwKind::MoeCombine: return "moe_combine";
+  }
+  return "";
+}
+
+std::optional<CurveTime> elementwise_from_table(const std::vector<ElementwiseTime>& table, int gpu, const Op& op) {
+  if (op.kind != OpKind::Elementwise || op.ew == EwKind::None || op.ew_rows <= 0 || table.empty()) return std::nullopt;
+  const std::string kind = ew_kind_name(op.ew);
+  std::vector<CurvePoint> pts;
+  for (const ElementwiseTime& e : table)
+    if (e.gpu == gpu && e.kind == kind && e.cols == op.ew_cols && e.time.median > 0) {
+      CurvePoint p;
+      p.bytes = e.rows;  // the curve's size axis is rows here
+      p.time = e.time;
+      pts.push_back(p);
+    }
+  if (pts.empty()) return std::nullopt;
+  std::sort(pts.begin(), pts.end(), [](const CurvePoint& a, const CurvePoint& b) { return a.bytes < b.bytes; });
+  // Repeated rows (a profile merged with a validate extension): keep the first of each.
+  pts.erase(std::unique(pts.begin(), pts.end(), [](const CurvePoint& a, const CurvePoint& b) { return a.bytes == b.bytes; }),
+            pts.end());
+  return curve_time(pts, double(op.ew_rows));
+}
+
+}  // namespace peerplan

@@ -1,0 +1,24 @@
+#pragma once
+// Elementwise ops (RmsNorm, Rotary, MoeRoute, ...) priced from the profile's "elementwise" table:
+// the executor's own kernels timed back to back inside a CUDA graph (region / reps), like GEMMs.
+// Eager timings at Qwen1.5-MoE decode showed rotary, moe_route and moe_combine several us above the
+// bytes / HBM-bandwidth floor that priced them (docs/simulator.md, "Elementwise ops").
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/compile/op_graph.hpp"
+#include "planner/cost/curve.hpp"
+#include "planner/topology/measurements.hpp"
+
+namespace peerplan {
+
+// The profile's name of an EwKind ("rms_norm", ..., kElementwiseKinds); "" for EwKind::None.
+std::string ew_kind_name(EwKind k);
+
+// Time of an elementwise op from the points of (gpu, kind, ew_cols): interpolated over rows in log
+// space (curve_time: exact rows Measured, between Interpolated, outside Extrapolated). nullopt when
+// the op is not elementwise, or the table has no point of that (gpu, kind, cols).
+std::optional<CurveTime> elementwise_from_table(const std::vector<ElementwiseTime>& table, int gpu, const Op& op);
+
+}  // namespace peerplan

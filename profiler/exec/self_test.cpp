@@ -33,6 +33,13 @@ struct Host {
   std::vector<double> d;  // the bf16 values as doubles (what the GPU sees)
 };
 
+std::vector<bf16> random_bf16(size_t n, std::mt19937_64& rng, double lo, double hi) {
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<bf16> v(n);
+  for (auto& x : v) x = __float2bfloat16(float(u(rng)));
+  return v;
+}
+
 Host random_host(size_t n, std::mt19937_64& rng, double scale = 1.0) {
   std::uniform_real_distribution<double> u(-scale, scale);
   Host h;

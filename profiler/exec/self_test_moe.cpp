@@ -41,13 +41,7 @@ gpu::DeviceBuffer upload_floats(int dev, const std::vector<float>& v) {
   return b;
 }
 
-std::vector<bf16> random_bf16(size_t n, std::mt19937_64& rng, double scale) {
-  std::uniform_real_distribution<double> u(-scale, scale);
-  std::vector<bf16> v(n);
-  for (auto& x : v) x = __float2bfloat16(float(u(rng)));
-  return v;
-}
-double d(bf16 x) { return double(__bfloat162float(x)); }
+std::vector<bf16> random_bf16(size_t n, std::mt19937_64& rng, double scale) { return selftest::random_bf16(n, rng, -scale, scale); }
 
 SelfTestResult result(const std::string& kernel, const std::string& shape, double num, double den, bool written,
                       double tol) {
@@ -139,11 +133,11 @@ void check_route(std::vector<SelfTestResult>& out, const Routed& x) {
     int ids[kn::kMoeMaxTopK];
     routing::route_token(1234567, 0, t, x.experts, k, x.cdf_host.empty() ? nullptr : x.cdf_host.data(), ids);
     double mx = -INFINITY, sum = 0, psum = 0;
-    for (int e = 0; e < x.experts; ++e) mx = std::max(mx, d(x.lg[size_t(t * x.experts + e)]));
-    for (int e = 0; e < x.experts; ++e) sum += std::exp(d(x.lg[size_t(t * x.experts + e)]) - mx);
-    for (int j = 0; j < k; ++j) psum += std::exp(d(x.lg[size_t(t * x.experts + ids[j])]) - mx) / sum;
+    for (int e = 0; e < x.experts; ++e) mx = std::max(mx, bf16_value(x.lg[size_t(t * x.experts + e)]));
+    for (int e = 0; e < x.experts; ++e) sum += std::exp(bf16_value(x.lg[size_t(t * x.experts + e)]) - mx);
+    for (int j = 0; j < k; ++j) psum += std::exp(bf16_value(x.lg[size_t(t * x.experts + ids[j])]) - mx) / sum;
     for (int j = 0; j < k; ++j) {
-      const double ref = std::exp(d(x.lg[size_t(t * x.experts + ids[j])]) - mx) / sum / psum;
+      const double ref = std::exp(bf16_value(x.lg[size_t(t * x.experts + ids[j])]) - mx) / sum / psum;
       const double got = w[size_t(t * k + j)];
       if (std::isnan(got)) written = false;
       num += (got - ref) * (got - ref), den += ref * ref;
@@ -214,7 +208,7 @@ void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng,
       for (int64_t c = 0; c < n; ++c) {
         double acc = 0;
         for (int64_t q = 0; q < kdim; ++q)
-          acc += d(xin[size_t(src * kdim + q)]) * d(w[size_t((e * n + c) * kdim + q)]);
+          acc += bf16_value(xin[size_t(src * kdim + q)]) * bf16_value(w[size_t((e * n + c) * kdim + q)]);
         ref[size_t(r * n + c)] = acc;
       }
     }
@@ -244,7 +238,7 @@ void check_combine(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& r
     for (int j = 0; j < x.topk; ++j) {
       const int r = row_of[size_t(t * x.topk + j)];
       if (r < 0) continue;
-      for (int64_t c = 0; c < H; ++c) ref[size_t(t * H + c)] += double(w[size_t(t * x.topk + j)]) * d(in[size_t(r * H + c)]);
+      for (int64_t c = 0; c < H; ++c) ref[size_t(t * H + c)] += double(w[size_t(t * x.topk + j)]) * bf16_value(in[size_t(r * H + c)]);
     }
   out.push_back(compare("moe_combine", fmt::format("T={} k={} H={} local [{},+{})", x.tokens, x.topk, H, x.first, x.count),
                         dout, ref));

@@ -37,13 +37,6 @@ struct Case {
   int64_t row = 0;
 };
 
-std::vector<bf16> random_bf16(size_t n, std::mt19937_64& rng, double lo, double hi) {
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<bf16> v(n);
-  for (auto& x : v) x = __float2bfloat16(float(u(rng)));
-  return v;
-}
-double d(bf16 x) { return double(__bfloat162float(x)); }
 
 // Inputs of a shape and their fp64 reference. Values in [-4, 4] (activations out of a GEMM), the
 // weights in [0.5, 1.5] (trained q/k norm weights sit around 1) so a swapped q/k weight shows.
@@ -54,7 +47,7 @@ Case make_case(const Shape& s, std::mt19937_64& rng) {
   c.qkv = random_bf16(size_t(s.tokens * c.row), rng, -4.0, 4.0);
   c.w = random_bf16(size_t(2 * D), rng, 0.5, 1.5);
   c.ref.resize(c.qkv.size());
-  for (size_t i = 0; i < c.qkv.size(); ++i) c.ref[i] = d(c.qkv[i]);
+  for (size_t i = 0; i < c.qkv.size(); ++i) c.ref[i] = bf16_value(c.qkv[i]);
   for (int t = 0; t < s.tokens; ++t)
     for (int h = 0; h < s.heads + s.kv_heads; ++h) {
       const size_t base = size_t(t * c.row + int64_t(h) * D);
@@ -62,7 +55,7 @@ Case make_case(const Shape& s, std::mt19937_64& rng) {
       double ss = 0;
       for (int j = 0; j < D; ++j) ss += c.ref[base + size_t(j)] * c.ref[base + size_t(j)];
       const double inv = 1.0 / std::sqrt(ss / D + double(kEps));
-      for (int j = 0; j < D; ++j) c.ref[base + size_t(j)] *= inv * d(c.w[wbase + size_t(j)]);
+      for (int j = 0; j < D; ++j) c.ref[base + size_t(j)] *= inv * bf16_value(c.w[wbase + size_t(j)]);
     }
   return c;
 }

@@ -15,6 +15,10 @@ namespace peerplan::exec::selftest {
 gpu::DeviceBuffer upload(int dev, const std::vector<__nv_bfloat16>& v);
 gpu::DeviceBuffer upload_int(int dev, const std::vector<int>& v);
 gpu::DeviceBuffer poisoned(int dev, size_t n);  // n bf16 NaNs: an unwritten element fails
+// n bf16 values uniform in [lo, hi) from rng.
+std::vector<__nv_bfloat16> random_bf16(size_t n, std::mt19937_64& rng, double lo, double hi);
+// A bf16 value as the fp64 references see it.
+inline double bf16_value(__nv_bfloat16 x) { return double(__bfloat162float(x)); }
 // ||out - ref|| / ||ref|| of the bf16 device buffer `out` against the fp64 reference (tolerance 1e-2).
 SelfTestResult compare(const std::string& kernel, const std::string& shape, const gpu::DeviceBuffer& out,
                        const std::vector<double>& ref);

@@ -297,7 +297,7 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
   check_gemm(out, dev, rng, a, 72, 2080, false, 0, true, 3);
   check_gemm(out, dev, rng, b, 200, 288, true, 0, true, 4);
   check_gemm(out, dev, rng, c, 128, 1024, true, 1, true, 3);
-  for (int shape = 1; shape <= 4; ++shape) {  // the other rows-per-warp x unroll shapes (4x4, 2x4, 8x2, 2x8)
+  for (int shape = 0; shape <= 4; ++shape) {  // every rows-per-warp x unroll shape (4x2, 4x4, 2x4, 8x2, 2x8)
     check_gemm(out, dev, rng, a, 72, 2080, true, 0, true, 1, shape);
     check_gemm(out, dev, rng, b, 200, 288, false, 1, true, 2, shape);
   }

@@ -327,18 +327,21 @@ void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, 
     return !(e && std::string(e) == "0");
   }();
   if (kind < 2 && gemv_on && moe_gemv_rows(a.max_rows)) {
-    // PEERPLAN_MOE_GEMV_SHAPE=RWxU (4x2 default; 4x4, 2x4, 8x2, 2x8) picks the 2-rows-per-pass
-    // variant's weight rows per warp and unroll, for tuning runs on a new GPU.
+    // PEERPLAN_MOE_GEMV_SHAPE=RWxU (4x2, 4x4, 2x4, 8x2, 2x8) forces the 2-rows-per-pass variant's
+    // weight rows per warp and unroll, for tuning runs on a new GPU. Unset: 4x4 when the busiest
+    // expert has one row, 8x2 for two (the fastest on Mixtral's decode steps, H200 2026-12-04:
+    // batch 1 4x4 7.68 / 8x2 7.76 / 4x2 8.33 ms; batch 2 11.99 / 11.62 / 12.83 ms).
     static const int env_shape = [] {
       const char* e = std::getenv("PEERPLAN_MOE_GEMV_SHAPE");
-      const std::string v = e ? e : "4x2";
+      if (!e || !*e) return -1;
+      const std::string v = e;
       const char* names[] = {"4x2", "4x4", "2x4", "8x2", "2x8"};
       for (int i = 0; i < 5; ++i)
         if (v == names[i]) return i;
       throw std::invalid_argument("PEERPLAN_MOE_GEMV_SHAPE: expected 4x2, 4x4, 2x4, 8x2 or 2x8; found " + v);
     }();
     if (a.gemv_shape > 4) throw std::invalid_argument("moe_grouped_gemm: gemv_shape " + std::to_string(a.gemv_shape) + " (0..4)");
-    const int shape = a.gemv_shape >= 0 ? a.gemv_shape : env_shape;
+    const int shape = a.gemv_shape >= 0 ? a.gemv_shape : env_shape >= 0 ? env_shape : a.max_rows <= 1 ? 1 : 3;
     const int rw = a.max_rows > 2 ? 4 : shape == 3 ? 8 : shape == 2 || shape == 4 ? 2 : 4;
     const dim3 grid(unsigned(tiles), unsigned((a.n + kGvWarps * rw - 1) / (kGvWarps * rw)));
     const int* tl = r.tiles[kind];

@@ -33,7 +33,8 @@ struct MoeGemmArgs {
   int64_t max_rows = 0;  // rows of the busiest expert (host figure; moe_gemm_tile_kind), 0: unknown
   int64_t touched = 0;   // experts with rows (host figure; moe_stream_split), 0: unknown
   // The gemv's weight rows per warp x unroll at 2 rows per pass: 0..4 = 4x2, 4x4, 2x4, 8x2, 2x8;
-  // -1: PEERPLAN_MOE_GEMV_SHAPE, else 4x2 (the self-test sets it to check every shape).
+  // -1: PEERPLAN_MOE_GEMV_SHAPE, else 4x4 for one row per expert, 8x2 for two (the self-test sets
+  // it to check every shape).
   int gemv_shape = -1;
 };
 

@@ -6,12 +6,21 @@
 #include <cuda_runtime.h>
 
 #include "profiler/exec/self_test_util.hpp"
+#include "profiler/kernels/attention.hpp"
 
-// The stand-alone bench links no cuDNN: its prefill calls take the executor's own kernel (an FP8
-// KV cache always does; prefill_attention.cu asks cuDNN only for bf16 caches).
+// The stand-alone bench links no cuDNN (prefill_dispatch.cpp): its prefill calls take the
+// executor's own kernel (an FP8 KV cache always does; prefill_attention.cu asks cuDNN only for
+// bf16 caches).
 namespace peerplan::kernels {
-struct PrefillAttention;
 bool prefill_attention_cudnn(const PrefillAttention&, cudaStream_t) { return false; }
+std::string prefill_attention_last_path() { return "own kernel (the quant bench links no cuDNN)"; }
+AttentionPath prefill_attention_path(bool kv_fp8) {
+  AttentionPath p;
+  p.kv_fp8 = kv_fp8;
+  p.cudnn = false;
+  p.no_cudnn_why = "the quant bench links no cuDNN";
+  return p;
+}
 }  // namespace peerplan::kernels
 
 int run_quant_selftest(int dev, unsigned long long seed) {

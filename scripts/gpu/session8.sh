@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One H200 per call, 2026-12-04 (eighth session; device tool: carry [".gpu", ".gpu-ref"]; build with scripts/gpu/build.sh,
+# bench/quant/build.sh .gpu/bin/qb). .gpu-ref holds the shared PyTorch references and traces/azure-conv.json.
+#   scripts/gpu/session8.sh A  (~9 min) issue 15 and the gemv shapes: self-test (moe: every gemv shape), qb (the
+#                              W4A16 GEMV at batch 1 against packed bytes / HBM), a profile of Llama-3.1-8B and -70B in
+#                              bf16/fp8/int4, validations 8B W4A16 and 70B FP8 on one GPU, then the dense 8B step beside
+#                              ../shared/reference/torch_ref.py (after the rotary rewrite).
+# Outputs under $OUT (summary-*.txt and a tgz of the raw files).
+set -u
+PART=${1:-A}
+OUT=${OUT:-/tmp/peerplan-s8}; W=$OUT/w$PART; mkdir -p "$W"
+export NCCL_NVLS_ENABLE=0 PEERPLAN_HOME=$PWD LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+B=$PWD/.gpu/bin/peerplan; S=$OUT/summary-$PART.txt
+ldd "$B" | grep -q 'not found' && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$PWD/.gpu/lib
+log() { echo "$*" | tee -a "$S"; }
+step() { local t=$1 name=$2; shift 2; log "+ [$name] $*"; local t0=$(date +%s.%N)
+  timeout "$t" "$@" > "$W/$name.txt" 2>&1; local rc=$?
+  log "  rc=$rc $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s"
+  tail -n "${TAIL:-6}" "$W/$name.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null; return $rc; }
+{ date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,uuid --format=csv,noheader; } | tee -a "$S"
+NV=$(python3 -c "import importlib.util as u, os; print(os.path.dirname(list(u.find_spec('nvidia.cudnn').submodule_search_locations)[0]))" 2>/dev/null)
+[ -n "$NV" ] && for d in "$NV"/*/lib; do export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d; done
+[ -n "$NV" ] && [ -f "$NV/cudnn/lib/libcudnn.so.9" ] && export PEERPLAN_CUDNN_LIB=$NV/cudnn/lib/libcudnn.so.9
+V=docs/validation; P=$V/plans; TR=.gpu-ref/traces/azure-conv.json
+v() { local name=$1 t=$2; shift 2
+  TAIL=16 step "$t" "validate-$name" $B validate --machine "$W/profile.json" --out "$W/validate-$name" "$@"; }
+mkplan() { echo "{\"version\": 1, \"name\": \"single[0]\", \"strategy\": \"hand\", \"stages\": [{\"gpus\": [0], \"layer_begin\": 0, \"layer_end\": $2}]}" > "$W/$1.plan.json"; }
+left() { [ $SECONDS -lt "$1" ] || { log "  (skipped: ${SECONDS}s used)"; return 1; }; }
+profile() { TAIL=3 step 150 profile $B profile --no-progress --model llama-3.1-8b --model mixtral-8x7b \
+    --model qwen1.5-moe-a2.7b --model mistral-7b --dtypes bf16 --skip nccl,nccl_nop2p --out "$W/profile.json"
+  grep -E "attention grid" "$W/profile.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null; }
+if [ "$PART" = A ]; then
+  TAIL=3 step 40 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
+  grep -E "FAIL|gemv" "$W/selftest-moe.txt" | head -12 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  TAIL=40 step 110 qbench .gpu/bin/qb "$W/qb"
+  TAIL=3 step 170 profile-q $B profile --no-progress --only launch_overhead,hbm,gemm,attention --model llama-3.1-8b \
+    --model llama-3.1-70b --dtypes bf16,fp8,int4 --out "$W/profile.json"
+  v llama8b-int4 70 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights int4 --workload $V/workloads/validate-chat.json --requests 80
+  left 430 && v llama70b-fp8 90 --plan $P/llama70b-1gpu.json --model llama-3.1-70b --weights fp8 --workload $V/workloads/validate-chat.json --requests 60 --rate 2
+  left 480 && TAIL=4 step 25 steps-8b $B validate --bench-steps --plan $P/llama8b-1gpu.json --model llama-3.1-8b \
+    --machine "$W/profile.json" --batches 1,8,32,64 --context 1024 --prefill 2048 --out "$W/steps-8b"
+  left 500 && TAIL=4 step 80 torch-ref python3 .gpu-ref/torch_ref.py "$W"
+  gzip -f "$W/profile.json"; for f in "$W"/validate-*/iterations.json; do [ -f "$f" ] && gzip -f "$f"; done
+  tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null
+  log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
+fi
+echo "unknown part $PART" >&2; exit 2

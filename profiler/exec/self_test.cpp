@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "profiler/exec/executor.hpp"
+#include "profiler/exec/self_test_mla.hpp"
 #include "profiler/exec/self_test_qknorm.hpp"
 #include "profiler/exec/self_test_util.hpp"
 #include "profiler/gpu/cuda_check.hpp"
@@ -546,7 +547,8 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
   // PEERPLAN_SELFTEST_ONLY=window: the sliding-window cases alone (issue 18), decode and both prefill
   // paths; =headdim: head_dim 160/192/256 attention (issue 23), decode and both prefill paths; =norm:
   // the RMSNorm cases (hidden 4096 to 16384); =qknorm: Qwen3's per-head QK-norm; =moe: routing,
-// grouped GEMMs (stream, gemv, tiled) and combine.
+// grouped GEMMs (stream, gemv, tiled) and combine; =mla: the MLA decode attention, cache write +
+// rope and YaRN helpers (DeepSeek-V2/V3, Kimi K2).
   if (const char* only = std::getenv("PEERPLAN_SELFTEST_ONLY"); only && *only) {
     const std::string o = only;
     if (o == "window") window_attention_cases(out, dev, sms, rng);
@@ -554,7 +556,8 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
     else if (o == "norm") norm_cases(out, dev, rng);
     else if (o == "qknorm") selftest::qk_norm_cases(out, dev, rng);
     else if (o == "moe") moe_cases(out, dev, rng);
-    else throw InputError("", "PEERPLAN_SELFTEST_ONLY", "window, headdim, norm, qknorm or moe; found " + o);
+    else if (o == "mla") selftest::mla_cases(out, dev, sms, rng);
+    else throw InputError("", "PEERPLAN_SELFTEST_ONLY", "window, headdim, norm, qknorm, moe or mla; found " + o);
     return out;
   }
   std::fprintf(stderr, "self-test: %s\n", "decode attention");
@@ -599,6 +602,8 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
 
   std::fprintf(stderr, "self-test: %s\n", "MoE routing, grouped GEMM, combine");
   moe_cases(out, dev, rng);
+
+  selftest::mla_cases(out, dev, sms, rng);  // prints its own headings
 
   std::fprintf(stderr, "self-test: %s\n", "peer-memory all-reduce (ranks emulated on one GPU)");
   allreduce_cases(out, dev);

@@ -56,8 +56,8 @@ struct MlaDecode {
 // Workspace the call needs for this shape on a GPU of sm_count SMs (0 when it never splits).
 size_t mla_decode_workspace_bytes(int batch, int heads, int max_ctx, int sm_count);
 // Context chunks (CTAs per (row, head group)) the call will use: fixed per (batch, heads, max_ctx,
-// sm_count), so a graph captured for a batch stays valid while contexts grow up to max_ctx.
-int mla_decode_splits(int batch, int heads, int max_ctx, int sm_count);
+// sm_count, head_tile), so a graph captured for a batch stays valid while contexts grow up to max_ctx.
+int mla_decode_splits(int batch, int heads, int max_ctx, int sm_count, int head_tile = 0);
 void mla_decode(const MlaDecode& a, int sm_count, cudaStream_t stream);
 
 // Cache write + rope, one launch (vLLM's DeepSeek MLA: kv_a_layernorm, rotary_emb, and

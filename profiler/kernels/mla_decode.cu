@@ -383,9 +383,9 @@ void check_heads(int heads, const char* who) {
 
 }  // namespace
 
-int mla_decode_splits(int batch, int heads, int max_ctx, int sm_count) {
+int mla_decode_splits(int batch, int heads, int max_ctx, int sm_count, int head_tile) {
   check_heads(heads, "mla_decode_splits");
-  return splits_of(batch, heads, max_ctx, sm_count, head_tile_of(heads, 0));
+  return splits_of(batch, heads, max_ctx, sm_count, head_tile_of(heads, head_tile));
 }
 
 size_t mla_decode_workspace_bytes(int batch, int heads, int max_ctx, int sm_count) {

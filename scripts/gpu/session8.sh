@@ -5,6 +5,9 @@
 #                              W4A16 GEMV at batch 1 against packed bytes / HBM), a profile of Llama-3.1-8B and -70B in
 #                              bf16/fp8/int4, validations 8B W4A16 and 70B FP8 on one GPU, then the dense 8B step beside
 #                              ../shared/reference/torch_ref.py (after the rotary rewrite).
+#   scripts/gpu/session8.sh B  (~8 min) a fresh profile (bf16 + fp8), Mixtral decode steps with the gemv's new default
+#                              shapes, validations: Llama-3.1-8B on the Azure conversation trace (issue 23: a second
+#                              lease), 8B FP8 on chat (issue 15), 8B 64k-100k (issue 18, with the two-chunk pricing).
 # Outputs under $OUT (summary-*.txt and a tgz of the raw files).
 set -u
 PART=${1:-A}
@@ -41,6 +44,19 @@ if [ "$PART" = A ]; then
   left 480 && TAIL=4 step 25 steps-8b $B validate --bench-steps --plan $P/llama8b-1gpu.json --model llama-3.1-8b \
     --machine "$W/profile.json" --batches 1,8,32,64 --context 1024 --prefill 2048 --out "$W/steps-8b"
   left 500 && TAIL=4 step 80 torch-ref python3 .gpu-ref/torch_ref.py "$W"
+  gzip -f "$W/profile.json"; for f in "$W"/validate-*/iterations.json; do [ -f "$f" ] && gzip -f "$f"; done
+  tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null
+  log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
+fi
+if [ "$PART" = B ]; then
+  TAIL=3 step 150 profile $B profile --no-progress --model llama-3.1-8b --model mixtral-8x7b --model qwen1.5-moe-a2.7b \
+    --dtypes bf16,fp8 --skip nccl,nccl_nop2p --out "$W/profile.json"
+  grep -E "attention grid" "$W/profile.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  TAIL=4 step 40 steps-mixtral $B validate --bench-steps --plan $P/mixtral-1gpu.json --model mixtral-8x7b \
+    --machine "$W/profile.json" --batches 1,2,4 --context 1024 --out "$W/steps-mixtral"
+  v llama8b-azure-conv 75 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload $TR --requests 120
+  v llama8b-fp8 60 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights fp8 --workload $V/workloads/validate-chat.json --requests 80
+  left 330 && v llama8b-64k-100k 210 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload models/workloads/long-prompt-64k-100k.json
   gzip -f "$W/profile.json"; for f in "$W"/validate-*/iterations.json; do [ -f "$f" ] && gzip -f "$f"; done
   tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null
   log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0

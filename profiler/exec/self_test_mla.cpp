@@ -26,6 +26,7 @@
 #include "profiler/exec/self_test_util.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/gpu/raii.hpp"
+#include "profiler/kernels/attention.hpp"
 #include "profiler/kernels/mla.hpp"
 
 namespace peerplan::exec::selftest {
@@ -220,6 +221,7 @@ struct RopeShape {
   int64_t kv_offset = 0;   // kv row inside a fused projection row of kv_offset + 576 values
   bool with_q = true;
   std::string what;
+  int q_head = kn::kMlaRow, q_pe = kn::kMlaLatent;  // prefill: 192-wide heads, q_pe at 128
 };
 
 struct RopeData {
@@ -234,7 +236,7 @@ struct RopeData {
 RopeData make_rope(const RopeShape& s, std::mt19937_64& rng) {
   RopeData d;
   d.kv_stride = s.kv_offset + R;
-  d.q_stride = int64_t(s.heads) * R;
+  d.q_stride = int64_t(s.heads) * s.q_head;
   d.kv = random_bf16(size_t(s.tokens) * d.kv_stride, rng, -4.0, 4.0);
   d.q = random_bf16(size_t(s.tokens) * std::max<int64_t>(d.q_stride, 1), rng, -4.0, 4.0);
   d.w = random_bf16(L, rng, 0.5, 1.5);
@@ -275,7 +277,7 @@ RopeData make_rope(const RopeShape& s, std::mt19937_64& rng) {
   for (int t = 0; t < s.tokens && s.with_q; ++t)
     for (int h = 0; h < s.heads; ++h)
       for (int i = 0; i < kn::kMlaRope / 2; ++i) {
-        double* e = &d.ref_q[size_t(t * d.q_stride + int64_t(h) * R + L + 2 * i)];
+        double* e = &d.ref_q[size_t(t * d.q_stride + int64_t(h) * s.q_head + s.q_pe + 2 * i)];
         const double c = std::cos(angle(t, i)) * d.mscale, sn = std::sin(angle(t, i)) * d.mscale;
         const double x0 = e[0], x1 = e[1];
         e[0] = x0 * c - x1 * sn;
@@ -307,6 +309,8 @@ kn::MlaRopeCache rope_args(const RopeShape& s, const RopeData& d, const RopeDevi
   a.kv_row_stride = d.kv_stride;
   a.q = s.with_q ? g.q.as<bf16>() : nullptr;
   a.q_row_stride = d.q_stride;
+  a.q_head_stride = s.q_head;
+  a.q_pe_offset = s.q_pe;
   a.norm_weight = g.w.as<bf16>();
   a.positions = g.pos.as<int>();
   a.token_slot = g.slot.as<int>();
@@ -330,8 +334,8 @@ void check_rope(std::vector<SelfTestResult>& out, const std::string& kernel, con
                           g.cache.as<bf16>() + (int64_t(d.slot[size_t(t)]) * s.max_ctx + d.pos[size_t(t)]) * R, R * 2,
                           cudaMemcpyDeviceToHost));
   const auto [lo, hi] = std::minmax_element(d.pos.begin(), d.pos.end());
-  const std::string shape = fmt::format("tokens={} heads={} slots={} cap={} pos={}..{} {}{}({})", s.tokens, s.heads,
-                                        s.slots, s.max_ctx, *lo, *hi, s.yarn ? "yarn " : "theta ",
+  const std::string shape = fmt::format("tokens={} heads={}x{} slots={} cap={} pos={}..{} {}{}({})", s.tokens, s.heads,
+                                        s.q_head, s.slots, s.max_ctx, *lo, *hi, s.yarn ? "yarn " : "theta ",
                                         s.kv_offset ? fmt::format("kv at +{} ", s.kv_offset) : "", s.what);
   out.push_back(compare_host(kernel + " cache rows", shape, rows, d.ref_rows));
   std::vector<bf16> q(d.q.size());
@@ -389,6 +393,109 @@ SelfTestResult yarn_host_check() {
   return res;
 }
 
+// ---- prefill (expanded K/V through prefill_attention at head_dim 192) ----
+
+// Sequence s: qlen[s] new tokens, the last of its ctx[s]; latent cache slot slot_of[s]. The reference
+// is MLA prefill itself: K = [k_nope | k_pe] (192), V = v (128), causal bottom-right, per head.
+void prefill_case(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng, int heads,
+                  const std::vector<int>& qlen, const std::vector<int>& ctx, const std::vector<int>& slot_of,
+                  const std::string& what) {
+  constexpr int QK = kn::kMlaQkDim, KVB = kn::kMlaKvB, NOPE = kn::kMlaQkNope, VD = kn::kMlaVDim;
+  const int nseq = int(qlen.size());
+  std::vector<int> qstart{0}, cstart{0};
+  for (int s = 0; s < nseq; ++s) {
+    qstart.push_back(qstart.back() + qlen[size_t(s)]);
+    cstart.push_back(cstart.back() + ctx[size_t(s)]);
+  }
+  const int total_q = qstart.back(), total_ctx = cstart.back();
+  const int max_ctx = *std::max_element(ctx.begin(), ctx.end());
+  const int max_q = *std::max_element(qlen.begin(), qlen.end());
+  const int slots = *std::max_element(slot_of.begin(), slot_of.end()) + 1;
+  const int64_t qstride = int64_t(heads) * QK, kvstride = int64_t(heads) * KVB + 32;  // a gap after the heads
+  const auto q = random_bf16(size_t(total_q) * qstride, rng, -1.0, 1.0);
+  const auto kvb = random_bf16(size_t(total_ctx) * kvstride, rng, -1.0, 1.0);
+  const auto cache = random_bf16(size_t(slots) * max_ctx * R, rng, -1.0, 1.0);
+  auto dq = upload(dev, q), dkvb = upload(dev, kvb), dc = upload(dev, cache);
+  auto dslots = upload_int(dev, slot_of), dcs = upload_int(dev, cstart), dqs = upload_int(dev, qstart),
+       dlens = upload_int(dev, ctx);
+  // Zeros, not NaN: attention kernels may multiply a masked weight 0 by a row past the context, so
+  // the scratch must hold finite values there (an engine zeroes it once when it allocates it). A
+  // row the expansion fails to write stays zero and fails the comparison.
+  const size_t scratch = size_t(nseq) * heads * max_ctx * QK;
+  gpu::DeviceBuffer dk(dev, scratch * 2), dv(dev, scratch * 2);
+  CUDA_CHECK(cudaMemset(dk.get(), 0, scratch * 2));
+  CUDA_CHECK(cudaMemset(dv.get(), 0, scratch * 2));
+  auto dout = poisoned(dev, size_t(total_q) * heads * QK);
+  kn::MlaPrefillExpand e;
+  e.kv_b = dkvb.as<bf16>();
+  e.kv_b_row_stride = kvstride;
+  e.cache = dc.as<bf16>();
+  e.slots = dslots.as<int>();
+  e.ctx_start = dcs.as<int>();
+  e.k_out = dk.as<bf16>();
+  e.v_out = dv.as<bf16>();
+  e.total_ctx = total_ctx;
+  e.num_seqs = nseq;
+  e.heads = heads;
+  e.max_ctx = max_ctx;
+  e.cache_max_ctx = max_ctx;
+  kn::mla_prefill_expand(e, nullptr);
+  kn::PrefillAttention a;
+  a.q = dq.as<bf16>();
+  a.q_row_stride = qstride;
+  a.k_cache = dk.as<bf16>();
+  a.v_cache = dv.as<bf16>();
+  a.q_start = dqs.as<int>();
+  a.seq_lens = dlens.as<int>();
+  a.out = dout.as<bf16>();
+  a.num_seqs = nseq;
+  a.max_q_len = max_q;
+  a.heads = heads;
+  a.kv_heads = heads;
+  a.head_dim = QK;
+  a.max_ctx = max_ctx;
+  a.scale = v2_lite_scale();
+  a.num_slots = nseq;
+  kn::prefill_attention(a, nullptr);
+  const std::string path = kn::prefill_attention_last_path();
+
+  std::vector<double> ref(size_t(total_q) * heads * QK, 0.0);  // dims 128..191 of each head: 0
+  const double scale = v2_lite_scale();
+  for (int s = 0; s < nseq; ++s) {
+    const int n = ctx[size_t(s)], first = n - qlen[size_t(s)];
+    for (int h = 0; h < heads; ++h) {
+      std::vector<double> K(size_t(n) * QK), V(size_t(n) * VD);
+      for (int t = 0; t < n; ++t) {
+        const bf16* row = kvb.data() + int64_t(cstart[size_t(s)] + t) * kvstride + int64_t(h) * KVB;
+        const bf16* pe = cache.data() + (int64_t(slot_of[size_t(s)]) * max_ctx + t) * R + L;
+        for (int j = 0; j < NOPE; ++j) K[size_t(t) * QK + j] = bf16_value(row[j]);
+        for (int j = 0; j < kn::kMlaRope; ++j) K[size_t(t) * QK + NOPE + j] = bf16_value(pe[j]);
+        for (int j = 0; j < VD; ++j) V[size_t(t) * VD + j] = bf16_value(row[NOPE + j]);
+      }
+      for (int i = 0; i < qlen[size_t(s)]; ++i) {
+        const int tq = qstart[size_t(s)] + i, keys = first + i + 1;
+        const bf16* qr = q.data() + int64_t(tq) * qstride + int64_t(h) * QK;
+        std::vector<double> p(static_cast<size_t>(keys));
+        double m = -INFINITY;
+        for (int t = 0; t < keys; ++t) {
+          double acc = 0;
+          for (int j = 0; j < QK; ++j) acc += bf16_value(qr[j]) * K[size_t(t) * QK + j];
+          m = std::max(m, p[size_t(t)] = acc * scale);
+        }
+        double sum = 0;
+        for (auto& x : p) sum += (x = std::exp(x - m));
+        double* o = &ref[(size_t(tq) * heads + size_t(h)) * QK];
+        for (int t = 0; t < keys; ++t)
+          for (int j = 0; j < VD; ++j) o[j] += p[size_t(t)] / sum * V[size_t(t) * VD + j];
+      }
+    }
+  }
+  std::string ls;
+  for (int s = 0; s < nseq; ++s) ls += fmt::format("{}{}/{}", s ? "," : "", qlen[size_t(s)], ctx[size_t(s)]);
+  out.push_back(compare("mla_prefill_expand + prefill_attention(D=192)",
+                        fmt::format("heads={} q/ctx={} ({}; {})", heads, ls, what, path), dout, ref));
+}
+
 std::vector<int> iota_from(int n, int first) {
   std::vector<int> v(static_cast<size_t>(n));
   std::iota(v.begin(), v.end(), first);
@@ -405,6 +512,7 @@ void mla_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt19937_
   rope_case(out, dev, rng, {37, 16, 1, 64, true, 0, 0, true, 1536, true, "prefill of 37, V2-Lite YaRN, fused row"});
   rope_case(out, dev, rng, {3, 128, 1, 163840, true, 150000, 163840, false, 0, true, "128 heads near 160k"});
   rope_case(out, dev, rng, {9, 16, 3, 512, true, 0, 512, false, 0, false, "no query"});
+  rope_case(out, dev, rng, {21, 16, 1, 64, true, 7, 0, true, 0, true, "prefill q_b rows: 192-wide heads", 192, 128});
   rope_graph_case(out, dev, rng, {8, 16, 8, 2048, true, 0, 2048, false, 0, true, "decode batch 8"});
 
   std::fprintf(stderr, "self-test: %s\n", "MLA decode attention");
@@ -429,6 +537,11 @@ void mla_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt19937_
   for (const DecodeShape& s : shapes) decode_case(out, dev, sms, rng, s);
   decode_graph_case(out, dev, sms, rng, {16, {3, 200, 1500, 40}, {2, 0, 3, 1}, 4096, 0, "graph"},
                     {4, 260, 3900, 41});
+
+  std::fprintf(stderr, "self-test: %s\n", "MLA prefill (expanded K/V, prefill attention at D=192)");
+  prefill_case(out, dev, rng, 16, {37}, {37}, {0}, "V2-Lite prompt of 37");
+  prefill_case(out, dev, rng, 16, {16, 64, 5}, {300, 64, 1000}, {2, 0, 1}, "V2-Lite chunks over cached contexts");
+  prefill_case(out, dev, rng, 128, {24}, {200}, {0}, "V3 heads, a chunk");
 }
 
 }  // namespace peerplan::exec::selftest

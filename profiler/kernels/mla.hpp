@@ -64,7 +64,7 @@ void mla_decode(const MlaDecode& a, int sm_count, cudaStream_t stream);
 // concat_and_cache_mla): for each token t
 //   cache[slot][pos][0, 512)   = RMSNorm(kv[t][0, 512)) * norm_weight     (fp32, one rounding)
 //   cache[slot][pos][512, 576) = rope(kv[t][512, 576), pos)
-//   q[t][h][512, 576)          = rope(q[t][h][512, 576), pos)   in place, every head h
+//   q_pe of every head h of token t = rope(q_pe, pos)              in place
 // rope: DeepSeek's on interleaved pairs (vLLM is_neox_style=False): pair i = dims (2i, 2i+1)
 // rotated by pos * inv_freq[i], i < 32, cos and sin times rope_mscale. inv_freq from the device
 // table when given (YaRN: mla_yarn_rope below computes it exactly as DeepSeek's
@@ -72,8 +72,11 @@ void mla_decode(const MlaDecode& a, int sm_count, cudaStream_t stream);
 struct MlaRopeCache {
   const __nv_bfloat16* kv = nullptr;  // [tokens][kv_row_stride]: the kv_a projection (512 latent, 64 k_pe)
   int64_t kv_row_stride = kMlaRow;
-  __nv_bfloat16* q = nullptr;         // [tokens][q_row_stride]: head h's 576 values at h * 576 (q_pe at +512)
+  __nv_bfloat16* q = nullptr;         // [tokens][q_row_stride]: head h's q_pe at h * q_head_stride + q_pe_offset
   int64_t q_row_stride = 0;           // (nullptr q or heads 0: no query rope)
+  // Decode (absorbed): 576-wide heads, q_pe after the 512 latent values. Prefill (expanded, q_b
+  // projection output as is): 192-wide heads [q_nope 128 | q_pe 64], q_pe at 128.
+  int q_head_stride = kMlaRow, q_pe_offset = kMlaLatent;
   const __nv_bfloat16* norm_weight = nullptr;  // [512] kv_a_layernorm
   const int* positions = nullptr;     // device [tokens]
   const int* token_slot = nullptr;    // device [tokens]: cache slot of the token's sequence
@@ -86,6 +89,34 @@ struct MlaRopeCache {
   float rope_mscale = 1.f;            // YaRN's cos/sin factor (1 for DeepSeek-V2/V3: mscale == mscale_all_dim)
 };
 void mla_rope_and_cache(const MlaRopeCache& a, cudaStream_t stream);
+
+// Prefill, as vLLM runs MLA prefill (not absorbed): K and V are expanded per head from the latent by
+// the caller's kv_b GEMM (output per head [k_nope 128 | v 128]), K = [k_nope | the shared rotated
+// k_pe] (192), and causal MHA runs with qk_dim 192 and v_dim 128. This call writes the expanded K and
+// V, V zero-padded to 192, into a scratch cache [num_seqs][heads][max_ctx][192] that
+// prefill_attention (profiler/kernels/attention.hpp) reads as it is: head_dim 192, kv_heads = heads,
+// slots nullptr (slot = sequence), the same q_start / seq_lens, scale = the MLA softmax scale,
+// q = the q_b projection output ([total_q][heads][192]: q_nope 128 | q_pe 64, q_pe rotated by
+// mla_rope_and_cache with q_head_stride 192, q_pe_offset 128). Each head's output is then its first
+// 128 of 192 values (the padded V columns give exact zeros). The padding is what vLLM does for
+// attention backends without v_dim != qk_dim: 1.5x the P.V work and V bytes of an exact kernel.
+// Rows of the scratch past a sequence's context must hold finite values (zero it once when it is
+// allocated): an attention kernel may multiply a masked weight 0 by them.
+inline constexpr int kMlaQkNope = 128, kMlaVDim = 128;        // DeepSeek-V2/V3, Kimi K2
+inline constexpr int kMlaQkDim = kMlaQkNope + kMlaRope;       // 192
+inline constexpr int kMlaKvB = kMlaQkNope + kMlaVDim;         // 256: a head's kv_b output
+struct MlaPrefillExpand {
+  const __nv_bfloat16* kv_b = nullptr;  // [total_ctx][kv_b_row_stride]: head h's [k_nope | v] at h * 256
+  int64_t kv_b_row_stride = 0;          // >= heads * 256, even
+  const __nv_bfloat16* cache = nullptr; // latent cache [num_slots][cache_max_ctx][576]: k_pe at 512
+  const int* slots = nullptr;           // device [num_seqs]: the sequence's latent cache slot (nullptr: index)
+  const int* ctx_start = nullptr;       // device [num_seqs + 1]: prefix sums of seq_lens (rows of kv_b)
+  __nv_bfloat16* k_out = nullptr;       // [num_seqs][heads][max_ctx][192]
+  __nv_bfloat16* v_out = nullptr;       // [num_seqs][heads][max_ctx][192] (dims 128.. zero)
+  int64_t total_ctx = 0;                // rows of kv_b (sizes the grid)
+  int num_seqs = 0, heads = 0, max_ctx = 0, cache_max_ctx = 0;
+};
+void mla_prefill_expand(const MlaPrefillExpand& a, cudaStream_t stream);
 
 // DeepSeek's YaRN (rope_scaling type "yarn"), computed on the host as DeepseekYarnRotaryEmbedding /
 // vLLM's DeepseekScalingRotaryEmbedding do: the 32 inverse frequencies (to upload for

@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(kWarps * 32) mla_rope_cache_kernel(MlaRopeCach
   sn *= a.rope_mscale;
   cs *= a.rope_mscale;
   if (u > 0) {
-    bf16* qp = a.q + tk * a.q_row_stride + int64_t(u - 1) * kMlaRow + kMlaLatent + 2 * lane;
+    bf16* qp = a.q + tk * a.q_row_stride + int64_t(u - 1) * a.q_head_stride + a.q_pe_offset + 2 * lane;
     rope_pair(qp, qp, cs, sn);
     return;
   }
@@ -99,8 +99,11 @@ void mla_rope_and_cache(const MlaRopeCache& a, cudaStream_t stream) {
   if (a.kv_row_stride % 8 != 0 || a.kv_row_stride < kMlaRow)
     throw RuntimeError("mla_rope_and_cache: kv_row_stride must be a multiple of 8 and at least 576");
   const int heads = a.q ? a.heads : 0;
-  if (heads > 0 && (a.q_row_stride % 8 != 0 || a.q_row_stride < int64_t(heads) * kMlaRow))
-    throw RuntimeError("mla_rope_and_cache: q_row_stride must be a multiple of 8 and at least heads x 576");
+  if (heads > 0 && (a.q_row_stride % 2 != 0 || a.q_head_stride % 2 != 0 || a.q_pe_offset % 2 != 0 ||
+                    a.q_pe_offset + kMlaRope > a.q_head_stride ||
+                    a.q_row_stride < int64_t(heads - 1) * a.q_head_stride + a.q_pe_offset + kMlaRope))
+    throw RuntimeError("mla_rope_and_cache: q_row_stride, q_head_stride and q_pe_offset must be even, q_pe inside its "
+                       "head (q_pe_offset + 64 <= q_head_stride) and every head inside the row");
   if (a.max_ctx <= 0) throw RuntimeError("mla_rope_and_cache: max_ctx must be > 0");
   MlaRopeCache p = a;
   p.heads = heads;

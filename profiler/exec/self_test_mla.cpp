@@ -531,6 +531,8 @@ void mla_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt19937_
       {128, {3000, 257}, {0, 1}, 3072, 0, "V3 / Kimi K2 heads"},
       {128, {1111, 40}, {1, 0}, 1200, 32, "128 heads, tile 32"},
       {128, {999, 3}, {0, 1}, 1024, 16, "128 heads, tile 16"},
+      {8, {5000, 77}, {1, 0}, 5120, 0, "8 heads: V2-Lite at TP 2, a half-empty group"},
+      {40, {700, 1}, {0, 1}, 768, 0, "40 heads: groups of 16, 16, 8"},
       {16, iota_from(37, 1), std::vector<int>(37, 2), 64, 0, "prefill of 37 as decode rows of one slot"},
       {16, std::vector<int>(160, 100), iota_from(160, 0), 128, 0, "batch 160: no split"},
   };

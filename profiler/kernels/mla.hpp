@@ -47,9 +47,9 @@ struct MlaDecode {
   const int* seq_lens = nullptr;     // device [batch]: rows attended, incl. the new token (>= 1)
   __nv_bfloat16* out = nullptr;      // [batch][heads][512]
   float* workspace = nullptr;        // mla_decode_workspace_bytes() (split-K partials)
-  int batch = 0, heads = 0, max_ctx = 0;  // heads: a multiple of 16, at most kMlaMaxHeads
+  int batch = 0, heads = 0, max_ctx = 0;  // heads: 1 to kMlaMaxHeads (fastest a multiple of 16)
   float scale = 0;                   // softmax scale, > 0 (mla_softmax_scale)
-  // Heads per CTA: 16, 32 or 64 dividing heads (0: the default, the largest that divides). All of
+  // Heads per CTA: 16, or 32 / 64 dividing heads (0: the default, the largest that divides). All of
   // them give the same result; the self-test checks each, a benchmark may compare them.
   int head_tile = 0;
 };

@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(MT * 128, resident<MT>()) mla_decode_kernel(Ml
   const int chunk = chunk_len(len, p.splits);
   const int t0 = split * chunk;
   if (t0 >= len) {  // a chunk past this row's context: weight 0 in the merge (splits > 1 here)
-    if (p.splits > 1 && tid < MT * 16) p.ws_lse[(int64_t(b) * p.heads + h0 + tid) * p.splits + split] = -INFINITY;
+    if (p.splits > 1 && tid < MT * 16 && h0 + tid < p.heads) p.ws_lse[(int64_t(b) * p.heads + h0 + tid) * p.splits + split] = -INFINITY;
     return;
   }
   const int t1 = min(t0 + chunk, len);
@@ -117,11 +117,12 @@ __global__ void __launch_bounds__(MT * 128, resident<MT>()) mla_decode_kernel(Ml
   const int slot = p.slots ? p.slots[b] : b;
   const bf16* rows = p.cache + int64_t(slot) * p.max_ctx * kMlaRow;
 
-  {  // Q of the CTA's heads (joins the first tile's cp.async group)
+  {  // Q of the CTA's heads (joins the first tile's cp.async group); rows past the last head: zeros
     const bf16* qb = p.q + int64_t(b) * p.q_row_stride + int64_t(h0) * kMlaRow;
+    const int hrows = p.heads - h0;
     for (int i = tid; i < MT * 16 * kPieces; i += kThreads) {
       const int r = i / kPieces, c = i % kPieces;
-      ptx::cp_async16(q_s + r * kPitch + 8 * c, qb + int64_t(r) * kMlaRow + 8 * c, true);
+      ptx::cp_async16(q_s + r * kPitch + 8 * c, qb + int64_t(r < hrows ? r : 0) * kMlaRow + 8 * c, r < hrows);
     }
   }
   // Rows past the chunk are zero-filled (never read from global memory): their scores are masked
@@ -258,13 +259,17 @@ __global__ void __launch_bounds__(MT * 128, resident<MT>()) mla_decode_kernel(Ml
   const float inv_lo = 1.f / sum_lo, inv_hi = 1.f / sum_hi;  // >= 1 each: the maximum scores 2^0
   const int h_lo = h0 + mt * 16 + g, h_hi = h_lo + 8;
   const int d0 = kDimsPerWarp * wq + 2 * t;
+  // Heads past p.heads (a group of fewer than 16, e.g. 8 heads per rank under TP 2) are not stored.
+  const bool ok_lo = h_lo < p.heads, ok_hi = h_hi < p.heads;
   if (p.splits == 1) {
     bf16* out_lo = p.out + (int64_t(b) * p.heads + h_lo) * kMlaLatent + d0;
     bf16* out_hi = p.out + (int64_t(b) * p.heads + h_hi) * kMlaLatent + d0;
 #pragma unroll
     for (int n = 0; n < 16; ++n) {
-      *reinterpret_cast<__nv_bfloat162*>(out_lo + 8 * n) = __floats2bfloat162_rn(o[n][0] * inv_lo, o[n][1] * inv_lo);
-      *reinterpret_cast<__nv_bfloat162*>(out_hi + 8 * n) = __floats2bfloat162_rn(o[n][2] * inv_hi, o[n][3] * inv_hi);
+      if (ok_lo)
+        *reinterpret_cast<__nv_bfloat162*>(out_lo + 8 * n) = __floats2bfloat162_rn(o[n][0] * inv_lo, o[n][1] * inv_lo);
+      if (ok_hi)
+        *reinterpret_cast<__nv_bfloat162*>(out_hi + 8 * n) = __floats2bfloat162_rn(o[n][2] * inv_hi, o[n][3] * inv_hi);
     }
   } else {
     const int64_t ix_lo = (int64_t(b) * p.heads + h_lo) * p.splits + split;
@@ -273,12 +278,12 @@ __global__ void __launch_bounds__(MT * 128, resident<MT>()) mla_decode_kernel(Ml
     float* w_hi = p.ws_o + ix_hi * kMlaLatent + d0;
 #pragma unroll
     for (int n = 0; n < 16; ++n) {
-      *reinterpret_cast<float2*>(w_lo + 8 * n) = make_float2(o[n][0] * inv_lo, o[n][1] * inv_lo);
-      *reinterpret_cast<float2*>(w_hi + 8 * n) = make_float2(o[n][2] * inv_hi, o[n][3] * inv_hi);
+      if (ok_lo) *reinterpret_cast<float2*>(w_lo + 8 * n) = make_float2(o[n][0] * inv_lo, o[n][1] * inv_lo);
+      if (ok_hi) *reinterpret_cast<float2*>(w_hi + 8 * n) = make_float2(o[n][2] * inv_hi, o[n][3] * inv_hi);
     }
     if (wq == 0 && t == 0) {
-      p.ws_lse[ix_lo] = m_lo + log2f(sum_lo);
-      p.ws_lse[ix_hi] = m_hi + log2f(sum_hi);
+      if (ok_lo) p.ws_lse[ix_lo] = m_lo + log2f(sum_lo);
+      if (ok_hi) p.ws_lse[ix_hi] = m_hi + log2f(sum_hi);
     }
   }
 }
@@ -334,7 +339,8 @@ __global__ void __launch_bounds__(kMergeThreads) mla_merge_kernel(MlaParams p) {
   dst[1] = __floats2bfloat162_rn(num.z * inv, num.w * inv);
 }
 
-// Heads per CTA: 64 (MT 4) where the heads divide into 64s, else 32, else 16. More heads per CTA
+// Heads per CTA: 64 (MT 4) where the heads divide into 64s, else 32, else 16 (the last group of a
+// count that is not a multiple of 16 runs partly empty: 8 heads cost what 16 do). More heads per CTA
 // means fewer re-reads of each latent tile (from L2) and more arithmetic per byte, which matters
 // from 64 heads on, where the kernel is bound by the tensor cores rather than by HBM.
 int head_tile_of(int heads, int requested) {
@@ -347,8 +353,9 @@ int resident_of(int head_tile) { return head_tile == 16 ? resident<1>() : head_t
 
 // Chunks per (row, head group): one wave of resident CTAs (at least 1), at most one chunk per
 // kMinChunk tokens of the cache capacity.
+int groups_of(int heads, int head_tile) { return (heads + head_tile - 1) / head_tile; }
 int splits_of(int batch, int heads, int max_ctx, int sm_count, int head_tile) {
-  const int per_split = std::max(1, batch * (heads / head_tile));
+  const int per_split = std::max(1, batch * groups_of(heads, head_tile));
   const int target = std::max(1, resident_of(head_tile) * std::max(sm_count, 1) / per_split);
   const int hi = std::max(1, (max_ctx + kMinChunk - 1) / kMinChunk);
   return std::min(target, hi);
@@ -365,7 +372,7 @@ void launch(const MlaParams& p, int batch, cudaStream_t stream) {
                                     int(smem_bytes<MT>())));
     if (dev >= 0 && dev < 64) set[dev].store(true, std::memory_order_relaxed);
   }
-  const dim3 grid(unsigned(p.heads / (16 * MT)), unsigned(p.splits), unsigned(batch));
+  const dim3 grid(unsigned(groups_of(p.heads, 16 * MT)), unsigned(p.splits), unsigned(batch));
   mla_decode_kernel<MT><<<grid, MT * 128, smem_bytes<MT>(), stream>>>(p);
   CUDA_CHECK_LAUNCH("mla_decode_kernel");
   if (p.splits > 1) {
@@ -376,9 +383,9 @@ void launch(const MlaParams& p, int batch, cudaStream_t stream) {
 }
 
 void check_heads(int heads, const char* who) {
-  if (heads <= 0 || heads % 16 != 0 || heads > kMlaMaxHeads)
-    throw RuntimeError(std::string(who) + ": heads must be a multiple of 16 up to " + std::to_string(kMlaMaxHeads) +
-                       "; got " + std::to_string(heads));
+  if (heads <= 0 || heads > kMlaMaxHeads)
+    throw RuntimeError(std::string(who) + ": heads must be 1 to " + std::to_string(kMlaMaxHeads) + "; got " +
+                       std::to_string(heads));
 }
 
 }  // namespace
@@ -393,7 +400,7 @@ size_t mla_decode_workspace_bytes(int batch, int heads, int max_ctx, int sm_coun
   // The largest of the head tiles the heads allow, so a forced tile (MlaDecode::head_tile) fits too.
   int64_t splits = 1;
   for (int ht : {16, 32, 64})
-    if (heads % ht == 0) splits = std::max<int64_t>(splits, splits_of(batch, heads, max_ctx, sm_count, ht));
+    if (ht == 16 || heads % ht == 0) splits = std::max<int64_t>(splits, splits_of(batch, heads, max_ctx, sm_count, ht));
   if (splits == 1) return 0;
   return size_t(int64_t(batch) * heads * splits * (kMlaLatent + 1)) * sizeof(float);
 }
@@ -401,8 +408,8 @@ size_t mla_decode_workspace_bytes(int batch, int heads, int max_ctx, int sm_coun
 void mla_decode(const MlaDecode& a, int sm_count, cudaStream_t stream) {
   check_heads(a.heads, "mla_decode");
   const int ht = head_tile_of(a.heads, a.head_tile);
-  if ((ht != 16 && ht != 32 && ht != 64) || a.heads % ht != 0)
-    throw RuntimeError("mla_decode: head_tile " + std::to_string(a.head_tile) + " must be 16, 32 or 64 and divide heads (" +
+  if ((ht != 16 && ht != 32 && ht != 64) || (ht != 16 && a.heads % ht != 0))
+    throw RuntimeError("mla_decode: head_tile " + std::to_string(a.head_tile) + " must be 16, or 32 / 64 dividing heads (" +
                        std::to_string(a.heads) + ")");
   if (a.q_row_stride % 8 != 0 || a.q_row_stride < int64_t(a.heads) * kMlaRow)
     throw RuntimeError("mla_decode: q_row_stride must be a multiple of 8 and at least heads x 576");

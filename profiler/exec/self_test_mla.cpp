@@ -222,15 +222,16 @@ struct RopeShape {
   bool with_q = true;
   std::string what;
   int q_head = kn::kMlaRow, q_pe = kn::kMlaLatent;  // prefill: 192-wide heads, q_pe at 128
+  bool to_out = false;  // rotated q_pe into separate 576-wide absorbed rows (q_out) instead of in place
 };
 
 struct RopeData {
-  std::vector<bf16> kv, q, w;
+  std::vector<bf16> kv, q, w, qo;  // qo: the q_out rows (to_out), their latent part the GEMM's
   std::vector<int> pos, slot;
   std::vector<float> inv_freq;
   float mscale = 1.f;
   int64_t kv_stride = 0, q_stride = 0;
-  std::vector<double> ref_rows, ref_q;  // [tokens][576] cache rows; the whole q after rope
+  std::vector<double> ref_rows, ref_q, ref_qo;  // [tokens][576] cache rows; the whole q (q_out) after rope
 };
 
 RopeData make_rope(const RopeShape& s, std::mt19937_64& rng) {
@@ -274,20 +275,27 @@ RopeData make_rope(const RopeShape& s, std::mt19937_64& rng) {
   }
   d.ref_q.resize(d.q.size());
   for (size_t i = 0; i < d.q.size(); ++i) d.ref_q[i] = bf16_value(d.q[i]);
+  if (s.to_out) {
+    d.qo = random_bf16(size_t(s.tokens) * s.heads * R, rng, -4.0, 4.0);
+    d.ref_qo.resize(d.qo.size());
+    for (size_t i = 0; i < d.qo.size(); ++i) d.ref_qo[i] = bf16_value(d.qo[i]);
+  }
   for (int t = 0; t < s.tokens && s.with_q; ++t)
     for (int h = 0; h < s.heads; ++h)
       for (int i = 0; i < kn::kMlaRope / 2; ++i) {
-        double* e = &d.ref_q[size_t(t * d.q_stride + int64_t(h) * s.q_head + s.q_pe + 2 * i)];
+        const double* e = &d.ref_q[size_t(t * d.q_stride + int64_t(h) * s.q_head + s.q_pe + 2 * i)];
+        double* o = s.to_out ? &d.ref_qo[size_t((int64_t(t) * s.heads + h) * R + L + 2 * i)]
+                             : &d.ref_q[size_t(t * d.q_stride + int64_t(h) * s.q_head + s.q_pe + 2 * i)];
         const double c = std::cos(angle(t, i)) * d.mscale, sn = std::sin(angle(t, i)) * d.mscale;
         const double x0 = e[0], x1 = e[1];
-        e[0] = x0 * c - x1 * sn;
-        e[1] = x1 * c + x0 * sn;
+        o[0] = x0 * c - x1 * sn;
+        o[1] = x1 * c + x0 * sn;
       }
   return d;
 }
 
 struct RopeDevice {
-  gpu::DeviceBuffer kv, q, w, pos, slot, freq, cache;
+  gpu::DeviceBuffer kv, q, w, pos, slot, freq, cache, qo;
 };
 
 RopeDevice upload_rope(int dev, const RopeShape& s, const RopeData& d) {
@@ -300,6 +308,7 @@ RopeDevice upload_rope(int dev, const RopeShape& s, const RopeData& d) {
   g.freq = gpu::DeviceBuffer(dev, d.inv_freq.size() * 4);
   CUDA_CHECK(cudaMemcpy(g.freq.get(), d.inv_freq.data(), d.inv_freq.size() * 4, cudaMemcpyHostToDevice));
   g.cache = poisoned(dev, size_t(s.slots) * s.max_ctx * R);
+  if (s.to_out) g.qo = upload(dev, d.qo);
   return g;
 }
 
@@ -311,6 +320,10 @@ kn::MlaRopeCache rope_args(const RopeShape& s, const RopeData& d, const RopeDevi
   a.q_row_stride = d.q_stride;
   a.q_head_stride = s.q_head;
   a.q_pe_offset = s.q_pe;
+  if (s.to_out) {
+    a.q_out = g.qo.as<bf16>();
+    a.q_out_row_stride = int64_t(s.heads) * R;
+  }
   a.norm_weight = g.w.as<bf16>();
   a.positions = g.pos.as<int>();
   a.token_slot = g.slot.as<int>();
@@ -340,7 +353,12 @@ void check_rope(std::vector<SelfTestResult>& out, const std::string& kernel, con
   out.push_back(compare_host(kernel + " cache rows", shape, rows, d.ref_rows));
   std::vector<bf16> q(d.q.size());
   CUDA_CHECK(cudaMemcpy(q.data(), g.q.get(), q.size() * 2, cudaMemcpyDeviceToHost));
-  out.push_back(compare_host(kernel + " q", shape, q, d.ref_q));
+  out.push_back(compare_host(kernel + (s.to_out ? " q (source, untouched)" : " q"), shape, q, d.ref_q));
+  if (s.to_out) {
+    std::vector<bf16> qo(d.qo.size());
+    CUDA_CHECK(cudaMemcpy(qo.data(), g.qo.get(), qo.size() * 2, cudaMemcpyDeviceToHost));
+    out.push_back(compare_host(kernel + " q_out", shape, qo, d.ref_qo));
+  }
 }
 
 void rope_case(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng, const RopeShape& s) {
@@ -513,6 +531,8 @@ void mla_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt19937_
   rope_case(out, dev, rng, {3, 128, 1, 163840, true, 150000, 163840, false, 0, true, "128 heads near 160k"});
   rope_case(out, dev, rng, {9, 16, 3, 512, true, 0, 512, false, 0, false, "no query"});
   rope_case(out, dev, rng, {21, 16, 1, 64, true, 7, 0, true, 0, true, "prefill q_b rows: 192-wide heads", 192, 128});
+  rope_case(out, dev, rng,
+            {6, 16, 2, 1024, true, 0, 1024, false, 0, true, "decode: q_b heads -> absorbed rows", 192, 128, true});
   rope_graph_case(out, dev, rng, {8, 16, 8, 2048, true, 0, 2048, false, 0, true, "decode batch 8"});
 
   std::fprintf(stderr, "self-test: %s\n", "MLA decode attention");

@@ -64,7 +64,7 @@ void mla_decode(const MlaDecode& a, int sm_count, cudaStream_t stream);
 // concat_and_cache_mla): for each token t
 //   cache[slot][pos][0, 512)   = RMSNorm(kv[t][0, 512)) * norm_weight     (fp32, one rounding)
 //   cache[slot][pos][512, 576) = rope(kv[t][512, 576), pos)
-//   q_pe of every head h of token t = rope(q_pe, pos)              in place
+//   q_pe of every head h of token t = rope(q_pe, pos)              in place or into q_out
 // rope: DeepSeek's on interleaved pairs (vLLM is_neox_style=False): pair i = dims (2i, 2i+1)
 // rotated by pos * inv_freq[i], i < 32, cos and sin times rope_mscale. inv_freq from the device
 // table when given (YaRN: mla_yarn_rope below computes it exactly as DeepSeek's
@@ -77,6 +77,12 @@ struct MlaRopeCache {
   // Decode (absorbed): 576-wide heads, q_pe after the 512 latent values. Prefill (expanded, q_b
   // projection output as is): 192-wide heads [q_nope 128 | q_pe 64], q_pe at 128.
   int q_head_stride = kMlaRow, q_pe_offset = kMlaLatent;
+  // Where the rotated q_pe goes (nullptr: in place). Decode can read q_pe from the q_b projection
+  // output (192-wide heads, offset 128) and write it into the absorbed rows mla_decode reads
+  // (576-wide heads, offset 512; the caller's W_UK GEMM writes the 512 latent values beside it).
+  __nv_bfloat16* q_out = nullptr;
+  int64_t q_out_row_stride = 0;
+  int q_out_head_stride = kMlaRow, q_out_pe_offset = kMlaLatent;
   const __nv_bfloat16* norm_weight = nullptr;  // [512] kv_a_layernorm
   const int* positions = nullptr;     // device [tokens]
   const int* token_slot = nullptr;    // device [tokens]: cache slot of the token's sequence

@@ -50,8 +50,9 @@ __global__ void __launch_bounds__(kWarps * 32) mla_rope_cache_kernel(MlaRopeCach
   sn *= a.rope_mscale;
   cs *= a.rope_mscale;
   if (u > 0) {
-    bf16* qp = a.q + tk * a.q_row_stride + int64_t(u - 1) * a.q_head_stride + a.q_pe_offset + 2 * lane;
-    rope_pair(qp, qp, cs, sn);
+    const bf16* qp = a.q + tk * a.q_row_stride + int64_t(u - 1) * a.q_head_stride + a.q_pe_offset + 2 * lane;
+    bf16* qo = a.q_out + tk * a.q_out_row_stride + int64_t(u - 1) * a.q_out_head_stride + a.q_out_pe_offset + 2 * lane;
+    rope_pair(qp, qo, cs, sn);
     return;
   }
   const bf16* src = a.kv + tk * a.kv_row_stride;
@@ -107,6 +108,17 @@ void mla_rope_and_cache(const MlaRopeCache& a, cudaStream_t stream) {
   if (a.max_ctx <= 0) throw RuntimeError("mla_rope_and_cache: max_ctx must be > 0");
   MlaRopeCache p = a;
   p.heads = heads;
+  if (!p.q_out) {  // in place
+    p.q_out = a.q;
+    p.q_out_row_stride = a.q_row_stride;
+    p.q_out_head_stride = a.q_head_stride;
+    p.q_out_pe_offset = a.q_pe_offset;
+  }
+  if (heads > 0 && (p.q_out_row_stride % 2 != 0 || p.q_out_head_stride % 2 != 0 || p.q_out_pe_offset % 2 != 0 ||
+                    p.q_out_pe_offset + kMlaRope > p.q_out_head_stride ||
+                    p.q_out_row_stride < int64_t(heads - 1) * p.q_out_head_stride + p.q_out_pe_offset + kMlaRope))
+    throw RuntimeError("mla_rope_and_cache: q_out's strides and offset must be even, q_pe inside its head and every "
+                       "head inside the row");
   const int64_t blocks = (a.tokens * (heads + 1) + kWarps - 1) / kWarps;
   if (blocks > 0x7fffffff) throw RuntimeError("mla_rope_and_cache: " + std::to_string(a.tokens) + " tokens exceed the grid");
   mla_rope_cache_kernel<<<unsigned(blocks), kWarps * 32, 0, stream>>>(p);

@@ -52,6 +52,16 @@ int decode_attention_chunk(int batch, int kv_heads, int max_ctx, int sm_count, i
                            int group = 1);
 size_t decode_attention_workspace_bytes(int batch, int heads, int head_dim, int max_ctx, int kv_heads,
                                         int sm_count);
+// The launch a decode call of this shape makes: split-K splits, whether they run as one cluster,
+// the longest chunk (tokens) and the waves of split blocks over the SMs at the plan's blocks-per-SM
+// target. Time steps where these change with the batch (the profiler adds grid rows there).
+struct DecodeLaunch {
+  int splits = 1;
+  bool cluster = false;
+  int chunk = 0;
+  int waves = 1;
+};
+DecodeLaunch decode_attention_launch(int batch, int heads, int head_dim, int max_ctx, int kv_heads, int sm_count);
 void decode_attention(const DecodeAttention& a, int sm_count, cudaStream_t stream);
 
 // Prefill (or a chunk of it): each sequence's q_len new tokens attend causally to the first

@@ -615,6 +615,20 @@ size_t decode_attention_workspace_bytes(int batch, int heads, int head_dim, int 
   return size_t(int64_t(batch) * heads * splits * (head_dim + 1)) * sizeof(float);
 }
 
+DecodeLaunch decode_attention_launch(int batch, int heads, int head_dim, int max_ctx, int kv_heads, int sm_count) {
+  const int group = kv_heads > 0 && heads % kv_heads == 0 ? heads / kv_heads : 1;
+  const SplitShape sh = split_shape(group, head_dim);
+  const DecodePlan plan = decode_plan(batch, kv_heads, max_ctx, sm_count, clusters_supported(), sh);
+  DecodeLaunch l;
+  l.splits = plan.splits;
+  l.cluster = plan.cluster;
+  l.chunk = chunk_len(max_ctx, plan.splits, sh.quantum);
+  const int64_t blocks = int64_t(batch) * kv_heads * sh.blocks_per_kv_head * plan.splits;
+  const int64_t per_wave = int64_t(std::max(sm_count, 1)) * sh.blocks_per_sm;
+  l.waves = int((blocks + per_wave - 1) / per_wave);
+  return l;
+}
+
 void decode_attention(const DecodeAttention& a, int sm_count, cudaStream_t stream) {
   if (a.kv_heads <= 0 || a.heads % a.kv_heads != 0)
     throw RuntimeError("decode_attention: heads (" + std::to_string(a.heads) + ") must be a multiple of kv_heads (" +

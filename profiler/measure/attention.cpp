@@ -77,9 +77,12 @@ AttentionGrid make_grid(bool quick, int max_context) {
   // a half-octave grid with a worst error of 6 % (prefill, p95 2 %) and 16 % (decode, p95 5.5 %), from
   // an octave grid 10 % and 24 %: what is left are steps of the kernels themselves (decode chunks
   // of 64 tokens per block; prefill crossing L2 at ~16k of context), not the spacing.
-  // Decode rows: every CUDA-graph batch to 64 (the pricer prices a decode step at its padded
-  // batch) plus 3, 6 and 12 for the unpadded decode part of mixed iterations, then wider.
-  g.batches = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 40, 48, 56, 64, 80, 96, 128, 160, 192, 256};
+  // Decode rows: every CUDA-graph batch (vLLM's capture sizes 1, 2, 4, then multiples of 8: the
+  // pricer prices a decode step at its padded batch, planner/compile/graph_batch.hpp) plus 3, 6 and
+  // 12 for the unpadded decode part of mixed iterations; time_config adds the batches where the
+  // kernel's launch steps (decode_regime_rows).
+  g.batches = {1, 2, 3, 4, 6, 8, 12, 16};
+  for (int b = 24; b <= 256; b += 8) g.batches.push_back(b);
   auto half_octaves = [](int lo, int hi) {
     std::vector<int> v;
     for (int i = 0;; ++i) {
@@ -100,7 +103,7 @@ AttentionGrid make_grid(bool quick, int max_context) {
     for (size_t j = 1; j + 1 < C.size(); j += 3)
       if (geo_mid(C[j], C[j + 1]) >= q) g.held_prefill.push_back({q, geo_mid(C[j], C[j + 1])});
   }
-  for (int b : {5, 20, 72})
+  for (int b : {5, 20, 100})
     for (size_t j = 1; j + 1 < C.size(); j += 3) {
       const int c = geo_mid(C[j], C[j + 1]);
       if (int64_t(b) * c <= g.max_tokens) g.held_decode.push_back({b, c});
@@ -125,6 +128,30 @@ std::vector<int> wave_boundary_rows(int heads, int sms, int max_q) {
       v.push_back(int(t * kTile + 1));
     }
   return v;
+}
+
+// Decode rows on both sides of each batch where the kernel's launch steps (decode_attention_launch):
+// the split-K count or cluster changes, or the split blocks spill into one more wave of the SMs, so
+// that waves x the longest chunk (what a call's time follows) jumps by more than 10 % at some grid
+// context. Between grid rows such a step was interpolated across: batch 72 (a CUDA-graph batch,
+// 576 blocks of 8 kv heads against one wave of 528) was priced 9-12 % low, batch 5 11-12 % (H200,
+// 2026-12-04, session 7/8 profiles). Rows already in the grid are not repeated.
+std::vector<int> decode_regime_rows(const AttentionGrid& grid, int heads, int kv, int hd, int sms) {
+  std::set<int> rows;
+  const int max_b = grid.batches.back();
+  for (int c : grid.contexts) {
+    kernels::DecodeLaunch prev = kernels::decode_attention_launch(1, heads, hd, c, kv, sms);
+    for (int b = 1; b < max_b && int64_t(b + 1) * c <= grid.max_tokens; ++b) {
+      const kernels::DecodeLaunch next = kernels::decode_attention_launch(b + 1, heads, hd, c, kv, sms);
+      const double p0 = double(prev.waves) * prev.chunk, p1 = double(next.waves) * next.chunk;
+      if (p1 > 1.10 * p0 || next.cluster != prev.cluster) rows.insert({b, b + 1});
+      prev = next;
+    }
+  }
+  std::vector<int> out;
+  for (int b : rows)
+    if (std::find(grid.batches.begin(), grid.batches.end(), b) == grid.batches.end()) out.push_back(b);
+  return out;
 }
 
 // One head configuration on GPU g: decode over (batch, context), then prefill chunks over
@@ -197,9 +224,22 @@ void time_config(Context& ctx, const AttentionGrid& grid, int g, int sms, gpu::S
   // after the whole grid: timed last, right after the largest prefill shapes, they ran 15-25 % slower
   // than their neighbours (H200 2026-12-03), and the "interpolation error" measured the GPU's state.
   std::vector<std::tuple<int, int, bool>> dec, pre;
-  for (int b : grid.batches)
+  std::vector<int> batches = grid.batches;
+  if (sms > 0 && !grid.quick)
+    for (int b : decode_regime_rows(grid, heads, kv, hd, sms)) batches.push_back(b);
+  for (int b : batches)
     for (int c : grid.contexts) dec.emplace_back(b, c, false);
-  for (auto [b, c] : grid.held_decode) dec.emplace_back(b, c, true);
+  // A held-back batch that became a row moves to the nearest batch that is none (still unmeasured).
+  auto is_row = [&](int b) { return std::find(batches.begin(), batches.end(), b) != batches.end(); };
+  auto free_near = [&](int b) {
+    for (int d = 0; d < 64; ++d) {
+      if (!is_row(b + d)) return b + d;
+      if (b - d > 0 && !is_row(b - d)) return b - d;
+    }
+    return 0;
+  };
+  for (auto [b, c] : grid.held_decode)
+    if (const int h = free_near(b); h > 0 && int64_t(h) * c <= grid.max_tokens) dec.emplace_back(h, c, true);
   std::vector<int> q_lens = grid.q_lens;
   if (sms > 0 && !grid.quick)
     for (int L : wave_boundary_rows(heads, sms, grid.q_lens.back()))
@@ -257,8 +297,12 @@ void time_attention_shapes(Context& ctx, const std::set<AttentionShapeKey>& keys
     if (!std::isnan(err[i])) worst = std::max(worst, std::abs(err[i]));
   }
   nlohmann::json wave_rows = nlohmann::json::object();  // per head count: the rows added at wave boundaries
+  nlohmann::json regime_rows = nlohmann::json::object();  // per head configuration: decode rows at launch steps
   for (auto [heads, kv, hd] : configs)
-    if (!grid.quick && sms > 0) wave_rows[fmt::format("heads {}", heads)] = wave_boundary_rows(heads, sms, grid.q_lens.back());
+    if (!grid.quick && sms > 0) {
+      wave_rows[fmt::format("heads {}", heads)] = wave_boundary_rows(heads, sms, grid.q_lens.back());
+      regime_rows[fmt::format("heads {} kv {} dim {}", heads, kv, hd)] = decode_regime_rows(grid, heads, kv, hd, sms);
+    }
   fmt::print(stderr, "attention grid: {} points, {} held back, worst interpolation error {:.1f} % (target 3 %)\n",
              ctx.ms.attention.size(), held.size(), 100 * worst);
   ctx.ms.extra["attention"] = {
@@ -268,7 +312,7 @@ void time_attention_shapes(Context& ctx, const std::set<AttentionShapeKey>& keys
       {"kv_layout", "[slots][kv_heads][max_ctx][head_dim]; decode: max_ctx = the context timed; prefill: one "
                     "sequence in slot 0 of a cache of the grid's largest context"},
       {"grid", {{"decode_batches", grid.batches}, {"contexts", grid.contexts}, {"prefill_q_lens", grid.q_lens},
-                {"prefill_wave_rows", wave_rows}}},
+                {"prefill_wave_rows", wave_rows}, {"decode_regime_rows", regime_rows}}},
       {"held_back", hb},
       {"worst_interpolation_error", worst}};
 }

@@ -116,8 +116,9 @@ std::vector<double> dequantized_w(const gpu::QuantWeight& w, bool w_kmajor) {
 }
 
 // layout: -1 the runner's block-scale order; 0..3 (w_kmajor << 1 | x_kmajor) a probe's.
+// runs > 1: the GEMM runs that many times into the same output (split-K counters must re-arm).
 SelfTestResult gemm_case(int dev, std::mt19937_64& rng, DType dt, gpu::Fp8Scaling sc, int64_t M, int64_t n,
-                         int64_t k, int layout = -1) {
+                         int64_t k, int layout = -1, int runs = 1) {
   const std::string kernel = std::string("gemm_") + dtype_name(dt) +
                              (dt == DType::FP8_E4M3 ? std::string("_") + gpu::to_string(sc) : std::string());
   const std::string shape = fmt::format("M={} n={} k={}", M, n, k);
@@ -144,7 +145,11 @@ SelfTestResult gemm_case(int dev, std::mt19937_64& rng, DType dt, gpu::Fp8Scalin
       }
     auto dx = upload(dev, xb);
     auto dy = poisoned(dev, size_t(M * n));
-    runner.run(dx.get(), w, dy.get(), M, nullptr);
+    if (dt == DType::INT4) runner.set_int4_gemv_max_m(kernels::kW4GemvMaxM);  // the GEMV kernel up to M = 64
+    for (int r = 0; r < runs; ++r) {
+      if (r > 0) CUDA_CHECK(cudaMemset(dy.get(), 0xff, size_t(M * n) * 2));  // poisoned again: every run writes all
+      runner.run(dx.get(), w, dy.get(), M, nullptr);
+    }
     return compare(kernel, shape, dy, ref);
   } catch (const std::exception& e) {
     return failed(kernel, shape, e);
@@ -336,6 +341,30 @@ void quant_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt1993
   out.push_back(gemm_case(dev, rng, DType::INT4, S::PerTensor, 27, 136, 512));   // 2 m-tiles, partial column group
   out.push_back(gemm_case(dev, rng, DType::INT4, S::PerTensor, 61, 264, 384));   // 4 m-tiles
   out.push_back(gemm_case(dev, rng, DType::INT4, S::PerTensor, 100, 264, 384));  // dequantise + cuBLASLt
+  // Every W4A16 GEMV variant (PEERPLAN_W4A16, kernels::w4a16_set_variant), each case run twice
+  // into the same output: split-K across blocks with a partial column group and the k of the
+  // 8B / 70B down projections, no split at M = 1, a column group of 8 past n, warps with no chunk
+  // (3 chunks over 4 or 8 warps), 1, 2 and 4 m-tiles.
+  {
+    const int v0 = kernels::w4a16_variant();
+    for (int v = 1; v <= kernels::kW4Variants; ++v) {
+      kernels::w4a16_set_variant(v);
+      auto add = [&](int64_t M, int64_t n, int64_t k) {
+        SelfTestResult r = gemm_case(dev, rng, DType::INT4, S::PerTensor, M, n, k, -1, 2);
+        r.kernel += "_v" + std::to_string(v);
+        out.push_back(r);
+      };
+      add(1, 264, 14336);
+      add(3, 136, 28672);
+      add(1, 4096, 1024);
+      add(2, 2048, 4096);
+      add(8, 1000, 4096);
+      add(16, 4096, 512);
+      add(27, 136, 512);
+      add(61, 264, 384);
+    }
+    kernels::w4a16_set_variant(v0);
+  }
   auto guarded = [&](const std::string& kernel, auto&& f) {
     try {
       out.push_back(f());

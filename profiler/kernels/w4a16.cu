@@ -9,6 +9,7 @@
 //   A reg0/1 = x rows g / g+8 at the same two k each, A reg2/3 = the same for reg1's k.
 // (w >> 8h) & 0x000F000F puts nibbles 2h and 2h+4 in the two bf16 halves at once.
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "profiler/gpu/cuda_check.hpp"
@@ -207,6 +208,281 @@ __global__ void __launch_bounds__(kWarps * 32) w4a16_kernel(W4A16Gemm a, int spl
   if (lane == 0) reinterpret_cast<int*>(a.workspace)[cg] = 0;
 }
 
+// ---------------------------------------------------------------------------------------------
+// v2 / v3 / v4 (PEERPLAN_W4A16=v2|v3|v4): a block of KW warps owns one 32-column group (the same
+// 4 x 8-column tiles and fragment mapping as v1) and splits the block's k range between its warps
+// chunk by chunk (warp w takes chunks w, w + KW, ...: per round the block reads KW x 64 contiguous
+// bytes of each of its 32 rows). Each warp streams its chunks through a private ring of S stages in
+// shared memory filled by cp.async (16 bytes of W per lane and tile, and the 4-byte word holding
+// its row's group scale), so S - 1 chunks (2 KB each) are in flight per warp instead of v1's one;
+// a lane reads back only what it copied itself, so no barrier is needed inside the loop. The
+// warps' partial sums meet in shared memory (one __syncthreads); split-K across blocks only when
+// the column groups alone leave SMs idle (n < 32 x SMs), then the last block of a column group
+// sums the splits with all its threads and independent loads.
+
+// 16-byte copy global -> shared, zero-filled when !pred; HINT adds an L2 256-byte prefetch.
+template <bool HINT>
+__device__ __forceinline__ void cp16(void* smem, const void* gmem, bool pred) {
+  const int n = pred ? 16 : 0;
+  if (HINT)
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(ptx::smem_u32(smem)), "l"(gmem),
+                 "r"(n)
+                 : "memory");
+  else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(ptx::smem_u32(smem)), "l"(gmem), "r"(n)
+                 : "memory");
+}
+__device__ __forceinline__ void cp4(void* smem, const void* gmem, bool pred) {
+  const int n = pred ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(ptx::smem_u32(smem)), "l"(gmem), "r"(n)
+               : "memory");
+}
+
+// One 128-k group of one warp (v1's arithmetic): acc += ((x . (128 + q)) - 136 sum(x)) * scale.
+template <int MT>
+__device__ __forceinline__ void chunk_mma(const W4A16Gemm& a, const uint4 (&wv)[kNT], const float (&sv)[kNT],
+                                          int64_t kb, int g, int t, float (&acc)[MT][kNT][4]) {
+  const uint32_t b136 = 0x43084308u;
+  float part[MT][kNT][4], corr[MT][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    corr[mt][0] = corr[mt][1] = corr[mt][2] = corr[mt][3] = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) part[mt][nt][0] = part[mt][nt][1] = part[mt][nt][2] = part[mt][nt][3] = 0.f;
+  }
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    uint32_t xa[MT][2][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      const int64_t r0 = mt * 16 + g, r1 = r0 + 8;
+      const uint4 v0 = r0 < a.M ? *reinterpret_cast<const uint4*>(a.x + r0 * a.k + kb + 8 * w) : make_uint4(0, 0, 0, 0);
+      const uint4 v1 = r1 < a.M ? *reinterpret_cast<const uint4*>(a.x + r1 * a.k + kb + 8 * w) : make_uint4(0, 0, 0, 0);
+      xa[mt][0][0] = __byte_perm(v0.x, v0.z, 0x5410u);
+      xa[mt][0][1] = __byte_perm(v1.x, v1.z, 0x5410u);
+      xa[mt][0][2] = __byte_perm(v0.x, v0.z, 0x7632u);
+      xa[mt][0][3] = __byte_perm(v1.x, v1.z, 0x7632u);
+      xa[mt][1][0] = __byte_perm(v0.y, v0.w, 0x5410u);
+      xa[mt][1][1] = __byte_perm(v1.y, v1.w, 0x5410u);
+      xa[mt][1][2] = __byte_perm(v0.y, v0.w, 0x7632u);
+      xa[mt][1][3] = __byte_perm(v1.y, v1.w, 0x7632u);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+        ptx::mma_bf16(corr[mt], xa[mt][h][0], xa[mt][h][1], xa[mt][h][2], xa[mt][h][3], b136, b136);
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+      const uint32_t word = reinterpret_cast<const uint32_t*>(&wv[nt])[w];
+      const uint32_t w4 = word >> 4, w8 = word >> 8, w12 = word >> 12;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t b0 = raw2(h ? w8 : word), b1 = raw2(h ? w12 : w4);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+          ptx::mma_bf16(part[mt][nt], xa[mt][h][0], xa[mt][h][1], xa[mt][h][2], xa[mt][h][3], b0, b1);
+      }
+    }
+  }
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) {
+    const float se = __shfl_sync(0xffffffffu, sv[nt], 8 * t), so = __shfl_sync(0xffffffffu, sv[nt], 8 * t + 4);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      acc[mt][nt][0] = fmaf(part[mt][nt][0] - corr[mt][0], se, acc[mt][nt][0]);
+      acc[mt][nt][1] = fmaf(part[mt][nt][1] - corr[mt][1], so, acc[mt][nt][1]);
+      acc[mt][nt][2] = fmaf(part[mt][nt][2] - corr[mt][2], se, acc[mt][nt][2]);
+      acc[mt][nt][3] = fmaf(part[mt][nt][3] - corr[mt][3], so, acc[mt][nt][3]);
+    }
+  }
+}
+
+// M <= 8 with the operands swapped (v5, v6): A = W (16 output columns: tiles 2p and 2p + 1 as
+// rows g and g + 8), B = x (8 tokens). The same k permutation as chunk_mma: a0 / a2 are what B's
+// b0 / b1 were, x's row-g A registers 0 / 2 become b0 / b1. Per group 4 x 2 x (2 + 1) MMAs instead
+// of 4 x 2 x (4 + 1), no x rows g + 8 and no scale shuffle (a lane holds both rows' scales).
+// acc[p]: c0, c1 = column 16p + g, tokens 2t, 2t + 1; c2, c3 = column 16p + 8 + g, same tokens.
+__device__ __forceinline__ void chunk_mma_swap(const W4A16Gemm& a, const uint4 (&wv)[kNT], const float (&sv)[kNT],
+                                               int64_t kb, int g, float (&acc)[kNT / 2][4]) {
+  const uint32_t b136 = 0x43084308u;
+  float part[kNT / 2][4], corr[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int p = 0; p < kNT / 2; ++p) part[p][0] = part[p][1] = part[p][2] = part[p][3] = 0.f;
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    const uint4 v0 = g < a.M ? *reinterpret_cast<const uint4*>(a.x + g * a.k + kb + 8 * w) : make_uint4(0, 0, 0, 0);
+    uint32_t xb[2][2];
+    xb[0][0] = __byte_perm(v0.x, v0.z, 0x5410u);
+    xb[0][1] = __byte_perm(v0.x, v0.z, 0x7632u);
+    xb[1][0] = __byte_perm(v0.y, v0.w, 0x5410u);
+    xb[1][1] = __byte_perm(v0.y, v0.w, 0x7632u);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) ptx::mma_bf16(corr, b136, b136, b136, b136, xb[h][0], xb[h][1]);
+#pragma unroll
+    for (int p = 0; p < kNT / 2; ++p) {
+      const uint32_t u = reinterpret_cast<const uint32_t*>(&wv[2 * p])[w];
+      const uint32_t v = reinterpret_cast<const uint32_t*>(&wv[2 * p + 1])[w];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t a0 = raw2(h ? u >> 8 : u), a2 = raw2(h ? u >> 12 : u >> 4);
+        const uint32_t a1 = raw2(h ? v >> 8 : v), a3 = raw2(h ? v >> 12 : v >> 4);
+        ptx::mma_bf16(part[p], a0, a1, a2, a3, xb[h][0], xb[h][1]);
+      }
+    }
+  }
+#pragma unroll
+  for (int p = 0; p < kNT / 2; ++p) {
+    acc[p][0] = fmaf(part[p][0] - corr[0], sv[2 * p], acc[p][0]);
+    acc[p][1] = fmaf(part[p][1] - corr[1], sv[2 * p], acc[p][1]);
+    acc[p][2] = fmaf(part[p][2] - corr[2], sv[2 * p + 1], acc[p][2]);
+    acc[p][3] = fmaf(part[p][3] - corr[3], sv[2 * p + 1], acc[p][3]);
+  }
+}
+
+template <int KW, int S>
+constexpr size_t v2_ring_bytes() {
+  return size_t(KW) * S * kNT * 32 * (16 + 4);
+}
+template <int MT, int KW, int S>
+constexpr size_t v2_smem_bytes() {
+  return std::max(v2_ring_bytes<KW, S>(), size_t(KW) * MT * 16 * kCols * 4);
+}
+
+// SWAP (MT == 1, M <= 8 only): chunk_mma_swap.
+template <int MT, int KW, int S, bool HINT, bool SWAP = false>
+__global__ void __launch_bounds__(KW * 32) w4a16_v2_kernel(W4A16Gemm a, int splits, int chunks_per_split) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ int is_last;
+  const int lane = threadIdx.x & 31, wk = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int64_t col_groups = (a.n + kCols - 1) / kCols;
+  const int64_t cg = blockIdx.x % col_groups;
+  const int split = int(blockIdx.x / col_groups);
+  const int64_t chunks = a.k / kW4Group;
+  const int64_t cb = int64_t(split) * chunks_per_split;
+  const int64_t ce = std::min<int64_t>(chunks, cb + chunks_per_split);
+  const int nj = ce > cb + wk ? int((ce - cb - wk + KW - 1) / KW) : 0;  // this warp's chunks cb + wk + j * KW
+  const int64_t words_per_row = a.k / 8, groups_per_row = a.k / kW4Group;
+  const int64_t n0 = cg * kCols;
+
+  uint4* ringw = reinterpret_cast<uint4*>(smem) + size_t(wk) * S * kNT * 32;
+  uint32_t* rings = reinterpret_cast<uint32_t*>(smem + size_t(KW) * S * kNT * 32 * 16) + size_t(wk) * S * kNT * 32;
+  bool tile_ok[kNT];
+  const uint32_t* wrow[kNT];
+  int64_t sidx[kNT];  // index of this lane's row's first scale
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) {
+    const int64_t r = n0 + nt * 8 + g;
+    tile_ok[nt] = n0 + nt * 8 < a.n;
+    wrow[nt] = a.w + (tile_ok[nt] ? r : 0) * words_per_row + 4 * t;
+    sidx[nt] = (tile_ok[nt] ? r : 0) * groups_per_row;
+  }
+  auto issue = [&](int j) {
+    const int64_t c = cb + wk + int64_t(j) * KW;
+    const int st = j % S;
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+      cp16<HINT>(ringw + (st * kNT + nt) * 32 + lane, wrow[nt] + c * 16, tile_ok[nt]);
+      // The aligned 4-byte word holding the scale (n * groups_per_row is even: n % 8 == 0).
+      cp4(rings + (st * kNT + nt) * 32 + lane, a.scales + ((sidx[nt] + c) & ~int64_t(1)), tile_ok[nt]);
+    }
+  };
+
+  float acc[MT][kNT][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.f;
+  float acc2[kNT / 2][4];  // SWAP
+#pragma unroll
+  for (int p = 0; p < kNT / 2; ++p) acc2[p][0] = acc2[p][1] = acc2[p][2] = acc2[p][3] = 0.f;
+
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s) {
+    if (s < nj) issue(s);
+    ptx::cp_async_commit();
+  }
+  for (int j = 0; j < nj; ++j) {
+    ptx::cp_async_wait<S - 2>();  // chunk j has landed (this lane's copies)
+    __syncwarp();                 // every lane is past its reads of the stage refilled next
+    if (j + S - 1 < nj) issue(j + S - 1);
+    ptx::cp_async_commit();
+    const int st = j % S;
+    const int64_t c = cb + wk + int64_t(j) * KW;
+    uint4 wv[kNT];
+    float sv[kNT];
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+      wv[nt] = ringw[(st * kNT + nt) * 32 + lane];
+      const uint32_t sw = rings[(st * kNT + nt) * 32 + lane];
+      sv[nt] = __uint_as_float(((sidx[nt] + c) & 1) ? (sw & 0xffff0000u) : (sw << 16));
+    }
+    if constexpr (SWAP) chunk_mma_swap(a, wv, sv, c * kW4Group + 32 * t, g, acc2);
+    else chunk_mma<MT>(a, wv, sv, c * kW4Group + 32 * t, g, t, acc);
+  }
+  ptx::cp_async_wait<0>();
+  __syncthreads();  // the ring is free: it holds the block reduction now
+
+  float* red = reinterpret_cast<float*>(smem);  // [KW][MT * 16][kCols]
+  if constexpr (SWAP) {
+#pragma unroll
+    for (int p = 0; p < kNT / 2; ++p)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int token = 2 * t + (i & 1), col = 16 * p + 8 * (i >> 1) + g;
+        red[(wk * MT * 16 + token) * kCols + col] = acc2[p][i];
+      }
+  } else {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int row = mt * 16 + g + 8 * half, col = nt * 8 + 2 * t;
+          red[(wk * MT * 16 + row) * kCols + col] = acc[mt][nt][2 * half];
+          red[(wk * MT * 16 + row) * kCols + col + 1] = acc[mt][nt][2 * half + 1];
+        }
+  }
+  __syncthreads();
+  const int cols = int(std::min<int64_t>(kCols, a.n - n0));
+  const int elems = int(a.M) * kCols;
+  float* part = a.workspace + kCounterFloats;  // [splits][M][n]
+  for (int e = threadIdx.x; e < elems; e += KW * 32) {
+    const int row = e / kCols, col = e % kCols;
+    if (col >= cols) continue;
+    float s = 0.f;
+#pragma unroll
+    for (int w = 0; w < KW; ++w) s += red[(w * MT * 16 + row) * kCols + col];
+    if (splits == 1) a.y[row * a.n + n0 + col] = __float2bfloat16(s);
+    else part[(int64_t(split) * a.M + row) * a.n + n0 + col] = s;
+  }
+  if (splits == 1) return;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) is_last = atomicAdd(reinterpret_cast<int*>(a.workspace) + cg, 1) == splits - 1;
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
+  for (int e = threadIdx.x; e < elems; e += KW * 32) {
+    const int row = e / kCols, col = e % kCols;
+    if (col >= cols) continue;
+    const float* p = part + int64_t(row) * a.n + n0 + col;
+    const int64_t stride = a.M * a.n;
+    float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f;
+    int p4 = 0;
+    for (; p4 + 4 <= splits; p4 += 4) {  // four independent L2 loads in flight
+      s0 += __ldcg(p + (p4 + 0) * stride);
+      s1 += __ldcg(p + (p4 + 1) * stride);
+      s2 += __ldcg(p + (p4 + 2) * stride);
+      s3 += __ldcg(p + (p4 + 3) * stride);
+    }
+    for (; p4 < splits; ++p4) s0 += __ldcg(p + p4 * stride);
+    a.y[row * a.n + n0 + col] = __float2bfloat16((s0 + s1) + (s2 + s3));
+  }
+  if (threadIdx.x == 0) reinterpret_cast<int*>(a.workspace)[cg] = 0;
+}
+
 __global__ void w4a16_dequant_kernel(const uint32_t* w, const bf16* scales, bf16* out, int64_t row0, int64_t rows,
                                      int64_t k) {
   const int64_t words = rows * (k / 8);
@@ -235,8 +511,36 @@ void check_shape(int64_t n, int64_t k, const char* what) {
 
 }  // namespace
 
-int w4a16_splits(int64_t M, int64_t n, int64_t k, int sm_count) {
-  (void)M;
+namespace {
+
+struct V2Cfg {
+  int kw, stages;
+};
+// Variant 2..6's block shape: v2 4 warps x 8 stages; v3 8 warps x 4 stages; v4 = v2 with an L2
+// 256-byte prefetch hint on every copy; v5 = v3 and v6 = v2 with the swapped MMA at M <= 8.
+V2Cfg v2_cfg(int variant) {
+  switch (variant) {
+    case 3:
+    case 5: return {8, 4};
+    default: return {4, 8};
+  }
+}
+
+int parse_variant(const char* e) {
+  if (!e || !*e) return 1;
+  std::string v = e;
+  if (!v.empty() && (v[0] == 'v' || v[0] == 'V')) v = v.substr(1);
+  const int i = std::atoi(v.c_str());
+  if (i < 1 || i > kW4Variants)
+    throw RuntimeError("PEERPLAN_W4A16=" + std::string(e) + ": expected v1 .. v" + std::to_string(kW4Variants));
+  return i;
+}
+int& variant_ref() {
+  static int v = parse_variant(std::getenv("PEERPLAN_W4A16"));
+  return v;
+}
+
+int v1_splits(int64_t n, int64_t k, int sm_count) {
   const int64_t col_groups = (n + kCols - 1) / kCols;
   const int64_t chunks = k / kW4Group;
   const int64_t target = int64_t(std::max(sm_count, 1)) * kWarpsPerSmTarget;
@@ -245,6 +549,75 @@ int w4a16_splits(int64_t M, int64_t n, int64_t k, int sm_count) {
   // Equal chunk counts per split (no empty split).
   const int64_t per = (chunks + s - 1) / s;
   return int((chunks + per - 1) / per);
+}
+
+// Split-K across blocks only while the column groups (one block each) leave SMs idle, and never
+// below 2 chunks per warp.
+int v2_splits(int64_t n, int64_t k, int sm_count, int kw) {
+  const int64_t col_groups = (n + kCols - 1) / kCols;
+  const int64_t chunks = k / kW4Group;
+  int64_t s = std::max<int64_t>(1, int64_t(std::max(sm_count, 1)) / col_groups);
+  s = std::min<int64_t>(s, std::max<int64_t>(1, chunks / (2 * kw)));
+  const int64_t per = (chunks + s - 1) / s;
+  return int((chunks + per - 1) / per);
+}
+
+template <int MT, int KW, int S, bool HINT, bool SWAP = false>
+void launch_v2(const W4A16Gemm& a, int splits, int per, cudaStream_t stream) {
+  constexpr size_t smem = v2_smem_bytes<MT, KW, S>();
+  static_assert(!SWAP || MT == 1);
+  static bool attr_set[64] = {};  // per device (the attribute is set in the current device's context)
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  if (dev < 0 || dev >= 64 || !attr_set[dev]) {
+    CUDA_CHECK(cudaFuncSetAttribute(w4a16_v2_kernel<MT, KW, S, HINT, SWAP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    int(smem)));
+    if (dev >= 0 && dev < 64) attr_set[dev] = true;
+  }
+  const unsigned blocks = unsigned((a.n + kCols - 1) / kCols * splits);
+  w4a16_v2_kernel<MT, KW, S, HINT, SWAP><<<blocks, KW * 32, smem, stream>>>(a, splits, per);
+}
+
+template <int MT>
+void launch_v2_variant(int variant, const W4A16Gemm& a, int splits, int per, cudaStream_t stream) {
+  switch (variant) {
+    case 3: return launch_v2<MT, 8, 4, false>(a, splits, per, stream);
+    case 4: return launch_v2<MT, 4, 8, true>(a, splits, per, stream);
+    case 5:
+      if constexpr (MT == 1)
+        if (a.M <= 8) return launch_v2<1, 8, 4, false, true>(a, splits, per, stream);
+      return launch_v2<MT, 8, 4, false>(a, splits, per, stream);
+    case 6:
+      if constexpr (MT == 1)
+        if (a.M <= 8) return launch_v2<1, 4, 8, false, true>(a, splits, per, stream);
+      return launch_v2<MT, 4, 8, false>(a, splits, per, stream);
+    default: return launch_v2<MT, 4, 8, false>(a, splits, per, stream);
+  }
+}
+
+}  // namespace
+
+int w4a16_variant() { return variant_ref(); }
+void w4a16_set_variant(int v) {
+  if (v < 1 || v > kW4Variants) throw RuntimeError("w4a16_set_variant: " + std::to_string(v) + " is not a variant");
+  variant_ref() = v;
+}
+const char* w4a16_variant_name(int v) {
+  switch (v) {
+    case 1: return "v1 (warp per 32 columns, split-K to 16 warps/SM, double buffer in registers)";
+    case 2: return "v2 (block of 4 warps per 32 columns, 8-stage cp.async ring per warp, smem reduction)";
+    case 3: return "v3 (block of 8 warps per 32 columns, 4-stage cp.async ring per warp, smem reduction)";
+    case 4: return "v4 (v2 + L2::256B prefetch hint)";
+    case 5: return "v5 (v3 with W as the MMA's A operand, x as B, at M <= 8: 3 MMAs per 4 tiles instead of 5)";
+    case 6: return "v6 (v2 with W as the MMA's A operand, x as B, at M <= 8)";
+  }
+  return "?";
+}
+
+int w4a16_splits(int64_t M, int64_t n, int64_t k, int sm_count) {
+  (void)M;
+  const int v = w4a16_variant();
+  return v == 1 ? v1_splits(n, k, sm_count) : v2_splits(n, k, sm_count, v2_cfg(v).kw);
 }
 
 size_t w4a16_workspace_bytes(int64_t M, int64_t n, int64_t k, int sm_count) {
@@ -264,6 +637,14 @@ void w4a16_gemm(const W4A16Gemm& a, int sm_count, cudaStream_t stream) {
   if ((a.n + kCols - 1) / kCols > kCounterFloats) throw RuntimeError("w4a16_gemm: n too large for the split-K counters");
   const int64_t chunks = a.k / kW4Group;
   const int per = int((chunks + splits - 1) / splits);
+  const int v = w4a16_variant();
+  if (v != 1) {
+    if (a.M <= 16) launch_v2_variant<1>(v, a, splits, per, stream);
+    else if (a.M <= 32) launch_v2_variant<2>(v, a, splits, per, stream);
+    else launch_v2_variant<4>(v, a, splits, per, stream);
+    CUDA_CHECK_LAUNCH("w4a16_v2_kernel");
+    return;
+  }
   const int64_t warps = (a.n + kCols - 1) / kCols * splits;
   const unsigned blocks = unsigned((warps + kWarps - 1) / kWarps);
   if (a.M <= 16) w4a16_kernel<1><<<blocks, kWarps * 32, 0, stream>>>(a, splits, per);

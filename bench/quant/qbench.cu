@@ -7,11 +7,19 @@
 //     int8 (W8A8) and int4 (W4A16);
 //  3. W4A16 at batch 1: each GEMM's time against its packed bytes (codes + scales) over the
 //     measured bandwidth (target: within 1.3x), and GEMV kernel vs dequantise + cuBLASLt over M.
+//     These time the SAME weight 20 times: the 8B shapes (8-14 MB) then sit in the 50 MB L2.
+//  4. W4A16 as decode reads it: weights rotating over copies that together exceed 4x the L2, every
+//     kernel variant (PEERPLAN_W4A16, w4a16.hpp) at M = 1..64, in a CUDA graph, eager, and eager
+//     behind a gate (the profiler's old way); per GEMM and the four GEMMs' sum per model.
+// QB_W4_ONLY=1 skips 2 and 3 (self-test, bandwidth and 4 only).
 // Writes OUT/qbench.json and prints the figures. Build: bench/quant/build.sh. Run: qbench OUTDIR
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <string>
@@ -24,6 +32,7 @@
 #include "profiler/gpu/gemm_quant.hpp"
 #include "profiler/kernels/elementwise.hpp"
 #include "profiler/kernels/quant.hpp"
+#include "profiler/kernels/w4a16.hpp"
 
 using namespace peerplan;
 
@@ -37,6 +46,15 @@ __global__ void read_kernel(const uint4* p, size_t n, uint32_t* sink) {
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }
   if (acc == 0x12345678u) *sink = acc;  // keeps the loads; almost never stores
+}
+
+// The profiler's eager timing (profiler/gpu/timing.hpp): a spin kernel holds the stream on a
+// host-mapped flag while the calls are enqueued, so the GPU sees them back to back with no CPU
+// launch gaps, as profiler/measure/gemm.cpp timed W4A16 rows before they moved into a graph.
+__global__ void spin_kernel(volatile int* flag) {
+  long long t0 = clock64();
+  while (*flag == 0 && clock64() - t0 < 20000000000ll) {
+  }
 }
 
 struct Timer {
@@ -56,6 +74,37 @@ struct Timer {
       float ms = 0;
       CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
       t.push_back(ms);
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
+  // Eager calls behind a gate (the launches enqueued while a spin kernel holds the stream).
+  double gated_ms(const std::function<void()>& f, int n = 30) {
+    static int* flag = nullptr;
+    static int* dflag = nullptr;
+    if (!flag) {
+      CUDA_CHECK(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped));
+      CUDA_CHECK(cudaHostGetDevicePointer(&dflag, flag, 0));
+    }
+    cudaEvent_t a, b;
+    CUDA_CHECK(cudaEventCreate(&a));
+    CUDA_CHECK(cudaEventCreate(&b));
+    f();
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    std::vector<double> t;
+    for (int i = 0; i < n + 2; ++i) {
+      *reinterpret_cast<volatile int*>(flag) = 0;
+      spin_kernel<<<1, 1, 0, s>>>(dflag);
+      CUDA_CHECK(cudaEventRecord(a, s));
+      f();
+      CUDA_CHECK(cudaEventRecord(b, s));
+      *reinterpret_cast<volatile int*>(flag) = 1;
+      CUDA_CHECK(cudaEventSynchronize(b));
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+      if (i >= 2) t.push_back(ms);
     }
     cudaEventDestroy(a);
     cudaEventDestroy(b);
@@ -98,7 +147,8 @@ int main(int argc, char** argv) {
   nlohmann::json J;
   J["gpu"] = prop.name;
   J["cuda_driver"] = driver;
-  std::printf("qbench on %s (driver API %d)\n", prop.name, driver);
+  std::printf("qbench on %s (driver API %d), W4A16 default variant %s\n", prop.name, driver,
+              kernels::w4a16_variant_name(kernels::w4a16_variant()));
   const int failed = run_quant_selftest(dev, 20261202);
   std::printf("%s quantized-kernel self-test: %d failed\n", failed ? "FAIL" : "PASS", failed);
   J["selftest_failed"] = failed;
@@ -152,7 +202,9 @@ int main(int argc, char** argv) {
         {"int8", DType::INT8, gpu::Fp8Scaling::PerTensor, false},
         {"int4", DType::INT4, gpu::Fp8Scaling::PerTensor, false},
     };
+    const bool w4_only = std::getenv("QB_W4_ONLY") && *std::getenv("QB_W4_ONLY") && std::getenv("QB_W4_ONLY")[0] != '0';
     for (const Variant& v : variants) {
+      if (w4_only) break;
       // 16 layers of distinct weights (bf16: one buffer per weight; quantized: QuantWeight).
       std::vector<gpu::DeviceBuffer> wb;
       std::vector<gpu::QuantWeight> wq;
@@ -200,6 +252,7 @@ int main(int argc, char** argv) {
     nlohmann::json jw;
     double sum_t = 0, sum_floor = 0;
     for (auto [n, k] : shapes) {
+      if (w4_only) break;
       gpu::QuantWeight w = gpu::make_random_quant_weight(dev, DType::INT4, gpu::Fp8Scaling::PerTensor, n, k, 5, s);
       const double b = double(gpu::quant_weight_bytes(DType::INT4, gpu::Fp8Scaling::PerTensor, n, k));
       const double t = T.graph_ms([&] { for (int r = 0; r < 20; ++r) q.run(x.get(), w, y.get(), 1, s); }) / 20;
@@ -224,10 +277,91 @@ int main(int argc, char** argv) {
       js["by_m"] = jm2;
       jw.push_back(js);
     }
-    jm["int4_b1"] = {{"per_gemm", jw}, {"ratio_sum", sum_t / sum_floor}};
-    std::printf("%s int4 b=1 four GEMMs: %.1f us vs bytes/BW %.1f us: %.2fx (target <= 1.3)\n", m.name.c_str(),
+    if (!w4_only) jm["int4_b1"] = {{"per_gemm", jw}, {"ratio_sum", sum_t / sum_floor}};
+    if (!w4_only) std::printf("%s int4 b=1 four GEMMs: %.1f us vs bytes/BW %.1f us: %.2fx (target <= 1.3)\n", m.name.c_str(),
                 sum_t * 1e3, sum_floor * 1e3, sum_t / sum_floor);
+    // 4. W4A16 as a decode step reads it: weights rotating over copies that together exceed 4x the
+    // L2 (every call streams its weight from HBM), per kernel variant and M, inside a CUDA graph, and
+    // the same calls eager (plain launches: CPU launch gaps included) and eager behind a gate (the
+    // profiler's former timing of int4 rows).
+    {
+      const int v_default = kernels::w4a16_variant();
+      const int64_t gemv_default = q.int4_gemv_max_m();
+      q.set_int4_gemv_max_m(kernels::kW4GemvMaxM);
+      const std::vector<int64_t> Ms = {1, 2, 4, 8, 16, 32, 64};
+      std::map<std::pair<int, int64_t>, std::array<double, 4>> sums;  // (variant, M) -> graph, eager, gated, floor
+      nlohmann::json jr;
+      for (auto [n, k] : shapes) {
+        const double b = double(gpu::quant_weight_bytes(DType::INT4, gpu::Fp8Scaling::PerTensor, n, k));
+        const double l2 = double(prop.l2CacheSize);
+        const int copies = int(std::max<double>(1, std::ceil(4 * l2 / b)));
+        const int reps = copies * ((20 + copies - 1) / copies);
+        std::vector<gpu::QuantWeight> ws;
+        for (int c = 0; c < copies; ++c)
+          ws.push_back(gpu::make_random_quant_weight(dev, DType::INT4, gpu::Fp8Scaling::PerTensor, n, k, 900 + c, s));
+        CUDA_CHECK(cudaStreamSynchronize(s));
+        const double floor_us = b / bw * 1e6;
+        for (int v = 1; v <= kernels::kW4Variants; ++v) {
+          kernels::w4a16_set_variant(v);
+          for (int64_t M : Ms) {
+            auto f = [&] { for (int r = 0; r < reps; ++r) q.run(x.get(), ws[size_t(r % copies)], y.get(), M, s); };
+            const double tg = T.graph_ms(f) / reps * 1e3, te = T.median_ms(f) / reps * 1e3,
+                         tq = T.gated_ms(f) / reps * 1e3;
+            auto& sm = sums[{v, M}];
+            sm[0] += tg, sm[1] += te, sm[2] += tq, sm[3] += floor_us;
+            std::printf("%s int4 rot v%d M=%-2ld n=%-6ld k=%-6ld graph %7.1f us  eager %7.1f  gated %7.1f | bytes/BW "
+                        "%6.1f us: %.2fx graph (x%d copies, %.0f MB)\n",
+                        m.name.c_str(), v, long(M), long(n), long(k), tg, te, tq, floor_us, tg / floor_us, copies,
+                        b * copies / 1e6);
+            jr["v" + std::to_string(v)][std::to_string(n) + "x" + std::to_string(k)][std::to_string(M)] = {
+                {"graph_us", tg}, {"eager_us", te}, {"gated_us", tq}, {"bytes_over_bw_us", floor_us},
+                {"copies", copies}};
+          }
+        }
+      }
+      for (auto& [key, sm] : sums) {
+        std::printf("%s int4 rot v%d M=%-2ld four GEMMs: graph %.1f us eager %.1f gated %.1f vs bytes/BW %.1f us: "
+                    "%.2fx graph, %.2fx gated (target <= 1.3 at M=1)\n",
+                    m.name.c_str(), key.first, long(key.second), sm[0], sm[1], sm[2], sm[3], sm[0] / sm[3],
+                    sm[2] / sm[3]);
+        jr["v" + std::to_string(key.first)]["four_gemms"][std::to_string(key.second)] = {
+            {"graph_us", sm[0]}, {"eager_us", sm[1]}, {"gated_us", sm[2]}, {"bytes_over_bw_us", sm[3]}};
+      }
+      jm["int4_rotating"] = jr;
+      // bf16 (cuBLASLt) the same three ways plus the profiler's bf16 timing (one weight, eager
+      // behind a gate): does the profiler's bf16 row carry the same L2 / eager bias?
+      nlohmann::json jb;
+      for (const auto& nk : shapes) {
+        const int64_t n = nk.first, k = nk.second;  // (lambdas capture these; not structured bindings)
+        const double b = double(n * k) * 2;
+        const int copies = int(std::max<double>(1, std::ceil(4 * double(prop.l2CacheSize) / b)));
+        const int reps = copies * ((20 + copies - 1) / copies);
+        std::vector<gpu::DeviceBuffer> wb;
+        for (int c = 0; c < copies; ++c) {
+          wb.emplace_back(dev, size_t(n * k) * 2);
+          kernels::fill_random(wb.back().as<bf16>(), n * k, 300 + c, 0.02f, s);
+        }
+        CUDA_CHECK(cudaStreamSynchronize(s));
+        const double floor_us = b / bw * 1e6;
+        for (int64_t M : {1, 16, 64}) {
+          auto rot = [&] { for (int r = 0; r < reps; ++r) bf.run(x.get(), wb[size_t(r % copies)].get(), y.get(), M, n, k, s); };
+          auto same = [&] { for (int r = 0; r < reps; ++r) bf.run(x.get(), wb[0].get(), y.get(), M, n, k, s); };
+          const double tg = T.graph_ms(rot) / reps * 1e3, tq = T.gated_ms(rot) / reps * 1e3,
+                       ts = T.gated_ms(same) / reps * 1e3, tsg = T.graph_ms(same) / reps * 1e3;
+          std::printf("%s bf16 M=%-2ld n=%-6ld k=%-6ld rotating: graph %7.1f us gated %7.1f | one weight: graph %7.1f "
+                      "gated %7.1f (profiler's bf16 row) | bytes/BW %6.1f us\n",
+                      m.name.c_str(), long(M), long(n), long(k), tg, tq, tsg, ts, floor_us);
+          jb[std::to_string(n) + "x" + std::to_string(k)][std::to_string(M)] = {
+              {"rot_graph_us", tg}, {"rot_gated_us", tq}, {"same_graph_us", tsg}, {"same_gated_us", ts},
+              {"bytes_over_bw_us", floor_us}, {"copies", copies}};
+        }
+      }
+      jm["bf16_rotating"] = jb;
+      kernels::w4a16_set_variant(v_default);
+      q.set_int4_gemv_max_m(gemv_default);
+    }
     J[m.name] = jm;
+    std::fflush(stdout);
   }
   FILE* f = std::fopen((out_dir + "/qbench.json").c_str(), "w");
   if (f) {

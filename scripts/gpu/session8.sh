@@ -8,6 +8,10 @@
 #   scripts/gpu/session8.sh B  (~8 min) a fresh profile (bf16 + fp8), Mixtral decode steps with the gemv's new default
 #                              shapes, validations: Llama-3.1-8B on the Azure conversation trace (issue 23: a second
 #                              lease), 8B FP8 on chat (issue 15), 8B 64k-100k (issue 18, with the two-chunk pricing).
+#   scripts/gpu/session8.sh C  (~5 min) the MLA kernels' self-test and bench (.gpu/bin/mla_bench), qb's W4A16 variants
+#                              over rotating weights (the fastest passing variant is used for the rest of the call), a
+#                              profile with graph-timed quantized rows and decode rows at every graph batch / launch step,
+#                              validations 8B FP8 and W4A16 on chat.
 # Outputs under $OUT (summary-*.txt and a tgz of the raw files).
 set -u
 PART=${1:-A}
@@ -57,6 +61,29 @@ if [ "$PART" = B ]; then
   v llama8b-azure-conv 75 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload $TR --requests 120
   v llama8b-fp8 60 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights fp8 --workload $V/workloads/validate-chat.json --requests 80
   left 330 && v llama8b-64k-100k 210 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload models/workloads/long-prompt-64k-100k.json
+  gzip -f "$W/profile.json"; for f in "$W"/validate-*/iterations.json; do [ -f "$f" ] && gzip -f "$f"; done
+  tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null
+  log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
+fi
+if [ "$PART" = C ]; then
+  TAIL=3 step 60 selftest-mla env PEERPLAN_SELFTEST_ONLY=mla $B validate --self-test
+  grep -E "FAIL|mismatch" "$W/selftest-mla.txt" | head -8 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  [ -x .gpu/bin/mla_bench ] && TAIL=30 step 60 mla-bench .gpu/bin/mla_bench
+  TAIL=3 step 240 qbench env QB_W4_ONLY=1 .gpu/bin/qb "$W/qb"
+  grep -E "PASS|FAIL|four GEMMs" "$W/qbench.txt" | grep -E "PASS|FAIL|M=1 |M=8 " | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  # The fastest variant on Llama-3.1-8B's four GEMMs summed over M = 1..16 (graph), if qb's self-test passed.
+  if grep -q "^PASS" "$W/qbench.txt" && ! grep -q "^FAIL" "$W/qbench.txt"; then
+    BEST=$(awk '/llama-3.1-8b int4 rot v[0-9] M=(1|2|4|8|16) +four GEMMs/ {v=$4; for (i=1;i<=NF;i++) if ($i=="graph") {t[v]+=$(i+1)}}
+      END {b=""; for (v in t) if (b=="" || t[v] < t[b]) b=v; print b}' "$W/qbench.txt")
+    [ -n "$BEST" ] && export PEERPLAN_W4A16=$BEST && log "  W4A16 variant for the rest of this call: $BEST"
+  fi
+  TAIL=3 step 150 profile $B profile --no-progress --model llama-3.1-8b --model qwen1.5-moe-a2.7b --dtypes bf16,fp8,int4 \
+    --skip nccl,nccl_nop2p --out "$W/profile.json"
+  grep -E "attention grid" "$W/profile.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  v llama8b-fp8 60 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights fp8 --workload $V/workloads/validate-chat.json --requests 80
+  v llama8b-int4 60 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights int4 --workload $V/workloads/validate-chat.json --requests 80
+  left 480 && TAIL=8 step 40 steps-int4 $B validate --bench-steps --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights int4 \
+    --machine "$W/profile.json" --batches 1,8,32,64 --context 1024 --prefill 0 --out "$W/steps-int4"
   gzip -f "$W/profile.json"; for f in "$W"/validate-*/iterations.json; do [ -f "$f" ] && gzip -f "$f"; done
   tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null
   log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0

@@ -526,8 +526,11 @@ V2Cfg v2_cfg(int variant) {
   }
 }
 
+// Unset: v5, the fastest on H200 (2026-12-04, qb over rotating weights in a CUDA graph, Llama-3.1-8B's
+// four GEMMs: M = 1 74.8 us vs v1 81.0, M = 8 79.1 vs 90.6, M = 32 148.0 vs 191.8, M = 64 232.8 vs 326.9;
+// docs/validation/runs/2026-12-04-session8/C).
 int parse_variant(const char* e) {
-  if (!e || !*e) return 1;
+  if (!e || !*e) return 5;
   std::string v = e;
   if (!v.empty() && (v[0] == 'v' || v[0] == 'V')) v = v.substr(1);
   const int i = std::atoi(v.c_str());

@@ -37,8 +37,8 @@ struct W4A16Gemm {
   float* workspace = nullptr;        // w4a16_workspace_bytes(M, n, k, sms), zeroed before its first use
   int64_t M = 0, n = 0, k = 0;
 };
-// Kernel variants (bench/quant compares them; the self-test checks each): 1 = v1 (default), 2..6
-// the cp.async-ring block kernels (w4a16.cu, w4a16_variant_name). PEERPLAN_W4A16=v1..v6 (read once), or
+// Kernel variants (bench/quant compares them; the self-test checks each): 1 = v1, 2..6 the
+// cp.async-ring block kernels, 5 the default (the fastest measured) (w4a16.cu, w4a16_variant_name). PEERPLAN_W4A16=v1..v6 (read once), or
 // w4a16_set_variant; splits, workspace and the launch follow the variant in force, so set it before
 // a shape's first (eager) call, not between capture and replay.
 inline constexpr int kW4Variants = 6;

@@ -24,6 +24,10 @@
 
 namespace peerplan::profiler {
 
+// Quantized rows up to this M (the largest CUDA-graph decode batch) are timed in a graph over
+// rotating weights, as decode steps run; above it eagerly, as prefill runs (time_gemm_shapes).
+constexpr int64_t kGraphTimedMaxM = 256;
+
 
 void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const std::vector<int64_t>& tokens) {
   // Formats in the profiler's order; within one, (m, n, k) ascending, as a full profile always ran.
@@ -62,7 +66,11 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
     // rotate over weight copies that together exceed 4x the L2. Eager launches of one weight
     // (the former timing) measured W4A16 at M = 1 slower than M = 2 of the same kernel and an 8B
     // W4A16 decode 10 % faster in the executor's graphs than those rows predicted (H200, issue 15).
-    // bf16 rows keep their eager timing of one weight (see docs/quantization.md).
+    // That holds for decode sizes only: above M = 256 (the largest CUDA-graph batch, prefill and
+    // mixed iterations, which the executor launches eagerly) rows keep the eager timing, which the
+    // graph timing undercut by 10-17 % at M = 2048 for FP8 (compute-bound: the eager path's own
+    // cost) and made prefill iterations run 1.063x their price (H200, 2026-12-04, session 8 C).
+    // bf16 rows keep their eager timing of one weight (see docs/quantization.md). kGraphTimedMaxM.
     std::vector<gpu::QuantWeight> qws;  // copies of the quantized weight of the current (dtype, n, k)
     int l2_bytes = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, g));
@@ -104,7 +112,7 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
           if (g) cudaGraphDestroy(g);
         }
       } graph;
-      if (dt == DType::BF16) {
+      if (dt == DType::BF16 || p.m > kGraphTimedMaxM) {
         region = [&] { return gpu::time_region(&gate, s, {}, [&] { for (int r = 0; r < reps; ++r) call(); }); };
       } else {
         const int copies = int(qws.size());
@@ -140,9 +148,10 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
                           {"quantized_call", "peerplan::gpu::QuantGemmRunner::run: fp8 e4m3 per-tensor scales (x quantized "
                                              "by a kernel, timed), int8 W8A8 (per-token x, per-channel W, int32 epilogue), "
                                              "int4 W4A16 group 128 (GEMV kernel m <= 64, dequantise + cuBLASLt above)"},
-                          {"quantized_timing", fmt::format("each region one CUDA graph of its calls, weights rotating over "
-                                                           "copies that together exceed 4x the L2 (up to {} copies)",
-                                                           max_copies)}};
+                          {"quantized_timing", fmt::format("m <= {}: each region one CUDA graph of its calls, weights rotating "
+                                                           "over copies that together exceed 4x the L2 (up to {} copies); "
+                                                           "larger m: eager calls of one weight, as prefill runs",
+                                                           kGraphTimedMaxM, max_copies)}};
 }
 
 void measure_gemm(Context& ctx) {

@@ -22,13 +22,16 @@ std::optional<CurveTime> elementwise_from_table(const std::vector<ElementwiseTim
   if (op.kind != OpKind::Elementwise || op.ew == EwKind::None || op.ew_rows <= 0 || table.empty()) return std::nullopt;
   const std::string kind = ew_kind_name(op.ew);
   std::vector<CurvePoint> pts;
-  for (const ElementwiseTime& e : table)
-    if (e.gpu == gpu && e.kind == kind && e.cols == op.ew_cols && e.time.median > 0) {
-      CurvePoint p;
-      p.bytes = e.rows;  // the curve's size axis is rows here
-      p.time = e.time;
-      pts.push_back(p);
-    }
+  // The op's own GPU first, else any GPU's points: the profiler times GPU 0 only (the GPUs of one
+  // host are the same part), as the GEMM and grouped-GEMM tables are looked up.
+  for (int pass = 0; pass < 2 && pts.empty(); ++pass)
+    for (const ElementwiseTime& e : table)
+      if ((pass == 1 || e.gpu == gpu) && e.kind == kind && e.cols == op.ew_cols && e.time.median > 0) {
+        CurvePoint p;
+        p.bytes = e.rows;  // the curve's size axis is rows here
+        p.time = e.time;
+        pts.push_back(p);
+      }
   if (pts.empty()) return std::nullopt;
   std::sort(pts.begin(), pts.end(), [](const CurvePoint& a, const CurvePoint& b) { return a.bytes < b.bytes; });
   // Repeated rows (a profile merged with a validate extension): keep the first of each.

@@ -75,14 +75,29 @@ TEST(ElementwiseCost, RowsBetweenPointsInterpolateInLogSpace) {
   EXPECT_EQ(c.source, CostSource::Interpolated);
 }
 
-TEST(ElementwiseCost, OtherColsKindOrGpuFallsBackToTheRoofline) {
-  Topology topo(with_table({point("rotary", 1, 4096, 7.0), point("rms_norm", 1, 3072, 5.0), point("rotary", 1, 3072, 6.0, 1)}));
+TEST(ElementwiseCost, OtherColsOrKindFallsBackToTheRoofline) {
+  Topology topo(with_table({point("rotary", 1, 4096, 7.0), point("rms_norm", 1, 3072, 5.0)}));
   CostModel cost(topo);
-  const OpCost& c = cost.price(rotary(1, 3072), true);  // gpu 0 has no rotary at 3072 cols
+  const OpCost& c = cost.price(rotary(1, 3072), true);  // no rotary at 3072 cols on any GPU
   EXPECT_NE(c.source, CostSource::Measured);
   EXPECT_NE(c.source, CostSource::Interpolated);
   EXPECT_LT(c.seconds, 5e-6);  // the floor (a few us at most), not any table figure
   EXPECT_GT(c.launch_s, 0);    // roofline-priced ops keep the graph gap
+}
+
+TEST(ElementwiseCost, AnotherGpusPointsPriceAGpuWithoutItsOwnAsGemmsDo) {
+  // The profiler times GPU 0 only: a TP plan's GPU 1 ops are priced from GPU 0's points, and a
+  // GPU's own points win when it has them.
+  Topology topo(with_table({point("rotary", 1, 3072, 6.0, 1), point("rotary", 1, 4096, 7.0, 0),
+                            point("rotary", 1, 4096, 9.0, 1)}));
+  CostModel cost(topo);
+  const OpCost& c = cost.price(rotary(1, 3072), true);  // gpu 0: only GPU 1 has 3072
+  EXPECT_NEAR(c.seconds, 6e-6, 1e-12);
+  EXPECT_EQ(c.source, CostSource::Measured);
+  Op on1 = rotary(1, 4096);
+  on1.gpus = {1};
+  EXPECT_NEAR(elementwise_from_table(topo.machine().measurements->elementwise, 1, on1)->seconds, 9e-6, 1e-12);
+  EXPECT_NEAR(elementwise_from_table(topo.machine().measurements->elementwise, 0, rotary(1, 4096))->seconds, 7e-6, 1e-12);
 }
 
 TEST(ElementwiseCost, NoSectionKeepsTodaysPrice) {

@@ -49,6 +49,27 @@ TEST(RemapGpuIds, RenamesEveryKindOfFigure) {
   EXPECT_THROW(remap_gpu_ids(other, {{1, 5}}), RuntimeError) << "a rank reporting a GPU it does not own";
 }
 
+TEST(MergeMpiProfile, RankZerosModelTablesSurviveTheMerge) {
+  // profile --mpi runs gemm, attention, grouped_gemm and elementwise on rank 0 (RankZero): its rows
+  // reach the merged profile under the rank's global GPU id, every table of them.
+  Measurements part;
+  part.gemms.push_back(GemmTime{0, 1, 2, 3, "bf16", compute_stats({1e-5})});
+  part.grouped_gemms.push_back(GroupedGemmTime{0, 2816, 2048, 60, 4, 1, 4, 4, 1, "bf16", compute_stats({1e-5})});
+  part.elementwise.push_back(ElementwiseTime{0, "moe_route", 1, 60, compute_stats({4e-6})});
+  // Through the JSON a rank sends, then as profile_mpi.cpp merges it.
+  Measurements back = rank_result_from_json(rank_result_to_json(part), "rank 0");
+  remap_gpu_ids(back, {{0, 3}});
+  Measurements all;
+  append_measurements(all, std::move(back));
+  ASSERT_EQ(all.gemms.size(), 1u);
+  ASSERT_EQ(all.grouped_gemms.size(), 1u);
+  ASSERT_EQ(all.elementwise.size(), 1u);
+  EXPECT_EQ(all.grouped_gemms[0].gpu, 3);
+  EXPECT_EQ(all.elementwise[0].gpu, 3);
+  EXPECT_EQ(all.elementwise[0].kind, "moe_route");
+  EXPECT_NEAR(all.elementwise[0].time.median, 4e-6, 1e-12);
+}
+
 TEST(MergeMpiProfile, OneHostReadsLikeASingleProcessProfile) {
   Machine h = host("hostA");
   MergeInput in;

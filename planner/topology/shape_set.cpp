@@ -20,6 +20,7 @@ void ShapeSet::insert(const ShapeSet& o) {
   gemms.insert(o.gemms.begin(), o.gemms.end());
   attention.insert(o.attention.begin(), o.attention.end());
   grouped.insert(o.grouped.begin(), o.grouped.end());
+  elementwise.insert(o.elementwise.begin(), o.elementwise.end());
   attention_max_context = std::max(attention_max_context, o.attention_max_context);
 }
 
@@ -39,6 +40,10 @@ ShapeSet missing_shapes(const ShapeSet& wanted, const Measurements& have) {
       out.attention.insert(a);
   for (const GroupedShapeKey& g : wanted.grouped)
     if (!grouped_rows.count({g.n, g.k, g.dtype})) out.grouped.insert(g);
+  std::set<std::pair<std::string, int64_t>> ew_rows;  // (kind, cols): elementwise_from_table's curve
+  for (const ElementwiseTime& e : have.elementwise) ew_rows.insert({e.kind, e.cols});
+  for (const ElementwiseShapeKey& e : wanted.elementwise)
+    if (!ew_rows.count({e.kind, e.cols})) out.elementwise.insert(e);
   return out;
 }
 
@@ -55,12 +60,15 @@ std::string describe_shapes(const ShapeSet& s) {
     parts.push_back(fmt::format("{} attention configuration{}", s.attention.size(), s.attention.size() == 1 ? "" : "s"));
   if (!s.grouped.empty())
     parts.push_back(fmt::format("{} grouped expert GEMM{}", s.grouped.size(), s.grouped.size() == 1 ? "" : "s"));
+  if (!s.elementwise.empty())
+    parts.push_back(fmt::format("{} elementwise kernel shape{}", s.elementwise.size(), s.elementwise.size() == 1 ? "" : "s"));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 nlohmann::json shapes_to_json(const ShapeSet& s) {
   nlohmann::json j = {{"gemms", nlohmann::json::array()}, {"attention", nlohmann::json::array()},
                       {"grouped_gemms", nlohmann::json::array()}};
+  if (!s.elementwise.empty()) j["elementwise"] = nlohmann::json::array();  // absent before: older entries unchanged
   for (const auto& g : s.gemms) j["gemms"].push_back({{"n", g.n}, {"k", g.k}, {"dtype", g.dtype}});
   for (const auto& a : s.attention)
     j["attention"].push_back(
@@ -68,6 +76,12 @@ nlohmann::json shapes_to_json(const ShapeSet& s) {
   for (const auto& g : s.grouped)
     j["grouped_gemms"].push_back({{"n", g.n}, {"k", g.k}, {"experts", g.experts}, {"topk", g.topk},
                                   {"model_experts", g.model_experts}, {"gather", g.gather}, {"dtype", g.dtype}});
+  for (const auto& e : s.elementwise) {
+    nlohmann::json o = {{"kind", e.kind}, {"cols", e.cols}};
+    if (e.head_dim) o["heads"] = e.heads, o["kv_heads"] = e.kv_heads, o["head_dim"] = e.head_dim;
+    if (e.topk) o["topk"] = e.topk, o["experts"] = e.experts, o["local_experts"] = e.local_experts;
+    j["elementwise"].push_back(o);
+  }
   if (!s.attention.empty()) j["attention_max_context"] = s.attention_max_context;
   return j;
 }
@@ -89,6 +103,7 @@ ShapeSweep shape_sweep_of(const Machine& profile) {
   if (profile.measurements) {
     for (const GemmTime& g : profile.measurements->gemms) m.insert(g.m);
     for (const GroupedGemmTime& g : profile.measurements->grouped_gemms) m.insert(g.tokens);
+    for (const ElementwiseTime& e : profile.measurements->elementwise) m.insert(e.rows);
   }
   if (m.empty()) {  // no model-dependent points yet: the profiler's own token sweep
     const int64_t max_tokens = std::max<int64_t>(1, int_of("max_tokens", 8192));
@@ -129,6 +144,14 @@ MergeCount merge_shape_rows(Measurements& into, const Measurements& from) {
     into.grouped_gemms.push_back(g);
     ++c.grouped;
   }
+  using EwK = std::tuple<int, std::string, int64_t, int64_t>;
+  std::set<EwK> ek;
+  for (const ElementwiseTime& e : into.elementwise) ek.insert({e.gpu, e.kind, e.rows, e.cols});
+  for (const ElementwiseTime& e : from.elementwise) {
+    if (!ek.insert({e.gpu, e.kind, e.rows, e.cols}).second) { ++c.duplicates; continue; }
+    into.elementwise.push_back(e);
+    ++c.elementwise;
+  }
   if (from.extra.contains("not_applicable") && from.extra["not_applicable"].is_object()) {
     if (!into.extra.contains("not_applicable") || !into.extra["not_applicable"].is_object())
       into.extra["not_applicable"] = nlohmann::json::object();
@@ -150,6 +173,7 @@ void record_added_shapes(Machine& profile, const AddedShapes& a) {
        {"rows_added", {{"gemms", a.rows.gemms}, {"attention", a.rows.attention}, {"grouped_gemms", a.rows.grouped}}},
        {"rows_already_there", a.rows.duplicates},
        {"seconds", a.seconds}});
+  if (a.rows.elementwise) profile.meta["added_shapes"].back()["rows_added"]["elementwise"] = a.rows.elementwise;
   if (!a.details.is_null() && !a.details.empty()) profile.meta["added_shapes"].back()["details"] = a.details;
 }
 

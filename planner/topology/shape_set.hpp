@@ -1,9 +1,10 @@
 #pragma once
 // The model-dependent shapes a profile times (issue 23, "measure what is missing"): GEMM weight
-// shapes per weight format, attention head configurations, grouped expert GEMMs. Keyed as the cost
-// model looks them up (planner/cost: gemm_from_table by (n, k, dtype); attention_from_table by
-// heads, kv heads, head dim and KV format; grouped_gemm_from_table by (n, k, dtype)), so "missing"
-// here means "the cost model has no measured point of it". Produced from models by the profiler
+// shapes per weight format, attention head configurations, grouped expert GEMMs, the executor's
+// elementwise kernels. Keyed as the cost model looks them up (planner/cost: gemm_from_table by (n, k,
+// dtype); attention_from_table by heads, kv heads, head dim and KV format; grouped_gemm_from_table by
+// (n, k, dtype); elementwise_from_table by (kind, cols)), so "missing" here means "the cost model has
+// no measured point of it". Produced from models by the profiler
 // (profiler/common/model_shapes.*) and from a plan's priced ops by validate
 // (planner/validate/missing_shapes.*); timed by the profiler (profile --add-model, or validate
 // through GpuBackend::measure_shapes); merged into a profile here. CPU only.
@@ -43,24 +44,40 @@ struct GroupedShapeKey {  // the routed experts one GPU holds, over the profile'
   auto operator<=>(const GroupedShapeKey&) const = default;
 };
 
+// One of the executor's elementwise kernels over the profile's rows (token counts): the table's key
+// is (kind, cols) alone (elementwise_from_table); the other fields are what the executor's call takes
+// besides [rows][cols], so the profiler can issue exactly that call (0 where the kind needs none).
+// Two keys of one (kind, cols) (e.g. rotary of 32 + 8 and of 36 + 4 heads of 128) share the table's
+// curve: the profiler times the first (elementwise_timing_keys, profiler/common/elementwise_plan.hpp).
+struct ElementwiseShapeKey {
+  std::string kind;                               // kElementwiseKinds: "rms_norm", "rotary", ...
+  int64_t cols = 0;                               // the op's ew_cols (moe_route: the model's experts)
+  int64_t heads = 0, kv_heads = 0, head_dim = 0;  // qk_norm, rotary: the GPU's attention shard
+  int64_t topk = 0, experts = 0;                  // moe_route, moe_combine: the model's top-k and experts
+  int64_t local_experts = 0;                      // moe_route, moe_combine: the experts on the GPU
+  auto operator<=>(const ElementwiseShapeKey&) const = default;
+};
+
 struct ShapeSet {
   std::set<GemmShapeKey> gemms;
   std::set<AttentionShapeKey> attention;
   std::set<GroupedShapeKey> grouped;
+  std::set<ElementwiseShapeKey> elementwise;
   int64_t attention_max_context = 8192;  // the attention grid's largest context
 
-  size_t size() const { return gemms.size() + attention.size() + grouped.size(); }
+  size_t size() const { return gemms.size() + attention.size() + grouped.size() + elementwise.size(); }
   bool empty() const { return size() == 0; }
   void insert(const ShapeSet& o);
 };
 
 // The keys of `wanted` that `have` has no rows of: a GEMM with no row of its (n, k, dtype); an
 // attention configuration without both decode and prefill rows; a grouped GEMM with no row of its
-// (n, k, dtype) (the cost model prices every expert count of one (n, k) from the same rows).
-// attention_max_context is carried over.
+// (n, k, dtype) (the cost model prices every expert count of one (n, k) from the same rows); an
+// elementwise kernel with no row of its (kind, cols). attention_max_context is carried over.
 ShapeSet missing_shapes(const ShapeSet& wanted, const Measurements& have);
 
-// "3 GEMM shapes (bf16, fp8), 1 attention configuration, 2 grouped expert GEMMs" ("nothing" when empty).
+// "3 GEMM shapes (bf16, fp8), 1 attention configuration, 2 grouped expert GEMMs, 5 elementwise kernel
+// shapes" ("nothing" when empty).
 std::string describe_shapes(const ShapeSet& s);
 nlohmann::json shapes_to_json(const ShapeSet& s);
 
@@ -68,7 +85,7 @@ nlohmann::json shapes_to_json(const ShapeSet& s);
 // GEMM token counts it already holds (else powers of two up to its max_tokens), its samples and
 // warm-up, --quick.
 struct ShapeSweep {
-  std::vector<int64_t> tokens;  // GEMM m and grouped-GEMM routed tokens
+  std::vector<int64_t> tokens;  // GEMM m, grouped-GEMM routed tokens and elementwise rows
   int samples = 20, warmup = 3;
   bool quick = false;
 };
@@ -77,13 +94,13 @@ ShapeSweep shape_sweep_of(const Machine& profile);
 // Rows merged by merge_shape_rows: added per table, and rows skipped because the profile already
 // had a point of the same key (GPU, shape and size).
 struct MergeCount {
-  size_t gemms = 0, attention = 0, grouped = 0, duplicates = 0;
-  size_t added() const { return gemms + attention + grouped; }
+  size_t gemms = 0, attention = 0, grouped = 0, elementwise = 0, duplicates = 0;
+  size_t added() const { return gemms + attention + grouped + elementwise; }
 };
 
-// Appends `from`'s GEMM, attention and grouped-GEMM rows to `into`, skipping a row whose key
-// (GPU, shape, token count / grid cell, format) `into` already has, and merges `from.extra`'s
-// not_applicable notes. Existing rows are kept as they are.
+// Appends `from`'s GEMM, attention, grouped-GEMM and elementwise rows to `into`, skipping a row whose
+// key (GPU, shape, token count / grid cell / rows, format) `into` already has, and merges
+// `from.extra`'s not_applicable notes. Existing rows are kept as they are.
 MergeCount merge_shape_rows(Measurements& into, const Measurements& from);
 
 // One entry of the profile's meta.added_shapes (appended): who added points (`by`: "profile

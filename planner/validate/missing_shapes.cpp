@@ -11,7 +11,9 @@
 #include "planner/compile/compiler.hpp"
 #include "planner/core/files.hpp"
 #include "planner/cost/cost_model.hpp"
+#include "planner/cost/elementwise_cost.hpp"
 #include "planner/cost/quant_cost.hpp"
+#include "planner/plan/sharding.hpp"
 #include "planner/topology/topology.hpp"
 #include "planner/validate/gpu_backend.hpp"
 
@@ -29,24 +31,54 @@ bool ends_with(const std::string& s, const std::string& tail) {
 
 }  // namespace
 
+BatchShape mixed_iteration() {
+  BatchShape sh;
+  sh.prefill_seqs = 1, sh.prefill_tokens = 512, sh.prefill_context = 512;
+  sh.decode_seqs = 8, sh.decode_context = 1024;
+  return sh;
+}
+
+std::optional<ElementwiseShapeKey> elementwise_shape_key(const Op& op, const Plan& plan, const ModelConfig& cfg) {
+  if (op.kind != OpKind::Elementwise || op.ew == EwKind::None || op.ew_cols <= 0) return std::nullopt;
+  ElementwiseShapeKey k;
+  k.kind = ew_kind_name(op.ew);
+  k.cols = op.ew_cols;
+  if (op.ew == EwKind::Rotary || op.ew == EwKind::QkNorm) {
+    if (cfg.mla && op.ew == EwKind::Rotary) return std::nullopt;  // no MLA rotary in the executor's elementwise set
+    const AttnShard a = attn_shard(cfg, LayerFigures{}, stage_layout(plan, size_t(op.stage)).tp);
+    k.heads = a.heads, k.kv_heads = a.kv_heads, k.head_dim = a.qk_dim;
+  }
+  if (op.ew == EwKind::MoeRoute || op.ew == EwKind::MoeCombine) {
+    k.topk = cfg.experts_per_token;
+    k.experts = cfg.experts;
+    k.local_experts = op.expert_count > 0 ? op.expert_count : cfg.experts;
+  }
+  return k;
+}
+
+std::set<ElementwiseShapeKey> graph_elementwise_shapes(const OpGraph& g, const Plan& plan, const ModelConfig& cfg) {
+  std::set<ElementwiseShapeKey> out;
+  for (const Op& op : g.ops)
+    if (auto k = elementwise_shape_key(op, plan, cfg)) out.insert(*k);
+  return out;
+}
+
 ShapeSet plan_missing_shapes(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine) {
   ShapeSet wanted;
   wanted.attention_max_context = std::max<int64_t>(8192, std::min<int64_t>(cfg.max_context, int64_t(1) << 17));
   const Plan copy0 = plan.replica_count() > 1 ? replica_plan(plan, 0) : plan;
-  // One iteration holding every kind of op: a 512-token prefill chunk over 512 tokens of context
-  // beside 8 decoding sequences. Shapes (n, k, heads) do not depend on the batch; 520 routed tokens
-  // reach every expert of the shipped MoE models on any EP shard.
-  BatchShape sh;
-  sh.prefill_seqs = 1, sh.prefill_tokens = 512, sh.prefill_context = 512;
-  sh.decode_seqs = 8, sh.decode_context = 1024;
-  const OpGraph g = compile_iteration(copy0, cfg, fig, machine, sh);
+  const OpGraph g = compile_iteration(copy0, cfg, fig, machine, mixed_iteration());
   Topology topo(machine);
   CostModel cost(topo);
   for (const Op& op : g.ops) {
-    if (op.kind != OpKind::Gemm && op.kind != OpKind::GroupedGemm && op.kind != OpKind::Attention) continue;
+    if (op.kind != OpKind::Gemm && op.kind != OpKind::GroupedGemm && op.kind != OpKind::Attention &&
+        op.kind != OpKind::Elementwise)
+      continue;
     if (op.kind == OpKind::Attention && cfg.mla) continue;  // no MLA kernels to time
     if (from_a_measured_point(cost.price(op, false).source)) continue;
-    if (op.kind == OpKind::Gemm)
+    if (op.kind == OpKind::Elementwise) {
+      if (auto k = elementwise_shape_key(op, copy0, cfg)) wanted.elementwise.insert(*k);
+    } else if (op.kind == OpKind::Gemm)
       wanted.gemms.insert({op.n, op.k, gemm_table_dtype(op.wdtype)});
     else if (op.kind == OpKind::Attention)
       wanted.attention.insert({op.attn_heads, op.attn_kv_heads, op.attn_head_dim, attention_table_dtype(op.kv_dtype)});

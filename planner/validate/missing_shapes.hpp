@@ -3,7 +3,9 @@
 // shapes have no measured point, and the step that times them on this host's GPU through the
 // backend (the profiler's own code, as `profile --add-model`) and merges them into the machine.
 // So a validation compares the executor with a prediction from measured points, never a roofline.
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,13 +20,29 @@ namespace peerplan {
 
 class GpuBackend;
 
+// The iteration plan_missing_shapes compiles: a 512-token prefill chunk over 512 tokens of context
+// beside 8 decoding sequences, so every kind of op appears (shapes do not depend on the batch) and
+// its 520 routed tokens reach every expert of the shipped MoE models on any EP shard.
+BatchShape mixed_iteration();
+
+// The profiler's key of an elementwise op of `plan` (a graph compiled from it for `cfg`): its kind
+// and ew_cols (the table's key), plus what the executor's call takes besides them: the attention
+// shard of the op's stage (qk_norm, rotary; the executor runs rotary over head_dim), the model's
+// top-k and the GPU's experts (moe_route, moe_combine). nullopt for an op that is not elementwise,
+// and for an MLA model's rotary (the executor's rotary_and_cache is standard attention's).
+std::optional<ElementwiseShapeKey> elementwise_shape_key(const Op& op, const Plan& plan, const ModelConfig& cfg);
+
+// The elementwise keys of every elementwise op of `g` (compiled from `plan`), in a set.
+std::set<ElementwiseShapeKey> graph_elementwise_shapes(const OpGraph& g, const Plan& plan, const ModelConfig& cfg);
+
 // The shapes of `plan`'s compute ops that the cost model prices without a measured point of that
 // shape (its CostSource is fitted, derived or nominal), keyed as the profiler times them: GEMMs by
 // (n, k, weight format), attention by head configuration per GPU (standard attention: the executor
-// has no MLA kernels), grouped expert GEMMs by the experts each GPU holds. Found by compiling one
-// mixed iteration (a prefill chunk beside decoding sequences, so every kind of op appears, and
-// every expert gets rows) of copy 0 and pricing its ops; only shapes with no rows in the machine's
-// tables are returned (missing_shapes). The attention grid reaches the model's context (at least
+// has no MLA kernels), grouped expert GEMMs by the experts each GPU holds, elementwise kernels by
+// (kind, cols) (elementwise_shape_key). Found by compiling one mixed iteration (mixed_iteration: a
+// prefill chunk beside decoding sequences, so every kind of op appears, and every expert gets rows)
+// of copy 0 and pricing its ops; only shapes with no rows in the machine's tables are returned
+// (missing_shapes). The attention grid reaches the model's context (at least
 // 8192, at most 128 Ki tokens), as a full profile's.
 ShapeSet plan_missing_shapes(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine);
 

@@ -3,7 +3,9 @@
 // profile's gemm / attention / grouped_gemm measurements and for `profile --add-model`): GEMMs of
 // every weight shape at each TP degree (gemm_shapes.hpp) in each weight format; attention head
 // configurations per GPU at each TP degree, where the executor's kernels run them; grouped expert
-// GEMMs of the MoE models (TP-split experts, and the EP shards E/ep at TP 1). CPU only.
+// GEMMs of the MoE models (TP-split experts, and the EP shards E/ep at TP 1); the executor's
+// elementwise kernels at the cols the compiler gives each op at each TP degree. CPU only.
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,14 @@ struct ShapeNote {
 // reaches the largest context of the standard-attention models (at least 8192, at most 128 Ki).
 ShapeSet model_shape_set(const std::vector<ModelConfig>& models, int gpus, const std::vector<std::string>& dtypes,
                          std::vector<ShapeNote>* notes = nullptr);
+
+// The elementwise kernels of `m` (rms_norm, residual, qk_norm, rotary, act, moe_route, moe_combine)
+// keyed as the cost model looks them up: the compiler's own ops (planner/compile), one mixed
+// iteration of a one-stage TP plan at each TP degree 1..gpus that divides the heads, each op keyed by
+// elementwise_shape_key (planner/validate/missing_shapes.hpp) as validate keys a plan's ops. EP and
+// pipeline plans give no other (kind, cols): hidden, experts and the routed experts' width do not
+// depend on them. A TP degree the model cannot be split by, and an MLA model's rotary, are noted.
+std::set<ElementwiseShapeKey> model_elementwise_shapes(const ModelConfig& m, int gpus, std::vector<ShapeNote>* notes = nullptr);
 
 // The GEMM weight formats the profiler times (`profile --dtypes`).
 const std::vector<std::string>& profiler_gemm_dtypes();

@@ -43,6 +43,7 @@ AddModelsPlan plan_add_models(const Machine& profile, const std::vector<ModelCon
   if (!selected("gemm")) p.wanted.gemms.clear();
   if (!selected("attention")) p.wanted.attention.clear();
   if (!selected("grouped_gemm")) p.wanted.grouped.clear();
+  if (!selected("elementwise")) p.wanted.elementwise.clear();
   static const Measurements none;
   p.missing = missing_shapes(p.wanted, profile.measurements ? *profile.measurements : none);
   p.sweep = shape_sweep_of(profile);
@@ -54,9 +55,10 @@ std::string add_models_report(const AddModelsPlan& p, const MergeCount& rows, do
                               describe_shapes(p.wanted), p.wanted.size() - p.missing.size());
   for (const ShapeNote& n : p.notes) s += fmt::format("  not timed: {}: {}\n", n.what, n.why);
   if (p.missing.empty()) return s + fmt::format("Nothing to measure: {} is unchanged.\n", out);
-  s += fmt::format("Measured {} shape{} ({}) in {:.1f} s: {} rows added ({} GEMM, {} attention, {} grouped){}.\n",
+  s += fmt::format("Measured {} shape{} ({}) in {:.1f} s: {} rows added ({} GEMM, {} attention, {} grouped, {} "
+                   "elementwise){}.\n",
                    p.missing.size(), p.missing.size() == 1 ? "" : "s", describe_shapes(p.missing), seconds,
-                   rows.added(), rows.gemms, rows.attention, rows.grouped,
+                   rows.added(), rows.gemms, rows.attention, rows.grouped, rows.elementwise,
                    rows.duplicates ? fmt::format(", {} already there", rows.duplicates) : std::string());
   return s + fmt::format("Wrote {}.\n", out);
 }

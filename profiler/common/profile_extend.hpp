@@ -31,8 +31,8 @@ struct AddModelsPlan {
   ShapeSweep sweep;                 // the profile's own token counts and samples
 };
 
-// `measurements`: the selected model measurements ("gemm", "attention", "grouped_gemm"; --only /
-// --skip); the others' shapes are not wanted.
+// `measurements`: the selected model measurements ("gemm", "attention", "grouped_gemm",
+// "elementwise"; --only / --skip); the others' shapes are not wanted.
 AddModelsPlan plan_add_models(const Machine& profile, const std::vector<ModelConfig>& models,
                               const std::vector<std::string>& dtypes, const std::vector<std::string>& measurements);
 

@@ -211,6 +211,7 @@ void attention_ops(Builder& B, const ModelConfig& cfg, const AttnShard& a, const
                           rb.pf_tokens * qo_per_token);
     op.attn_batch = rb.pf_seqs, op.attn_q_len = q, op.attn_context = ctx;
     op.attn_heads = a.heads, op.attn_kv_heads = a.kv_heads, op.attn_head_dim = a.qk_dim, op.attn_prefill = true;
+    op.attn_v_dim = a.v_dim;
     op.attn_window = window;
     B.commit(op);
   }
@@ -223,8 +224,53 @@ void attention_ops(Builder& B, const ModelConfig& cfg, const AttnShard& a, const
                           rb.dc_seqs * qo_per_token);
     op.attn_batch = rb.dc_seqs, op.attn_q_len = 1, op.attn_context = dctx;
     op.attn_heads = a.heads, op.attn_kv_heads = a.kv_heads, op.attn_head_dim = a.qk_dim, op.attn_prefill = false;
+    op.attn_v_dim = a.v_dim;
     op.attn_window = window;
     B.commit(op);
+  }
+}
+
+// Multi-head latent attention (DeepSeek-V2/V3) as vLLM's and SGLang's MLA backends run it (the
+// formulas: docs/attention.md "MLA"). The cache holds one latent row per token (kv_lora_rank
+// normalised values + the rotated rope key), shared by the rank's heads.
+// Prefill: the latent rows of every token a chunk attends to are decompressed by kv_b (again for
+// the cached context, each chunk), then attention runs as MHA over q.k 192 / v 128.
+// Decode ("absorbed"): q_nope times W_UK per head (one batched GEMM) gives a 512-wide latent query,
+// attention runs as MQA over the 576-wide cache rows (V = their first 512 values), and the 512-wide
+// per-head output times W_UV per head (a second batched GEMM) gives v_head_dim values per head.
+void mla_attention_ops(Builder& B, const ModelConfig& cfg, const AttnShard& a, const MatrixShard* kv_b,
+                       const RankBatch& rb, int s, int layer, int gpu, int d, std::string_view L) {
+  const int64_t H = a.heads, qk = a.qk_dim, v = a.v_dim, lat = cfg.kv_lora_rank, rope = a.rope_dim;
+  if (rb.pf_seqs > 0) {
+    const int64_t q = ceil_div(rb.pf_tokens, rb.pf_seqs);
+    const int64_t ctx = std::max(rb.pf_context, q);
+    // Every attended token's latent row through kv_b: [pf_seqs * ctx][lat] x [lat][H (nope + v)].
+    if (kv_b) B.gemm(L, "kv_b", s, layer, gpu, rb.pf_seqs * ctx, kv_b->n, kv_b->k, kv_b->count);
+    Op& op = B.begin(OpKind::Attention, L, "attn_prefill", s, layer, {gpu});
+    // The decompressed K and V are activations in the model's dtype, whatever the cache's format
+    // (vLLM dequantizes an FP8 latent cache into its bf16 prefill workspace).
+    op.kv_dtype = DType::BF16;
+    const double attended = double(ctx) - double(q - 1) / 2.0;  // causal mean, as attention_ops
+    op.flops = 2.0 * double(H) * double(qk + v) * double(rb.pf_tokens) * attended;
+    const int64_t kv_per_token = H * (qk + v) * d;  // K (nope | shared rope) and V of every head
+    op.mem_bytes = double(rb.pf_seqs * ctx * kv_per_token + rb.pf_tokens * H * (qk + v) * d);
+    op.attn_batch = rb.pf_seqs, op.attn_q_len = q, op.attn_context = ctx;
+    op.attn_heads = H, op.attn_kv_heads = H, op.attn_head_dim = qk, op.attn_v_dim = v, op.attn_prefill = true;
+    B.commit(op);
+  }
+  if (rb.dc_seqs > 0) {
+    const int64_t row = lat + rope;  // 576: the cache row, and the latent query of each head
+    B.gemm(L, "q_absorb", s, layer, gpu, rb.dc_seqs, lat, cfg.qk_nope_head_dim, H);
+    Op& op = B.begin(OpKind::Attention, L, "attn_decode", s, layer, {gpu});
+    op.kv_dtype = cfg.kv_dtype;
+    const int64_t dctx = rb.dc_context;
+    op.flops = 2.0 * double(H) * double(row + lat) * double(rb.dc_seqs) * double(dctx);
+    // The latent rows read once for all heads (MQA); the latent queries in, the latent outputs out.
+    op.mem_bytes = double(rb.dc_seqs * dctx * a.kv_bytes_per_token + rb.dc_seqs * H * (row + lat) * d);
+    op.attn_batch = rb.dc_seqs, op.attn_q_len = 1, op.attn_context = dctx;
+    op.attn_heads = H, op.attn_kv_heads = 1, op.attn_head_dim = row, op.attn_v_dim = lat, op.attn_prefill = false;
+    B.commit(op);
+    B.gemm(L, "v_absorb", s, layer, gpu, rb.dc_seqs, v, lat, H);
   }
 }
 
@@ -387,21 +433,43 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
       };
       // --- attention block ---
       each([&](int, int gpu) { B.elementwise(L, "attn_norm", {EwKind::RmsNorm, T, H}, s, l, gpu, T * H, 2, 4.0, H); });
-      each([&](int r, int gpu) {
-        for (const auto& ms : shards[size_t(r)])
-          if (is_attn_in(ms.name)) B.gemm(L, ms.name, s, l, gpu, T, ms.n, ms.k, ms.count);
-      });
-      if (cfg.qk_norm)  // Qwen3: q_norm and k_norm over each head's head_dim, reading and writing q and k
-        each([&](int, int gpu) {
-          const int64_t normed = (a.heads + a.kv_heads) * a.qk_dim;  // values normalised per token
-          B.elementwise(L, "qk_norm", {EwKind::QkNorm, T, normed}, s, l, gpu, T * normed, 2, 4.0, 2 * a.qk_dim);
+      if (cfg.mla) {
+        each([&](int r, int gpu) {
+          gemm_named(r, gpu, "q", T);  // full-rank q (DeepSeek-V2-Lite), or q_a, its norm, q_b
+          if (find(r, "q_a")) {
+            gemm_named(r, gpu, "q_a", T);
+            const int64_t qr = cfg.q_lora_rank;
+            B.elementwise(L, "q_a_norm", {EwKind::RmsNorm, T, qr}, s, l, gpu, T * qr, 2, 4.0, qr);
+            gemm_named(r, gpu, "q_b", T);
+          }
+          gemm_named(r, gpu, "kv_a", T);
+          const int64_t lat = cfg.kv_lora_rank;  // kv_a_layernorm over the latent (not the rope key)
+          B.elementwise(L, "kv_norm", {EwKind::RmsNorm, T, lat}, s, l, gpu, T * lat, 2, 4.0, lat);
+          // Rope of each head's q_pe and the shared k_pe; the latent row (normalised latent + k_pe)
+          // is written to the cache in the same pass: read and written, q_pe in place.
+          const int64_t rotated = (a.heads + 1) * a.rope_dim;
+          B.elementwise(L, "rotary", {EwKind::Rotary, T, rotated}, s, l, gpu,
+                        T * (a.heads * a.rope_dim + lat + a.rope_dim), 2, 3.0);
+          mla_attention_ops(B, cfg, a, find(r, "kv_b"), rb, s, l, gpu, d, L);
+          gemm_named(r, gpu, "o", T);
         });
-      each([&](int, int gpu) {
-        const int64_t rotated = (a.heads + a.kv_heads) * a.rope_dim;  // values rotated per token
-        B.elementwise(L, "rotary", {EwKind::Rotary, T, rotated}, s, l, gpu, T * rotated, 2, 3.0);
-      });
-      each([&](int, int gpu) { attention_ops(B, cfg, a, rb, s, l, gpu, d, L); });
-      each([&](int r, int gpu) { gemm_named(r, gpu, "o", T); });
+      } else {
+        each([&](int r, int gpu) {
+          for (const auto& ms : shards[size_t(r)])
+            if (is_attn_in(ms.name)) B.gemm(L, ms.name, s, l, gpu, T, ms.n, ms.k, ms.count);
+        });
+        if (cfg.qk_norm)  // Qwen3: q_norm and k_norm over each head's head_dim, reading and writing q and k
+          each([&](int, int gpu) {
+            const int64_t normed = (a.heads + a.kv_heads) * a.qk_dim;  // values normalised per token
+            B.elementwise(L, "qk_norm", {EwKind::QkNorm, T, normed}, s, l, gpu, T * normed, 2, 4.0, 2 * a.qk_dim);
+          });
+        each([&](int, int gpu) {
+          const int64_t rotated = (a.heads + a.kv_heads) * a.rope_dim;  // values rotated per token
+          B.elementwise(L, "rotary", {EwKind::Rotary, T, rotated}, s, l, gpu, T * rotated, 2, 3.0);
+        });
+        each([&](int, int gpu) { attention_ops(B, cfg, a, rb, s, l, gpu, d, L); });
+        each([&](int r, int gpu) { gemm_named(r, gpu, "o", T); });
+      }
       if (lay.tp > 1) B.collective(OpKind::AllReduce, L, "attn_allreduce", s, l, st.gpus, T * H * d);
       each([&](int, int gpu) {
         B.elementwise(L, "attn_residual", {EwKind::Residual, T, H}, s, l, gpu, T * H, 3, 1.0);

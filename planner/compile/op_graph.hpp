@@ -17,7 +17,8 @@
 namespace peerplan {
 
 enum class OpKind {
-  Gemm,          // [m,k] x [k,n], batch_count times (e.g. local experts), on gpus[0]
+  Gemm,          // [m,k] x [k,n], batch_count times (e.g. local experts; MLA's absorbed per-head
+                 // products: one strided-batched call, as torch.bmm), on gpus[0]
   GroupedGemm,   // routed MoE experts (issue 14): one grouped GEMM over the batch_count experts of this
                  // GPU that received tokens; m = routed rows summed over them, [k,n] per expert,
                  // group_max_rows = rows of the busiest expert. Only touched experts' weights are read.
@@ -72,6 +73,10 @@ struct Op {
   double mem_bytes = 0;     // HBM bytes the op must move (weights + activations + KV)
   int64_t attn_batch = 0, attn_q_len = 0, attn_context = 0, attn_heads = 0, attn_kv_heads = 0, attn_head_dim = 0;
   bool attn_prefill = false;
+  // Attention: the value head dim (attn_head_dim is q.k's). Equal to attn_head_dim but for MLA
+  // (docs/attention.md "MLA"): prefill runs as MHA with q.k 192 and v 128; absorbed decode as MQA
+  // over the 576-wide latent row whose first 512 values are also V.
+  int64_t attn_v_dim = 0;
   // Attention: the layer's sliding window (0: full; issue 18). Decode's attn_context is already the
   // window-bounded context; a prefill chunk keeps its real context and is priced at the band's work
   // (planner/cost/attention_window.hpp).
@@ -99,8 +104,9 @@ struct Op {
 // counted in kOpPlacementFields: the static_assert below counts Op's fields to make sure.
 inline auto priced_fields(const Op& o) {
   return std::tie(o.kind, o.gpus, o.m, o.n, o.k, o.batch_count, o.flops, o.mem_bytes, o.attn_batch, o.attn_q_len,
-                  o.attn_context, o.attn_heads, o.attn_kv_heads, o.attn_head_dim, o.attn_prefill, o.attn_window, o.ew, o.ew_rows,
-                  o.ew_cols, o.group_max_rows, o.wdtype, o.kv_dtype, o.bytes, o.mode, o.p2p, o.allreduce);
+                  o.attn_context, o.attn_heads, o.attn_kv_heads, o.attn_head_dim, o.attn_v_dim, o.attn_prefill,
+                  o.attn_window, o.ew, o.ew_rows, o.ew_cols, o.group_max_rows, o.wdtype, o.kv_dtype, o.bytes, o.mode,
+                  o.p2p, o.allreduce);
 }
 inline constexpr size_t kOpPlacementFields = 7;  // id, name, stage, layer, deps, expert_first, expert_count
 // Hash of priced_fields (equal for ops that compare equal: -0.0 and 0.0 hash alike).

@@ -29,11 +29,11 @@ ComputePrice from_points(std::vector<std::pair<double, double>> pts, double x) {
 }
 
 std::optional<ComputePrice> gemm_from_table(const std::vector<GemmTime>& table, int gpu, int64_t m, int64_t n,
-                                            int64_t k, const std::string& dtype) {
+                                            int64_t k, const std::string& dtype, int64_t batch) {
   for (int pass = 0; pass < 2; ++pass) {
     std::vector<std::pair<double, double>> pts;
     for (const GemmTime& g : table)
-      if (g.n == n && g.k == k && g.m > 0 && g.dtype == dtype && (pass == 1 || g.gpu == gpu))
+      if (g.n == n && g.k == k && g.m > 0 && g.dtype == dtype && g.batch == batch && (pass == 1 || g.gpu == gpu))
         pts.push_back({double(g.m), g.time.median});
     if (!pts.empty()) return from_points(std::move(pts), double(std::max<int64_t>(m, 1)));
   }

@@ -29,9 +29,10 @@ ComputePrice from_points(std::vector<std::pair<double, double>> pts, double x);
 // the op carries. Exact m: Measured. Between measured m: linear in m, Interpolated. Above: scaled
 // by m from the largest point (compute-bound), below: the smallest point's time (weight-read
 // bound); both Extrapolated. nullopt when the table has no such (n,k).
-// Rows of `dtype` only ("bf16", "fp8", "int8", "int4": the weight format the kernel ran).
+// Rows of `dtype` only ("bf16", "fp8", "int8", "int4": the weight format the kernel ran), and of
+// `batch` products per call only (1: plain GEMMs; > 1: strided-batched calls, timed as a whole).
 std::optional<ComputePrice> gemm_from_table(const std::vector<GemmTime>& table, int gpu, int64_t m, int64_t n,
-                                            int64_t k, const std::string& dtype = "bf16");
+                                            int64_t k, const std::string& dtype = "bf16", int64_t batch = 1);
 
 // Attention from the measured table: same phase, heads, kv heads and head dim (per GPU); "work"
 // = batch * q_len * context. Exact shape: Measured; between: linear in work, Interpolated;

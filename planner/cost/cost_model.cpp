@@ -84,6 +84,15 @@ OpCost CostModel::price_compute(const Op& op) const {
   OpCost c;
   const int gpu = op.gpus.empty() ? 0 : op.gpus[0];
   const Measurements* meas = topo_.machine().measurements ? &*topo_.machine().measurements : nullptr;
+  if (op.kind == OpKind::Gemm && meas && op.batch_count > 1) {
+    // One strided-batched call (MLA's absorbed products): its own rows when the profile timed it,
+    // else below, batch_count plain GEMMs (a batched call is never slower than that loop).
+    if (auto t = gemm_from_table(meas->gemms, gpu, op.m, op.n, op.k, gemm_table_dtype(op.wdtype), op.batch_count)) {
+      c.seconds = t->seconds;
+      c.source = t->source;
+      return c;
+    }
+  }
   if (op.kind == OpKind::Gemm && meas) {
     if (auto t = gemm_from_table(meas->gemms, gpu, op.m, op.n, op.k, gemm_table_dtype(op.wdtype))) {
       c.seconds = t->seconds * double(std::max<int64_t>(op.batch_count, 1));

@@ -65,7 +65,8 @@ FittedCompute::FittedCompute(const Measurements& meas, double peak_flops, double
   // The fit is of bf16 kernels: quantized rows (issue 15) have other rooflines and are priced
   // from their own rows, or from this fit scaled by their roofline (cost_model.cpp).
   for (const GemmTime& g : meas.gemms) {
-    if (g.dtype != "bf16" || g.m <= 0 || g.n <= 0 || g.k <= 0 || !(g.time.median > 0)) continue;
+    // Batched rows time several products per call: not points of the one-GEMM curve.
+    if (g.dtype != "bf16" || g.batch != 1 || g.m <= 0 || g.n <= 0 || g.k <= 0 || !(g.time.median > 0)) continue;
     double r = gemm_roofline_s(g.m, g.n, g.k);
     if (!(r > 0)) continue;
     gemm_[{g.n, g.k}].push_back({lg(double(g.m)), std::log(r / g.time.median)});

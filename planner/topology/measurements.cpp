@@ -240,6 +240,7 @@ Measurements parse_measurements(const JsonIn& j) {
       g.n = t.positive_int("n");
       g.k = t.positive_int("k");
       g.dtype = t.str_or("dtype", "bf16");
+      if (t.has("batch")) g.batch = t.positive_int("batch");  // optional: profiles before MLA have none
       g.time = parse_stats(t);
       m.gemms.push_back(g);
     }
@@ -346,6 +347,7 @@ nlohmann::json measurements_to_json(const Measurements& m) {
   for (const auto& g : m.gemms) {
     auto o = stats_json(g.time);
     o["gpu"] = g.gpu; o["m"] = g.m; o["n"] = g.n; o["k"] = g.k; o["dtype"] = g.dtype;
+    if (g.batch != 1) o["batch"] = g.batch;  // written only when batched: older profiles round-trip unchanged
     j["gemms"].push_back(o);
   }
   j["attention"] = nlohmann::json::array();

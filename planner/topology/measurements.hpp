@@ -70,6 +70,9 @@ struct GemmTime {
   int64_t m = 0, n = 0, k = 0;   // C[m,n] = A[m,k] B[k,n]
   std::string dtype = "bf16";
   SampleStats time;
+  // Products in one strided-batched call (MLA's absorbed per-head GEMMs, torch.bmm): the time is
+  // of all `batch` of them. 1: one plain GEMM. (Last, so brace-initialised rows keep their order.)
+  int64_t batch = 1;
 };
 
 // One grouped expert GEMM (issue 14): the routed experts of one GPU, [k,n] each, over the rows

@@ -249,4 +249,32 @@ size_t count_pattern_errors(const void* dev_ptr, int device, size_t words, uint3
   return size_t(h);
 }
 
+CapturedGraph::~CapturedGraph() { reset(); }
+
+void CapturedGraph::reset() {
+  // Destruction paths must not throw: a failure to free a graph is not worth a crash.
+  if (exec_) cudaGraphExecDestroy(exec_);
+  if (graph_) cudaGraphDestroy(graph_);
+  exec_ = nullptr;
+  graph_ = nullptr;
+}
+
+void CapturedGraph::capture(cudaStream_t s, const std::function<void()>& enqueue) {
+  reset();
+  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+  try {
+    enqueue();
+  } catch (...) {
+    cudaGraph_t junk = nullptr;
+    cudaStreamEndCapture(s, &junk);
+    if (junk) cudaGraphDestroy(junk);
+    throw;
+  }
+  CUDA_CHECK(cudaStreamEndCapture(s, &graph_));
+  CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+  CUDA_CHECK(cudaGraphUpload(exec_, s));
+}
+
+void CapturedGraph::launch(cudaStream_t s) const { CUDA_CHECK(cudaGraphLaunch(exec_, s)); }
+
 }  // namespace peerplan::gpu

@@ -41,6 +41,27 @@ class BlockingGate {
 double time_region(BlockingGate* gate, const Stream& timing, const std::vector<const Stream*>& others,
                    const std::function<void()>& enqueue, const std::function<void()>& before_release = {});
 
+// An instantiated CUDA graph of captured calls, destroyed with its owner: how the profiler times
+// what the executor replays as graphs (decode steps): capture `reps` calls once, then time_region a
+// launch of the graph and divide. Relaxed capture mode, as the executor's graphs (engine_graph.cpp).
+class CapturedGraph {
+ public:
+  CapturedGraph() = default;
+  ~CapturedGraph();
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+  // Captures `enqueue` on `s`, then instantiates and uploads the graph (replacing any earlier one).
+  // A throw inside `enqueue` ends the capture first and propagates.
+  void capture(cudaStream_t s, const std::function<void()>& enqueue);
+  void launch(cudaStream_t s) const;
+  bool empty() const { return exec_ == nullptr; }
+
+ private:
+  void reset();
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
 // Kernels used by the measurements (timing.cu).
 // Copies `bytes` (a multiple of 16, 16-byte aligned) from src to dst with SM loads/stores; src or
 // dst may be a peer's memory (peer access enabled). blocks = 0: 4 per SM of the current device.

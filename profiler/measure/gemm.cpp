@@ -104,35 +104,21 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
       double expect_s = 2.0 * double(p.m) * double(p.n) * double(p.k) / 600e12 + 3e-6;
       int reps = std::clamp(int(200e-6 / expect_s), 1, 64);
       std::function<double()> region;
-      struct Graph {
-        cudaGraph_t g = nullptr;
-        cudaGraphExec_t e = nullptr;
-        ~Graph() {
-          if (e) cudaGraphExecDestroy(e);
-          if (g) cudaGraphDestroy(g);
-        }
-      } graph;
+      gpu::CapturedGraph graph;
       if (dt == DType::BF16 || p.m > kGraphTimedMaxM) {
         region = [&] { return gpu::time_region(&gate, s, {}, [&] { for (int r = 0; r < reps; ++r) call(); }); };
       } else {
         const int copies = int(qws.size());
         reps = copies * ((reps + copies - 1) / copies);  // every copy equally often
         try {
-          CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));  // as the engine (engine_graph.cpp)
-          try {
+          graph.capture(s, [&] {
             for (int r = 0; r < reps; ++r) qrunner.run(x.get(), qws[size_t(r % copies)], y.get(), p.m, s);
-          } catch (...) {
-            cudaStreamEndCapture(s, &graph.g);
-            throw;
-          }
-          CUDA_CHECK(cudaStreamEndCapture(s, &graph.g));
-          CUDA_CHECK(cudaGraphInstantiate(&graph.e, graph.g, 0));
-          CUDA_CHECK(cudaGraphUpload(graph.e, s));
+          });
         } catch (const std::exception& e) {
           skipped.push_back(fmt::format("{} m={} n={} k={}: CUDA graph: {}", dname, p.m, p.n, p.k, e.what()));
           continue;
         }
-        region = [&] { return gpu::time_region(&gate, s, {}, [&] { CUDA_CHECK(cudaGraphLaunch(graph.e, s)); }); };
+        region = [&] { return gpu::time_region(&gate, s, {}, [&] { graph.launch(s); }); };
       }
       for (int r = 0; r < ctx.plan.warmup; ++r) region();
       std::vector<double> t;

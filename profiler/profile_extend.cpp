@@ -13,6 +13,7 @@
 #include "planner/core/error.hpp"
 #include "planner/core/json_in.hpp"
 #include "profiler/common/checkpoint.hpp"
+#include "profiler/common/elementwise_plan.hpp"
 #include "profiler/common/profile_extend.hpp"
 #include "profiler/common/profile_models.hpp"
 #include "profiler/common/registry.hpp"
@@ -39,7 +40,8 @@ Measurements measure_shape_set(const Machine& profile, const ShapeSet& shapes, c
   const double est_gemm = 0.003 * double(shapes.gemms.size() * sweep.tokens.size());
   const double est_attn = (sweep.quick ? 0.5 : 4.0) * double(shapes.attention.size());
   const double est_grouped = 0.01 * double(shapes.grouped.size() * sweep.tokens.size());
-  Progress bar(progress, est_gemm + est_attn + est_grouped);
+  const double est_ew = elementwise_est_seconds(elementwise_timing_keys(shapes.elementwise).size(), sweep.tokens.size());
+  Progress bar(progress, est_gemm + est_attn + est_grouped + est_ew);
   Context ctx{opts, plan, machine, ms, bar, ""};
   if (!shapes.gemms.empty()) {
     bar.begin("gemm", est_gemm);
@@ -56,6 +58,11 @@ Measurements measure_shape_set(const Machine& profile, const ShapeSet& shapes, c
     time_grouped_shapes(ctx, shapes.grouped, sweep.tokens);
     bar.end();
   }
+  if (!shapes.elementwise.empty()) {
+    bar.begin("elementwise", est_ew);
+    time_elementwise_shapes(ctx, shapes.elementwise, sweep.tokens);
+    bar.end();
+  }
   bar.finish();
   return ms;
 }
@@ -70,7 +77,7 @@ void run_add_models(const ProfileOptions& opts) {
   for (const MeasurementInfo* m : select_measurements(opts.only, opts.skip))
     if (m->uses_models) names.push_back(m->name);
   if (names.empty())
-    throw InputError("", "--only/--skip", "at least one of gemm, attention, grouped_gemm with --add-model");
+    throw InputError("", "--only/--skip", "at least one of gemm, attention, grouped_gemm, elementwise with --add-model");
   const AddModelsPlan p =
       plan_add_models(profile, models, add_model_dtypes(profile, opts.dtypes_given ? opts.dtypes : std::vector<std::string>{}), names);
   const std::string out = opts.out_given ? opts.out : file;

@@ -49,7 +49,9 @@
   X(attention, "compute", Once, RankZero, true, 4.0,                                                              \
     "attention decode/prefill kernels of the executor over batch x context")                                      \
   X(grouped_gemm, "compute", Once, RankZero, true, 6.0,                                                           \
-    "grouped expert GEMMs of the MoE models (routed tokens 1..8192, TP and EP shards; the executor's kernel)")
+    "grouped expert GEMMs of the MoE models (routed tokens 1..8192, TP and EP shards; the executor's kernel)")    \
+  X(elementwise, "compute", Once, RankZero, true, 3.0,                                                            \
+    "the executor's elementwise kernels of the models (norms, rotary, act, MoE route/combine), rows 1..8192")
 
 namespace peerplan::profiler {
 

@@ -1,7 +1,7 @@
 #pragma once
 // Timing of the model-dependent shapes (planner/topology/shape_set.hpp): the GPU half shared by a
-// full profile's gemm, attention and grouped_gemm measurements (which time every shape of the
-// --model models, profiler/common/model_shapes.hpp) and by `profile --add-model` and validate's
+// full profile's gemm, attention, grouped_gemm and elementwise measurements (which time every shape
+// of the --model models, profiler/common/model_shapes.hpp) and by `profile --add-model` and validate's
 // missing shapes (which time only the shapes the profile lacks). Each appends rows to ctx.ms and
 // records how it timed them in ctx.ms.extra under its measurement's name. No CUDA types here.
 #include <set>
@@ -25,6 +25,10 @@ void time_attention_shapes(Context& ctx, const std::set<AttentionShapeKey>& keys
 // Each grouped expert GEMM over the routed token counts `tokens` (the executor's kernel after
 // its routing; the compiler's uniform routing counts).
 void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, const std::vector<int64_t>& tokens);
+
+// Each elementwise kernel (one per (kind, cols), elementwise_timing_keys) over `rows` tokens: the
+// executor's own call, back to back in a CUDA graph (profiler/measure/elementwise.cpp).
+void time_elementwise_shapes(Context& ctx, const std::set<ElementwiseShapeKey>& keys, const std::vector<int64_t>& rows);
 
 // All of `shapes` on GPU 0 of this host, which `profile` describes (the caller has checked it is
 // this host's): a fresh Measurements holding only the new rows and notes. `sweep`: the profile's

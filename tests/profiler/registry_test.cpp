@@ -24,7 +24,8 @@ TEST(Registry, NamesAreUniqueAndDescribed) {
   }
   // The measurements are all present.
   for (const char* n : {"p2p_ce", "p2p_ce_bidir", "p2p_sm", "nop2p_runtime", "host_staged", "latency_ce", "latency_sm",
-                        "h2d_d2h", "hbm", "nccl", "nccl_nop2p", "gemm", "attention", "launch_overhead", "grouped_gemm"})
+                        "h2d_d2h", "hbm", "nccl", "nccl_nop2p", "gemm", "attention", "launch_overhead", "grouped_gemm",
+                        "elementwise"})
     EXPECT_NE(find_measurement(n), nullptr) << n;
 }
 
@@ -87,6 +88,8 @@ TEST(Registry, RowsKnowTheirIndexAndMpiEntry) {
   EXPECT_EQ(find_measurement("nccl")->mpi, MpiRun::Own);
   EXPECT_EQ(find_measurement("p2p_sm")->mpi, MpiRun::None);
   EXPECT_TRUE(find_measurement("attention")->uses_models) << "attention times the models' shapes";
+  EXPECT_TRUE(find_measurement("elementwise")->uses_models) << "elementwise times the models' kernels";
+  EXPECT_EQ(find_measurement("elementwise")->mpi, MpiRun::RankZero);
   EXPECT_FALSE(find_measurement("hbm")->uses_models) << "hbm needs no --model";
 }
 
@@ -94,7 +97,8 @@ TEST(Registry, MpiSelectsOnlyMeasurementsWithAnMpiEntry) {
   // No options under --mpi: every measurement that has an MPI entry, in table order; none without.
   auto v = names(select_measurements({}, {}, RunMode::Mpi));
   EXPECT_EQ(v, (std::vector<std::string>{"launch_overhead", "hbm", "h2d_d2h", "p2p_ce", "p2p_ce_bidir", "host_staged",
-                                         "nccl", "peer_allreduce", "gemm", "attention", "grouped_gemm"}));
+                                         "nccl", "peer_allreduce", "gemm", "attention", "grouped_gemm",
+                                         "elementwise"}));
   // A group selects its members that run under --mpi: transfer without p2p_sm and nop2p_runtime.
   EXPECT_EQ(names(select_measurements({"transfer"}, {}, RunMode::Mpi)),
             (std::vector<std::string>{"p2p_ce", "p2p_ce_bidir", "host_staged"}));

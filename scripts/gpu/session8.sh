@@ -12,6 +12,10 @@
 #                              over rotating weights (the fastest passing variant is used for the rest of the call), a
 #                              profile with graph-timed quantized rows and decode rows at every graph batch / launch step,
 #                              validations 8B FP8 and W4A16 on chat.
+#   scripts/gpu/session8.sh D  (~8 min) the session's last call: MLA self-test, a profile of Llama-3.1-8B (bf16/fp8/int4),
+#                              Qwen1.5-MoE and DeepSeek-V2-Lite with the elementwise table and graph-timed decode
+#                              attention, DeepSeek-V2-Lite decode steps, validations: Qwen1.5-MoE long, DeepSeek-V2-Lite
+#                              chat, 8B FP8 and W4A16 chat, 8B Azure conv.
 # Outputs under $OUT (summary-*.txt and a tgz of the raw files).
 set -u
 PART=${1:-A}
@@ -85,6 +89,24 @@ if [ "$PART" = C ]; then
   left 480 && TAIL=8 step 40 steps-int4 $B validate --bench-steps --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights int4 \
     --machine "$W/profile.json" --batches 1,8,32,64 --context 1024 --prefill 0 --out "$W/steps-int4"
   gzip -f "$W/profile.json"; for f in "$W"/validate-*/iterations.json; do [ -f "$f" ] && gzip -f "$f"; done
+  tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null
+  log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
+fi
+if [ "$PART" = D ]; then
+  TAIL=3 step 60 selftest-mla env PEERPLAN_SELFTEST_ONLY=mla $B validate --self-test
+  grep -E "FAIL|mismatch" "$W/selftest-mla.txt" | head -8 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  TAIL=3 step 170 profile $B profile --no-progress --model llama-3.1-8b --model qwen1.5-moe-a2.7b --model deepseek-v2-lite \
+    --dtypes bf16,fp8,int4 --skip nccl,nccl_nop2p --out "$W/profile.json"
+  grep -E "attention grid|elementwise" "$W/profile.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  TAIL=6 step 40 steps-dsv2 $B validate --bench-steps --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite \
+    --machine "$W/profile.json" --batches 1,8,32 --context 1024 --prefill 2048 --out "$W/steps-dsv2"
+  PEERPLAN_OP_TIMES=$W/ops-qwen-moe-long.csv v qwen-moe-long 80 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
+    --workload $V/workloads/validate-long-prompt.json
+  v dsv2-chat 80 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite --workload $V/workloads/validate-chat.json --requests 80
+  v llama8b-fp8 45 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights fp8 --workload $V/workloads/validate-chat.json --requests 80
+  v llama8b-int4 45 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights int4 --workload $V/workloads/validate-chat.json --requests 80
+  left 500 && v llama8b-azure-conv 70 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload $TR --requests 120
+  gzip -f "$W/profile.json" "$W/ops-qwen-moe-long.csv" 2>/dev/null; for f in "$W"/validate-*/iterations.json; do [ -f "$f" ] && gzip -f "$f"; done
   tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null
   log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
 fi

@@ -9,7 +9,14 @@
 namespace peerplan::kernels {
 
 void check_attention_executable(const ModelConfig& cfg, const AttentionPath& path) {
-  if (cfg.mla) return;
+  if (cfg.mla) {
+    const char* field = "";
+    const std::string why = mla_shape_refusal(int(cfg.kv_lora_rank), int(cfg.qk_rope_head_dim),
+                                              int(cfg.qk_nope_head_dim), int(cfg.v_head_dim), int(cfg.heads),
+                                              cfg.kv_dtype == DType::FP8_E4M3, &field);
+    if (!why.empty()) throw InputError(cfg.source_file, field, fmt::format("an MLA shape the executor runs: {}", why));
+    return;
+  }
   const int heads = int(cfg.heads), kv = int(cfg.kv_heads), hd = int(cfg.head_dim);
   AttentionPath p = path;
   p.kv_fp8 = cfg.kv_dtype == DType::FP8_E4M3;

@@ -24,6 +24,26 @@ DecodeVariant decode_variant(int group, int head_dim) {
   return v;
 }
 
+std::string mla_shape_refusal(int kv_lora_rank, int qk_rope_head_dim, int qk_nope_head_dim, int v_head_dim,
+                              int heads_per_gpu, bool kv_fp8, const char** field) {
+  using std::to_string;
+  auto need = [field](const char* name, int got, int want) {
+    if (field) *field = name;
+    return std::string(name) + " " + to_string(got) + ": the executor's MLA kernels take " + to_string(want) +
+           " (DeepSeek-V2/V3, Kimi K2)";
+  };
+  if (kv_lora_rank != kMlaSupportedLatent) return need("kv_lora_rank", kv_lora_rank, kMlaSupportedLatent);
+  if (qk_rope_head_dim != kMlaSupportedRope) return need("qk_rope_head_dim", qk_rope_head_dim, kMlaSupportedRope);
+  if (qk_nope_head_dim != kMlaSupportedNope) return need("qk_nope_head_dim", qk_nope_head_dim, kMlaSupportedNope);
+  if (v_head_dim != kMlaSupportedVDim) return need("v_head_dim", v_head_dim, kMlaSupportedVDim);
+  if (field) *field = heads_per_gpu < 1 || heads_per_gpu > kMlaSupportedMaxHeads ? "num_attention_heads" : "kv_cache_dtype";
+  if (heads_per_gpu < 1 || heads_per_gpu > kMlaSupportedMaxHeads)
+    return "num_attention_heads " + to_string(heads_per_gpu) + " per GPU: the executor's MLA decode runs 1 to " +
+           to_string(kMlaSupportedMaxHeads);
+  if (kv_fp8) return "an FP8 KV cache with MLA: the executor's latent cache and its kernels are bf16";
+  return "";
+}
+
 std::string attention_shape_refusal(int heads, int kv_heads, int head_dim, const AttentionPath& path) {
   using std::to_string;
   if (kv_heads <= 0 || heads <= 0 || heads % kv_heads != 0)

@@ -55,6 +55,16 @@ struct DecodeVariant {
 };
 DecodeVariant decode_variant(int group, int head_dim);
 
+// Multi-head latent attention (DeepSeek-V2/V3, docs/attention.md "MLA"): the executor's MLA kernels
+// (profiler/kernels/mla.hpp, whose constants engine_mla.cpp checks against these) take a 512-wide
+// latent, a 64-wide rope key, 128-wide q_nope and v heads, 1 to 128 heads per GPU and a bf16 cache.
+constexpr int kMlaSupportedLatent = 512, kMlaSupportedRope = 64, kMlaSupportedNope = 128, kMlaSupportedVDim = 128;
+constexpr int kMlaSupportedMaxHeads = 128;
+// "" if the MLA kernels run this shape; otherwise why, naming the value, and *field (when given)
+// the config field at fault.
+std::string mla_shape_refusal(int kv_lora_rank, int qk_rope_head_dim, int qk_nope_head_dim, int v_head_dim,
+                              int heads_per_gpu, bool kv_fp8, const char** field = nullptr);
+
 // "" if the executor's attention runs this per-GPU shape on `path`; otherwise why, naming the value
 // and what would run ("head_dim 112: the executor's attention runs 64, 80, 96, 128, 192 and 256").
 std::string attention_shape_refusal(int heads, int kv_heads, int head_dim, const AttentionPath& path = {});
@@ -62,8 +72,8 @@ std::string attention_shape_refusal(int heads, int kv_heads, int head_dim, const
 // The model's attention as the executor would run it at any TP degree (a TP shard never has more
 // query heads per kv head than the whole model: heads/tp over kv_heads/tp, or over 1 replicated
 // kv head when tp > kv_heads), on `path` with the KV-cache format of cfg.kv_dtype. Throws
-// InputError naming cfg.source_file and the config field (head_dim, num_attention_heads) when it
-// cannot run. MLA models are not checked here.
+// InputError naming cfg.source_file and the config field (head_dim, num_attention_heads; MLA:
+// kv_lora_rank, qk_rope_head_dim, ...) when it cannot run.
 void check_attention_executable(const ModelConfig& cfg, const AttentionPath& path = {});
 
 }  // namespace peerplan::kernels

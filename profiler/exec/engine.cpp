@@ -25,8 +25,8 @@ namespace kn = peerplan::kernels;
 GpuState& Engine::gpu(int id) { return *state_.at(id); }
 
 void check_model_executable(const ModelConfig& cfg) {
-  if (cfg.mla) throw InputError(cfg.source_file, "kv_lora_rank", "a model without MLA: the executor has no MLA kernels yet");
-  kn::check_attention_executable(cfg, kn::prefill_attention_path());  // head_dim, query heads per kv head, cuDNN
+  // head_dim, query heads per kv head, cuDNN; MLA: the latent and head widths its kernels take
+  kn::check_attention_executable(cfg, kn::prefill_attention_path());
   if (!cfg.gated_mlp)
     throw InputError(cfg.source_file, "architectures", "a gated (SwiGLU) MLP: the executor's activation is SiLU(gate) * up");
 }
@@ -50,8 +50,10 @@ Engine::Engine(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig
   enable_peer_access();
   // Worst-case shapes size the scratch buffers and name the communicators: a full prefill and a
   // full (padded) decode batch.
-  const std::vector<OpGraph> worst = {compile(BatchShape{1, max_tokens, max_tokens, 0, 0}),
-                                      compile(BatchShape{0, 0, 0, padded_batch(kv_slots), max_ctx})};
+  std::vector<OpGraph> worst = {compile(BatchShape{1, max_tokens, max_tokens, 0, 0}),
+                                compile(BatchShape{0, 0, 0, padded_batch(kv_slots), max_ctx})};
+  // MLA: a chunk at the longest context decompresses all of it (the kv_b GEMM over max_ctx rows).
+  if (cfg.mla && max_ctx > max_tokens) worst.push_back(compile(BatchShape{1, max_tokens, max_ctx, 0, 0}));
   const std::map<int, ScratchNeed> need = scratch_needs(worst);
   for (auto& [id, gp] : state_) allocate(*gp, need.count(id) ? need.at(id) : ScratchNeed{});
   for (auto& [id, gp] : state_) gp->stream.synchronize();

@@ -94,6 +94,11 @@ class Engine {
   std::map<int, ScratchNeed> scratch_needs(const std::vector<OpGraph>& worst) const;
   void allocate(GpuState& g, const ScratchNeed& need);
   void allocate_kv_cache(GpuState& g);
+  // MLA (engine_mla.cpp): the latent cache, the absorbed queries, the prefill's expanded K/V scratch.
+  void allocate_latent_cache(GpuState& g);
+  void allocate_mla(GpuState& g, int64_t tok_cap);
+  int64_t mla_scratch_slots(int64_t heads) const;      // sequences the prefill scratch holds
+  void mla_prefill_groups(GpuState& g, int* meta_host);  // upload_meta's MLA part (engine_alloc.cpp)
   void allocate_metadata(GpuState& g, int64_t tok_cap, int64_t seq_cap);
   void create_rank_comms(const std::vector<OpGraph>& worst);
   // Peer-memory all-reduce groups (issue 17): one per TP group whose plan setting may pick a
@@ -108,6 +113,8 @@ class Engine {
   void run_embedding(GpuState& g);
   void run_attention(const Op& op, GpuState& g);
   void run_elementwise(const Op& op, GpuState& g);
+  void run_mla_rotary(const Op& op, GpuState& g);     // MLA: cache write + rope (engine_mla.cpp)
+  void run_mla_attention(const Op& op, GpuState& g);  // MLA: expanded prefill, absorbed decode
   // Routed MoE (engine_moe.cpp).
   void ensure_moe_state(const Op& op, GpuState& g);
   void run_moe_route(const Op& op, GpuState& g);

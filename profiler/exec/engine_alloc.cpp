@@ -100,6 +100,13 @@ void Engine::allocate(GpuState& g, const ScratchNeed& need) {
   g.cap_x = need.x + 8;
   g.cap_y = need.y + 8;
   g.cap_z = std::max(need.z, need.y) + 8;
+  if (cfg_.mla) {
+    // MLA: Y holds the kv_b output of a full prefill scratch (engine_mla.cpp reads each group's
+    // rows from it; kMlaKvB = 256 per head), Z the attention outputs of a mixed iteration's tokens
+    // at up to 576 per head (the absorbed decode's 512, after the prefill's 192).
+    g.cap_y = std::max(g.cap_y, mla_scratch_slots(g.heads) * max_ctx_ * g.heads * 256 + 8);
+    g.cap_z = std::max(g.cap_z, tok_cap * g.heads * 576 + 8);
+  }
   g.X = gpu::DeviceBuffer(dev, size_t(g.cap_x) * 2);
   g.Y = gpu::DeviceBuffer(dev, size_t(g.cap_y) * 2);
   g.Z = gpu::DeviceBuffer(dev, size_t(g.cap_z) * 2);
@@ -117,13 +124,18 @@ void Engine::allocate(GpuState& g, const ScratchNeed& need) {
     g.qknormw = gpu::DeviceBuffer(dev, size_t(2 * g.head_dim) * 2);
     kn::fill_value(g.qknormw.as<bf16>(), 2 * g.head_dim, 1.0f, g.stream);
   }
-  // Split-K workspace: the chunk length depends on the batch, so size for the worst batch.
-  size_t ws = 256;
-  for (int64_t b = 1; b <= std::max(padded_batch(kv_slots_), max_tokens_); ++b)
-    ws = std::max(ws, kn::decode_attention_workspace_bytes(int(b), int(g.heads), int(g.head_dim), int(max_ctx_),
-                                                           int(g.kv_heads), sm_count_));
-  g.attn_ws = gpu::DeviceBuffer(dev, ws);
-  allocate_kv_cache(g);
+  if (cfg_.mla) {
+    allocate_mla(g, tok_cap);  // its own decode workspace
+    allocate_latent_cache(g);
+  } else {
+    // Split-K workspace: the chunk length depends on the batch, so size for the worst batch.
+    size_t ws = 256;
+    for (int64_t b = 1; b <= std::max(padded_batch(kv_slots_), max_tokens_); ++b)
+      ws = std::max(ws, kn::decode_attention_workspace_bytes(int(b), int(g.heads), int(g.head_dim), int(max_ctx_),
+                                                             int(g.kv_heads), sm_count_));
+    g.attn_ws = gpu::DeviceBuffer(dev, ws);
+    allocate_kv_cache(g);
+  }
   allocate_metadata(g, tok_cap, seq_cap);
   for (int s = 0; s < in_flight_; ++s) {
     g.recv.emplace_back(dev, size_t(tok_cap * H) * 2);
@@ -170,10 +182,28 @@ void Engine::allocate_metadata(GpuState& g, int64_t tok_cap, int64_t seq_cap) {
   g.o_pfslot = take(seq_cap);
   g.o_dclen = take(seq_cap);
   g.o_dcslot = take(seq_cap);
+  g.o_pfctx = take(2 * seq_cap + 2);  // MLA: per prefill group, its sequences' context prefix sums
   g.meta_ints = off;
   g.meta = gpu::DeviceBuffer(g.dev, size_t(off) * 4);
   CUDA_CHECK(cudaMemsetAsync(g.meta.get(), 0, size_t(off) * 4, g.stream));
   for (int s = 0; s < in_flight_; ++s) g.meta_host.emplace_back(size_t(off) * 4);
+}
+
+// MLA prefill (engine_mla.cpp): the prefilling sequences in groups of at most the scratch's slots,
+// each group with its own prefix sums of the contexts (the kv_b rows it expands, from row 0), laid
+// out group after group with one extra entry each at o_pfctx.
+void Engine::mla_prefill_groups(GpuState& g, int* h) {
+  g.mla_groups.clear();
+  g.mla_group_rows.clear();
+  int64_t at = g.o_pfctx;
+  for (int64_t a = 0; a < g.npf_seqs; a += g.mla_slots) {
+    const int n = int(std::min<int64_t>(g.mla_slots, g.npf_seqs - a));
+    int64_t rows = 0;
+    h[at++] = 0;
+    for (int i = 0; i < n; ++i) h[at++] = int(rows += h[g.o_pflen + a + i]);
+    g.mla_groups.emplace_back(a, n);
+    g.mla_group_rows.push_back(rows);
+  }
 }
 
 void Engine::upload_meta(const std::vector<SeqRun>& seqs, int slot) {
@@ -208,6 +238,7 @@ void Engine::upload_meta(const std::vector<SeqRun>& seqs, int slot) {
       }
     }
     g.ntok = tok;
+    if (g.mla) mla_prefill_groups(g, h);
     gpu::ScopedDevice d(g.dev);
     CUDA_CHECK(cudaMemcpyAsync(g.meta.get(), h, size_t(g.meta_ints) * 4, cudaMemcpyHostToDevice, g.stream));
   }

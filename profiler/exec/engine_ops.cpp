@@ -42,9 +42,18 @@ void Engine::run_gemm(const Op& op, GpuState& g) {
     kn::fill_random(w.as<bf16>(), welems, opt_.seed * 1000003 + std::hash<std::string>{}(key), 0.02f, g.stream);
     it = g.weights.insert_or_assign(key, std::move(w)).first;
   }
-  for (int64_t e = 0; e < op.batch_count; ++e)
-    g.gemm->run(g.X.as<bf16>() + e * op.m * op.k, it->second.as<bf16>() + e * op.n * op.k,
-                g.Y.as<bf16>() + e * op.m * op.n, op.m, op.n, op.k, g.stream);
+  // Rows per call: all of them, unless X or Y cannot hold them (MLA's prefill kv_b GEMM over every
+  // attended token of several long sequences): then in row chunks, as vLLM's MLA prefill loops over
+  // its bounded workspace. The scratch buffers always hold the worst iteration's other GEMMs.
+  const int64_t fit = std::min(g.cap_x / std::max<int64_t>(1, op.k * op.batch_count),
+                               g.cap_y / std::max<int64_t>(1, op.n * op.batch_count));
+  const int64_t rows = std::max<int64_t>(1, std::min(op.m, fit));
+  // batch_count > 1 (MLA's absorbed per-head products; no other Gemm op has it since routed experts
+  // became GroupedGemm): one strided-batched call, as torch.bmm, product e on X, W and Y's e-th slice.
+  for (int64_t r0 = 0; r0 < op.m; r0 += rows) {
+    const int64_t m = std::min(rows, op.m - r0);
+    g.gemm->run(g.X.as<bf16>(), it->second.as<bf16>(), g.Y.as<bf16>(), m, op.n, op.k, g.stream, op.batch_count);
+  }
 }
 
 void Engine::run_embedding(GpuState& g) {
@@ -76,6 +85,7 @@ void point_at_kv_cache(Args& a, Kv& kv, bool fp8) {
 }  // namespace
 
 void Engine::run_attention(const Op& op, GpuState& g) {
+  if (g.mla) return run_mla_attention(op, g);
   auto& kv = g.kv.at(op.layer);
   const int64_t qkv_w = (g.heads + 2 * g.kv_heads) * g.head_dim;
   // The layer's sliding window (issue 18; 0: full): Mistral-7B-v0.1 every layer, gpt-oss every
@@ -142,6 +152,7 @@ void Engine::run_elementwise(const Op& op, GpuState& g) {
       return kn::qk_norm(q, s);
     }
     case EwKind::Rotary: {
+      if (g.mla) return run_mla_rotary(op, g);
       kn::RotaryCache r;
       r.qkv = g.qkv.as<bf16>();
       r.positions = g.m(g.o_pos);
@@ -183,9 +194,10 @@ int64_t Engine::warm_gemm_plans(int64_t max_tokens, int64_t max_seqs) {
   // Then one GEMM per distinct kernel configuration, at its smallest M: cuBLASLt's first call of a
   // kernel costs ~2.5 ms of host time (measured: 2.4-3.5 ms for 8B shapes on H200), which
   // otherwise lands inside the first serving iterations that need it (as TTFT).
-  std::set<std::tuple<int, int64_t, int64_t, int64_t>> seen;
+  std::set<std::tuple<int, int64_t, int64_t, int64_t, int64_t>> seen;  // (gpu, m, n, k, batch)
   std::set<std::tuple<int, int64_t, int64_t, uint64_t>> quant_warm;  // (gpu, n, k, kernel)
-  std::map<std::tuple<int, int64_t, int64_t, uint64_t>, int64_t> kernels;  // (gpu, n, k, algo) -> smallest M
+  // (gpu, n, k, batch, algo) -> smallest M
+  std::map<std::tuple<int, int64_t, int64_t, int64_t, uint64_t>, int64_t> kernels;
   auto add = [&](const BatchShape& sh) {
     for (const Op& op : compile(sh).ops) {
       if (op.kind != OpKind::Gemm || !local(op.gpus[0])) continue;
@@ -195,27 +207,27 @@ int64_t Engine::warm_gemm_plans(int64_t max_tokens, int64_t max_seqs) {
         if (quant_warm.emplace(op.gpus[0], op.n, op.k, algo ^ uint64_t(op.wdtype)).second) run_quant_gemm(op, gq);
         continue;
       }
-      if (!seen.emplace(op.gpus[0], op.m, op.n, op.k).second) continue;
-      const uint64_t algo = gpu(op.gpus[0]).gemm->prepare(op.m, op.n, op.k);
-      auto [it, fresh] = kernels.emplace(std::make_tuple(op.gpus[0], op.n, op.k, algo), op.m);
+      if (!seen.emplace(op.gpus[0], op.m, op.n, op.k, op.batch_count).second) continue;
+      const uint64_t algo = gpu(op.gpus[0]).gemm->prepare(op.m, op.n, op.k, op.batch_count);
+      auto [it, fresh] = kernels.emplace(std::make_tuple(op.gpus[0], op.n, op.k, op.batch_count, algo), op.m);
       if (!fresh) it->second = std::min(it->second, op.m);
     }
   };
   for (int64_t t = 1; t <= max_tokens; ++t) add(BatchShape{1, t, t, 0, 0});
   for (int64_t b = 1; b <= padded_batch(max_seqs); ++b) add(BatchShape{0, 0, 0, b, 2});
   for (const auto& [key, m] : kernels) {
-    const auto& [id, n, k, algo] = key;
+    const auto& [id, n, k, batch, algo] = key;
     GpuState& g = gpu(id);
-    if (m * k > g.cap_x || m * n > g.cap_y) continue;  // cannot happen: X/Y hold the largest iteration
-    // The weights: borrowed from Z when n x k fits there, else allocated for the call (start-up only).
+    if (m * k * batch > g.cap_x || m * n * batch > g.cap_y) continue;  // X/Y hold the largest iteration's
+    // The weights: borrowed from Z when they fit there, else allocated for the call (start-up only).
     gpu::DeviceBuffer w;
     const bf16* wp = nullptr;
-    if (n * k <= g.cap_z) wp = g.Z.as<bf16>();
+    if (n * k * batch <= g.cap_z) wp = g.Z.as<bf16>();
     else {
-      w = gpu::DeviceBuffer(g.dev, size_t(n * k) * 2);
+      w = gpu::DeviceBuffer(g.dev, size_t(n * k * batch) * 2);
       wp = w.as<bf16>();
     }
-    g.gemm->run(g.X.as<bf16>(), wp, g.Y.as<bf16>(), m, n, k, g.stream);
+    g.gemm->run(g.X.as<bf16>(), wp, g.Y.as<bf16>(), m, n, k, g.stream, batch);
     if (w.get()) g.stream.synchronize();
   }
   for (auto& [id, gp] : state_) gp->stream.synchronize();

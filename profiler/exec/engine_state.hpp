@@ -42,6 +42,17 @@ struct GpuState {
   gpu::DeviceBuffer qknormw;  // qk_norm models (Qwen3): q_norm then k_norm weights, head_dim each
   int64_t cap_x = 0, cap_y = 0, cap_z = 0;
   std::map<int, std::pair<gpu::DeviceBuffer, gpu::DeviceBuffer>> kv;  // layer -> K, V
+  // MLA models (engine_mla.cpp): per layer one latent cache [slots][max_ctx][576] instead of K and
+  // V; the decoding tokens' absorbed queries [tokens][heads][576]; the prefill's expanded K and V
+  // ([mla_slots][heads][max_ctx][192] each) and their slot table; this iteration's prefill
+  // sequences in groups of at most mla_slots (first sequence, count) with each group's kv_b rows.
+  bool mla = false;
+  std::map<int, gpu::DeviceBuffer> latent;
+  gpu::DeviceBuffer mla_q, mla_k, mla_v, mla_ident;
+  int mla_slots = 0;
+  float mla_scale = 0;
+  std::vector<std::pair<int64_t, int>> mla_groups;
+  std::vector<int64_t> mla_group_rows;
   // MoE (engine_moe.cpp): the last MoeRoute's device routing, reused by the layer's grouped GEMMs
   // and combine; the popularity CDF when routing is skewed.
   gpu::DeviceBuffer moe_buf, moe_cdf;
@@ -61,7 +72,7 @@ struct GpuState {
   int64_t ntok = 0, npf_seqs = 0, ndc = 0, npf_tok = 0, max_q = 0;
   // Metadata layout (int32 offsets).
   int64_t o_pos = 0, o_slot = 0, o_ids = 0, o_qstart = 0, o_pflen = 0, o_pfslot = 0, o_dclen = 0, o_dcslot = 0,
-          meta_ints = 0;
+          o_pfctx = 0, meta_ints = 0;  // o_pfctx: MLA, each prefill group's prefix sums of contexts
   cudaEvent_t next_event() {
     cudaEvent_t e = pool[pool_next % pool.size()].get();
     ++pool_next;

@@ -1,4 +1,5 @@
 // Start-up warm-up of the prefill attention graphs (cuDNN): see Engine::warm_prefill_attention.
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -24,10 +25,17 @@ int64_t Engine::warm_prefill_attention(int64_t max_tokens, int64_t max_seqs) {
     c.slots = reinterpret_cast<const int*>(&c);  // non-null: the cache is read through the slot table
     c.heads = int(g.heads), c.kv_heads = int(g.kv_heads), c.head_dim = int(g.head_dim);
     c.max_ctx = int(max_ctx_), c.num_slots = int(kv_slots_);
+    int64_t seqs = std::min(max_seqs, max_tokens);
+    if (g.mla) {  // MLA: MHA over the expanded scratch, as run_mla_attention calls it (engine_mla.cpp)
+      c.q_row_stride = g.heads * g.head_dim;
+      c.kv_heads = int(g.heads);
+      c.num_slots = g.mla_slots;
+      seqs = std::min<int64_t>(seqs, g.mla_slots);
+    }
     for (int64_t w : windows) {
       c.window = int(w);
       std::string why;
-      built += gpu::cudnn_prefill_warmup(c, int(std::min(max_seqs, max_tokens)), int(max_tokens), &why);
+      built += gpu::cudnn_prefill_warmup(c, int(seqs), int(max_tokens), &why);
     }
   }
   return built;

@@ -1,6 +1,8 @@
 #include "profiler/gpu/gemm.hpp"
 
+#include <algorithm>
 #include <string>
+#include <utility>
 
 namespace peerplan::gpu {
 
@@ -22,8 +24,8 @@ GemmRunner::~GemmRunner() = default;
 GemmRunner::GemmRunner(GemmRunner&&) noexcept = default;
 GemmRunner& GemmRunner::operator=(GemmRunner&&) noexcept = default;
 
-const GemmRunner::Plan& GemmRunner::plan_for(int64_t M, int64_t n, int64_t k) {
-  auto key = std::make_tuple(M, n, k);
+const GemmRunner::Plan& GemmRunner::plan_for(int64_t M, int64_t n, int64_t k, int64_t batch) {
+  auto key = std::make_tuple(M, n, k, batch);
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
   auto p = std::make_unique<Plan>();
@@ -37,6 +39,15 @@ const GemmRunner::Plan& GemmRunner::plan_for(int64_t M, int64_t n, int64_t k) {
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->b, CUDA_R_16BF, uint64_t(k), uint64_t(M), k));
   // C = y: n x M column-major (ld n).
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->c, CUDA_R_16BF, uint64_t(n), uint64_t(M), n));
+  if (batch > 1) {  // one strided-batched call: each matrix's products packed back to back
+    const int32_t count = int32_t(batch);
+    const int64_t stride_a = n * k, stride_b = M * k, stride_c = M * n;
+    for (auto [layout, stride] : {std::pair{p->a, stride_a}, std::pair{p->b, stride_b}, std::pair{p->c, stride_c}}) {
+      CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+      CUBLAS_CHECK(
+          cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+    }
+  }
 
   cublasLtMatmulPreference_t pref = nullptr;
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -51,25 +62,26 @@ const GemmRunner::Plan& GemmRunner::plan_for(int64_t M, int64_t n, int64_t k) {
   if (found == 0)
     throw CublasError("cuBLAS", "cublasLtMatmulAlgoGetHeuristic", "no algorithm", 0, device_,
                       "cuBLASLt found no bf16 algorithm for y[" + std::to_string(M) + "," + std::to_string(n) +
-                          "] = x[" + std::to_string(M) + "," + std::to_string(k) + "] W^T on device " +
-                          std::to_string(device_));
+                          "] = x[" + std::to_string(M) + "," + std::to_string(k) + "] W^T (batch " +
+                          std::to_string(batch) + ") on device " + std::to_string(device_));
   p->algo = res.algo;
   auto& ref = *p;
   plans_.emplace(key, std::move(p));
   return ref;
 }
 
-uint64_t GemmRunner::prepare(int64_t M, int64_t n, int64_t k) {
+uint64_t GemmRunner::prepare(int64_t M, int64_t n, int64_t k, int64_t batch) {
   ScopedDevice d(device_);
-  const Plan& p = plan_for(M, n, k);
+  const Plan& p = plan_for(M, n, k, std::max<int64_t>(1, batch));
   uint64_t h = 1469598103934665603ull;  // FNV-1a over the opaque algorithm words
   for (uint64_t w : p.algo.data) h = (h ^ w) * 1099511628211ull;
   return h;
 }
 
-void GemmRunner::run(const void* x, const void* w, void* y, int64_t M, int64_t n, int64_t k, cudaStream_t stream) {
+void GemmRunner::run(const void* x, const void* w, void* y, int64_t M, int64_t n, int64_t k, cudaStream_t stream,
+                     int64_t batch) {
   ScopedDevice d(device_);
-  const Plan& p = plan_for(M, n, k);
+  const Plan& p = plan_for(M, n, k, std::max<int64_t>(1, batch));
   const float alpha = 1.0f, beta = 0.0f;
   CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, y, p.c, y, p.c, &p.algo,
                               workspace_.get(), workspace_.bytes(), stream));

@@ -31,21 +31,25 @@ class GemmRunner {
 
   // Enqueues y = x W^T on `stream` (which must belong to this runner's device). Pointers are bf16
   // device pointers (__nv_bfloat16*), 16-byte aligned. Throws GpuError (cuBLAS status, shape).
-  void run(const void* x, const void* w, void* y, int64_t M, int64_t n, int64_t k, cudaStream_t stream);
+  // batch > 1: `batch` independent products in ONE strided-batched call (torch.bmm's; MLA's
+  // absorbed per-head W_UK / W_UV products): product e reads x + e*M*k and w + e*n*k, writes
+  // y + e*M*n.
+  void run(const void* x, const void* w, void* y, int64_t M, int64_t n, int64_t k, cudaStream_t stream,
+           int64_t batch = 1);
   // Looks up and caches the algorithm of a shape without running it (an engine's start-up warm-up:
   // the heuristic query then never lands on the critical path of a serving iteration). Returns a
   // fingerprint of the chosen algorithm's configuration: shapes of one (n, k) with equal
   // fingerprints run the same kernel, so running one of them loads it for all.
-  uint64_t prepare(int64_t M, int64_t n, int64_t k);
+  uint64_t prepare(int64_t M, int64_t n, int64_t k, int64_t batch = 1);
   int device() const { return device_; }
 
  private:
   struct Plan;
-  const Plan& plan_for(int64_t M, int64_t n, int64_t k);
+  const Plan& plan_for(int64_t M, int64_t n, int64_t k, int64_t batch);
   int device_ = -1;
   CublasLtHandle handle_;
   DeviceBuffer workspace_;
-  std::map<std::tuple<int64_t, int64_t, int64_t>, std::unique_ptr<Plan>> plans_;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, std::unique_ptr<Plan>> plans_;  // (M, n, k, batch)
 };
 
 }  // namespace peerplan::gpu

@@ -160,9 +160,40 @@ TEST(AttentionSupport, ModelCheckThrowsInputErrorWithTheFieldAndValue) {
     EXPECT_EQ(e.field(), "num_attention_heads");
     EXPECT_NE(e.expected().find("found 71"), std::string::npos) << e.what();
   }
+  // MLA (DeepSeek-V2-Lite's shape) runs on the MLA kernels, whatever head_dim says; other latent or
+  // head widths, more than 128 heads and an FP8 latent cache are refused naming their field.
   ModelConfig mla = config(16, 16, 192);
-  mla.mla = true;  // MLA is refused by the executor's own check (no MLA kernels), not as a head_dim
+  mla.mla = true;
+  mla.kv_lora_rank = 512, mla.qk_rope_head_dim = 64, mla.qk_nope_head_dim = 128, mla.v_head_dim = 128;
   EXPECT_NO_THROW(check_attention_executable(mla));
+  auto refused_field = [](const ModelConfig& c) {
+    try {
+      check_attention_executable(c);
+    } catch (const InputError& e) {
+      return e.field();
+    }
+    return std::string("(accepted)");
+  };
+  ModelConfig bad = mla;
+  bad.kv_lora_rank = 256;
+  EXPECT_EQ(refused_field(bad), "kv_lora_rank");
+  bad = mla, bad.qk_rope_head_dim = 32;
+  EXPECT_EQ(refused_field(bad), "qk_rope_head_dim");
+  bad = mla, bad.v_head_dim = 192;
+  EXPECT_EQ(refused_field(bad), "v_head_dim");
+  bad = mla, bad.heads = 256;
+  EXPECT_EQ(refused_field(bad), "num_attention_heads");
+  bad = mla, bad.kv_dtype = DType::FP8_E4M3;
+  EXPECT_EQ(refused_field(bad), "kv_cache_dtype");
+}
+
+TEST(AttentionSupport, MlaShapeRefusalNamesTheValue) {
+  EXPECT_EQ(mla_shape_refusal(512, 64, 128, 128, 16, false), "");
+  EXPECT_EQ(mla_shape_refusal(512, 64, 128, 128, 1, false), "") << "any head count 1..128";
+  EXPECT_EQ(mla_shape_refusal(512, 64, 128, 128, 128, false), "");
+  const char* field = nullptr;
+  EXPECT_NE(mla_shape_refusal(512, 64, 64, 128, 16, false, &field).find("qk_nope_head_dim 64"), std::string::npos);
+  EXPECT_STREQ(field, "qk_nope_head_dim");
 }
 
 }  // namespace

@@ -52,8 +52,9 @@ int64_t kv_slots_that_fit(const Plan& plan, const ModelConfig& cfg, const ModelF
                           int64_t max_ctx, int64_t max_tokens, RankBus* bus = nullptr);
 
 // Throws InputError (the model file, the field and its value) when the executor has no kernels
-// for the model (MLA, head_dim, query heads per kv head, a non-gated MLP): called before any GPU
-// work by validate and plan --validate (GpuBackend::check_executable) and by the Engine.
+// for the model (head_dim, query heads per kv head, an MLA shape its MLA kernels do not take, a
+// non-gated MLP): called before any GPU work by validate and plan --validate
+// (GpuBackend::check_executable) and by the Engine.
 void check_model_executable(const ModelConfig& cfg);
 
 // Every kernel against a CPU fp64 reference on fresh random inputs, outputs poisoned first.

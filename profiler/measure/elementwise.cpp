@@ -37,40 +37,6 @@ using bf16 = __nv_bfloat16;
 
 namespace {
 
-// An instantiated graph of captured calls; destroyed with its owner.
-class CapturedGraph {
- public:
-  CapturedGraph() = default;
-  ~CapturedGraph() {
-    if (exec_) cudaGraphExecDestroy(exec_);
-    if (graph_) cudaGraphDestroy(graph_);
-  }
-  CapturedGraph(const CapturedGraph&) = delete;
-  CapturedGraph& operator=(const CapturedGraph&) = delete;
-
-  // Captures `enqueue` on `s` (relaxed mode, as the executor's graphs: engine_graph.cpp), then
-  // instantiates and uploads the graph. A throw inside ends the capture first.
-  void capture(cudaStream_t s, const std::function<void()>& enqueue) {
-    CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
-    try {
-      enqueue();
-    } catch (...) {
-      cudaGraph_t junk = nullptr;
-      cudaStreamEndCapture(s, &junk);
-      if (junk) cudaGraphDestroy(junk);
-      throw;
-    }
-    CUDA_CHECK(cudaStreamEndCapture(s, &graph_));
-    CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
-    CUDA_CHECK(cudaGraphUpload(exec_, s));
-  }
-  void launch(cudaStream_t s) const { CUDA_CHECK(cudaGraphLaunch(exec_, s)); }
-
- private:
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
-};
-
 gpu::DeviceBuffer int_buffer(int g, const std::vector<int>& v) {
   gpu::DeviceBuffer d(g, std::max<size_t>(1, v.size()) * 4);
   if (!v.empty()) CUDA_CHECK(cudaMemcpy(d.get(), v.data(), v.size() * 4, cudaMemcpyHostToDevice));
@@ -197,7 +163,7 @@ void time_elementwise_shapes(Context& ctx, const std::set<ElementwiseShapeKey>& 
         break;
       }
       const int reps = elementwise_reps(c);
-      CapturedGraph graph;
+      gpu::CapturedGraph graph;
       graph.capture(st, [&] {
         for (int i = 0; i < reps; ++i) call();
       });

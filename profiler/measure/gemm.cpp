@@ -24,8 +24,8 @@
 
 namespace peerplan::profiler {
 
-// Quantized rows up to this M (the largest CUDA-graph decode batch) are timed in a graph over
-// rotating weights, as decode steps run; above it eagerly, as prefill runs (time_gemm_shapes).
+// Rows up to this M (the largest CUDA-graph decode batch) are timed in a graph over rotating
+// weights, as decode steps run; above it eagerly, as prefill runs (time_gemm_shapes).
 constexpr int64_t kGraphTimedMaxM = 256;
 
 
@@ -54,10 +54,15 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
   int max_copies = 1;  // quantized weight copies of the largest rotation
   if (!jobs.empty()) {
     gpu::ScopedDevice dev(g);
-    gpu::DeviceBuffer x(g, size_t(max_mk) * 2), w(g, size_t(max_nk) * 2), y(g, size_t(max_mn) * 2);
+    int l2_bytes = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, g));
+    // bf16 weights: one pool holding the largest weight and at least 4x the L2, cut into copies of
+    // the current weight at decode sizes (below), its start the one weight of larger M.
+    const size_t pool_elems = std::max<size_t>(size_t(max_nk), (size_t(4) * size_t(std::max(l2_bytes, 1)) >> 1) + 4096);
+    gpu::DeviceBuffer x(g, size_t(max_mk) * 2), w(g, pool_elems * 2), y(g, size_t(max_mn) * 2);
     gpu::Stream s(g);
     gpu::launch_fill_bf16(x.get(), size_t(max_mk), 1, s);
-    gpu::launch_fill_bf16(w.get(), size_t(max_nk), 2, s);
+    gpu::launch_fill_bf16(w.get(), pool_elems, 2, s);
     s.synchronize();
     gpu::GemmRunner runner(g);
     gpu::QuantGemmRunner qrunner(g);
@@ -70,10 +75,8 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
     // mixed iterations, which the executor launches eagerly) rows keep the eager timing, which the
     // graph timing undercut by 10-17 % at M = 2048 for FP8 (compute-bound: the eager path's own
     // cost) and made prefill iterations run 1.063x their price (H200, 2026-12-04, session 8 C).
-    // bf16 rows keep their eager timing of one weight (see docs/quantization.md). kGraphTimedMaxM.
+    // bf16 rows at decode sizes are timed the same way (copies cut from one pool). kGraphTimedMaxM.
     std::vector<gpu::QuantWeight> qws;  // copies of the quantized weight of the current (dtype, n, k)
-    int l2_bytes = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, g));
     gpu::BlockingGate gate;
     size_t step = 0;
     for (const auto& [dname, p] : jobs) {
@@ -105,8 +108,27 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
       int reps = std::clamp(int(200e-6 / expect_s), 1, 64);
       std::function<double()> region;
       gpu::CapturedGraph graph;
-      if (dt == DType::BF16 || p.m > kGraphTimedMaxM) {
+      if (p.m > kGraphTimedMaxM) {
         region = [&] { return gpu::time_region(&gate, s, {}, [&] { for (int r = 0; r < reps; ++r) call(); }); };
+      } else if (dt == DType::BF16) {
+        // Copies of the weight in the pool, 256-byte aligned: a weight that fits the L2 (Qwen1.5-MoE's
+        // qkv, o and shared expert, 8-46 MB) was L2-hot when relaunched alone, below its bytes over HBM
+        // (shared.gate_up 10.0 us for 46 MB) and Qwen's decode ran 1.12x its price (H200, session 8 D).
+        const size_t stride = (size_t(p.n * p.k) * 2 + 255) / 256 * 256;
+        const int copies = int(std::clamp<size_t>(pool_elems * 2 / stride, 1, 64));
+        max_copies = std::max(max_copies, copies);
+        reps = copies * ((reps + copies - 1) / copies);
+        const char* base = static_cast<const char*>(w.get());
+        try {
+          graph.capture(s, [&] {
+            for (int r = 0; r < reps; ++r)
+              runner.run(x.get(), base + size_t(r % copies) * stride, y.get(), p.m, p.n, p.k, s);
+          });
+        } catch (const std::exception& e) {
+          skipped.push_back(fmt::format("{} m={} n={} k={}: CUDA graph: {}", dname, p.m, p.n, p.k, e.what()));
+          continue;
+        }
+        region = [&] { return gpu::time_region(&gate, s, {}, [&] { graph.launch(s); }); };
       } else {
         const int copies = int(qws.size());
         reps = copies * ((reps + copies - 1) / copies);  // every copy equally often
@@ -134,7 +156,7 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
                           {"quantized_call", "peerplan::gpu::QuantGemmRunner::run: fp8 e4m3 per-tensor scales (x quantized "
                                              "by a kernel, timed), int8 W8A8 (per-token x, per-channel W, int32 epilogue), "
                                              "int4 W4A16 group 128 (GEMV kernel m <= 64, dequantise + cuBLASLt above)"},
-                          {"quantized_timing", fmt::format("m <= {}: each region one CUDA graph of its calls, weights rotating "
+                          {"quantized_timing", fmt::format("m <= {} (every dtype): each region one CUDA graph of its calls, weights rotating "
                                                            "over copies that together exceed 4x the L2 (up to {} copies); "
                                                            "larger m: eager calls of one weight, as prefill runs",
                                                            kGraphTimedMaxM, max_copies)}};

@@ -16,6 +16,8 @@
 #                              Qwen1.5-MoE and DeepSeek-V2-Lite with the elementwise table and graph-timed decode
 #                              attention, DeepSeek-V2-Lite decode steps, validations: Qwen1.5-MoE long, DeepSeek-V2-Lite
 #                              chat, 8B FP8 and W4A16 chat, 8B Azure conv.
+#   scripts/gpu/session8.sh E  (~4 min) bf16 GEMM rows at decode sizes graph-timed over rotating weights: a profile, then
+#                              Qwen1.5-MoE long, Llama-3.1-8B Azure conv and 8B FP8 chat.
 # Outputs under $OUT (summary-*.txt and a tgz of the raw files).
 set -u
 PART=${1:-A}
@@ -107,6 +109,16 @@ if [ "$PART" = D ]; then
   v llama8b-int4 45 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights int4 --workload $V/workloads/validate-chat.json --requests 80
   left 500 && v llama8b-azure-conv 70 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload $TR --requests 120
   gzip -f "$W/profile.json" "$W/ops-qwen-moe-long.csv" 2>/dev/null; for f in "$W"/validate-*/iterations.json; do [ -f "$f" ] && gzip -f "$f"; done
+  tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null
+  log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
+fi
+if [ "$PART" = E ]; then
+  TAIL=3 step 150 profile $B profile --no-progress --model llama-3.1-8b --model qwen1.5-moe-a2.7b \
+    --dtypes bf16,fp8 --skip nccl,nccl_nop2p --out "$W/profile.json"
+  v qwen-moe-long 80 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json
+  v llama8b-azure-conv 70 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload $TR --requests 120
+  left 330 && v llama8b-fp8 45 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights fp8 --workload $V/workloads/validate-chat.json --requests 80
+  gzip -f "$W/profile.json"; for f in "$W"/validate-*/iterations.json; do [ -f "$f" ] && gzip -f "$f"; done
   tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null
   log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
 fi

@@ -18,6 +18,9 @@
 #                              chat, 8B FP8 and W4A16 chat, 8B Azure conv.
 #   scripts/gpu/session8.sh E  (~4 min) bf16 GEMM rows at decode sizes graph-timed over rotating weights: a profile, then
 #                              Qwen1.5-MoE long, Llama-3.1-8B Azure conv and 8B FP8 chat.
+#   scripts/gpu/session8.sh F  (~4 min) the changed kernels beside the PyTorch references in one lease: the routed MoE
+#                              decode step (gemv's new default shapes) beside torch._grouped_mm (bench/moe/run.sh), and
+#                              the 8B FP8 / W4A16 (v5) decode steps beside a whole FP8 step in PyTorch.
 # Outputs under $OUT (summary-*.txt and a tgz of the raw files).
 set -u
 PART=${1:-A}
@@ -120,6 +123,16 @@ if [ "$PART" = E ]; then
   left 330 && v llama8b-fp8 45 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights fp8 --workload $V/workloads/validate-chat.json --requests 80
   gzip -f "$W/profile.json"; for f in "$W"/validate-*/iterations.json; do [ -f "$f" ] && gzip -f "$f"; done
   tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null
+  log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
+fi
+if [ "$PART" = F ]; then
+  for w in fp8 int4; do
+    TAIL=8 step 40 "steps-8b-$w" $B validate --bench-steps --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights $w \
+      --machine models/hardware/h200x2-nvlink.json --allow-other-host --batches 1,8,32,64 --context 1024 --prefill 0 \
+      --out "$W/steps-8b-$w"; done
+  TAIL=4 step 100 torch-fp8-step python3 bench/quant/torch_fp8_step_ref.py "$W" llama-3.1-8b
+  OUT=$W/moe MOE_W=$W/moe/w GG_S=45 bash bench/moe/run.sh .gpu 2>&1 | tail -n 30 | tee -a "$S" >/dev/null
+  tar czf "$OUT/part$PART.tgz" -C "$W" . 2>/dev/null
   log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0
 fi
 echo "unknown part $PART" >&2; exit 2

@@ -548,7 +548,8 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
   // paths; =headdim: head_dim 160/192/256 attention (issue 23), decode and both prefill paths; =norm:
   // the RMSNorm cases (hidden 4096 to 16384); =qknorm: Qwen3's per-head QK-norm; =moe: routing,
 // grouped GEMMs (stream, gemv, tiled) and combine; =mla: the MLA decode attention, cache write +
-// rope and YaRN helpers (DeepSeek-V2/V3, Kimi K2).
+// rope and YaRN helpers (DeepSeek-V2/V3, Kimi K2); =quant: the quantized GEMMs (every W4A16 variant)
+// and the FP8 KV cache.
   if (const char* only = std::getenv("PEERPLAN_SELFTEST_ONLY"); only && *only) {
     const std::string o = only;
     if (o == "window") window_attention_cases(out, dev, sms, rng);
@@ -557,7 +558,8 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
     else if (o == "qknorm") selftest::qk_norm_cases(out, dev, rng);
     else if (o == "moe") moe_cases(out, dev, rng);
     else if (o == "mla") selftest::mla_cases(out, dev, sms, rng);
-    else throw InputError("", "PEERPLAN_SELFTEST_ONLY", "window, headdim, norm, qknorm, moe or mla; found " + o);
+    else if (o == "quant") quant_cases(out, dev, sms, rng);
+    else throw InputError("", "PEERPLAN_SELFTEST_ONLY", "window, headdim, norm, qknorm, moe, mla or quant; found " + o);
     return out;
   }
   std::fprintf(stderr, "self-test: %s\n", "decode attention");

@@ -46,6 +46,7 @@
 #include "profiler/kernels/attention.hpp"
 #include "profiler/kernels/kv_fp8.cuh"
 #include "profiler/kernels/mma_ptx.cuh"
+#include "profiler/kernels/splitk_merge.cuh"
 
 namespace peerplan::kernels {
 namespace {
@@ -413,34 +414,12 @@ __global__ void __launch_bounds__(DT) decode_merge_kernel(DecodeParams p) {
   const int HD = kGeneral ? p.head_dim : DT;
   extern __shared__ float w_s[];  // [splits]
   __shared__ float red[D / 32];
-  const int h = blockIdx.x, b = blockIdx.y, d = threadIdx.x, lane = d % 32, warp = d / 32;
+  const int h = blockIdx.x, b = blockIdx.y, d = threadIdx.x;
   const int span = p.seq_lens[b] - span_first(p.seq_lens[b], p.window);  // tokens attended (the window's)
   const int chunk = chunk_len(span, p.splits, chunk_quantum<DT>());
   const int active = min(p.splits, (span + chunk - 1) / chunk);
   const int64_t base = (int64_t(b) * p.heads + h) * p.splits;
-  float m = -INFINITY;
-  for (int s = d; s < active; s += D) m = fmaxf(m, p.ws_lse[base + s]);
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-  if (lane == 0) red[warp] = m;
-  __syncthreads();
-  m = red[0];
-#pragma unroll
-  for (int w = 1; w < D / 32; ++w) m = fmaxf(m, red[w]);
-  __syncthreads();  // red is reused below
-  float den = 0.f;
-  for (int s = d; s < active; s += D) {
-    const float w = exp2f(p.ws_lse[base + s] - m);
-    w_s[s] = w;
-    den += w;
-  }
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) den += __shfl_xor_sync(0xffffffffu, den, off);
-  if (lane == 0) red[warp] = den;
-  __syncthreads();
-  den = 0.f;
-#pragma unroll
-  for (int w = 0; w < D / 32; ++w) den += red[w];
+  const float den = splitk_merge_weights<D>(p.ws_lse + base, active, w_s, red);
   if (kGeneral && d >= HD) return;  // no dim of its own (after the last barrier)
   float num = 0.f;
   const float* o = p.ws_o + base * HD + d;

@@ -29,6 +29,7 @@
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/mla.hpp"
 #include "profiler/kernels/mma_ptx.cuh"
+#include "profiler/kernels/splitk_merge.cuh"
 
 namespace peerplan::kernels {
 namespace {
@@ -294,34 +295,12 @@ constexpr int kMergeThreads = kMlaLatent / 4;
 __global__ void __launch_bounds__(kMergeThreads) mla_merge_kernel(MlaParams p) {
   extern __shared__ float w_s[];  // [splits]
   __shared__ float red[kMergeThreads / 32];
-  const int h = blockIdx.x, b = blockIdx.y, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int h = blockIdx.x, b = blockIdx.y, tid = threadIdx.x;
   const int len = p.seq_lens[b];
   const int chunk = chunk_len(len, p.splits);
   const int active = min(p.splits, (len + chunk - 1) / chunk);
   const int64_t base = (int64_t(b) * p.heads + h) * p.splits;
-  float m = -INFINITY;
-  for (int s = tid; s < active; s += kMergeThreads) m = fmaxf(m, p.ws_lse[base + s]);
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-  if (lane == 0) red[warp] = m;
-  __syncthreads();
-  m = red[0];
-#pragma unroll
-  for (int w = 1; w < kMergeThreads / 32; ++w) m = fmaxf(m, red[w]);
-  __syncthreads();  // red is reused below
-  float den = 0.f;
-  for (int s = tid; s < active; s += kMergeThreads) {
-    const float w = exp2f(p.ws_lse[base + s] - m);
-    w_s[s] = w;
-    den += w;
-  }
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) den += __shfl_xor_sync(0xffffffffu, den, off);
-  if (lane == 0) red[warp] = den;
-  __syncthreads();
-  den = 0.f;
-#pragma unroll
-  for (int w = 0; w < kMergeThreads / 32; ++w) den += red[w];
+  const float den = splitk_merge_weights<kMergeThreads>(p.ws_lse + base, active, w_s, red);
   float4 num = make_float4(0.f, 0.f, 0.f, 0.f);
   const float* o = p.ws_o + base * kMlaLatent + 4 * tid;
 #pragma unroll 4

@@ -55,6 +55,66 @@ struct Chunk {
 // weights instead of 5 (the kernel is instruction-bound otherwise: H200, 2026-12-02, 1.4 TB/s).
 __device__ __forceinline__ uint32_t raw2(uint32_t w_shifted) { return (w_shifted & 0x000F000Fu) | 0x43004300u; }
 
+// One 128-k group of one warp (the arithmetic of every variant): acc += ((x . (128 + q)) - 136 sum(x)) * scale.
+template <int MT>
+__device__ __forceinline__ void chunk_mma(const W4A16Gemm& a, const uint4 (&wv)[kNT], const float (&sv)[kNT],
+                                          int64_t kb, int g, int t, float (&acc)[MT][kNT][4]) {
+  const uint32_t b136 = 0x43084308u;
+  float part[MT][kNT][4], corr[MT][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    corr[mt][0] = corr[mt][1] = corr[mt][2] = corr[mt][3] = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) part[mt][nt][0] = part[mt][nt][1] = part[mt][nt][2] = part[mt][nt][3] = 0.f;
+  }
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    uint32_t xa[MT][2][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      const int64_t r0 = mt * 16 + g, r1 = r0 + 8;
+      const uint4 v0 = r0 < a.M ? *reinterpret_cast<const uint4*>(a.x + r0 * a.k + kb + 8 * w) : make_uint4(0, 0, 0, 0);
+      const uint4 v1 = r1 < a.M ? *reinterpret_cast<const uint4*>(a.x + r1 * a.k + kb + 8 * w) : make_uint4(0, 0, 0, 0);
+      xa[mt][0][0] = __byte_perm(v0.x, v0.z, 0x5410u);
+      xa[mt][0][1] = __byte_perm(v1.x, v1.z, 0x5410u);
+      xa[mt][0][2] = __byte_perm(v0.x, v0.z, 0x7632u);
+      xa[mt][0][3] = __byte_perm(v1.x, v1.z, 0x7632u);
+      xa[mt][1][0] = __byte_perm(v0.y, v0.w, 0x5410u);
+      xa[mt][1][1] = __byte_perm(v1.y, v1.w, 0x5410u);
+      xa[mt][1][2] = __byte_perm(v0.y, v0.w, 0x7632u);
+      xa[mt][1][3] = __byte_perm(v1.y, v1.w, 0x7632u);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+        ptx::mma_bf16(corr[mt], xa[mt][h][0], xa[mt][h][1], xa[mt][h][2], xa[mt][h][3], b136, b136);
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+      const uint32_t word = reinterpret_cast<const uint32_t*>(&wv[nt])[w];
+      const uint32_t w4 = word >> 4, w8 = word >> 8, w12 = word >> 12;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t b0 = raw2(h ? w8 : word), b1 = raw2(h ? w12 : w4);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+          ptx::mma_bf16(part[mt][nt], xa[mt][h][0], xa[mt][h][1], xa[mt][h][2], xa[mt][h][3], b0, b1);
+      }
+    }
+  }
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) {
+    const float se = __shfl_sync(0xffffffffu, sv[nt], 8 * t), so = __shfl_sync(0xffffffffu, sv[nt], 8 * t + 4);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      acc[mt][nt][0] = fmaf(part[mt][nt][0] - corr[mt][0], se, acc[mt][nt][0]);
+      acc[mt][nt][1] = fmaf(part[mt][nt][1] - corr[mt][1], so, acc[mt][nt][1]);
+      acc[mt][nt][2] = fmaf(part[mt][nt][2] - corr[mt][2], se, acc[mt][nt][2]);
+      acc[mt][nt][3] = fmaf(part[mt][nt][3] - corr[mt][3], so, acc[mt][nt][3]);
+    }
+  }
+}
+
 template <int MT>
 __global__ void __launch_bounds__(kWarps * 32) w4a16_kernel(W4A16Gemm a, int splits, int chunks_per_split) {
   const int lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
@@ -99,69 +159,11 @@ __global__ void __launch_bounds__(kWarps * 32) w4a16_kernel(W4A16Gemm a, int spl
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.f;
 
-  const uint32_t b136 = 0x43084308u;  // bf16 136 in both halves
   Chunk cur, nxt;
   if (c0 < c1) load(c0, cur);
   for (int64_t c = c0; c < c1; ++c) {
     if (c + 1 < c1) load(c + 1, nxt);  // the next chunk's loads fly while this one computes
-    const int64_t kb = c * kW4Group + 32 * t;
-    float part[MT][kNT][4], corr[MT][4];  // this group: x . (128 + q) per tile, 136 * sum(x) per row
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      corr[mt][0] = corr[mt][1] = corr[mt][2] = corr[mt][3] = 0.f;
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) part[mt][nt][0] = part[mt][nt][1] = part[mt][nt][2] = part[mt][nt][3] = 0.f;
-    }
-#pragma unroll
-    for (int w = 0; w < 4; ++w) {
-      // x fragments of this word's 8 k for every m-tile: rows g and g+8 (zeros past M).
-      uint32_t xa[MT][2][4];  // [mt][h][a0..a3]
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        const int64_t r0 = mt * 16 + g, r1 = r0 + 8;
-        const uint4 v0 = r0 < a.M ? *reinterpret_cast<const uint4*>(a.x + r0 * a.k + kb + 8 * w) : make_uint4(0, 0, 0, 0);
-        const uint4 v1 = r1 < a.M ? *reinterpret_cast<const uint4*>(a.x + r1 * a.k + kb + 8 * w) : make_uint4(0, 0, 0, 0);
-        // h = 0: k (0,4) and (1,5); h = 1: (2,6) and (3,7) of the 8.
-        xa[mt][0][0] = __byte_perm(v0.x, v0.z, 0x5410u);
-        xa[mt][0][1] = __byte_perm(v1.x, v1.z, 0x5410u);
-        xa[mt][0][2] = __byte_perm(v0.x, v0.z, 0x7632u);
-        xa[mt][0][3] = __byte_perm(v1.x, v1.z, 0x7632u);
-        xa[mt][1][0] = __byte_perm(v0.y, v0.w, 0x5410u);
-        xa[mt][1][1] = __byte_perm(v1.y, v1.w, 0x5410u);
-        xa[mt][1][2] = __byte_perm(v0.y, v0.w, 0x7632u);
-        xa[mt][1][3] = __byte_perm(v1.y, v1.w, 0x7632u);
-      }
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-          ptx::mma_bf16(corr[mt], xa[mt][h][0], xa[mt][h][1], xa[mt][h][2], xa[mt][h][3], b136, b136);
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) {
-        const uint32_t word = reinterpret_cast<const uint32_t*>(&cur.w[nt])[w];
-        const uint32_t w4 = word >> 4, w8 = word >> 8, w12 = word >> 12;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const uint32_t b0 = raw2(h ? w8 : word), b1 = raw2(h ? w12 : w4);
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt)
-            ptx::mma_bf16(part[mt][nt], xa[mt][h][0], xa[mt][h][1], xa[mt][h][2], xa[mt][h][3], b0, b1);
-        }
-      }
-    }
-    // acc += (part - corr) * scale of the fragment's columns 2t, 2t+1 (rows n0+8nt+2t, +1 of W,
-    // whose scales lanes 8t and 8t+4 loaded).
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) {
-      const float se = __shfl_sync(0xffffffffu, cur.s[nt], 8 * t), so = __shfl_sync(0xffffffffu, cur.s[nt], 8 * t + 4);
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        acc[mt][nt][0] = fmaf(part[mt][nt][0] - corr[mt][0], se, acc[mt][nt][0]);
-        acc[mt][nt][1] = fmaf(part[mt][nt][1] - corr[mt][1], so, acc[mt][nt][1]);
-        acc[mt][nt][2] = fmaf(part[mt][nt][2] - corr[mt][2], se, acc[mt][nt][2]);
-        acc[mt][nt][3] = fmaf(part[mt][nt][3] - corr[mt][3], so, acc[mt][nt][3]);
-      }
-    }
+    chunk_mma<MT>(a, cur.w, cur.s, c * kW4Group + 32 * t, g, t, acc);
     if (c + 1 < c1) cur = nxt;
   }
 
@@ -238,65 +240,6 @@ __device__ __forceinline__ void cp4(void* smem, const void* gmem, bool pred) {
                : "memory");
 }
 
-// One 128-k group of one warp (v1's arithmetic): acc += ((x . (128 + q)) - 136 sum(x)) * scale.
-template <int MT>
-__device__ __forceinline__ void chunk_mma(const W4A16Gemm& a, const uint4 (&wv)[kNT], const float (&sv)[kNT],
-                                          int64_t kb, int g, int t, float (&acc)[MT][kNT][4]) {
-  const uint32_t b136 = 0x43084308u;
-  float part[MT][kNT][4], corr[MT][4];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    corr[mt][0] = corr[mt][1] = corr[mt][2] = corr[mt][3] = 0.f;
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) part[mt][nt][0] = part[mt][nt][1] = part[mt][nt][2] = part[mt][nt][3] = 0.f;
-  }
-#pragma unroll
-  for (int w = 0; w < 4; ++w) {
-    uint32_t xa[MT][2][4];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      const int64_t r0 = mt * 16 + g, r1 = r0 + 8;
-      const uint4 v0 = r0 < a.M ? *reinterpret_cast<const uint4*>(a.x + r0 * a.k + kb + 8 * w) : make_uint4(0, 0, 0, 0);
-      const uint4 v1 = r1 < a.M ? *reinterpret_cast<const uint4*>(a.x + r1 * a.k + kb + 8 * w) : make_uint4(0, 0, 0, 0);
-      xa[mt][0][0] = __byte_perm(v0.x, v0.z, 0x5410u);
-      xa[mt][0][1] = __byte_perm(v1.x, v1.z, 0x5410u);
-      xa[mt][0][2] = __byte_perm(v0.x, v0.z, 0x7632u);
-      xa[mt][0][3] = __byte_perm(v1.x, v1.z, 0x7632u);
-      xa[mt][1][0] = __byte_perm(v0.y, v0.w, 0x5410u);
-      xa[mt][1][1] = __byte_perm(v1.y, v1.w, 0x5410u);
-      xa[mt][1][2] = __byte_perm(v0.y, v0.w, 0x7632u);
-      xa[mt][1][3] = __byte_perm(v1.y, v1.w, 0x7632u);
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-        ptx::mma_bf16(corr[mt], xa[mt][h][0], xa[mt][h][1], xa[mt][h][2], xa[mt][h][3], b136, b136);
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) {
-      const uint32_t word = reinterpret_cast<const uint32_t*>(&wv[nt])[w];
-      const uint32_t w4 = word >> 4, w8 = word >> 8, w12 = word >> 12;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint32_t b0 = raw2(h ? w8 : word), b1 = raw2(h ? w12 : w4);
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-          ptx::mma_bf16(part[mt][nt], xa[mt][h][0], xa[mt][h][1], xa[mt][h][2], xa[mt][h][3], b0, b1);
-      }
-    }
-  }
-#pragma unroll
-  for (int nt = 0; nt < kNT; ++nt) {
-    const float se = __shfl_sync(0xffffffffu, sv[nt], 8 * t), so = __shfl_sync(0xffffffffu, sv[nt], 8 * t + 4);
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      acc[mt][nt][0] = fmaf(part[mt][nt][0] - corr[mt][0], se, acc[mt][nt][0]);
-      acc[mt][nt][1] = fmaf(part[mt][nt][1] - corr[mt][1], so, acc[mt][nt][1]);
-      acc[mt][nt][2] = fmaf(part[mt][nt][2] - corr[mt][2], se, acc[mt][nt][2]);
-      acc[mt][nt][3] = fmaf(part[mt][nt][3] - corr[mt][3], so, acc[mt][nt][3]);
-    }
-  }
-}
 
 // M <= 8 with the operands swapped (v5, v6): A = W (16 output columns: tiles 2p and 2p + 1 as
 // rows g and g + 8), B = x (8 tokens). The same k permutation as chunk_mma: a0 / a2 are what B's

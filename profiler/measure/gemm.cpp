@@ -114,8 +114,10 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
         // Copies of the weight in the pool, 256-byte aligned: a weight that fits the L2 (Qwen1.5-MoE's
         // qkv, o and shared expert, 8-46 MB) was L2-hot when relaunched alone, below its bytes over HBM
         // (shared.gate_up 10.0 us for 46 MB) and Qwen's decode ran 1.12x its price (H200, session 8 D).
+        // Up to 1024 copies: at 64, a router's weight (Qwen1.5-MoE: 60 x 2048, 0.25 MB) rotated over
+        // 16 MB and stayed L2-resident, while in a step the layers between two calls evict it.
         const size_t stride = (size_t(p.n * p.k) * 2 + 255) / 256 * 256;
-        const int copies = int(std::clamp<size_t>(pool_elems * 2 / stride, 1, 64));
+        const int copies = int(std::clamp<size_t>(pool_elems * 2 / stride, 1, 1024));
         max_copies = std::max(max_copies, copies);
         reps = copies * ((reps + copies - 1) / copies);
         const char* base = static_cast<const char*>(w.get());

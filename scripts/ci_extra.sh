@@ -42,5 +42,20 @@ elif ((CI_SANITIZE)); then
   scripts/sanitize.sh || status=1
 fi
 t2=$(date +%s)
+# CI keeps only the end of the output: repeat what a fuzz finding left there, so it can be
+# reproduced from the CI log alone (the report's first lines and the input, base64).
+fb=${FUZZ_BUILD_DIR}
+for art in "$fb"/artifacts/*/; do
+  [ -d "$art" ] || continue
+  t=$(basename "$art")
+  for f in "$art"*; do
+    [ -f "$f" ] || continue
+    echo "ci_extra: FINDING in fuzz target $t: $(basename "$f") ($(wc -c <"$f") bytes); report:"
+    grep -a -m 12 -E "ERROR|SUMMARY|runtime error|#[0-9]+ 0x|==[0-9]+==|Timeout|timeout|out-of-memory|what\(\)" \
+      "$fb/fuzz-$t.log" 2>/dev/null | cut -c1-240 | sed 's/^/  | /'
+    echo "ci_extra: input (base64, first 3000 bytes; decode with base64 -d):"
+    head -c 3000 "$f" | base64 | sed 's/^/  b64 /'
+  done
+done
 echo "ci_extra: fuzzing $((t1 - t0)) s (build included), sanitizer suite $((t2 - t1)) s (build included); status $status"
 exit $status

@@ -38,6 +38,8 @@
 #include <atomic>
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <type_traits>
 
 #include <cooperative_groups.h>
@@ -544,8 +546,27 @@ struct DecodePlan {
 // splits leave half the wave empty where the cache is long enough for the bytes in flight to
 // matter more than the merge kernel's launch (batch 4 x 2 kv heads x G 16 at 4k: 128 blocks
 // against the 128 tile's 528).
+// A plan whose split blocks fill the wave exactly streamed a long cache ~9 % slower per byte than one a
+// few blocks short of it: 8 kv heads at 65k context, batch 11 (6 splits, 528 blocks of 528) 3.90 TB/s and
+// batch 22 (3 splits, 528) 3.87, against 4.27-4.32 at 480 blocks and fewer (H200, 2026-12-04, session 8 E
+// profile; docs/attention.md). PEERPLAN_DECODE_FULL_WAVE=trim takes one split fewer there when chunks are
+// long (>= 1024 tokens; at short ones the full wave was not slower). Off by default until a GPU has
+// measured it (scripts/gpu/session9.sh). Never more splits than decode_splits: the workspace holds it.
+int trim_full_wave(int t, int batch, int kv_heads, int max_ctx, int sm_count, const SplitShape& sh) {
+  static const bool on = [] {
+    const char* e = std::getenv("PEERPLAN_DECODE_FULL_WAVE");
+    return e && std::string(e) == "trim";
+  }();
+  if (!on || t <= 1) return t;
+  const int64_t blocks = int64_t(batch) * kv_heads * sh.blocks_per_kv_head * t;
+  const int64_t per_wave = int64_t(std::max(sm_count, 1)) * sh.blocks_per_sm;
+  if (blocks > per_wave || blocks * 100 <= per_wave * 95) return t;  // one wave, filled over 95 %
+  return chunk_len(max_ctx, t, sh.quantum) >= 1024 ? t - 1 : t;
+}
+
 DecodePlan decode_plan(int batch, int kv_heads, int max_ctx, int sm_count, bool clusters, const SplitShape& sh) {
-  const int t = decode_splits(batch, kv_heads, max_ctx, sm_count, sh);
+  const int t = trim_full_wave(decode_splits(batch, kv_heads, max_ctx, sm_count, sh), batch, kv_heads, max_ctx,
+                               sm_count, sh);
   const int pairs = batch * kv_heads * sh.blocks_per_kv_head;
   if (!clusters || pairs < 16 || pairs > PEERPLAN_DECODE_CLUSTER_MAX_PAIRS || t == 1 || t > 2 * kMaxClusterSplits)
     return {t, false};

@@ -33,7 +33,8 @@ double along_row(const std::vector<Pt>& row, double c, bool& out) {
 
 bool same_head(const AttentionTime& a, const AttentionShape& s) {
   return a.phase == (s.prefill ? "prefill" : "decode") && a.heads == s.heads && a.kv_heads == s.kv_heads &&
-         a.head_dim == s.head_dim && a.kv_dtype == s.kv_dtype;
+         a.head_dim == s.head_dim && a.kv_dtype == s.kv_dtype &&
+         attention_v_dim(a.v_dim, a.head_dim) == attention_v_dim(s.v_dim, s.head_dim);
 }
 
 AttentionShape shape_of(const AttentionTime& a) {
@@ -41,6 +42,7 @@ AttentionShape shape_of(const AttentionTime& a) {
   s.prefill = a.phase == "prefill";
   s.batch = a.batch, s.q_len = a.q_len, s.context = a.context;
   s.heads = a.heads, s.kv_heads = a.kv_heads, s.head_dim = a.head_dim, s.kv_dtype = a.kv_dtype;
+  s.v_dim = a.v_dim;
   return s;
 }
 

@@ -20,6 +20,7 @@ struct AttentionShape {
   bool prefill = false;
   int64_t batch = 1, q_len = 1, context = 1, heads = 0, kv_heads = 0, head_dim = 0;
   std::string kv_dtype = "bf16";
+  int64_t v_dim = 0;  // 0: head_dim (attention_v_dim); MLA's rows are matched by it too
 };
 
 // Attended (query, key) pairs: batch x q_len new tokens, token i of a chunk seeing context - q_len + i + 1.

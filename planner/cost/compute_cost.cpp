@@ -47,6 +47,7 @@ std::optional<ComputePrice> attention_from_table(const std::vector<AttentionTime
   s.batch = op.attn_batch, s.q_len = op.attn_q_len, s.context = op.attn_context;
   s.heads = op.attn_heads, s.kv_heads = op.attn_kv_heads, s.head_dim = op.attn_head_dim;
   s.kv_dtype = attention_table_dtype(op.kv_dtype);
+  s.v_dim = op.attn_v_dim;  // MLA's 576/512 decode and 192/128 prefill: rows of that v_dim only
   // A sliding-window layer (issue 18) at its band's work: planner/cost/attention_window.hpp.
   if (op.attn_window > 0) return attention_from_grid_windowed(table, gpu, s, op.attn_window);
   return attention_from_grid(table, gpu, s);

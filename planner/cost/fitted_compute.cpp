@@ -87,6 +87,9 @@ FittedCompute::FittedCompute(const Measurements& meas, double peak_flops, double
   for (const AttentionTime& a : meas.attention) {
     if (a.kv_dtype != "bf16" || a.batch <= 0 || a.context <= 0 || a.heads <= 0 || a.kv_heads <= 0 || a.head_dim <= 0 || !(a.time.median > 0))
       continue;
+    // MLA rows (another v_dim, another kernel) would teach the standard-attention fit a roofline
+    // that assumes V as wide as K: left out.
+    if (attention_v_dim(a.v_dim, a.head_dim) != a.head_dim) continue;
     bool prefill = a.phase == "prefill";
     double r = attention_roofline_s(prefill, a.batch, a.q_len, a.context, a.heads, a.kv_heads, a.head_dim);
     if (!(r > 0)) continue;

@@ -260,6 +260,7 @@ Measurements parse_measurements(const JsonIn& j) {
       g.head_dim = t.positive_int("head_dim");
       g.kv_dtype = t.str_or("kv_dtype", "bf16");
       if (g.kv_dtype != "bf16" && g.kv_dtype != "fp8") t.fail("kv_dtype", "\"bf16\" or \"fp8\", got '" + g.kv_dtype + "'");
+      g.v_dim = t.has("v_dim") ? t.positive_int("v_dim") : g.head_dim;  // optional: absent means head_dim
       g.time = parse_stats(t);
       m.attention.push_back(g);
     }
@@ -356,6 +357,8 @@ nlohmann::json measurements_to_json(const Measurements& m) {
     o["gpu"] = a.gpu; o["phase"] = a.phase; o["batch"] = a.batch; o["q_len"] = a.q_len;
     o["context"] = a.context; o["heads"] = a.heads; o["kv_heads"] = a.kv_heads; o["head_dim"] = a.head_dim;
     if (a.kv_dtype != "bf16") o["kv_dtype"] = a.kv_dtype;  // absent means bf16 (profiles before issue 15)
+    // Written only when it differs (MLA rows): standard rows round-trip as before.
+    if (attention_v_dim(a.v_dim, a.head_dim) != a.head_dim) o["v_dim"] = a.v_dim;
     j["attention"].push_back(o);
   }
   if (!m.grouped_gemms.empty()) {  // written only when measured: older profiles round-trip unchanged

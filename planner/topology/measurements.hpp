@@ -109,7 +109,14 @@ struct AttentionTime {
   int64_t batch = 0, q_len = 0, context = 0, heads = 0, kv_heads = 0, head_dim = 0;
   std::string kv_dtype = "bf16";  // KV-cache format the kernel read ("fp8": issue 15)
   SampleStats time;
+  // Width of V and of the output per head, 0 meaning head_dim (every model but MLA: q.k 576 / v 512
+  // absorbed decode, q.k 192 / v 128 expanded prefill; docs/attention.md "MLA"). Rows of one
+  // head_dim but another v_dim are another kernel's: never used for each other's price. (Last, so
+  // brace-initialised rows keep their order.)
+  int64_t v_dim = 0;
 };
+// The value head dim a row, key or op means: v_dim, or head_dim when v_dim is 0 (unset).
+inline int64_t attention_v_dim(int64_t v_dim, int64_t head_dim) { return v_dim > 0 ? v_dim : head_dim; }
 
 struct Measurements {
   nlohmann::json meta = nlohmann::json::object();  // host, driver, cuda, nccl, date, how measured

@@ -124,10 +124,11 @@ MergeCount merge_shape_rows(Measurements& into, const Measurements& from) {
     into.gemms.push_back(g);
     ++c.gemms;
   }
-  using AttnK = std::tuple<int, std::string, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, std::string>;
+  using AttnK = std::tuple<int, std::string, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, std::string, int64_t>;
   std::set<AttnK> ak;
   auto akey = [](const AttentionTime& a) {
-    return AttnK{a.gpu, a.phase, a.batch, a.q_len, a.context, a.heads, a.kv_heads, a.head_dim, a.kv_dtype};
+    return AttnK{a.gpu,      a.phase,    a.batch,    a.q_len, a.context, a.heads, a.kv_heads, a.head_dim,
+                 a.kv_dtype, attention_v_dim(a.v_dim, a.head_dim)};
   };
   for (const AttentionTime& a : into.attention) ak.insert(akey(a));
   for (const AttentionTime& a : from.attention) {

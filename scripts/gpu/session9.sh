@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# One H200 per call (ninth session's preparation, 2026-12-04; device tool: carry [".gpu", ".gpu-ref"]; build with
+# scripts/gpu/build.sh from a clean worktree of the commit to measure). .gpu-ref holds the shared PyTorch references
+# and traces/azure-conv.json.
+#   scripts/gpu/session9.sh A  (~9 min) what the ninth session changed, validated: a profile whose decode attention,
+#                              grouped expert GEMM and small GEMM rows read cold inputs (3728b8f, 3722c2a) and which
+#                              times MLA's batched absorbed GEMMs and MLA attention (helper, issue 23); validations
+#                              Qwen1.5-MoE long (issue 14: TPOT was -9.9 %, batch-1 steps 1.12x their price),
+#                              DeepSeek-V2-Lite chat (issues 14/23: +23.5 / +40.0 / +37.2 %), Llama-3.1-8B Azure conv
+#                              and 8B FP8 chat (no regression from the cold rows).
+#   scripts/gpu/session9.sh B  (~6 min) the decode kernel's full-wave trim (57cff44, PEERPLAN_DECODE_FULL_WAVE=trim):
+#                              the attention grid with and without it, side by side per (heads, batch, context), and
+#                              each grid's held-back error; then Mixtral and DeepSeek-V2-Lite on the long-prompt
+#                              workload with the default profile of this call.
+# Outputs under $OUT (summary-*.txt and a tgz of the raw files).
+set -u
+PART=${1:-A}
+OUT=${OUT:-/tmp/peerplan-s9}; W=$OUT/w$PART; mkdir -p "$W"
+export NCCL_NVLS_ENABLE=0 PEERPLAN_HOME=$PWD LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+B=$PWD/.gpu/bin/peerplan; S=$OUT/summary-$PART.txt
+ldd "$B" | grep -q 'not found' && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$PWD/.gpu/lib
+log() { echo "$*" | tee -a "$S"; }
+step() { local t=$1 name=$2; shift 2; log "+ [$name] $*"; local t0=$(date +%s.%N)
+  timeout "$t" "$@" > "$W/$name.txt" 2>&1; local rc=$?
+  log "  rc=$rc $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s"
+  tail -n "${TAIL:-6}" "$W/$name.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null; return $rc; }
+{ date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,uuid --format=csv,noheader; } | tee -a "$S"
+NV=$(python3 -c "import importlib.util as u, os; print(os.path.dirname(list(u.find_spec('nvidia.cudnn').submodule_search_locations)[0]))" 2>/dev/null)
+[ -n "$NV" ] && for d in "$NV"/*/lib; do export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d; done
+[ -n "$NV" ] && [ -f "$NV/cudnn/lib/libcudnn.so.9" ] && export PEERPLAN_CUDNN_LIB=$NV/cudnn/lib/libcudnn.so.9
+V=docs/validation; P=$V/plans; TR=.gpu-ref/traces/azure-conv.json
+v() { local name=$1 t=$2; shift 2
+  TAIL=16 step "$t" "validate-$name" $B validate --machine "$W/profile.json" --out "$W/validate-$name" "$@"; }
+left() { [ $SECONDS -lt "$1" ] || { log "  (skipped: ${SECONDS}s used)"; return 1; }; }
+finish() { gzip -f "$W"/profile*.json 2>/dev/null; for f in "$W"/validate-*/iterations.json; do [ -f "$f" ] && gzip -f "$f"; done
+  tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null
+  log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0; }
+if [ "$PART" = A ]; then
+  TAIL=3 step 60 selftest-mla env PEERPLAN_SELFTEST_ONLY=mla $B validate --self-test
+  grep -E "FAIL|mismatch" "$W/selftest-mla.txt" | head -8 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  TAIL=3 step 200 profile $B profile --no-progress --model llama-3.1-8b --model qwen1.5-moe-a2.7b --model deepseek-v2-lite \
+    --dtypes bf16,fp8 --skip nccl,nccl_nop2p --out "$W/profile.json"
+  grep -E "attention grid|elementwise|not timed|skipped" "$W/profile.txt" | head -8 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  v qwen-moe-long 80 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json
+  v dsv2-chat 80 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite --workload $V/workloads/validate-chat.json --requests 80
+  left 420 && v llama8b-azure-conv 70 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload $TR --requests 120
+  left 500 && v llama8b-fp8 45 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights fp8 --workload $V/workloads/validate-chat.json --requests 80
+  finish
+fi
+if [ "$PART" = B ]; then
+  for mode in keep trim; do
+    TAIL=2 step 120 "grid-$mode" env PEERPLAN_DECODE_FULL_WAVE=$mode $B profile --no-progress --only attention \
+      --model llama-3.1-8b --model qwen1.5-moe-a2.7b --out "$W/profile-$mode.json"
+  done
+  python3 - "$W/profile-keep.json" "$W/profile-trim.json" <<'PY' 2>&1 | tee -a "$S"
+import json, sys
+rows = [{(a["heads"], a["kv_heads"], a["batch"], a["context"]): a["median_us"] for a in json.load(open(p))["measurements"]["attention"]
+         if a["phase"] == "decode"} for p in sys.argv[1:]]
+keep, trim = rows
+diff = sorted(((trim[k] / keep[k], k) for k in keep if k in trim and abs(trim[k] / keep[k] - 1) > 0.02))
+print(f"decode points: {len(keep)}; trim/keep beyond 2 %: {len(diff)}")
+for r, k in diff[:12] + diff[-6:]:
+    print(f"  heads {k[0]}/{k[1]} batch {k[2]} ctx {k[3]}: keep {keep[k]:.1f} us, trim {trim[k]:.1f} us ({r:.3f})")
+PY
+  python3 scripts/attention_holdout_study.py "$W/profile-keep.json" "$W/profile-trim.json" 2>&1 | tee -a "$S"
+  TAIL=3 step 170 profile $B profile --no-progress --model mixtral-8x7b --model deepseek-v2-lite --dtypes bf16 \
+    --skip nccl,nccl_nop2p --out "$W/profile.json"
+  left 430 && v dsv2-long 80 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite --workload $V/workloads/validate-long-prompt.json
+  left 500 && v mixtral-long 90 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json
+  finish
+fi
+echo "unknown part $PART" >&2; exit 2

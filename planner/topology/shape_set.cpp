@@ -25,19 +25,24 @@ void ShapeSet::insert(const ShapeSet& o) {
 }
 
 ShapeSet missing_shapes(const ShapeSet& wanted, const Measurements& have) {
-  std::set<std::tuple<int64_t, int64_t, std::string>> gemm_rows, grouped_rows;
-  for (const GemmTime& g : have.gemms) gemm_rows.insert({g.n, g.k, g.dtype});
+  std::set<std::tuple<int64_t, int64_t, std::string, int64_t>> gemm_rows;  // + batch (gemm_from_table's match)
+  std::set<std::tuple<int64_t, int64_t, std::string>> grouped_rows;
+  for (const GemmTime& g : have.gemms) gemm_rows.insert({g.n, g.k, g.dtype, g.batch});
   for (const GroupedGemmTime& g : have.grouped_gemms) grouped_rows.insert({g.n, g.k, g.dtype});
-  std::set<std::tuple<int64_t, int64_t, int64_t, std::string, std::string>> attn_rows;  // + phase
-  for (const AttentionTime& a : have.attention) attn_rows.insert({a.heads, a.kv_heads, a.head_dim, a.kv_dtype, a.phase});
+  std::set<std::tuple<int64_t, int64_t, int64_t, std::string, int64_t, std::string>> attn_rows;  // + v_dim, phase
+  for (const AttentionTime& a : have.attention)
+    attn_rows.insert({a.heads, a.kv_heads, a.head_dim, a.kv_dtype, attention_v_dim(a.v_dim, a.head_dim), a.phase});
   ShapeSet out;
   out.attention_max_context = wanted.attention_max_context;
   for (const GemmShapeKey& g : wanted.gemms)
-    if (!gemm_rows.count({g.n, g.k, g.dtype})) out.gemms.insert(g);
-  for (const AttentionShapeKey& a : wanted.attention)
-    if (!attn_rows.count({a.heads, a.kv_heads, a.head_dim, a.kv_dtype, "decode"}) ||
-        !attn_rows.count({a.heads, a.kv_heads, a.head_dim, a.kv_dtype, "prefill"}))
-      out.attention.insert(a);
+    if (!gemm_rows.count({g.n, g.k, g.dtype, g.batch})) out.gemms.insert(g);
+  for (const AttentionShapeKey& a : wanted.attention) {
+    auto lacks = [&](const char* phase) {
+      return (a.phase.empty() || a.phase == phase) &&
+             !attn_rows.count({a.heads, a.kv_heads, a.head_dim, a.kv_dtype, attention_v_dim(a.v_dim, a.head_dim), phase});
+    };
+    if (lacks("decode") || lacks("prefill")) out.attention.insert(a);
+  }
   for (const GroupedShapeKey& g : wanted.grouped)
     if (!grouped_rows.count({g.n, g.k, g.dtype})) out.grouped.insert(g);
   std::set<std::pair<std::string, int64_t>> ew_rows;  // (kind, cols): elementwise_from_table's curve
@@ -69,10 +74,16 @@ nlohmann::json shapes_to_json(const ShapeSet& s) {
   nlohmann::json j = {{"gemms", nlohmann::json::array()}, {"attention", nlohmann::json::array()},
                       {"grouped_gemms", nlohmann::json::array()}};
   if (!s.elementwise.empty()) j["elementwise"] = nlohmann::json::array();  // absent before: older entries unchanged
-  for (const auto& g : s.gemms) j["gemms"].push_back({{"n", g.n}, {"k", g.k}, {"dtype", g.dtype}});
-  for (const auto& a : s.attention)
+  for (const auto& g : s.gemms) {
+    j["gemms"].push_back({{"n", g.n}, {"k", g.k}, {"dtype", g.dtype}});
+    if (g.batch != 1) j["gemms"].back()["batch"] = g.batch;  // as the rows: plain keys written as before
+  }
+  for (const auto& a : s.attention) {
     j["attention"].push_back(
         {{"heads", a.heads}, {"kv_heads", a.kv_heads}, {"head_dim", a.head_dim}, {"kv_dtype", a.kv_dtype}});
+    if (a.v_dim) j["attention"].back()["v_dim"] = a.v_dim;  // MLA keys only: standard ones written as before
+    if (!a.phase.empty()) j["attention"].back()["phase"] = a.phase;
+  }
   for (const auto& g : s.grouped)
     j["grouped_gemms"].push_back({{"n", g.n}, {"k", g.k}, {"experts", g.experts}, {"topk", g.topk},
                                   {"model_experts", g.model_experts}, {"gather", g.gather}, {"dtype", g.dtype}});
@@ -116,11 +127,11 @@ ShapeSweep shape_sweep_of(const Machine& profile) {
 
 MergeCount merge_shape_rows(Measurements& into, const Measurements& from) {
   MergeCount c;
-  using GemmK = std::tuple<int, int64_t, int64_t, int64_t, std::string>;
+  using GemmK = std::tuple<int, int64_t, int64_t, int64_t, std::string, int64_t>;
   std::set<GemmK> gk;
-  for (const GemmTime& g : into.gemms) gk.insert({g.gpu, g.m, g.n, g.k, g.dtype});
+  for (const GemmTime& g : into.gemms) gk.insert({g.gpu, g.m, g.n, g.k, g.dtype, g.batch});
   for (const GemmTime& g : from.gemms) {
-    if (!gk.insert({g.gpu, g.m, g.n, g.k, g.dtype}).second) { ++c.duplicates; continue; }
+    if (!gk.insert({g.gpu, g.m, g.n, g.k, g.dtype, g.batch}).second) { ++c.duplicates; continue; }
     into.gemms.push_back(g);
     ++c.gemms;
   }

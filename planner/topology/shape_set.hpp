@@ -25,12 +25,22 @@ struct Machine;
 struct GemmShapeKey {  // y[m,n] = x[m,k] W^T over the profile's token counts m
   int64_t n = 0, k = 0;
   std::string dtype = "bf16";  // the "gemms" rows' dtype: bf16, fp8, int8, int4
+  // Products per strided-batched call (the rows' `batch`; MLA's absorbed q_absorb / v_absorb: one
+  // per head of the rank). 1: a plain GEMM. A batched key is another call: plain rows of (n, k) do
+  // not cover it, nor it them.
+  int64_t batch = 1;
   auto operator<=>(const GemmShapeKey&) const = default;
 };
 
 struct AttentionShapeKey {  // per GPU; timed over the decode and prefill grids
   int64_t heads = 0, kv_heads = 0, head_dim = 0;
   std::string kv_dtype = "bf16";
+  // MLA (docs/attention.md "MLA"): the value head dim (the rows' v_dim; 0: head_dim, standard
+  // attention), and the one phase the shape runs in: MLA's decode (absorbed MQA, 576 / 512) and
+  // prefill (expanded MHA, 192 / 128) are two kernels of two shapes, each timed over its own
+  // phase's grid only. "": both phases (standard attention runs both at one shape).
+  int64_t v_dim = 0;
+  std::string phase;
   auto operator<=>(const AttentionShapeKey&) const = default;
 };
 
@@ -70,8 +80,9 @@ struct ShapeSet {
   void insert(const ShapeSet& o);
 };
 
-// The keys of `wanted` that `have` has no rows of: a GEMM with no row of its (n, k, dtype); an
-// attention configuration without both decode and prefill rows; a grouped GEMM with no row of its
+// The keys of `wanted` that `have` has no rows of: a GEMM with no row of its (n, k, dtype, batch); an
+// attention configuration without both decode and prefill rows of its v_dim (an MLA key, whose phase
+// is set: without rows of that phase); a grouped GEMM with no row of its
 // (n, k, dtype) (the cost model prices every expert count of one (n, k) from the same rows); an
 // elementwise kernel with no row of its (kind, cols). attention_max_context is carried over.
 ShapeSet missing_shapes(const ShapeSet& wanted, const Measurements& have);

@@ -56,6 +56,19 @@ std::optional<ElementwiseShapeKey> elementwise_shape_key(const Op& op, const Pla
   return k;
 }
 
+AttentionShapeKey attention_shape_key(const Op& op) {
+  AttentionShapeKey k{op.attn_heads, op.attn_kv_heads, op.attn_head_dim, attention_table_dtype(op.kv_dtype)};
+  if (attention_v_dim(op.attn_v_dim, op.attn_head_dim) != op.attn_head_dim) {  // MLA: one phase, its own v
+    k.v_dim = op.attn_v_dim;
+    k.phase = op.attn_prefill ? "prefill" : "decode";
+  }
+  return k;
+}
+
+GemmShapeKey gemm_shape_key(const Op& op) {
+  return {op.n, op.k, gemm_table_dtype(op.wdtype), std::max<int64_t>(1, op.batch_count)};
+}
+
 std::set<ElementwiseShapeKey> graph_elementwise_shapes(const OpGraph& g, const Plan& plan, const ModelConfig& cfg) {
   std::set<ElementwiseShapeKey> out;
   for (const Op& op : g.ops)
@@ -74,14 +87,16 @@ ShapeSet plan_missing_shapes(const Plan& plan, const ModelConfig& cfg, const Mod
     if (op.kind != OpKind::Gemm && op.kind != OpKind::GroupedGemm && op.kind != OpKind::Attention &&
         op.kind != OpKind::Elementwise)
       continue;
-    if (op.kind == OpKind::Attention && cfg.mla) continue;  // no MLA kernels to time
-    if (from_a_measured_point(cost.price(op, false).source)) continue;
+    // A batched GEMM priced from plain rows of its (n, k) is still Measured, but as a loop of plain
+    // calls: wanted unless rows of its batch exist (missing_shapes checks that).
+    const bool batched = op.kind == OpKind::Gemm && op.batch_count > 1;
+    if (!batched && from_a_measured_point(cost.price(op, false).source)) continue;
     if (op.kind == OpKind::Elementwise) {
       if (auto k = elementwise_shape_key(op, copy0, cfg)) wanted.elementwise.insert(*k);
     } else if (op.kind == OpKind::Gemm)
-      wanted.gemms.insert({op.n, op.k, gemm_table_dtype(op.wdtype)});
+      wanted.gemms.insert(gemm_shape_key(op));
     else if (op.kind == OpKind::Attention)
-      wanted.attention.insert({op.attn_heads, op.attn_kv_heads, op.attn_head_dim, attention_table_dtype(op.kv_dtype)});
+      wanted.attention.insert(attention_shape_key(op));
     else
       wanted.grouped.insert({op.n, op.k, op.expert_count, cfg.experts_per_token, cfg.experts,
                              ends_with(op.name, "expert.gate_up"), gemm_table_dtype(op.wdtype)});

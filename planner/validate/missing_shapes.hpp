@@ -32,13 +32,24 @@ BatchShape mixed_iteration();
 // and for an MLA model's rotary (the executor's rotary_and_cache is standard attention's).
 std::optional<ElementwiseShapeKey> elementwise_shape_key(const Op& op, const Plan& plan, const ModelConfig& cfg);
 
+// The profiler's key of an Attention op: its per-GPU heads, kv heads, head dim and KV format; for
+// MLA's ops (attn_v_dim other than attn_head_dim) also the value dim and the op's phase, as MLA's
+// absorbed decode and expanded prefill are two kernels of two shapes (AttentionShapeKey).
+AttentionShapeKey attention_shape_key(const Op& op);
+
+// The profiler's key of a Gemm op: (n, k, the rows' weight format, batch_count). batch_count > 1
+// (MLA's absorbed products) is one strided-batched call, a key of its own.
+GemmShapeKey gemm_shape_key(const Op& op);
+
 // The elementwise keys of every elementwise op of `g` (compiled from `plan`), in a set.
 std::set<ElementwiseShapeKey> graph_elementwise_shapes(const OpGraph& g, const Plan& plan, const ModelConfig& cfg);
 
 // The shapes of `plan`'s compute ops that the cost model prices without a measured point of that
 // shape (its CostSource is fitted, derived or nominal), keyed as the profiler times them: GEMMs by
-// (n, k, weight format), attention by head configuration per GPU (standard attention: the executor
-// has no MLA kernels), grouped expert GEMMs by the experts each GPU holds, elementwise kernels by
+// (n, k, weight format, batch: gemm_shape_key; a batched GEMM whenever the profile has no rows of
+// its batch, as plain rows of its (n, k) would price it Measured but as a loop of plain calls),
+// attention by head configuration per GPU (attention_shape_key: MLA's decode and prefill shapes
+// apart), grouped expert GEMMs by the experts each GPU holds, elementwise kernels by
 // (kind, cols) (elementwise_shape_key). Found by compiling one mixed iteration (mixed_iteration: a
 // prefill chunk beside decoding sequences, so every kind of op appears, and every expert gets rows)
 // of copy 0 and pricing its ops; only shapes with no rows in the machine's tables are returned

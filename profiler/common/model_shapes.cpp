@@ -18,8 +18,15 @@ const std::vector<std::string>& profiler_gemm_dtypes() {
   return d;
 }
 
-std::set<ElementwiseShapeKey> model_elementwise_shapes(const ModelConfig& m, int gpus, std::vector<ShapeNote>* notes) {
-  std::set<ElementwiseShapeKey> out;
+namespace {
+
+// The shapes the compiler's own ops give `m` at each TP degree (one mixed iteration of a one-stage
+// TP plan over all layers: every op kind appears): the elementwise kernels (elementwise_shape_key,
+// as validate keys a plan's ops), the strided-batched GEMMs (MLA's absorbed q_absorb / v_absorb,
+// batch = heads of the rank) and MLA's two attention shapes (attention_shape_key: the absorbed
+// decode, the expanded prefill). EP and pipeline plans give no other shape of these.
+ShapeSet compiled_shapes(const ModelConfig& m, int gpus, std::vector<ShapeNote>* notes) {
+  ShapeSet out;
   const ModelFigures fig = derive_figures(m);
   Machine host;  // compile_iteration reads the GPU count only
   host.gpus.resize(size_t(std::max(1, gpus)));
@@ -30,14 +37,40 @@ std::set<ElementwiseShapeKey> model_elementwise_shapes(const ModelConfig& m, int
     for (int g = 0; g < tp; ++g) st.gpus.push_back(g);
     st.tp = tp, st.layer_begin = 0, st.layer_end = m.layers, st.embeddings = true, st.lm_head = true;
     p.stages.push_back(st);
+    OpGraph graph;
     try {
-      const std::set<ElementwiseShapeKey> k =
-          graph_elementwise_shapes(compile_iteration(p, m, fig, host, mixed_iteration()), p, m);
-      out.insert(k.begin(), k.end());
+      graph = compile_iteration(p, m, fig, host, mixed_iteration());
     } catch (const InputError& e) {  // KV heads neither dividing nor divided by tp: no such plan
       if (notes) notes->push_back({fmt::format("elementwise kernels of {} at TP {}", m.name, tp), e.what()});
+      continue;
+    }
+    const std::set<ElementwiseShapeKey> k = graph_elementwise_shapes(graph, p, m);
+    out.elementwise.insert(k.begin(), k.end());
+    for (const Op& op : graph.ops) {
+      // The executor runs batched GEMMs in bf16 only (engine_quant.cpp refuses batch_count > 1; vLLM
+      // keeps W_UK / W_UV in bf16 for FP8 models too), whatever the profile's --dtypes.
+      if (op.kind == OpKind::Gemm && op.batch_count > 1) {
+        GemmShapeKey g = gemm_shape_key(op);
+        g.dtype = "bf16";
+        out.gemms.insert(g);
+      }
+      if (op.kind != OpKind::Attention || !m.mla) continue;
+      AttentionShapeKey a = attention_shape_key(op);
+      a.kv_dtype = "bf16";  // the profile's attention grid reads a bf16 cache (FP8 latent caches do not run)
+      const std::string why = kernels::mla_shape_refusal(int(m.kv_lora_rank), int(m.qk_rope_head_dim),
+                                                         int(m.qk_nope_head_dim), int(m.v_head_dim),
+                                                         int(op.attn_heads), false);
+      if (why.empty()) out.attention.insert(a);
+      else if (notes) notes->push_back({fmt::format("attention of {} at TP {}", m.name, tp), why});
     }
   }
+  return out;
+}
+
+}  // namespace
+
+std::set<ElementwiseShapeKey> model_elementwise_shapes(const ModelConfig& m, int gpus, std::vector<ShapeNote>* notes) {
+  std::set<ElementwiseShapeKey> out = compiled_shapes(m, gpus, notes).elementwise;
   if (m.mla && notes)
     notes->push_back({fmt::format("rotary of {}", m.name), "multi-head latent attention: the executor's rotary_and_cache "
                                                            "is standard attention's"});
@@ -50,6 +83,9 @@ ShapeSet model_shape_set(const std::vector<ModelConfig>& models, int gpus, const
   for (const ModelConfig& m : models) {
     for (const WeightShape& w : weight_shapes(m, gpus))
       for (const std::string& d : dtypes) s.gemms.insert({w.n, w.k, d});
+    const ShapeSet compiled = compiled_shapes(m, gpus, notes);  // MLA's attention shapes and absorbed GEMMs
+    s.gemms.insert(compiled.gemms.begin(), compiled.gemms.end());
+    s.attention.insert(compiled.attention.begin(), compiled.attention.end());
     if (!m.mla) {
       for (int tp : tp_degrees(m, gpus)) {
         const int heads = int(m.heads / tp), kv = int(std::max<int64_t>(1, m.kv_heads / tp)), hd = int(m.head_dim);
@@ -57,13 +93,12 @@ ShapeSet model_shape_set(const std::vector<ModelConfig>& models, int gpus, const
         if (why.empty()) s.attention.insert({heads, kv, hd, "bf16"});
         else if (notes) notes->push_back({fmt::format("attention of {} at TP {}", m.name, tp), why});
       }
-      s.attention_max_context =
-          std::max<int64_t>(s.attention_max_context, std::min<int64_t>(m.max_context, int64_t(1) << 17));
-    } else if (notes) {
-      notes->push_back({fmt::format("attention of {}", m.name), "multi-head latent attention: the executor has no MLA kernels"});
     }
-    const std::set<ElementwiseShapeKey> ew = model_elementwise_shapes(m, gpus, notes);
-    s.elementwise.insert(ew.begin(), ew.end());
+    s.attention_max_context = std::max<int64_t>(s.attention_max_context, std::min<int64_t>(m.max_context, int64_t(1) << 17));
+    s.elementwise.insert(compiled.elementwise.begin(), compiled.elementwise.end());
+    if (m.mla && notes)
+      notes->push_back({fmt::format("rotary of {}", m.name), "multi-head latent attention: the executor's rotary_and_cache "
+                                                             "is standard attention's"});
     if (!m.is_moe()) continue;
     for (const WeightShape& w : weight_shapes(m, gpus)) {
       if (w.name != "expert.gate_up" && w.name != "expert.down") continue;

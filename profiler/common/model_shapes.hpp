@@ -21,9 +21,11 @@ struct ShapeNote {
 
 // `gpus`: the host's GPU count (TP degrees 1..gpus that divide the heads; EP degrees 2..gpus that
 // divide the experts). `dtypes`: GEMM weight formats ("bf16", "fp8", "int8", "int4"). MLA models
-// add no attention configuration (the executor has no MLA kernels); a head shape the kernels do
-// not run (profiler/common/attention_support.hpp) is left out with a note. The attention grid
-// reaches the largest context of the standard-attention models (at least 8192, at most 128 Ki).
+// add their two attention shapes per TP degree (the absorbed decode and the expanded prefill, from
+// the compiler's ops: attention_shape_key) and their absorbed per-head GEMMs (strided-batched,
+// batch = heads of the rank, bf16 whatever `dtypes`: the executor runs them so); a head shape the
+// kernels do not run (profiler/common/attention_support.hpp) is left out with a note. The attention
+// grid reaches the largest context of the models (at least 8192, at most 128 Ki).
 ShapeSet model_shape_set(const std::vector<ModelConfig>& models, int gpus, const std::vector<std::string>& dtypes,
                          std::vector<ShapeNote>* notes = nullptr);
 

@@ -89,14 +89,15 @@ ProfileComparison compare_profiles(const Machine& a, const Machine& b) {
   if (ma.launch_overhead_s > 0 && mb.launch_overhead_s > 0)
     c.rows.push_back({"launch", "empty-kernel launch, back to back", "us", ma.launch_overhead_s * 1e6, mb.launch_overhead_s * 1e6});
   // GEMMs: thousands of shapes; one summary row (geometric mean of B/A) plus the worst shape.
-  std::map<std::tuple<int, int64_t, int64_t, int64_t>, double> ga;
-  for (const auto& g : ma.gemms) ga[{g.gpu, g.m, g.n, g.k}] = g.time.median;
+  // Keyed as the cost model reads rows: a quantized or strided-batched row is another call.
+  std::map<std::tuple<int, int64_t, int64_t, int64_t, std::string, int64_t>, double> ga;
+  for (const auto& g : ma.gemms) ga[{g.gpu, g.m, g.n, g.k, g.dtype, g.batch}] = g.time.median;
   double log_sum = 0, worst = -1;
   int matched = 0;
   const GemmTime* worst_g = nullptr;
   double worst_a = 0;
   for (const auto& g : mb.gemms) {
-    auto it = ga.find({g.gpu, g.m, g.n, g.k});
+    auto it = ga.find({g.gpu, g.m, g.n, g.k, g.dtype, g.batch});
     if (it == ga.end() || it->second <= 0 || g.time.median <= 0) continue;
     double r = g.time.median / it->second;
     log_sum += std::log(r);
@@ -105,7 +106,9 @@ ProfileComparison compare_profiles(const Machine& a, const Machine& b) {
   }
   if (matched) {
     c.rows.push_back({"gemm", fmt::format("{} shapes, geometric mean time", matched), "ratio", 1.0, std::exp(log_sum / matched)});
-    c.rows.push_back({"gemm", fmt::format("worst shape gpu{} {}x{}x{}", worst_g->gpu, worst_g->m, worst_g->n, worst_g->k), "us",
+    c.rows.push_back({"gemm", fmt::format("worst shape gpu{} {}x{}x{} {}{}", worst_g->gpu, worst_g->m, worst_g->n, worst_g->k,
+                                          worst_g->dtype, worst_g->batch != 1 ? fmt::format(" x{}", worst_g->batch) : ""),
+                      "us",
                       worst_a * 1e6, worst_g->time.median * 1e6});
   }
   if (only_a) c.notes.push_back(fmt::format("{} curve(s) of A have no counterpart in B", only_a));

@@ -51,11 +51,13 @@ class MeasuringBackend : public GpuBackend {
     Measurements ms;  // a measured point of every key: 20 us whatever the size
     const SampleStats t = compute_stats({2e-5, 2e-5, 2e-5});
     for (const GemmShapeKey& g : shapes.gemms)
-      for (int64_t m : sw.tokens) ms.gemms.push_back({0, m, g.n, g.k, g.dtype, t});
+      for (int64_t m : sw.tokens) ms.gemms.push_back({0, m, g.n, g.k, g.dtype, t, g.batch});
     for (const AttentionShapeKey& a : shapes.attention)
-      for (int64_t c : {256, 1024, 4096}) {
-        ms.attention.push_back({0, "decode", 8, 1, c, a.heads, a.kv_heads, a.head_dim, a.kv_dtype, t});
-        ms.attention.push_back({0, "prefill", 1, 256, c, a.heads, a.kv_heads, a.head_dim, a.kv_dtype, t});
+      for (int64_t c : {256, 1024, 4096}) {  // an MLA key: its own phase only, rows of its v_dim
+        if (a.phase != "prefill")
+          ms.attention.push_back({0, "decode", 8, 1, c, a.heads, a.kv_heads, a.head_dim, a.kv_dtype, t, a.v_dim});
+        if (a.phase != "decode")
+          ms.attention.push_back({0, "prefill", 1, 256, c, a.heads, a.kv_heads, a.head_dim, a.kv_dtype, t, a.v_dim});
       }
     for (const ElementwiseShapeKey& e : shapes.elementwise)
       for (int64_t r : sw.tokens) ms.elementwise.push_back({0, e.kind, r, e.cols, t});
@@ -149,6 +151,42 @@ TEST(MissingShapes, APlanOfAnUntimedModelLacksItsShardsShapes) {
   EXPECT_EQ(s.attention, (std::set<AttentionShapeKey>{{14, 2, 128, "bf16"}}));
   EXPECT_TRUE(s.grouped.empty());
   EXPECT_EQ(s.attention_max_context, 131072);
+}
+
+TEST(MissingShapes, AnMlaPlanListsItsAbsorbedGemmsAndBothAttentionShapes) {
+  // DeepSeek-V2-Lite at TP 2 (8 heads per GPU): q_absorb and v_absorb as strided-batched calls of 8
+  // products, the absorbed decode (MQA over the 576-wide latent row, v 512) and the expanded
+  // prefill (MHA at 192, v 128), each wanted in its own phase only.
+  const Machine m = load_machine(kMachine);
+  const ModelConfig cfg = load_model_config(find_data_file("models/llm/deepseek-v2-lite/config.json"));
+  const Plan plan = test_plans::tp({0, 1}, int(cfg.layers));
+  const ShapeSet s = plan_missing_shapes(plan, cfg, derive_figures(cfg), m);
+  EXPECT_TRUE(s.gemms.count({512, 128, "bf16", 8})) << describe_shapes(s);
+  EXPECT_TRUE(s.gemms.count({128, 512, "bf16", 8})) << describe_shapes(s);
+  EXPECT_EQ(s.attention, (std::set<AttentionShapeKey>{{8, 1, 576, "bf16", 512, "decode"},
+                                                      {8, 8, 192, "bf16", 128, "prefill"}}));
+  // Once the profile has rows of those shapes (as the profiler writes them), none is missing, and the
+  // ops are priced from them.
+  MeasuringBackend gpu;
+  Machine ext = m;
+  AddedShapes a;
+  a.by = "test";
+  add_measured_shapes(ext, gpu.measure_shapes(ext, s, shape_sweep_of(ext)), a);
+  const ShapeSet after = plan_missing_shapes(plan, cfg, derive_figures(cfg), ext);
+  EXPECT_TRUE(after.attention.empty()) << describe_shapes(after);
+  EXPECT_FALSE(after.gemms.count({512, 128, "bf16", 8}));
+  Topology topo(ext);
+  CostModel cost(topo);
+  const OpGraph g = compile_iteration(plan, cfg, derive_figures(cfg), ext, mixed_iteration());
+  int priced = 0;
+  for (const Op& op : g.ops)
+    if (op.kind == OpKind::Attention || (op.kind == OpKind::Gemm && op.batch_count > 1)) {
+      const CostSource src = cost.price(op, false).source;
+      EXPECT_TRUE(src == CostSource::Measured || src == CostSource::Interpolated || src == CostSource::Extrapolated)
+          << op.name;
+      ++priced;
+    }
+  EXPECT_GT(priced, 0);
 }
 
 TEST(MissingShapes, ValidateMeasuresThemFirstAndKeepsThemInItsOutputFolder) {

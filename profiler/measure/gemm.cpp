@@ -30,25 +30,38 @@ constexpr int64_t kGraphTimedMaxM = 256;
 
 
 void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const std::vector<int64_t>& tokens) {
-  // Formats in the profiler's order; within one, (m, n, k) ascending, as a full profile always ran.
-  std::vector<std::pair<std::string, GemmProblem>> jobs;
+  // Formats in the profiler's order; within one, plain GEMMs (m, n, k) ascending, as a full profile
+  // always ran, then the strided-batched ones (MLA's absorbed products) by batch.
+  struct Job {
+    std::string dtype;
+    GemmProblem p;
+    int64_t batch = 1;  // products per strided-batched call (GemmShapeKey::batch)
+  };
+  std::vector<Job> jobs;
   std::vector<std::string> skipped, dtypes;
   for (const std::string& d : profiler_gemm_dtypes()) {
-    std::set<GemmProblem> ps;
-    for (const GemmShapeKey& key : keys)
-      if (key.dtype == d)
-        for (int64_t t : tokens) ps.insert({t, key.n, key.k});
+    std::set<std::pair<int64_t, GemmProblem>> ps;  // (batch, problem)
+    for (const GemmShapeKey& key : keys) {
+      if (key.dtype != d) continue;
+      // Batched calls run in bf16 only (the executor's quantized runner refuses them, engine_quant.cpp).
+      if (key.batch != 1 && d != "bf16") {
+        skipped.push_back(fmt::format("{} n={} k={} batch {}: the executor runs strided-batched GEMMs in bf16 only",
+                                      key.dtype, key.n, key.k, key.batch));
+        continue;
+      }
+      for (int64_t t : tokens) ps.insert({std::max<int64_t>(1, key.batch), {t, key.n, key.k}});
+    }
     if (!ps.empty()) dtypes.push_back(d);
-    for (const GemmProblem& p : ps) jobs.push_back({d, p});
+    for (const auto& [b, p] : ps) jobs.push_back({d, p, b});
   }
   for (const GemmShapeKey& key : keys)
     if (std::find(profiler_gemm_dtypes().begin(), profiler_gemm_dtypes().end(), key.dtype) == profiler_gemm_dtypes().end())
       skipped.push_back(fmt::format("{} n={} k={}: the profiler times bf16, fp8, int8 and int4 GEMMs", key.dtype, key.n, key.k));
-  int64_t max_mk = 0, max_nk = 0, max_mn = 0;
-  for (const auto& [d, p] : jobs) {
-    max_mk = std::max(max_mk, p.m * p.k);
-    max_nk = std::max(max_nk, p.n * p.k);
-    max_mn = std::max(max_mn, p.m * p.n);
+  int64_t max_mk = 0, max_nk = 0, max_mn = 0;  // elements, over a batched call's products together
+  for (const Job& j : jobs) {
+    max_mk = std::max(max_mk, j.p.m * j.p.k * j.batch);
+    max_nk = std::max(max_nk, j.p.n * j.p.k * j.batch);
+    max_mn = std::max(max_mn, j.p.m * j.p.n * j.batch);
   }
   const int g = ctx.measured_gpus().front();  // GPU 0, or an MPI rank's own GPU
   int max_copies = 1;  // quantized weight copies of the largest rotation
@@ -79,13 +92,20 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
     std::vector<gpu::QuantWeight> qws;  // copies of the quantized weight of the current (dtype, n, k)
     gpu::BlockingGate gate;
     size_t step = 0;
-    for (const auto& [dname, p] : jobs) {
-      ctx.progress.update(double(step++) / double(jobs.size()), fmt::format("{} m={} n={} k={}", dname, p.m, p.n, p.k));
+    for (const Job& job : jobs) {
+      const std::string& dname = job.dtype;
+      const GemmProblem& p = job.p;
+      const int64_t batch = job.batch;
+      const std::string what = fmt::format("{} m={} n={} k={}{}", dname, p.m, p.n, p.k,
+                                           batch != 1 ? fmt::format(" batch {}", batch) : std::string());
+      ctx.progress.update(double(step++) / double(jobs.size()), what);
       const DType dt = parse_dtype(dname).value_or(DType::BF16);
       std::function<void()> call;
       try {
         if (dt == DType::BF16) {
-          call = [&] { runner.run(x.get(), w.get(), y.get(), p.m, p.n, p.k, s); };
+          // batch > 1: the executor's call for MLA's absorbed products (engine_ops.cpp run_gemm: one
+          // strided-batched GemmRunner::run, product e on x, w and y's e-th slice).
+          call = [&] { runner.run(x.get(), w.get(), y.get(), p.m, p.n, p.k, s, batch); };
         } else {
           if (qws.empty() || qws[0].dtype != dt || qws[0].n != p.n || qws[0].k != p.k) {
             qws.clear();  // free the previous ones first
@@ -100,11 +120,11 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
         call();  // algorithm lookup and scratch outside the timed region (and outside any capture)
         s.synchronize();
       } catch (const std::exception& e) {  // a format this GPU or shape cannot run: noted, not fatal
-        skipped.push_back(fmt::format("{} m={} n={} k={}: {}", dname, p.m, p.n, p.k, e.what()));
+        skipped.push_back(fmt::format("{}: {}", what, e.what()));
         continue;
       }
       // Quantized calls at small m are ~2-3 kernels: time several per region as bf16 does.
-      double expect_s = 2.0 * double(p.m) * double(p.n) * double(p.k) / 600e12 + 3e-6;
+      double expect_s = 2.0 * double(p.m) * double(p.n) * double(p.k) * double(batch) / 600e12 + 3e-6;
       int reps = std::clamp(int(200e-6 / expect_s), 1, 64);
       std::function<double()> region;
       gpu::CapturedGraph graph;
@@ -116,7 +136,8 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
         // (shared.gate_up 10.0 us for 46 MB) and Qwen's decode ran 1.12x its price (H200, session 8 D).
         // Up to 1024 copies: at 64, a router's weight (Qwen1.5-MoE: 60 x 2048, 0.25 MB) rotated over
         // 16 MB and stayed L2-resident, while in a step the layers between two calls evict it.
-        const size_t stride = (size_t(p.n * p.k) * 2 + 255) / 256 * 256;
+        // A batched call's weight is its `batch` products' [n, k] slices together (w + e*n*k).
+        const size_t stride = (size_t(p.n * p.k * batch) * 2 + 255) / 256 * 256;
         const int copies = int(std::clamp<size_t>(pool_elems * 2 / stride, 1, 1024));
         max_copies = std::max(max_copies, copies);
         reps = copies * ((reps + copies - 1) / copies);
@@ -124,10 +145,10 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
         try {
           graph.capture(s, [&] {
             for (int r = 0; r < reps; ++r)
-              runner.run(x.get(), base + size_t(r % copies) * stride, y.get(), p.m, p.n, p.k, s);
+              runner.run(x.get(), base + size_t(r % copies) * stride, y.get(), p.m, p.n, p.k, s, batch);
           });
         } catch (const std::exception& e) {
-          skipped.push_back(fmt::format("{} m={} n={} k={}: CUDA graph: {}", dname, p.m, p.n, p.k, e.what()));
+          skipped.push_back(fmt::format("{}: CUDA graph: {}", what, e.what()));
           continue;
         }
         region = [&] { return gpu::time_region(&gate, s, {}, [&] { graph.launch(s); }); };
@@ -147,7 +168,7 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
       for (int r = 0; r < ctx.plan.warmup; ++r) region();
       std::vector<double> t;
       for (int r = 0; r < ctx.plan.samples; ++r) t.push_back(region() / reps);
-      ctx.ms.gemms.push_back({g, p.m, p.n, p.k, dname, compute_stats(std::move(t))});
+      ctx.ms.gemms.push_back({g, p.m, p.n, p.k, dname, compute_stats(std::move(t)), batch});
     }
   }
   if (!skipped.empty())
@@ -155,6 +176,9 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
   ctx.ms.extra["gemm"] = {{"gpu", g}, {"layout", "y[m,n] = x[m,k] W^T, W [n,k]; bf16, fp32 accumulate"},
                           {"call", "peerplan::gpu::GemmRunner::run (cuBLASLt, heuristic's first algorithm, 32 MiB workspace)"},
                           {"dtypes", dtypes},
+                          {"batched_call", "rows with \"batch\": one strided-batched GemmRunner::run of `batch` products "
+                                           "(MLA's absorbed q_absorb / v_absorb, as the executor runs them; bf16 only), "
+                                           "timed as bf16 rows are, the time of the whole call"},
                           {"quantized_call", "peerplan::gpu::QuantGemmRunner::run: fp8 e4m3 per-tensor scales (x quantized "
                                              "by a kernel, timed), int8 W8A8 (per-token x, per-channel W, int32 epilogue), "
                                              "int4 W4A16 group 128 (GEMV kernel m <= 64, dequantise + cuBLASLt above)"},

@@ -16,6 +16,7 @@
 #include "planner/model/model_config.hpp"
 #include "profiler/common/gemm_shapes.hpp"
 #include "profiler/kernels/attention.hpp"
+#include "profiler/kernels/mla.hpp"
 #include "profiler/kernels/quant.hpp"
 #include "profiler/common/profile_models.hpp"
 #include "profiler/common/model_shapes.hpp"
@@ -154,6 +155,81 @@ std::vector<int> decode_regime_rows(const AttentionGrid& grid, int heads, int kv
   return out;
 }
 
+// The points of a grid, decode (batch, context, held back) and prefill (q_len, context, held back),
+// with `extra_batches` and `extra_q_lens` added as rows. Held-back points are timed among their
+// neighbours, in order of (batch or q_len, context), not after the whole grid: timed last, right
+// after the largest prefill shapes, they ran 15-25 % slower than their neighbours (H200
+// 2026-12-03), and the "interpolation error" measured the GPU's state.
+struct GridPoints {
+  std::vector<std::tuple<int, int, bool>> decode, prefill;
+};
+GridPoints grid_points(const AttentionGrid& grid, const std::vector<int>& extra_batches,
+                       const std::vector<int>& extra_q_lens) {
+  GridPoints out;
+  auto& dec = out.decode;
+  auto& pre = out.prefill;
+  std::vector<int> batches = grid.batches;
+  for (int b : extra_batches) batches.push_back(b);
+  for (int b : batches)
+    for (int c : grid.contexts) dec.emplace_back(b, c, false);
+  // A held-back batch that became a row moves to the nearest batch that is none (still unmeasured).
+  auto is_row = [&](int b) { return std::find(batches.begin(), batches.end(), b) != batches.end(); };
+  auto free_near = [&](int b) {
+    for (int d = 0; d < 64; ++d) {
+      if (!is_row(b + d)) return b + d;
+      if (b - d > 0 && !is_row(b - d)) return b - d;
+    }
+    return 0;
+  };
+  for (auto [b, c] : grid.held_decode)
+    if (const int h = free_near(b); h > 0 && int64_t(h) * c <= grid.max_tokens) dec.emplace_back(h, c, true);
+  std::vector<int> q_lens = grid.q_lens;
+  for (int L : extra_q_lens)
+    if (std::find(q_lens.begin(), q_lens.end(), L) == q_lens.end()) q_lens.push_back(L);
+  for (int L : q_lens) {
+    pre.emplace_back(L, L, false);
+    for (int c : grid.contexts)
+      if (c > L) pre.emplace_back(L, c, false);
+  }
+  for (auto [L, c] : grid.held_prefill) pre.emplace_back(L, c, true);
+  std::sort(dec.begin(), dec.end());
+  std::sort(pre.begin(), pre.end());
+  return out;
+}
+
+// Prefill as the executor runs it: eager calls (prefill and mixed iterations are not graphs).
+SampleStats time_eager(Context& ctx, gpu::Stream& s, gpu::BlockingGate& gate, const std::function<void()>& launch) {
+  launch();  // first call outside timing (lazy module load, cuDNN graph build)
+  s.synchronize();
+  for (int w = 0; w < ctx.plan.warmup; ++w) gpu::time_region(&gate, s, {}, launch);
+  std::vector<double> t;
+  for (int i = 0; i < ctx.plan.samples; ++i) t.push_back(gpu::time_region(&gate, s, {}, launch));
+  return compute_stats(std::move(t));
+}
+
+// Decode as the executor runs it: inside a CUDA graph (decode steps are replayed graphs), `reps`
+// calls back to back per region, as the GEMM rows. One launch per region put the event and gate
+// latency into every small point (8B, batch 1, 256 tokens: 10.6 us, above batch 2's 7.6 us) and
+// decode steps ran 5-7 % under their price (H200, 2026-12-04, session 8).
+// `copies`: the calls rotate over that many inputs (launch(r) takes the call's index), and reps
+// is rounded up so each is read equally often.
+SampleStats time_in_graph(Context& ctx, gpu::Stream& s, gpu::BlockingGate& gate, const std::function<void(int)>& launch,
+                          double est_s, int copies) {
+  launch(0);  // first call outside timing (lazy module load)
+  s.synchronize();
+  int reps = std::clamp(int(200e-6 / std::max(est_s, 1e-6)), 1, 32);
+  reps = copies * ((reps + copies - 1) / copies);
+  gpu::CapturedGraph graph;
+  graph.capture(s, [&] {
+    for (int r = 0; r < reps; ++r) launch(r);
+  });
+  auto region = [&] { return gpu::time_region(&gate, s, {}, [&] { graph.launch(s); }) / reps; };
+  for (int w = 0; w < ctx.plan.warmup; ++w) region();
+  std::vector<double> t;
+  for (int i = 0; i < ctx.plan.samples; ++i) t.push_back(region());
+  return compute_stats(std::move(t));
+}
+
 // One head configuration on GPU g: decode over (batch, context), then prefill chunks over
 // (q_len, context), each grid plus its held-back points (indices into ms.attention in *held).
 void time_config(Context& ctx, const AttentionGrid& grid, int g, int sms, gpu::Stream& s, gpu::BlockingGate& gate,
@@ -176,34 +252,9 @@ void time_config(Context& ctx, const AttentionGrid& grid, int g, int sms, gpu::S
   CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, g));
   CUDA_CHECK(cudaMemsetAsync(slot0.get(), 0, sizeof(int), s));
   s.synchronize();
-  auto time_it = [&](const std::function<void()>& launch) {
-    launch();  // first call outside timing (lazy module load, cuDNN graph build)
-    s.synchronize();
-    for (int w = 0; w < ctx.plan.warmup; ++w) gpu::time_region(&gate, s, {}, launch);
-    std::vector<double> t;
-    for (int i = 0; i < ctx.plan.samples; ++i) t.push_back(gpu::time_region(&gate, s, {}, launch));
-    return compute_stats(std::move(t));
-  };
-  // Decode as the executor runs it: inside a CUDA graph (decode steps are replayed graphs), `reps`
-  // calls back to back per region, as the GEMM rows. One launch per region put the event and gate
-  // latency into every small point (8B, batch 1, 256 tokens: 10.6 us, above batch 2's 7.6 us) and
-  // decode steps ran 5-7 % under their price (H200, 2026-12-04, session 8).
-  // `copies`: the calls rotate over that many inputs (launch(r) takes the call's index), and reps
-  // is rounded up so each is read equally often.
+  auto time_it = [&](const std::function<void()>& launch) { return time_eager(ctx, s, gate, launch); };
   auto time_graph = [&](const std::function<void(int)>& launch, double est_s, int copies) {
-    launch(0);  // first call outside timing (lazy module load)
-    s.synchronize();
-    int reps = std::clamp(int(200e-6 / std::max(est_s, 1e-6)), 1, 32);
-    reps = copies * ((reps + copies - 1) / copies);
-    gpu::CapturedGraph graph;
-    graph.capture(s, [&] {
-      for (int r = 0; r < reps; ++r) launch(r);
-    });
-    auto region = [&] { return gpu::time_region(&gate, s, {}, [&] { graph.launch(s); }) / reps; };
-    for (int w = 0; w < ctx.plan.warmup; ++w) region();
-    std::vector<double> t;
-    for (int i = 0; i < ctx.plan.samples; ++i) t.push_back(region());
-    return compute_stats(std::move(t));
+    return time_in_graph(ctx, s, gate, launch, est_s, copies);
   };
   auto decode = [&](int b, int c, bool held_back) {
     if (int64_t(b) * c > grid.max_tokens) return;
@@ -262,46 +313,153 @@ void time_config(Context& ctx, const AttentionGrid& grid, int g, int sms, gpu::S
     if (held_back) held->push_back(ctx.ms.attention.size());
     ctx.ms.attention.push_back({g, "prefill", 1, L, c, heads, kv, hd, "bf16", st});
   };
-  // Held-back points are timed among their neighbours, in order of (batch or q_len, context), not
-  // after the whole grid: timed last, right after the largest prefill shapes, they ran 15-25 % slower
-  // than their neighbours (H200 2026-12-03), and the "interpolation error" measured the GPU's state.
-  std::vector<std::tuple<int, int, bool>> dec, pre;
-  std::vector<int> batches = grid.batches;
-  if (sms > 0 && !grid.quick)
-    for (int b : decode_regime_rows(grid, heads, kv, hd, sms)) batches.push_back(b);
-  for (int b : batches)
-    for (int c : grid.contexts) dec.emplace_back(b, c, false);
-  // A held-back batch that became a row moves to the nearest batch that is none (still unmeasured).
-  auto is_row = [&](int b) { return std::find(batches.begin(), batches.end(), b) != batches.end(); };
-  auto free_near = [&](int b) {
-    for (int d = 0; d < 64; ++d) {
-      if (!is_row(b + d)) return b + d;
-      if (b - d > 0 && !is_row(b - d)) return b - d;
+  const GridPoints pts = grid_points(grid, sms > 0 && !grid.quick ? decode_regime_rows(grid, heads, kv, hd, sms)
+                                                                   : std::vector<int>{},
+                                     sms > 0 && !grid.quick ? wave_boundary_rows(heads, sms, grid.q_lens.back())
+                                                            : std::vector<int>{});
+  for (auto [b, c, h] : pts.decode) decode(b, c, h);
+  for (auto [L, c, h] : pts.prefill) prefill(L, c, h);
+}
+
+// MLA (docs/attention.md "MLA"): one of the two shapes of a rank of `heads` heads on GPU g, as the
+// executor runs it (profiler/exec/engine_mla.cpp run_mla_attention), over its own phase's grid:
+//   decode:  mla_decode over a latent cache [slots][max_ctx][576] (the absorbed MQA: heads over one
+//            576-wide latent row, v 512), in a CUDA graph as decode steps; rows heads, kv_heads 1,
+//            head_dim 576, v_dim 512. The grid's CUDA-graph batches (<= 256) and contexts under its
+//            batch x context cap (2 Mi latent rows, 2.4 GB), and its held-back points.
+//   prefill: mla_prefill_expand (the kv_b GEMM's output -> K [k_nope | k_pe], V [v | 0], 192 wide)
+//            then prefill_attention at head_dim 192 over that scratch (cuDNN where it runs), eager;
+//            the op's time is both launches, as the executor's attn_prefill. Rows heads = kv_heads,
+//            head_dim 192, v_dim 128. One sequence in a scratch of one slot (the executor's holds up
+//            to 16: the same per-sequence extents), the grid's q_lens and contexts.
+// Not in the grid: decode rows at the split-count steps of mla_decode (decode_regime_rows models
+// decode_attention's launch, not this kernel's); the held-back points show what that costs.
+void time_mla_config(Context& ctx, const AttentionGrid& grid, int g, int sms, gpu::Stream& s, gpu::BlockingGate& gate,
+                     int heads, bool prefill_phase, std::vector<size_t>* held) {
+  namespace kn = peerplan::kernels;
+  const int max_ctx = grid.contexts.back();
+  const int max_batch = grid.batches.back();
+  // The softmax scale of the executor's synthetic run (no YaRN mscale: the time does not depend on it).
+  const float scale = kn::mla_softmax_scale(kn::kMlaQkNope, kn::kMlaRope, 0, 1);
+  int l2_bytes = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, g));
+  const GridPoints pts = grid_points(grid, {}, prefill_phase && sms > 0 && !grid.quick
+                                                   ? wave_boundary_rows(heads, sms, grid.q_lens.back())
+                                                   : std::vector<int>{});
+  if (!prefill_phase) {
+    const int64_t tokens = std::max<int64_t>(std::min<int64_t>(int64_t(max_batch) * max_ctx, grid.max_tokens), max_ctx);
+    int max_rows = max_batch;
+    for (auto [b, c, h] : pts.decode) max_rows = std::max(max_rows, b);
+    gpu::DeviceBuffer cache(g, size_t(tokens) * kn::kMlaRow * 2);
+    gpu::launch_fill_bf16(cache.get(), size_t(tokens) * kn::kMlaRow, 3, s);
+    const size_t q_elems = size_t(max_rows) * size_t(heads) * kn::kMlaRow;
+    gpu::DeviceBuffer q(g, q_elems * 2), out(g, size_t(max_rows) * size_t(heads) * kn::kMlaLatent * 2);
+    gpu::launch_fill_bf16(q.get(), q_elems, 5, s);
+    constexpr int64_t kMaxSlotSets = 64;
+    gpu::DeviceBuffer lens(g, sizeof(int) * size_t(max_rows)),
+        slots(g, sizeof(int) * size_t(kMaxSlotSets) * size_t(max_rows));
+    s.synchronize();
+    for (const auto& pt : pts.decode) {
+      const int b = std::get<0>(pt), c = std::get<1>(pt);  // named copies: the graph's lambda captures b
+      const bool held_back = std::get<2>(pt);
+      if (int64_t(b) * c > grid.max_tokens) continue;
+      std::vector<int> h(size_t(b), c);
+      CUDA_CHECK(cudaMemcpy(lens.get(), h.data(), sizeof(int) * size_t(b), cudaMemcpyHostToDevice));
+      gpu::DeviceBuffer ws(g, std::max<size_t>(kn::mla_decode_workspace_bytes(b, heads, c, sms), 256));
+      kn::MlaDecode d;
+      d.q = q.as<__nv_bfloat16>();
+      d.q_row_stride = int64_t(heads) * kn::kMlaRow;
+      d.cache = cache.as<__nv_bfloat16>();
+      d.seq_lens = lens.as<int>();
+      d.out = out.as<__nv_bfloat16>();
+      d.workspace = ws.as<float>();
+      d.batch = b, d.heads = heads, d.max_ctx = c, d.scale = scale;
+      // Cold latent rows, as decode_attention's rows read (time_config: consecutive calls on disjoint
+      // slot sets together over 4x the L2; in a step every layer's weights pass between two calls).
+      const double cache_bytes = double(b) * c * kn::kMlaRow * 2.0;
+      const int64_t sets = std::max<int64_t>(1, tokens / c / b);
+      const int copies = int(std::clamp<double>(std::ceil(4.0 * l2_bytes / cache_bytes), 1.0,
+                                                double(std::min<int64_t>(sets, kMaxSlotSets))));
+      std::vector<int> sl(size_t(copies) * size_t(b));
+      for (size_t i = 0; i < sl.size(); ++i) sl[i] = int(i);  // set j: slots j*b .. j*b + b - 1
+      CUDA_CHECK(cudaMemcpy(slots.get(), sl.data(), sizeof(int) * sl.size(), cudaMemcpyHostToDevice));
+      const SampleStats st = time_in_graph(
+          ctx, s, gate,
+          [&](int r) {
+            d.slots = slots.as<int>() + size_t(r % copies) * size_t(b);
+            kn::mla_decode(d, sms, s);
+          },
+          cache_bytes / 3e12 + 4e-6, copies);
+      if (held_back) held->push_back(ctx.ms.attention.size());
+      AttentionTime a{g, "decode", b, 1, c, heads, 1, kn::kMlaRow, "bf16", st};
+      a.v_dim = kn::kMlaLatent;
+      ctx.ms.attention.push_back(a);
     }
-    return 0;
-  };
-  for (auto [b, c] : grid.held_decode)
-    if (const int h = free_near(b); h > 0 && int64_t(h) * c <= grid.max_tokens) dec.emplace_back(h, c, true);
-  std::vector<int> q_lens = grid.q_lens;
-  if (sms > 0 && !grid.quick)
-    for (int L : wave_boundary_rows(heads, sms, grid.q_lens.back()))
-      if (std::find(q_lens.begin(), q_lens.end(), L) == q_lens.end()) q_lens.push_back(L);
-  for (int L : q_lens) {
-    pre.emplace_back(L, L, false);
-    for (int c : grid.contexts)
-      if (c > L) pre.emplace_back(L, c, false);
+    return;
   }
-  for (auto [L, c] : grid.held_prefill) pre.emplace_back(L, c, true);
-  std::sort(dec.begin(), dec.end());
-  std::sort(pre.begin(), pre.end());
-  for (auto [b, c, h] : dec) decode(b, c, h);
-  for (auto [L, c, h] : pre) prefill(L, c, h);
+  // Prefill: the kv_b GEMM's output of the context's rows, the latent cache (k_pe), the expanded
+  // scratch, q as the q_b projection's [tokens][heads][192], the output [tokens][heads][192].
+  const size_t kvb_elems = size_t(max_ctx) * size_t(heads) * kn::kMlaKvB;
+  const size_t scratch_elems = size_t(heads) * size_t(max_ctx) * kn::kMlaQkDim;
+  const int max_q = grid.q_lens.back();
+  const size_t q_elems = size_t(max_q) * size_t(heads) * kn::kMlaQkDim;
+  gpu::DeviceBuffer kvb(g, kvb_elems * 2), cache(g, size_t(max_ctx) * kn::kMlaRow * 2);
+  gpu::DeviceBuffer kx(g, scratch_elems * 2), vx(g, scratch_elems * 2), q(g, q_elems * 2), out(g, q_elems * 2);
+  gpu::launch_fill_bf16(kvb.get(), kvb_elems, 6, s);
+  gpu::launch_fill_bf16(cache.get(), size_t(max_ctx) * kn::kMlaRow, 7, s);
+  gpu::launch_fill_bf16(q.get(), q_elems, 5, s);
+  // Zeros, as the executor's scratch (allocate_mla): rows past a context must be finite.
+  CUDA_CHECK(cudaMemsetAsync(kx.get(), 0, kx.bytes(), s));
+  CUDA_CHECK(cudaMemsetAsync(vx.get(), 0, vx.bytes(), s));
+  gpu::DeviceBuffer lens(g, sizeof(int)), qstart(g, sizeof(int) * 2), ctxstart(g, sizeof(int) * 2), slot0(g, sizeof(int));
+  CUDA_CHECK(cudaMemsetAsync(slot0.get(), 0, sizeof(int), s));
+  s.synchronize();
+  for (auto [L, c, held_back] : pts.prefill) {
+    const int qs[2] = {0, L}, cs[2] = {0, c};
+    CUDA_CHECK(cudaMemcpy(lens.get(), &c, sizeof(int), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(qstart.get(), qs, sizeof qs, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(ctxstart.get(), cs, sizeof cs, cudaMemcpyHostToDevice));
+    kn::MlaPrefillExpand e;
+    e.kv_b = kvb.as<__nv_bfloat16>();
+    e.kv_b_row_stride = int64_t(heads) * kn::kMlaKvB;
+    e.cache = cache.as<__nv_bfloat16>();
+    e.slots = slot0.as<int>();
+    e.ctx_start = ctxstart.as<int>();
+    e.k_out = kx.as<__nv_bfloat16>();
+    e.v_out = vx.as<__nv_bfloat16>();
+    e.total_ctx = c;
+    e.num_seqs = 1, e.heads = heads, e.max_ctx = max_ctx, e.cache_max_ctx = max_ctx;
+    kn::PrefillAttention p;
+    p.q = q.as<__nv_bfloat16>();
+    p.q_row_stride = int64_t(heads) * kn::kMlaQkDim;
+    p.k_cache = kx.as<__nv_bfloat16>();
+    p.v_cache = vx.as<__nv_bfloat16>();
+    p.slots = slot0.as<int>();  // the executor's identity table of its scratch (mla_ident)
+    p.q_start = qstart.as<int>();
+    p.seq_lens = lens.as<int>();
+    p.out = out.as<__nv_bfloat16>();
+    p.num_seqs = 1, p.max_q_len = L;
+    p.heads = p.kv_heads = heads;
+    p.head_dim = kn::kMlaQkDim;
+    p.max_ctx = max_ctx;
+    p.num_slots = 1;
+    p.scale = scale;
+    const SampleStats st = time_eager(ctx, s, gate, [&] {
+      kn::mla_prefill_expand(e, s);
+      kn::prefill_attention(p, s);
+    });
+    if (held_back) held->push_back(ctx.ms.attention.size());
+    AttentionTime a{g, "prefill", 1, L, c, heads, heads, kn::kMlaQkDim, "bf16", st};
+    a.v_dim = kn::kMlaVDim;
+    ctx.ms.attention.push_back(a);
+  }
 }
 
 }  // namespace
 
 void time_attention_shapes(Context& ctx, const std::set<AttentionShapeKey>& keys, int64_t max_context) {
   std::set<std::tuple<int, int, int>> configs;
+  std::set<std::pair<int, bool>> mla;  // (heads, prefill): MLA's absorbed decode / expanded prefill
   for (const AttentionShapeKey& k : keys) {
     if (k.kv_dtype != "bf16") {  // the grid below reads a bf16 cache
       ctx.not_applicable(fmt::format("attention heads {} kv {} dim {} ({} KV cache)", k.heads, k.kv_heads, k.head_dim,
@@ -309,12 +467,29 @@ void time_attention_shapes(Context& ctx, const std::set<AttentionShapeKey>& keys
                          "the profiler times attention over a bf16 KV cache");
       continue;
     }
+    if (attention_v_dim(k.v_dim, k.head_dim) != k.head_dim) {  // MLA: one of its two shapes (attention_shape_key)
+      const bool dec = k.phase == "decode" && k.kv_heads == 1 && k.head_dim == kernels::kMlaRow &&
+                       k.v_dim == kernels::kMlaLatent;
+      const bool pre = k.phase == "prefill" && k.kv_heads == k.heads && k.head_dim == kernels::kMlaQkDim &&
+                       k.v_dim == kernels::kMlaVDim;
+      std::string why = kernels::mla_shape_refusal(kernels::kMlaLatent, kernels::kMlaRope, kernels::kMlaQkNope,
+                                                   kernels::kMlaVDim, int(k.heads), false);
+      if (why.empty() && !dec && !pre)
+        why = fmt::format("v_dim {} with head_dim {} ({}): the executor runs MLA's absorbed decode (kv heads 1, 576 / 512) "
+                          "and expanded prefill (kv heads = heads, 192 / 128) only",
+                          k.v_dim, k.head_dim, k.phase.empty() ? "both phases" : k.phase);
+      if (why.empty()) mla.insert({int(k.heads), pre});
+      else
+        ctx.not_applicable(fmt::format("attention heads {} kv {} dim {} v {}", k.heads, k.kv_heads, k.head_dim, k.v_dim),
+                           why);
+      continue;
+    }
     const std::string why = kernels::attention_shape_refusal(int(k.heads), int(k.kv_heads), int(k.head_dim),
                                                              kernels::prefill_attention_path());  // bf16 cache
     if (why.empty()) configs.insert({int(k.heads), int(k.kv_heads), int(k.head_dim)});
     else ctx.not_applicable(fmt::format("attention heads {} kv {} dim {}", k.heads, k.kv_heads, k.head_dim), why);
   }
-  if (configs.empty()) return;
+  if (configs.empty() && mla.empty()) return;
   const AttentionGrid grid = make_grid(ctx.plan.quick, int(max_context));
   const int g = ctx.measured_gpus().front();  // GPU 0, or an MPI rank's own GPU
   gpu::ScopedDevice dev(g);
@@ -323,9 +498,14 @@ void time_attention_shapes(Context& ctx, const std::set<AttentionShapeKey>& keys
   gpu::BlockingGate gate;
   size_t step = 0;
   std::vector<size_t> held;
+  const double total = double(configs.size() + mla.size());
   for (auto [heads, kv, hd] : configs) {
-    ctx.progress.update(double(step++) / configs.size(), fmt::format("heads {} kv {} dim {}", heads, kv, hd));
+    ctx.progress.update(double(step++) / total, fmt::format("heads {} kv {} dim {}", heads, kv, hd));
     time_config(ctx, grid, g, sms, s, gate, heads, kv, hd, &held);
+  }
+  for (auto [heads, prefill] : mla) {
+    ctx.progress.update(double(step++) / total, fmt::format("MLA {} heads {}", prefill ? "prefill" : "decode", heads));
+    time_mla_config(ctx, grid, g, sms, s, gate, heads, prefill, &held);
   }
   // Interpolation error at the held-back points (priced without any of them).
   const std::vector<double> err = attention_grid_holdout(ctx.ms.attention, held);
@@ -336,6 +516,7 @@ void time_attention_shapes(Context& ctx, const std::set<AttentionShapeKey>& keys
     hb.push_back({{"phase", a.phase}, {"batch", a.batch}, {"q_len", a.q_len}, {"context", a.context},
                   {"heads", a.heads}, {"kv_heads", a.kv_heads}, {"head_dim", a.head_dim},
                   {"interpolation_error", std::isnan(err[i]) ? nlohmann::json() : nlohmann::json(err[i])}});
+    if (a.v_dim > 0 && a.v_dim != a.head_dim) hb.back()["v_dim"] = a.v_dim;  // MLA's points
     if (!std::isnan(err[i])) worst = std::max(worst, std::abs(err[i]));
   }
   nlohmann::json wave_rows = nlohmann::json::object();  // per head count: the rows added at wave boundaries
@@ -357,6 +538,16 @@ void time_attention_shapes(Context& ctx, const std::set<AttentionShapeKey>& keys
                 {"prefill_wave_rows", wave_rows}, {"decode_regime_rows", regime_rows}}},
       {"held_back", hb},
       {"worst_interpolation_error", worst}};
+  if (!mla.empty()) {
+    nlohmann::json shapes = nlohmann::json::array();
+    for (auto [heads, prefill] : mla) shapes.push_back({{"heads", heads}, {"phase", prefill ? "prefill" : "decode"}});
+    ctx.ms.extra["attention"]["mla"] = {
+        {"shapes", shapes},
+        {"decode", "peerplan::kernels::mla_decode over a latent cache [slots][context][576], kv_heads 1, head_dim 576, "
+                   "v_dim 512, in a CUDA graph over cold slot sets; the grid's batches and contexts, no regime rows"},
+        {"prefill", "peerplan::kernels::mla_prefill_expand + prefill_attention at head_dim 192 (v padded: v_dim 128), "
+                    "both launches timed as the executor's attn_prefill; one sequence, scratch of one slot"}};
+  }
 }
 
 void measure_attention(Context& ctx) {
@@ -364,7 +555,7 @@ void measure_attention(Context& ctx) {
   const ShapeSet shapes = model_shape_set(load_profile_models(ctx.opts.models), ctx.gpus(), {"bf16"}, &notes);
   for (const ShapeNote& n : notes) ctx.not_applicable(n.what, n.why);
   if (shapes.attention.empty()) {
-    ctx.not_applicable("attention", "no standard-attention model with a shape the kernels run");
+    ctx.not_applicable("attention", "no model with an attention shape the kernels run");
     return;
   }
   time_attention_shapes(ctx, shapes.attention, shapes.attention_max_context);

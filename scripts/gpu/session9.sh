@@ -8,6 +8,9 @@
 #                              Qwen1.5-MoE long (issue 14: TPOT was -9.9 %, batch-1 steps 1.12x their price),
 #                              DeepSeek-V2-Lite chat (issues 14/23: +23.5 / +40.0 / +37.2 %), Llama-3.1-8B Azure conv
 #                              and 8B FP8 chat (no regression from the cold rows).
+#   scripts/gpu/session9.sh C  (~8 min) a second lease for issue 23's list: a profile, then Llama-3.2-1B (not shipped,
+#                              head_dim 64; its shapes measured by validate) on the Azure conversation trace (it timed
+#                              out at 95 s in session 7), Qwen1.5-MoE long and DeepSeek-V2-Lite chat again.
 #   scripts/gpu/session9.sh B  (~6 min) the decode kernel's full-wave trim (57cff44, PEERPLAN_DECODE_FULL_WAVE=trim):
 #                              the attention grid with and without it, side by side per (heads, batch, context), and
 #                              each grid's held-back error; then Mixtral and DeepSeek-V2-Lite on the long-prompt
@@ -33,6 +36,7 @@ V=docs/validation; P=$V/plans; TR=.gpu-ref/traces/azure-conv.json
 v() { local name=$1 t=$2; shift 2
   TAIL=16 step "$t" "validate-$name" $B validate --machine "$W/profile.json" --out "$W/validate-$name" "$@"; }
 left() { [ $SECONDS -lt "$1" ] || { log "  (skipped: ${SECONDS}s used)"; return 1; }; }
+mkplan() { echo "{\"version\": 1, \"name\": \"single[0]\", \"strategy\": \"hand\", \"stages\": [{\"gpus\": [0], \"layer_begin\": 0, \"layer_end\": $2}]}" > "$W/$1.plan.json"; }
 finish() { gzip -f "$W"/profile*.json 2>/dev/null; for f in "$W"/validate-*/iterations.json; do [ -f "$f" ] && gzip -f "$f"; done
   tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null
   log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0; }
@@ -68,6 +72,15 @@ PY
     --skip nccl,nccl_nop2p --out "$W/profile.json"
   left 430 && v dsv2-long 80 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite --workload $V/workloads/validate-long-prompt.json
   left 500 && v mixtral-long 90 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json
+  finish
+fi
+if [ "$PART" = C ]; then
+  mkplan llama-3.2-1b 16
+  TAIL=3 step 200 profile $B profile --no-progress --model llama-3.1-8b --model qwen1.5-moe-a2.7b --model deepseek-v2-lite \
+    --dtypes bf16 --skip nccl,nccl_nop2p --out "$W/profile.json"
+  v llama-3.2-1b-azure-conv 150 --plan "$W/llama-3.2-1b.plan.json" --model tests/data/model/llama-3.2-1b.json --workload $TR --requests 120
+  v qwen-moe-long 80 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json
+  left 450 && v dsv2-chat 80 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite --workload $V/workloads/validate-chat.json --requests 80
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

@@ -46,9 +46,22 @@ if [ "$PART" = A ]; then
   TAIL=3 step 200 profile $B profile --no-progress --model llama-3.1-8b --model qwen1.5-moe-a2.7b --model deepseek-v2-lite \
     --dtypes bf16,fp8 --skip nccl,nccl_nop2p --out "$W/profile.json"
   grep -E "attention grid|elementwise|not timed|skipped" "$W/profile.txt" | head -8 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  python3 - "$W/profile.json" <<'PY' 2>&1 | tee -a "$S"
+import json, sys
+m = json.load(open(sys.argv[1]))["measurements"]
+b = [g for g in m["gemms"] if g.get("batch", 1) > 1]
+a = [x for x in m["attention"] if x.get("v_dim", x["head_dim"]) != x["head_dim"]]
+print(f"batched GEMM rows: {len(b)}; MLA attention rows: {len(a)} (decode {sum(x['phase'] == 'decode' for x in a)})")
+for g in b[:8]:
+    print(f"  m={g['m']} n={g['n']} k={g['k']} batch {g['batch']}: {g['median_us']:.1f} us")
+PY
+  TAIL=6 step 40 steps-dsv2 $B validate --bench-steps --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite \
+    --machine "$W/profile.json" --batches 1,8,32 --context 1024 --prefill 2048 --out "$W/steps-dsv2"
   v qwen-moe-long 80 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json
-  v dsv2-chat 80 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite --workload $V/workloads/validate-chat.json --requests 80
-  left 420 && v llama8b-azure-conv 70 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload $TR --requests 120
+  PEERPLAN_OP_TIMES=$W/ops-dsv2-chat.csv v dsv2-chat 80 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite \
+    --workload $V/workloads/validate-chat.json --requests 80
+  gzip -f "$W/ops-dsv2-chat.csv" 2>/dev/null
+  left 440 && v llama8b-azure-conv 70 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload $TR --requests 120
   left 500 && v llama8b-fp8 45 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights fp8 --workload $V/workloads/validate-chat.json --requests 80
   finish
 fi

@@ -147,9 +147,13 @@ MergeCount merge_shape_rows(Measurements& into, const Measurements& from) {
     into.attention.push_back(a);
     ++c.attention;
   }
-  using GroupK = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, std::string>;
+  // A token count is timed under several routings (one per busiest-expert row count): rows, touched
+  // and max_rows are part of a row's identity.
+  using GroupK = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, std::string, int64_t, int64_t, int64_t>;
   std::set<GroupK> grk;
-  auto gkey = [](const GroupedGemmTime& g) { return GroupK{g.gpu, g.n, g.k, g.experts, g.topk, g.tokens, g.dtype}; };
+  auto gkey = [](const GroupedGemmTime& g) {
+    return GroupK{g.gpu, g.n, g.k, g.experts, g.topk, g.tokens, g.dtype, g.rows, g.touched, g.max_rows};
+  };
   for (const GroupedGemmTime& g : into.grouped_gemms) grk.insert(gkey(g));
   for (const GroupedGemmTime& g : from.grouped_gemms) {
     if (!grk.insert(gkey(g)).second) { ++c.duplicates; continue; }

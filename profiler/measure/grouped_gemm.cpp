@@ -2,7 +2,8 @@
 // moe_grouped_gemm, after a device routing by moe_route), on GPU 0, for every MoE model of the
 // profile: each expert shape per TP degree with all experts local, and at TP 1 each EP shard of
 // E/ep experts, over the token grid. Tokens are routed as the compiler counts them
-// (planner/model/routing_model.hpp: uniform, the default seed, layer 0), so each entry records
+// (planner/model/routing_model.hpp: uniform, the default seed; layer 0, and at decode sizes more
+// layers, one per busiest-expert row count), so each entry records
 // the rows, touched experts and busiest expert the time belongs to. gate_up gathers its tokens,
 // down reads its rows in sorted order, as in the executor. Weights rotate over copies that
 // together exceed L2, so each call reads its experts from HBM as a decode step does.
@@ -28,6 +29,11 @@
 namespace peerplan::profiler {
 
 namespace kn = peerplan::kernels;
+
+// Token counts up to this (decode batches) are timed under several layers' routings, at most this
+// many, each with another busiest-expert row count.
+constexpr int64_t kDecodeRoutingTokens = 64;
+constexpr int kRoutingsPerCount = 4;
 
 void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, const std::vector<int64_t>& token_counts) {
   std::set<GroupedShapeKey> shapes;
@@ -86,101 +92,120 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
     for (int64_t tokens : token_counts) {
       ctx.progress.update(double(done++) / double(total),
                           fmt::format("grouped n={} k={} experts={}/{} tokens={}", s.n, s.k, s.experts, s.model_experts, tokens));
-      const auto& counts = routing::expert_counts(spec, s.model_experts, s.topk, tokens, 0);
-      const routing::GroupLoad load = routing::group_load(counts, 0, s.experts);
-      if (load.rows == 0) continue;  // no row reaches rank 0's experts: the executor runs nothing
-      kn::MoeRouteArgs ra;
-      ra.logits = logits.as<__nv_bfloat16>();
-      ra.tokens = tokens, ra.experts = int(s.model_experts), ra.topk = int(s.topk);
-      ra.expert_first = 0, ra.expert_count = int(s.experts);
-      ra.seed = spec.seed, ra.layer = 0;
-      kn::moe_route(ra, r, st);
-      kn::MoeGemmArgs a;
-      a.x = x.as<__nv_bfloat16>();
-      a.gather = s.gather ? r.token_of_row : nullptr;
-      a.y = y.as<__nv_bfloat16>();
-      a.n = s.n, a.k = s.k, a.entries = tokens * s.topk, a.max_rows = load.max_rows, a.touched = load.touched;
-      const double bytes = double(load.touched) * double(s.n * s.k) * 2;
-      const double expect_s = std::max(2.0 * double(load.rows * s.n * s.k) / 400e12, bytes / 4e12) + 5e-6;
-      const int reps = std::clamp(int(300e-6 / expect_s), 1, 64);
-      // Every kernel once outside the gate: CUDA loads kernels lazily at their first launch, and a
-      // load waits for the device, which the gate's spin kernel holds (the profile then failed
-      // with "host stalled > 10 s" on its first grouped GEMM).
-      a.w = w[0].as<__nv_bfloat16>();
-      kn::moe_grouped_gemm(a, r, st);
-      for (int kind = 0; kind < kn::kMoeTileKinds; ++kind) kn::moe_grouped_gemm_kind(a, r, kind, st);
-      st.synchronize();
-      auto timed = [&](int kind) {
-        int c = 0;
-        auto region = [&] {
-          return gpu::time_region(&gate, st, {}, [&] {
-            for (int i = 0; i < reps; ++i) {
-              a.w = w[size_t(c++ % copies)].as<__nv_bfloat16>();
-              if (kind < 0) kn::moe_grouped_gemm(a, r, st);
-              else kn::moe_grouped_gemm_kind(a, r, kind, st);
-            }
-          });
-        };
-        for (int i = 0; i < ctx.plan.warmup; ++i) region();
-        std::vector<double> t;
-        for (int i = 0; i < ctx.plan.samples; ++i) t.push_back(region() / reps);
-        return t;
-      };
-      ctx.ms.grouped_gemms.push_back({g, s.n, s.k, s.experts, s.topk, tokens, load.rows, load.touched, load.max_rows,
-                                      "bf16", compute_stats(timed(-1))});
-      if (load.max_rows <= 256) {  // the kernels side by side where more than one is plausible
-        nlohmann::json e = {{"n", s.n}, {"k", s.k}, {"experts", s.experts}, {"tokens", tokens},
-                            {"max_rows", load.max_rows}, {"chosen", kn::moe_gemm_tile_kind(load.max_rows, s.gather)}};
-        for (int kind = 0; kind < kn::kMoeTileKinds; ++kind)
-          e[fmt::format("kind{}_us", kind)] = compute_stats(timed(kind)).median * 1e6;
-        e["weights_gbps"] = bytes / ctx.ms.grouped_gemms.back().time.median / 1e9;
-        kinds.push_back(e);
-      }
-      if (tokens >= 256) {
-        // cuBLASLt per touched expert over rows already sorted, with the group sizes known on the
-        // host (what cuBLAS's grouped GEMM needs, and a device-side routing cannot give without a
-        // synchronisation): the alternative for prefill-sized groups, recorded beside our kernel.
-        std::vector<std::pair<int64_t, int64_t>> groups;  // (first row, rows) of each touched expert
-        int64_t row = 0;
-        for (int64_t e = 0; e < s.experts; ++e) {
-          const int64_t c = counts[size_t(e)];
-          if (c > 0) groups.push_back({row, c});
-          row += c;
+      // Layer 0's routing, and at decode sizes the first layers whose busiest expert holds another
+      // row count: that count picks the kernel for the whole call (moe_gemm_tile_kind, the gemv's
+      // rows per pass), and each layer routes its own way. With layer 0's alone (DeepSeek-V2-Lite at
+      // 8 tokens: busiest 2 rows, while 23 of 27 layers have 3-5), the other layers were priced from
+      // a kernel they do not run, and decode steps at batch 8 ran ~1.2x their price (session 8 D).
+      std::vector<int> layers = {0};
+      if (tokens <= kDecodeRoutingTokens) {
+        std::set<int64_t> seen = {routing::group_load(routing::expert_counts(spec, s.model_experts, s.topk, tokens, 0),
+                                                      0, s.experts).max_rows};
+        for (int layer = 1; layer < 64 && layers.size() < size_t(kRoutingsPerCount); ++layer) {
+          const int64_t mr = routing::group_load(routing::expert_counts(spec, s.model_experts, s.topk, tokens, layer),
+                                                 0, s.experts).max_rows;
+          if (seen.insert(mr).second) layers.push_back(layer);
         }
-        // At most ~256 launches behind the gate: the launch queue holds about a thousand, and a full
-        // queue blocks the host while the spin kernel holds the GPU (the gate then times out).
-        const int creps = std::clamp(int(256 / std::max<size_t>(groups.size(), 1)), 1, reps);
-        int c = 0;
-        auto enqueue = [&] {
-          for (int i = 0; i < creps; ++i) {
-            const auto* wc = w[size_t(c++ % copies)].as<__nv_bfloat16>();
-            for (size_t q = 0; q < groups.size(); ++q)
-              cublas.run(x.as<__nv_bfloat16>() + groups[q].first * s.k, wc + int64_t(q) * s.n * s.k,
-                         y.as<__nv_bfloat16>() + groups[q].first * s.n, groups[q].second, s.n, s.k, st);
-          }
+      }
+      for (int layer : layers) {
+        const auto& counts = routing::expert_counts(spec, s.model_experts, s.topk, tokens, layer);
+        const routing::GroupLoad load = routing::group_load(counts, 0, s.experts);
+        if (load.rows == 0) continue;  // no row reaches rank 0's experts: the executor runs nothing
+        kn::MoeRouteArgs ra;
+        ra.logits = logits.as<__nv_bfloat16>();
+        ra.tokens = tokens, ra.experts = int(s.model_experts), ra.topk = int(s.topk);
+        ra.expert_first = 0, ra.expert_count = int(s.experts);
+        ra.seed = spec.seed, ra.layer = layer;
+        kn::moe_route(ra, r, st);
+        kn::MoeGemmArgs a;
+        a.x = x.as<__nv_bfloat16>();
+        a.gather = s.gather ? r.token_of_row : nullptr;
+        a.y = y.as<__nv_bfloat16>();
+        a.n = s.n, a.k = s.k, a.entries = tokens * s.topk, a.max_rows = load.max_rows, a.touched = load.touched;
+        const double bytes = double(load.touched) * double(s.n * s.k) * 2;
+        const double expect_s = std::max(2.0 * double(load.rows * s.n * s.k) / 400e12, bytes / 4e12) + 5e-6;
+        const int reps = std::clamp(int(300e-6 / expect_s), 1, 64);
+        // Every kernel once outside the gate: CUDA loads kernels lazily at their first launch, and a
+        // load waits for the device, which the gate's spin kernel holds (the profile then failed
+        // with "host stalled > 10 s" on its first grouped GEMM).
+        a.w = w[0].as<__nv_bfloat16>();
+        kn::moe_grouped_gemm(a, r, st);
+        for (int kind = 0; kind < kn::kMoeTileKinds; ++kind) kn::moe_grouped_gemm_kind(a, r, kind, st);
+        st.synchronize();
+        auto timed = [&](int kind) {
+          int c = 0;
+          auto region = [&] {
+            return gpu::time_region(&gate, st, {}, [&] {
+              for (int i = 0; i < reps; ++i) {
+                a.w = w[size_t(c++ % copies)].as<__nv_bfloat16>();
+                if (kind < 0) kn::moe_grouped_gemm(a, r, st);
+                else kn::moe_grouped_gemm_kind(a, r, kind, st);
+              }
+            });
+          };
+          for (int i = 0; i < ctx.plan.warmup; ++i) region();
+          std::vector<double> t;
+          for (int i = 0; i < ctx.plan.samples; ++i) t.push_back(region() / reps);
+          return t;
         };
-        enqueue();  // cuBLASLt's algorithm lookups, outside the gate
-        auto region = [&] {
-          return gpu::time_region(&gate, st, {}, [&] {
+        ctx.ms.grouped_gemms.push_back({g, s.n, s.k, s.experts, s.topk, tokens, load.rows, load.touched, load.max_rows,
+                                        "bf16", compute_stats(timed(-1))});
+        if (layer == 0 && load.max_rows <= 256) {  // the kernels side by side where more than one is plausible
+          nlohmann::json e = {{"n", s.n}, {"k", s.k}, {"experts", s.experts}, {"tokens", tokens},
+                              {"max_rows", load.max_rows}, {"chosen", kn::moe_gemm_tile_kind(load.max_rows, s.gather)}};
+          for (int kind = 0; kind < kn::kMoeTileKinds; ++kind)
+            e[fmt::format("kind{}_us", kind)] = compute_stats(timed(kind)).median * 1e6;
+          e["weights_gbps"] = bytes / ctx.ms.grouped_gemms.back().time.median / 1e9;
+          kinds.push_back(e);
+        }
+        if (layer == 0 && tokens >= 256) {
+          // cuBLASLt per touched expert over rows already sorted, with the group sizes known on the
+          // host (what cuBLAS's grouped GEMM needs, and a device-side routing cannot give without a
+          // synchronisation): the alternative for prefill-sized groups, recorded beside our kernel.
+          std::vector<std::pair<int64_t, int64_t>> groups;  // (first row, rows) of each touched expert
+          int64_t row = 0;
+          for (int64_t e = 0; e < s.experts; ++e) {
+            const int64_t c = counts[size_t(e)];
+            if (c > 0) groups.push_back({row, c});
+            row += c;
+          }
+          // At most ~256 launches behind the gate: the launch queue holds about a thousand, and a full
+          // queue blocks the host while the spin kernel holds the GPU (the gate then times out).
+          const int creps = std::clamp(int(256 / std::max<size_t>(groups.size(), 1)), 1, reps);
+          int c = 0;
+          auto enqueue = [&] {
             for (int i = 0; i < creps; ++i) {
               const auto* wc = w[size_t(c++ % copies)].as<__nv_bfloat16>();
               for (size_t q = 0; q < groups.size(); ++q)
                 cublas.run(x.as<__nv_bfloat16>() + groups[q].first * s.k, wc + int64_t(q) * s.n * s.k,
                            y.as<__nv_bfloat16>() + groups[q].first * s.n, groups[q].second, s.n, s.k, st);
             }
-          });
-        };
-        for (int i = 0; i < ctx.plan.warmup; ++i) region();
-        std::vector<double> t;
-        for (int i = 0; i < ctx.plan.samples; ++i) t.push_back(region() / creps);
-        vs_cublas.push_back({{"n", s.n}, {"k", s.k}, {"experts", s.experts}, {"tokens", tokens}, {"rows", load.rows},
-                             {"ours_us", ctx.ms.grouped_gemms.back().time.median * 1e6},
-                             {"cublas_per_expert_us", compute_stats(std::move(t)).median * 1e6}});
-      }
+          };
+          enqueue();  // cuBLASLt's algorithm lookups, outside the gate
+          auto region = [&] {
+            return gpu::time_region(&gate, st, {}, [&] {
+              for (int i = 0; i < creps; ++i) {
+                const auto* wc = w[size_t(c++ % copies)].as<__nv_bfloat16>();
+                for (size_t q = 0; q < groups.size(); ++q)
+                  cublas.run(x.as<__nv_bfloat16>() + groups[q].first * s.k, wc + int64_t(q) * s.n * s.k,
+                             y.as<__nv_bfloat16>() + groups[q].first * s.n, groups[q].second, s.n, s.k, st);
+              }
+            });
+          };
+          for (int i = 0; i < ctx.plan.warmup; ++i) region();
+          std::vector<double> t;
+          for (int i = 0; i < ctx.plan.samples; ++i) t.push_back(region() / creps);
+          vs_cublas.push_back({{"n", s.n}, {"k", s.k}, {"experts", s.experts}, {"tokens", tokens}, {"rows", load.rows},
+                               {"ours_us", ctx.ms.grouped_gemms.back().time.median * 1e6},
+                               {"cublas_per_expert_us", compute_stats(std::move(t)).median * 1e6}});
+        }
+      }  // layers
     }
   }
   ctx.ms.extra["grouped_gemm"] = {
-      {"gpu", g}, {"routing", spec.label()}, {"seed", spec.seed}, {"layer", 0},
+      {"gpu", g}, {"routing", spec.label()}, {"seed", spec.seed},
+      {"layers", fmt::format("layer 0's routing; up to {} tokens also the first layers (of 64) whose busiest expert holds "
+                             "another row count, up to {} routings per token count", kDecodeRoutingTokens, kRoutingsPerCount)},
       {"call", "peerplan::kernels::moe_grouped_gemm after moe_route (the executor's call); weights rotate over " +
                    std::to_string(copies) + " copies"},
       {"layout", "y[rows,n] = x[rows,k] W_e^T per touched expert, W_e [n,k]; bf16, fp32 accumulate"},

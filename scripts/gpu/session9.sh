@@ -11,7 +11,9 @@
 #   scripts/gpu/session9.sh C  (~8 min) a second lease for issue 23's list: a profile, then Llama-3.2-1B (not shipped,
 #                              head_dim 64; its shapes measured by validate) on the Azure conversation trace (it timed
 #                              out at 95 s in session 7), Qwen1.5-MoE long and DeepSeek-V2-Lite chat again.
-#   scripts/gpu/session9.sh B  (~6 min) the decode kernel's full-wave trim (57cff44, PEERPLAN_DECODE_FULL_WAVE=trim):
+#   scripts/gpu/session9.sh B  (~7 min) W4A16's weight-layout experiment (bench/quant/w4layout.cu: the production
+#                              GEMV's loads vs the same loads from a tiled layout vs a GEMV over it, Llama-3.1-8B's
+#                              four GEMMs at batch 1), then the decode kernel's full-wave trim (57cff44, PEERPLAN_DECODE_FULL_WAVE=trim):
 #                              the attention grid with and without it, side by side per (heads, batch, context), and
 #                              each grid's held-back error; then Mixtral and DeepSeek-V2-Lite on the long-prompt
 #                              workload with the default profile of this call.
@@ -66,6 +68,8 @@ PY
   finish
 fi
 if [ "$PART" = B ]; then
+  # Issue 15: is W4A16's batch-1 gap the weight layout's? (bench/quant/w4layout.sh .gpu/bin/w4layout)
+  [ -x .gpu/bin/w4layout ] && TAIL=9 step 60 w4layout .gpu/bin/w4layout
   for mode in keep trim; do
     TAIL=2 step 120 "grid-$mode" env PEERPLAN_DECODE_FULL_WAVE=$mode $B profile --no-progress --only attention \
       --model llama-3.1-8b --model qwen1.5-moe-a2.7b --out "$W/profile-$mode.json"

@@ -1,0 +1,337 @@
+// W4A16 at batch 1: is the GEMV's 2.4-3x over the packed-bytes floor (issue 15; docs/quantization.md) the
+// weight layout's fault? The GEMV kernels read W as GPTQ stores it ([n][k/8] words): one warp load
+// instruction takes 16 bytes per lane from 8 rows, 64 bytes of each, 2 KB or more apart. Marlin and
+// Machete repack W offline so that a warp's load is one contiguous 512-byte piece. This bench times, on
+// Llama-3.1-8B's four decode GEMMs at M = 1 (weights rotating over copies > 4x the L2, calls in a CUDA
+// graph, as the profiler times decode rows):
+//   read-std    the production kernels' access pattern (warp per 32 rows x a k split, 8 rows x 64 B per
+//               load), loads only;
+//   read-tiled  the same loads from a tiled layout (the 16-byte units of a warp load contiguous);
+//   gemv-tiled  a CUDA-core GEMV over the tiled layout (fp32 FMA, 4 chunks in flight per warp);
+//   v5          the production GEMV (kernels::w4a16_gemm, variant 5) on the standard layout;
+// against the floor: packed bytes (codes + scales) over the streaming-read bandwidth measured here. The
+// tiled GEMV's output is compared with v5's (same weights): the max difference over max |y| is printed.
+// Build: bench/quant/w4layout.sh [out]; run: ./w4layout. Nothing here is used by peerplan itself.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include "profiler/gpu/cuda_check.hpp"
+#include "profiler/kernels/w4a16.hpp"
+
+using namespace peerplan;
+using bf16 = __nv_bfloat16;
+
+namespace {
+
+constexpr int kChunk = 128;        // k per scale group and per 16-byte unit x 4 lanes
+constexpr int kWarpsPerBlock = 4;  // 128 threads
+
+__device__ __forceinline__ uint4 ldg_stream(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+__global__ void fill_words(uint32_t* p, size_t n, uint32_t seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t h = uint32_t(i) * 2654435761u ^ seed;
+    h ^= h >> 15, h *= 2246822519u, h ^= h >> 13, h *= 3266489917u, h ^= h >> 16;
+    p[i] = h;
+  }
+}
+__global__ void fill_bf16(bf16* p, size_t n, uint32_t seed, float lo, float hi) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t h = uint32_t(i) * 2654435761u ^ seed;
+    h ^= h >> 15, h *= 2246822519u, h ^= h >> 13;
+    p[i] = __float2bfloat16(lo + (hi - lo) * float(h & 0xFFFFFF) / float(0xFFFFFF));
+  }
+}
+
+// Tiled layout: the 16-byte unit of row r, chunk c, quarter t (k = 128c + 32t .. +32) goes to unit
+// ((r / 8) * chunks + c) * 32 + (r % 8) * 4 + t: lane (g, t) of the production kernels' mapping reads
+// unit lane of its (8-row group, chunk), so a warp's load is 512 contiguous bytes.
+__global__ void repack_tiled(const uint4* src, uint4* dst, int64_t n, int64_t k) {
+  const int64_t chunks = k / kChunk, units = n * chunks * 4;
+  for (int64_t u = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; u < units; u += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = u / (chunks * 4), c = (u / 4) % chunks, t = u % 4;
+    dst[((r / 8) * chunks + c) * 32 + (r % 8) * 4 + t] = src[u];  // src unit u = row r, words 16c + 4t ..
+  }
+}
+
+// Warp w of the grid: column group cg = w % groups (32 rows: 4 tiles of 8), k split w / groups.
+struct Split {
+  int64_t cg, c0, c1;
+  bool ok;
+};
+__device__ Split warp_split(int64_t n, int64_t k, int splits) {
+  const int64_t warp = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  const int64_t groups = n / 32, chunks = k / kChunk, per = (chunks + splits - 1) / splits;
+  Split s;
+  s.cg = warp % groups;
+  const int64_t sp = warp / groups;
+  s.c0 = sp * per, s.c1 = std::min<int64_t>(chunks, s.c0 + per);
+  s.ok = sp < splits && s.c0 < s.c1;
+  return s;
+}
+
+template <bool TILED>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32) read_kernel(const uint4* w, int64_t n, int64_t k, int splits,
+                                                                   uint32_t* sink) {
+  const Split s = warp_split(n, k, splits);
+  if (!s.ok) return;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int64_t chunks = k / kChunk;
+  uint32_t acc = 0;
+  for (int64_t c = s.c0; c < s.c1; c += 2) {  // two chunks in flight, as the production v1
+    uint4 v[2][4];
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const int64_t cc = std::min<int64_t>(c + j, s.c1 - 1);
+        const int64_t row = s.cg * 32 + nt * 8 + g;
+        v[j][nt] = TILED ? ldg_stream(w + ((s.cg * 4 + nt) * chunks + cc) * 32 + lane)
+                         : ldg_stream(w + row * chunks * 4 + cc * 4 + t);
+      }
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) acc ^= v[j][nt].x ^ v[j][nt].y ^ v[j][nt].z ^ v[j][nt].w;
+  }
+  if (acc == 0x9E3779B9u) *sink = acc;  // keeps the loads
+}
+
+// One 16-byte unit (32 codes of one row, k = kb .. kb + 31) against x (fp32 in shared memory):
+// sum (q - 8) x = sum (128 + q) x - 136 sum x, (128 + q) as a bf16 built with one lop3 per 2 codes.
+__device__ __forceinline__ float unit_dot(uint4 u, const float* xs, const float* xsum32, int kb) {
+  float acc = 0.f;
+  const uint32_t word[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int wi = 0; wi < 4; ++wi) {
+    const float4 xa = *reinterpret_cast<const float4*>(xs + kb + 8 * wi);
+    const float4 xb = *reinterpret_cast<const float4*>(xs + kb + 8 * wi + 4);
+    const float xv[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+    // Nibble i of word wi is k = kb + 8 wi + i (w4a16.hpp). The bf16 trick pairs bits [s, s+4) with
+    // [s+16, s+20): nibbles i and i + 4.
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t v = ((word[wi] >> (4 * i)) & 0x000F000Fu) | 0x43004300u;
+      const float lo = __uint_as_float(v << 16), hi = __uint_as_float(v & 0xFFFF0000u);  // 128 + q
+      acc = fmaf(lo, xv[i], acc);
+      acc = fmaf(hi, xv[i + 4], acc);
+    }
+  }
+  return acc - 136.f * xsum32[kb / 32];
+}
+
+// y = x W^T at M = 1 over the tiled layout. Lane (g, t): row cg * 32 + nt * 8 + g, k quarter t of each
+// chunk. Split-K partials go to y32 by atomicAdd (zeroed before the call, part of the timed work).
+__global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_tiled(const uint4* w, const bf16* scales, const bf16* x,
+                                                                  float* y32, int64_t n, int64_t k, int splits) {
+  extern __shared__ __align__(16) float xs[];  // [k] x in fp32, then [k / 32] sums of x over 32 k
+  float* xsum32 = xs + k;
+  for (int64_t i = threadIdx.x; i < k; i += blockDim.x) xs[i] = __bfloat162float(x[i]);
+  __syncthreads();
+  for (int64_t i = threadIdx.x; i < k / 32; i += blockDim.x) {
+    float s = 0.f;
+    for (int j = 0; j < 32; ++j) s += xs[32 * i + j];
+    xsum32[i] = s;
+  }
+  __syncthreads();
+  const Split s = warp_split(n, k, splits);
+  if (!s.ok) return;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int64_t chunks = k / kChunk;
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  constexpr int kFly = 4;  // chunks in flight per warp: 4 x 4 x 512 B = 8 KB
+  for (int64_t c = s.c0; c < s.c1; c += kFly) {
+    uint4 v[kFly][4];
+#pragma unroll
+    for (int j = 0; j < kFly; ++j)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const int64_t cc = std::min<int64_t>(c + j, s.c1 - 1);
+        v[j][nt] = ldg_stream(w + ((s.cg * 4 + nt) * chunks + cc) * 32 + lane);
+      }
+#pragma unroll
+    for (int j = 0; j < kFly; ++j) {
+      if (c + j < s.c1) {  // (not a break: the loop stays unrolled, v in registers)
+        const int kb = int((c + j) * kChunk + 32 * t);
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) {
+          const int64_t row = s.cg * 32 + nt * 8 + g;
+          const float sc = __bfloat162float(scales[row * chunks + c + j]);
+          acc[nt] = fmaf(unit_dot(v[j][nt], xs, xsum32, kb), sc, acc[nt]);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {  // the 4 lanes of a row (t) hold its 4 k quarters
+    float a = acc[nt];
+    a += __shfl_xor_sync(0xffffffffu, a, 1);
+    a += __shfl_xor_sync(0xffffffffu, a, 2);
+    if (t == 0) atomicAdd(y32 + s.cg * 32 + nt * 8 + g, a);
+  }
+}
+
+double graph_us(cudaStream_t st, int reps, const std::function<void(int)>& call) {
+  call(0);
+  CUDA_CHECK(cudaStreamSynchronize(st));
+  cudaGraph_t g;
+  cudaGraphExec_t e;
+  CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed));
+  for (int r = 0; r < reps; ++r) call(r);
+  CUDA_CHECK(cudaStreamEndCapture(st, &g));
+  CUDA_CHECK(cudaGraphInstantiate(&e, g, 0));
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  std::vector<double> t;
+  for (int i = 0; i < 23; ++i) {
+    CUDA_CHECK(cudaEventRecord(a, st));
+    CUDA_CHECK(cudaGraphLaunch(e, st));
+    CUDA_CHECK(cudaEventRecord(b, st));
+    CUDA_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    if (i >= 3) t.push_back(ms * 1e3 / reps);
+  }
+  CUDA_CHECK(cudaEventDestroy(a));
+  CUDA_CHECK(cudaEventDestroy(b));
+  CUDA_CHECK(cudaGraphExecDestroy(e));
+  CUDA_CHECK(cudaGraphDestroy(g));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+__global__ void stream_read(const uint4* p, size_t n, uint32_t* sink) {
+  uint32_t acc = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = ldg_stream(p + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9E3779B9u) *sink = acc;
+}
+
+int main() {
+  int dev = 0, sms = 0, l2 = 0;
+  CUDA_CHECK(cudaSetDevice(dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  cudaStream_t st;
+  CUDA_CHECK(cudaStreamCreate(&st));
+  uint32_t* sink;
+  CUDA_CHECK(cudaMalloc(&sink, 4));
+  // The yardstick: a grid-stride streaming read of 4 GiB.
+  const size_t bw_units = (size_t(4) << 30) / 16;
+  uint4* bw_buf;
+  CUDA_CHECK(cudaMalloc(&bw_buf, bw_units * 16));
+  fill_words<<<4 * sms, 256, 0, st>>>(reinterpret_cast<uint32_t*>(bw_buf), bw_units * 4, 7);
+  CUDA_CHECK_LAUNCH("fill_words");
+  const double bw_us = graph_us(st, 2, [&](int) {
+    stream_read<<<unsigned(4 * sms), 512, 0, st>>>(bw_buf, bw_units, sink);
+    CUDA_CHECK_LAUNCH("stream_read");
+  });
+  const double bw = double(bw_units) * 16 / (bw_us * 1e-6);
+  CUDA_CHECK(cudaFree(bw_buf));
+  std::printf("streaming read: %.0f GB/s (4 GiB in %.1f us); %d SMs, L2 %d MB\n", bw / 1e9, bw_us, sms, l2 >> 20);
+  std::printf("%-8s %9s %9s | %10s %10s %10s %10s %8s | %s\n", "GEMM", "MB", "floor us", "read-std", "read-tiled",
+              "gemv-tiled", "v5", "memset", "gemv-tiled vs v5: max |diff| / max |y|");
+  const struct {
+    const char* name;
+    int64_t n, k;
+  } shapes[] = {{"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}};
+  double sum[5] = {0, 0, 0, 0, 0};
+  for (const auto& sh : shapes) {
+    const int64_t n = sh.n, k = sh.k, chunks = k / kChunk, words = n * k / 8, nscales = n * chunks;
+    const double bytes = double(words) * 4 + double(nscales) * 2;
+    const int copies = int(std::clamp(std::ceil(4.0 * l2 / bytes), 1.0, 16.0));
+    uint32_t *w, *wt;
+    bf16 *sc, *x, *y;
+    float *y32, *ws;
+    CUDA_CHECK(cudaMalloc(&w, size_t(words) * 4 * copies));
+    CUDA_CHECK(cudaMalloc(&wt, size_t(words) * 4 * copies));
+    CUDA_CHECK(cudaMalloc(&sc, size_t(nscales) * 2 * copies));
+    CUDA_CHECK(cudaMalloc(&x, size_t(k) * 2));
+    CUDA_CHECK(cudaMalloc(&y, size_t(n) * 2));
+    CUDA_CHECK(cudaMalloc(&y32, size_t(n) * 4));
+    fill_words<<<4 * sms, 256, 0, st>>>(w, size_t(words) * copies, 11);
+    fill_bf16<<<4 * sms, 256, 0, st>>>(sc, size_t(nscales) * copies, 12, 0.002f, 0.02f);
+    fill_bf16<<<sms, 256, 0, st>>>(x, size_t(k), 13, -1.f, 1.f);
+    CUDA_CHECK_LAUNCH("fill");
+    for (int c = 0; c < copies; ++c)
+      repack_tiled<<<4 * sms, 256, 0, st>>>(reinterpret_cast<const uint4*>(w + size_t(c) * words),
+                                            reinterpret_cast<uint4*>(wt + size_t(c) * words), n, k);
+    CUDA_CHECK_LAUNCH("repack_tiled");
+    const int64_t groups = n / 32;
+    const int splits = int(std::clamp<int64_t>((16 * int64_t(sms) + groups - 1) / groups, 1, chunks));
+    const unsigned blocks = unsigned((groups * splits + kWarpsPerBlock - 1) / kWarpsPerBlock);
+    const size_t smem = size_t(k + k / 32) * 4;
+    CUDA_CHECK(cudaFuncSetAttribute(gemv_tiled, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    const int reps = copies * std::max(1, (16 + copies - 1) / copies);
+    auto wc = [&](uint32_t* base, int r) { return reinterpret_cast<const uint4*>(base + size_t(r % copies) * words); };
+    const double t_std = graph_us(st, reps, [&](int r) {
+      read_kernel<false><<<blocks, kWarpsPerBlock * 32, 0, st>>>(wc(w, r), n, k, splits, sink);
+    });
+    const double t_tiled = graph_us(st, reps, [&](int r) {
+      read_kernel<true><<<blocks, kWarpsPerBlock * 32, 0, st>>>(wc(wt, r), n, k, splits, sink);
+    });
+    const double t_memset = graph_us(st, reps, [&](int) { CUDA_CHECK(cudaMemsetAsync(y32, 0, size_t(n) * 4, st)); });
+    const double t_gemv = graph_us(st, reps, [&](int r) {
+      CUDA_CHECK(cudaMemsetAsync(y32, 0, size_t(n) * 4, st));
+      gemv_tiled<<<blocks, kWarpsPerBlock * 32, smem, st>>>(wc(wt, r), sc + size_t(r % copies) * nscales, x, y32, n, k,
+                                                            splits);
+    });
+    kernels::w4a16_set_variant(5);
+    const size_t wsb = kernels::w4a16_workspace_bytes(1, n, k, sms);
+    CUDA_CHECK(cudaMalloc(&ws, std::max<size_t>(wsb, 16)));
+    CUDA_CHECK(cudaMemset(ws, 0, std::max<size_t>(wsb, 16)));
+    kernels::W4A16Gemm a;
+    a.x = x, a.y = y, a.workspace = ws, a.M = 1, a.n = n, a.k = k;
+    const double t_v5 = graph_us(st, reps, [&](int r) {
+      a.w = w + size_t(r % copies) * words;
+      a.scales = sc + size_t(r % copies) * nscales;
+      kernels::w4a16_gemm(a, sms, st);
+    });
+    // Same weights (copy 0) through both: the tiled GEMV against the production kernel.
+    a.w = w, a.scales = sc;
+    kernels::w4a16_gemm(a, sms, st);
+    CUDA_CHECK(cudaMemsetAsync(y32, 0, size_t(n) * 4, st));
+    gemv_tiled<<<blocks, kWarpsPerBlock * 32, smem, st>>>(reinterpret_cast<const uint4*>(wt), sc, x, y32, n, k, splits);
+    CUDA_CHECK_LAUNCH("gemv_tiled");
+    std::vector<bf16> hy(static_cast<size_t>(n));
+    std::vector<float> hy32(static_cast<size_t>(n));
+    CUDA_CHECK(cudaMemcpyAsync(hy.data(), y, size_t(n) * 2, cudaMemcpyDeviceToHost, st));
+    CUDA_CHECK(cudaMemcpyAsync(hy32.data(), y32, size_t(n) * 4, cudaMemcpyDeviceToHost, st));
+    CUDA_CHECK(cudaStreamSynchronize(st));
+    double maxy = 0, maxd = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double ref = __bfloat162float(hy[size_t(i)]);
+      maxy = std::max(maxy, std::abs(ref));
+      maxd = std::max(maxd, std::abs(ref - double(hy32[size_t(i)])));
+    }
+    const double floor_us = bytes / bw * 1e6;
+    std::printf("%-8s %9.1f %9.2f | %10.2f %10.2f %10.2f %10.2f %8.2f | %.2e (%s)\n", sh.name, bytes / 1e6, floor_us, t_std,
+                t_tiled, t_gemv, t_v5, t_memset, maxy > 0 ? maxd / maxy : 0.0,
+                maxy > 0 && maxd / maxy < 2e-2 ? "ok" : "MISMATCH");
+    const double row[5] = {floor_us, t_std, t_tiled, t_gemv - t_memset, t_v5};
+    for (int i = 0; i < 5; ++i) sum[i] += row[i];
+    for (void* p : {static_cast<void*>(w), static_cast<void*>(wt), static_cast<void*>(sc), static_cast<void*>(x),
+                    static_cast<void*>(y), static_cast<void*>(y32), static_cast<void*>(ws)})
+      CUDA_CHECK(cudaFree(p));
+  }
+  std::printf("four GEMMs: floor %.1f us; read-std %.1f (%.2fx), read-tiled %.1f (%.2fx), gemv-tiled (net of the "
+              "memset) %.1f (%.2fx), v5 %.1f (%.2fx)\n",
+              sum[0], sum[1], sum[1] / sum[0], sum[2], sum[2] / sum[0], sum[3], sum[3] / sum[0], sum[4], sum[4] / sum[0]);
+  return 0;
+}

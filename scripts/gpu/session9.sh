@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One H200 per call (ninth session's preparation, 2026-12-04; device tool: carry [".gpu", ".gpu-ref"]; build with
-# scripts/gpu/build.sh from a clean worktree of the commit to measure). .gpu-ref holds the shared PyTorch references
-# and traces/azure-conv.json.
+# scripts/gpu/build.sh from a clean worktree of the commit to measure, then bench/quant/w4layout.sh .gpu/bin/w4layout
+# and strip it). .gpu-ref holds the shared PyTorch references and traces/azure-conv.json.
 #   scripts/gpu/session9.sh A  (~9 min) what the ninth session changed, validated: a profile whose decode attention,
 #                              grouped expert GEMM and small GEMM rows read cold inputs (3728b8f, 3722c2a) and which
 #                              times MLA's batched absorbed GEMMs and MLA attention (helper, issue 23); validations

@@ -52,23 +52,9 @@ std::optional<ComputePrice> grouped_gemm_from_table(const std::vector<GroupedGem
         exact = &g;
       pts_of.push_back(&g);
     }
-    if (exact && exact->max_rows == op.group_max_rows) return ComputePrice{exact->time.median, CostSource::Measured};
+    if (exact) return ComputePrice{exact->time.median, CostSource::Measured};
     if (pts_of.empty()) continue;
     const double c0 = launch_intercept(pts_of);
-    // The same rows and busiest expert (so the same kernel and rows per pass: moe_gemm_tile_kind)
-    // over another number of touched experts: weight-bound, so the time beyond the launch scales with
-    // the touched experts. The profile times decode-size token counts under several layers' routings
-    // for this (profiler/measure/grouped_gemm.cpp); across busiest-expert counts the kernel changes.
-    const GroupedGemmTime* same = nullptr;
-    for (const GroupedGemmTime* g : pts_of)
-      if (g->rows == op.m && g->max_rows == op.group_max_rows && g->touched > 0 &&
-          (!same || std::abs(g->touched - op.batch_count) < std::abs(same->touched - op.batch_count)))
-        same = g;
-    if (same) {
-      const double t = c0 + (same->time.median - c0) * double(op.batch_count) / double(same->touched);
-      return ComputePrice{t, CostSource::Interpolated};
-    }
-    if (exact) return ComputePrice{exact->time.median, CostSource::Measured};
     // Rows per expert -> time per expert (launch part removed); points of equal rows per expert
     // (from different touched counts) are averaged.
     std::map<double, std::pair<double, int>> per;

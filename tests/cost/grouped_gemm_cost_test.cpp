@@ -205,36 +205,6 @@ TEST(GroupedGemmCost, ProfileEntriesRoundTripAndBadOnesAreNamed) {
   }
 }
 
-// The kernel a grouped call runs follows its busiest expert's rows (moe_gemm_tile_kind, the gemv's
-// rows per pass), so the profile times decode-size token counts under several layers' routings. A
-// layer whose busiest expert matches a row of the same rows is priced from that row, scaled by its
-// touched experts; another busiest count never takes that row's time as its own.
-TEST(GroupedGemmCost, SameRowsAndBusiestExpertScaleByTouchedExperts) {
-  // 8 tokens x top-4: 32 rows. A "2 rows" kernel at 3 us per touched expert, a "3 rows" one at 5 us.
-  auto row = [](int64_t touched, int64_t max_rows, double us) {
-    GroupedGemmTime p;
-    p.n = kN, p.k = kKdim, p.experts = kE, p.topk = kK, p.tokens = 8;
-    p.rows = 32, p.touched = touched, p.max_rows = max_rows;
-    p.time = compute_stats({us * 1e-6});
-    return p;
-  };
-  const std::vector<GroupedGemmTime> table = {row(28, 2, 4 + 28 * 3), row(27, 3, 4 + 27 * 5)};
-  GroupedGemmTime want = row(26, 3, 0);
-  auto p = grouped_gemm_from_table(table, 0, op_of(want));
-  ASSERT_TRUE(p);
-  EXPECT_EQ(p->source, CostSource::Interpolated);
-  // The launch intercept of the two points (time against touched experts) is clamped to half the
-  // fastest point, 44 us; the time beyond it scales by 26 / 27 touched experts.
-  const double c0 = 0.5 * (4 + 28 * 3) * 1e-6;
-  EXPECT_NEAR(p->seconds, c0 + ((4 + 27 * 5) * 1e-6 - c0) * 26.0 / 27.0, 1e-12) << "the 3-row kernel's row";
-  EXPECT_GT(p->seconds, (4 + 28 * 3) * 1e-6 * 1.2) << "not the 2-row kernel's time";
-  // The exact row (same rows, touched and busiest) is measured.
-  auto e = grouped_gemm_from_table(table, 0, op_of(row(27, 3, 0)));
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->source, CostSource::Measured);
-  EXPECT_DOUBLE_EQ(e->seconds, (4 + 27 * 5) * 1e-6);
-}
-
 TEST(GroupedGemmCost, MergeKeepsEachRoutingOfATokenCount) {
   Measurements into, from;
   into.grouped_gemms = {point({}, 8, 0)};

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Re-predicts recorded GPU validations on the CPU: each run's plan, model and workload simulated with a
+peerplan binary on the very profile the run predicted from (its machine-extended.json.gz, else the call's
+profile.json.gz), against what the GPU measured (measured.metrics.json). With the binary of the run it
+reproduces the recorded prediction; with a changed pricer it shows what the change does to runs that
+really happened, before a GPU is at hand. Prints TTFT p50 / TPOT p50 / E2E p99 errors, now and recorded.
+  scripts/revalidate_offline.py BUILD/peerplan [substring ...]   (substrings select runs, e.g. qwen D/)"""
+import gzip, json, os, shutil, subprocess, sys, tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+V = os.path.join(ROOT, "docs/validation")
+P = os.path.join(V, "plans")
+CHAT, LONG = os.path.join(V, "workloads/validate-chat.json"), os.path.join(V, "workloads/validate-long-prompt.json")
+# The Azure conversation trace is not in the repository (PyTorch-side references travel in .gpu-ref).
+AZURE = os.path.join(ROOT, ".gpu-ref/traces/azure-conv.json")
+S8 = os.path.join(V, "runs/2026-12-04-session8")
+# (run directory, plan, model, workload, extra simulate arguments): as scripts/gpu/session8.sh ran them.
+RUNS = [
+    (f"{S8}/E/validate-llama8b-azure-conv", "llama8b-1gpu", "llama-3.1-8b", AZURE, ["--requests", "120"]),
+    (f"{S8}/E/validate-llama8b-fp8", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--weights", "fp8", "--requests", "80"]),
+    (f"{S8}/E/validate-qwen-moe-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
+    (f"{S8}/D/validate-llama8b-azure-conv", "llama8b-1gpu", "llama-3.1-8b", AZURE, ["--requests", "120"]),
+    (f"{S8}/D/validate-llama8b-fp8", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--weights", "fp8", "--requests", "80"]),
+    (f"{S8}/D/validate-llama8b-int4", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--weights", "int4", "--requests", "80"]),
+    (f"{S8}/D/validate-qwen-moe-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
+    (f"{S8}/D/validate-dsv2-chat", "deepseek-v2-lite-1gpu", "deepseek-v2-lite", CHAT, ["--requests", "80"]),
+]
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    binary, only = os.path.abspath(sys.argv[1]), sys.argv[2:]
+    tmp = tempfile.mkdtemp(prefix="revalidate-")
+    print(f"{'run':50s} {'TTFT p50':>20s} {'TPOT p50':>20s} {'E2E p99':>20s}   error now (recorded)")
+    try:
+        for run, plan, model, workload, extra in RUNS:
+            tag = os.path.relpath(run, V + "/runs")
+            if only and not any(o in tag for o in only):
+                continue
+            if not os.path.exists(workload):
+                print(f"{tag:50s} skipped: {os.path.relpath(workload, ROOT)} is not here")
+                continue
+            gz = os.path.join(run, "machine-extended.json.gz")
+            if not os.path.exists(gz):
+                gz = os.path.join(os.path.dirname(run), "profile.json.gz")
+            machine = os.path.join(tmp, "machine.json")
+            with gzip.open(gz, "rb") as f, open(machine, "wb") as g:
+                shutil.copyfileobj(f, g)
+            out = os.path.join(tmp, "predicted.json")
+            cmd = [binary, "simulate", "--plan", os.path.join(P, plan + ".json"), "--model", model, "--machine", machine,
+                   "--workload", workload, "--out", out] + extra
+            r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+            if r.returncode:
+                print(f"{tag:50s} simulate failed: {r.stderr.strip()[-300:]}")
+                continue
+            now, meas = json.load(open(out)), json.load(open(os.path.join(run, "measured.metrics.json")))
+            rec = json.load(open(os.path.join(run, "predicted.metrics.json")))
+            cells = []
+            for metric, q in (("ttft", "p50_us"), ("tpot", "p50_us"), ("e2e", "p99_us")):
+                e, e0 = now[metric][q] / meas[metric][q] - 1, rec[metric][q] / meas[metric][q] - 1
+                cells.append(f"{100 * e:+6.1f} % ({100 * e0:+6.1f})")
+            print(f"{tag:50s} " + " ".join(f"{c:>20s}" for c in cells))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -448,7 +448,7 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
           // Rope of each head's q_pe and the shared k_pe; the latent row (normalised latent + k_pe)
           // is written to the cache in the same pass: read and written, q_pe in place.
           const int64_t rotated = (a.heads + 1) * a.rope_dim;
-          B.elementwise(L, "rotary", {EwKind::Rotary, T, rotated}, s, l, gpu,
+          B.elementwise(L, "rotary", {EwKind::MlaRotary, T, rotated}, s, l, gpu,
                         T * (a.heads * a.rope_dim + lat + a.rope_dim), 2, 3.0);
           mla_attention_ops(B, cfg, a, find(r, "kv_b"), rb, s, l, gpu, d, L);
           gemm_named(r, gpu, "o", T);

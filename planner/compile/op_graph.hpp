@@ -52,6 +52,10 @@ enum class EwKind {
              // heads of the shard) * head_dim, each head_dim run normalised on its own
   Rotary,    // rotary embedding of q and k of `rows` tokens ([rows][cols]: cols = rotated values
              // per token), K and V written into the cache
+  MlaRotary,  // MLA (DeepSeek-V2/V3): rope of each head's q_pe and the shared k_pe, the normalised
+              // latent row written into the latent cache (mla_rope_and_cache), cols = (heads + 1) *
+              // rope_dim. Its own kind, not Rotary: another kernel, whose cols can equal a standard
+              // model's (17 x 64 is also 16 q + 1 kv heads of 64), so the profile keys it apart.
   Residual,  // residual add over [rows][cols]
   Act,       // MLP activation, [rows][cols] out: SiLU(gate) * up for a gated MLP (input [rows][2*cols])
   MoeRoute,  // MoE routing of [rows] tokens over [cols] experts: softmax of the router logits, top-k

@@ -10,6 +10,7 @@ std::string ew_kind_name(EwKind k) {
     case EwKind::RmsNorm: return "rms_norm";
     case EwKind::QkNorm: return "qk_norm";
     case EwKind::Rotary: return "rotary";
+    case EwKind::MlaRotary: return "mla_rotary";
     case EwKind::Residual: return "residual";
     case EwKind::Act: return "act";
     case EwKind::MoeRoute: return "moe_route";

@@ -100,8 +100,8 @@ struct ElementwiseTime {
   int64_t rows = 0, cols = 0;
   SampleStats time;
 };
-inline const std::vector<std::string> kElementwiseKinds = {"rms_norm", "qk_norm", "rotary", "residual",
-                                                           "act", "moe_route", "moe_combine"};
+inline const std::vector<std::string> kElementwiseKinds = {"rms_norm", "qk_norm", "rotary", "mla_rotary",
+                                                           "residual", "act", "moe_route", "moe_combine"};
 
 struct AttentionTime {
   int gpu = 0;

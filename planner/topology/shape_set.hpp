@@ -63,6 +63,7 @@ struct ElementwiseShapeKey {
   std::string kind;                               // kElementwiseKinds: "rms_norm", "rotary", ...
   int64_t cols = 0;                               // the op's ew_cols (moe_route: the model's experts)
   int64_t heads = 0, kv_heads = 0, head_dim = 0;  // qk_norm, rotary: the GPU's attention shard
+                                                  // (mla_rotary: heads, 1 k_pe, rope_dim)
   int64_t topk = 0, experts = 0;                  // moe_route, moe_combine: the model's top-k and experts
   int64_t local_experts = 0;                      // moe_route, moe_combine: the experts on the GPU
   auto operator<=>(const ElementwiseShapeKey&) const = default;

@@ -44,9 +44,12 @@ std::optional<ElementwiseShapeKey> elementwise_shape_key(const Op& op, const Pla
   k.kind = ew_kind_name(op.ew);
   k.cols = op.ew_cols;
   if (op.ew == EwKind::Rotary || op.ew == EwKind::QkNorm) {
-    if (cfg.mla && op.ew == EwKind::Rotary) return std::nullopt;  // no MLA rotary in the executor's elementwise set
     const AttnShard a = attn_shard(cfg, LayerFigures{}, stage_layout(plan, size_t(op.stage)).tp);
     k.heads = a.heads, k.kv_heads = a.kv_heads, k.head_dim = a.qk_dim;
+  }
+  if (op.ew == EwKind::MlaRotary) {  // mla_rope_and_cache: the GPU's heads' q_pe and the one shared k_pe
+    const AttnShard a = attn_shard(cfg, LayerFigures{}, stage_layout(plan, size_t(op.stage)).tp);
+    k.heads = a.heads, k.kv_heads = 1, k.head_dim = a.rope_dim;  // cols = (heads + 1) x rope_dim
   }
   if (op.ew == EwKind::MoeRoute || op.ew == EwKind::MoeCombine) {
     k.topk = cfg.experts_per_token;

@@ -27,9 +27,9 @@ BatchShape mixed_iteration();
 
 // The profiler's key of an elementwise op of `plan` (a graph compiled from it for `cfg`): its kind
 // and ew_cols (the table's key), plus what the executor's call takes besides them: the attention
-// shard of the op's stage (qk_norm, rotary; the executor runs rotary over head_dim), the model's
-// top-k and the GPU's experts (moe_route, moe_combine). nullopt for an op that is not elementwise,
-// and for an MLA model's rotary (the executor's rotary_and_cache is standard attention's).
+// shard of the op's stage (qk_norm, rotary; the executor runs rotary over head_dim; mla_rotary:
+// heads, kv_heads 1 for the shared k_pe, head_dim = rope_dim), the model's top-k and the GPU's
+// experts (moe_route, moe_combine). nullopt for an op that is not elementwise.
 std::optional<ElementwiseShapeKey> elementwise_shape_key(const Op& op, const Plan& plan, const ModelConfig& cfg);
 
 // The profiler's key of an Attention op: its per-GPU heads, kv heads, head dim and KV format; for

@@ -4,6 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "profiler/common/attention_support.hpp"
+
 namespace peerplan::profiler {
 
 std::vector<ElementwiseShapeKey> elementwise_timing_keys(const std::set<ElementwiseShapeKey>& keys) {
@@ -33,6 +35,12 @@ ElementwiseCall elementwise_call(const ElementwiseShapeKey& k, int64_t rows) {
     c.row_stride = (k.heads + 2 * k.kv_heads) * k.head_dim;
     // q and k read and written in place, k and v written into the cache.
     c.bytes = r * (2 * double((k.heads + k.kv_heads) * k.head_dim) + 2 * double(k.kv_heads * k.head_dim)) * 2;
+  } else if (k.kind == "mla_rotary") {
+    // engine_mla.cpp run_mla_rotary: q rows of the q projection ([heads][nope + rope]); per token
+    // the kv_a row (latent + k_pe) read, the cache row written, each head's q_pe read and written.
+    const double row = kernels::kMlaSupportedLatent + kernels::kMlaSupportedRope;
+    c.row_stride = k.heads * (kernels::kMlaSupportedNope + kernels::kMlaSupportedRope);
+    c.bytes = (r * (2 * row + 2 * double(k.heads * k.head_dim)) + kernels::kMlaSupportedLatent) * 2;
   } else if (k.kind == "act") {
     // engine_ops.cpp: rows at least 1, cols in whole 8-element vectors (the kernel's).
     c.rows = std::max<int64_t>(1, rows);
@@ -79,6 +87,13 @@ ElementwiseBuffers elementwise_buffers(const std::vector<ElementwiseShapeKey>& k
       b.qkv = std::max(b.qkv, R * c.row_stride);
       b.norm_w = std::max(b.norm_w, 2 * k.head_dim);
       if (k.kind == "rotary") b.cache = std::max(b.cache, b.layout.slots * k.kv_heads * b.layout.ctx * k.head_dim);
+    } else if (k.kind == "mla_rotary") {
+      const int64_t row = kernels::kMlaSupportedLatent + kernels::kMlaSupportedRope;
+      b.y = std::max(b.y, R * row);  // the kv_a output, read from Y as the executor does
+      b.qkv = std::max(b.qkv, R * c.row_stride);
+      b.norm_w = std::max<int64_t>(b.norm_w, kernels::kMlaSupportedLatent);
+      b.mla_q = std::max(b.mla_q, std::min(R, kEwDecodeRows) * k.heads * row);
+      b.latent_cache = std::max(b.latent_cache, b.layout.slots * b.layout.ctx * row);
     } else if (k.kind == "act") {
       b.y = std::max(b.y, c.rows * 2 * c.cols);
       b.z = std::max(b.z, c.rows * c.cols);

@@ -25,7 +25,8 @@ inline constexpr int64_t kEwDecodeRows = 256;
 struct ElementwiseCall {
   int64_t rows = 0;       // tokens (act: its rows, at least 1)
   int64_t cols = 0;       // as the kernel takes it: act's in whole 8-element vectors (max(8, cols) / 8 * 8)
-  int64_t row_stride = 0; // qk_norm, rotary: the fused qkv row, (heads + 2 kv_heads) * head_dim
+  int64_t row_stride = 0; // qk_norm, rotary: the fused qkv row, (heads + 2 kv_heads) * head_dim;
+                          // mla_rotary: the q projection's row, heads * (nope + rope)
   double bytes = 0;       // HBM bytes read and written (bf16), for the reps and the GB/s note
 };
 ElementwiseCall elementwise_call(const ElementwiseShapeKey& key, int64_t rows);
@@ -33,7 +34,8 @@ ElementwiseCall elementwise_call(const ElementwiseShapeKey& key, int64_t rows);
 // Calls per CUDA graph: enough for about 200 us of kernels at 3 TB/s plus 3 us each, 1..64.
 int elementwise_reps(const ElementwiseCall& c);
 
-// The KV cache rotary writes into: [slots][kv_heads][ctx][head_dim] each for K and V.
+// The KV cache rotary writes into: [slots][kv_heads][ctx][head_dim] each for K and V (mla_rotary:
+// the latent cache [slots][ctx][576]).
 struct RotaryLayout {
   int64_t slots = kEwDecodeRows, ctx = 256;
 };
@@ -57,6 +59,11 @@ struct ElementwiseBuffers {
   int64_t qkv = 0;      // qk_norm's and rotary's fused rows [rows][(heads + 2 kv) head_dim]
   int64_t norm_w = 0;   // rms_norm's weight [H]; qk_norm's q and k weights [2 head_dim]
   int64_t cache = 0;    // each of K and V: slots * kv_heads * ctx * head_dim
+  // mla_rotary (engine_mla.cpp): Y holds the kv_a rows [rows][576] and qkv the q rows; a decode
+  // step writes each head's rotated q_pe into the absorbed rows [rows <= kEwDecodeRows][heads][576],
+  // and every token's latent row into the cache [slots][ctx][576] (the rotary layout's places).
+  int64_t mla_q = 0;
+  int64_t latent_cache = 0;
   RotaryLayout layout;
   int max_topk = 0, max_local_experts = 0;  // the routing buffer's shape
 };

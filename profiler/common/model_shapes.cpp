@@ -44,8 +44,15 @@ ShapeSet compiled_shapes(const ModelConfig& m, int gpus, std::vector<ShapeNote>*
       if (notes) notes->push_back({fmt::format("elementwise kernels of {} at TP {}", m.name, tp), e.what()});
       continue;
     }
-    const std::set<ElementwiseShapeKey> k = graph_elementwise_shapes(graph, p, m);
-    out.elementwise.insert(k.begin(), k.end());
+    for (const ElementwiseShapeKey& k : graph_elementwise_shapes(graph, p, m)) {
+      // mla_rope_and_cache runs the shapes mla_decode does (512 latent, 64 rope, 1-128 heads).
+      const std::string why = k.kind != "mla_rotary" ? std::string()
+                                                     : kernels::mla_shape_refusal(
+                                                           int(m.kv_lora_rank), int(m.qk_rope_head_dim),
+                                                           int(m.qk_nope_head_dim), int(m.v_head_dim), int(k.heads), false);
+      if (why.empty()) out.elementwise.insert(k);
+      else if (notes) notes->push_back({fmt::format("mla_rotary of {} at TP {}", m.name, tp), why});
+    }
     for (const Op& op : graph.ops) {
       // The executor runs batched GEMMs in bf16 only (engine_quant.cpp refuses batch_count > 1; vLLM
       // keeps W_UK / W_UV in bf16 for FP8 models too), whatever the profile's --dtypes.
@@ -70,11 +77,7 @@ ShapeSet compiled_shapes(const ModelConfig& m, int gpus, std::vector<ShapeNote>*
 }  // namespace
 
 std::set<ElementwiseShapeKey> model_elementwise_shapes(const ModelConfig& m, int gpus, std::vector<ShapeNote>* notes) {
-  std::set<ElementwiseShapeKey> out = compiled_shapes(m, gpus, notes).elementwise;
-  if (m.mla && notes)
-    notes->push_back({fmt::format("rotary of {}", m.name), "multi-head latent attention: the executor's rotary_and_cache "
-                                                           "is standard attention's"});
-  return out;
+  return compiled_shapes(m, gpus, notes).elementwise;
 }
 
 ShapeSet model_shape_set(const std::vector<ModelConfig>& models, int gpus, const std::vector<std::string>& dtypes,
@@ -96,9 +99,6 @@ ShapeSet model_shape_set(const std::vector<ModelConfig>& models, int gpus, const
     }
     s.attention_max_context = std::max<int64_t>(s.attention_max_context, std::min<int64_t>(m.max_context, int64_t(1) << 17));
     s.elementwise.insert(compiled.elementwise.begin(), compiled.elementwise.end());
-    if (m.mla && notes)
-      notes->push_back({fmt::format("rotary of {}", m.name), "multi-head latent attention: the executor's rotary_and_cache "
-                                                             "is standard attention's"});
     if (!m.is_moe()) continue;
     for (const WeightShape& w : weight_shapes(m, gpus)) {
       if (w.name != "expert.gate_up" && w.name != "expert.down") continue;

@@ -29,12 +29,13 @@ struct ShapeNote {
 ShapeSet model_shape_set(const std::vector<ModelConfig>& models, int gpus, const std::vector<std::string>& dtypes,
                          std::vector<ShapeNote>* notes = nullptr);
 
-// The elementwise kernels of `m` (rms_norm, residual, qk_norm, rotary, act, moe_route, moe_combine)
-// keyed as the cost model looks them up: the compiler's own ops (planner/compile), one mixed
+// The elementwise kernels of `m` (rms_norm, residual, qk_norm, rotary or MLA's mla_rotary, act,
+// moe_route, moe_combine) keyed as the cost model looks them up: the compiler's own ops (planner/compile), one mixed
 // iteration of a one-stage TP plan at each TP degree 1..gpus that divides the heads, each op keyed by
 // elementwise_shape_key (planner/validate/missing_shapes.hpp) as validate keys a plan's ops. EP and
 // pipeline plans give no other (kind, cols): hidden, experts and the routed experts' width do not
-// depend on them. A TP degree the model cannot be split by, and an MLA model's rotary, are noted.
+// depend on them. A TP degree the model cannot be split by, and an MLA shape the kernels do not run
+// (mla_shape_refusal), are noted.
 std::set<ElementwiseShapeKey> model_elementwise_shapes(const ModelConfig& m, int gpus, std::vector<ShapeNote>* notes = nullptr);
 
 // The GEMM weight formats the profiler times (`profile --dtypes`).

@@ -151,8 +151,11 @@ void Engine::run_elementwise(const Op& op, GpuState& g) {
       q.eps = 1e-6f;
       return kn::qk_norm(q, s);
     }
+    case EwKind::MlaRotary: return run_mla_rotary(op, g);
     case EwKind::Rotary: {
-      if (g.mla) return run_mla_rotary(op, g);
+      if (g.mla)
+        throw RuntimeError("executor: op " + op.name + " is a standard rotary on an MLA model (planner/compile/"
+                           "compiler.cpp emits EwKind::MlaRotary for MLA layers)");
       kn::RotaryCache r;
       r.qkv = g.qkv.as<bf16>();
       r.positions = g.m(g.o_pos);

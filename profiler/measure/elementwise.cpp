@@ -2,7 +2,8 @@
 // "elementwise" table, priced by planner/cost/elementwise_cost.*): the very calls
 // profiler/exec/engine_ops.cpp run_elementwise and engine_moe.cpp run_moe_route / run_moe_combine
 // issue, with the same arguments (rmsnorm, residual_add, qk_norm, rotary_and_cache into a bf16 cache,
-// silu_mul, moe_route, moe_combine), `reps` back to back captured in one CUDA graph, the graph
+// MLA's mla_rope_and_cache (engine_mla.cpp run_mla_rotary), silu_mul, moe_route, moe_combine), `reps`
+// back to back captured in one CUDA graph, the graph
 // replayed behind the blocking gate: time per call = region / reps, as the GEMM table. Small kernels
 // take several microseconds each however few bytes they move (Qwen1.5-MoE decode ran 5.5 % slower
 // than the bytes / HBM-bandwidth floor priced it), so the table holds what the graph really takes.
@@ -25,6 +26,7 @@
 #include "profiler/gpu/raii.hpp"
 #include "profiler/gpu/timing.hpp"
 #include "profiler/kernels/elementwise.hpp"
+#include "profiler/kernels/mla.hpp"
 #include "profiler/kernels/moe_route.hpp"
 #include "profiler/kernels/qk_norm.hpp"
 #include "profiler/measure/curve.hpp"
@@ -69,6 +71,10 @@ void time_elementwise_shapes(Context& ctx, const std::set<ElementwiseShapeKey>& 
   gpu::DeviceBuffer kcache(g, size_t(std::max<int64_t>(1, b.cache)) * 2), vcache(g, size_t(std::max<int64_t>(1, b.cache)) * 2);
   CUDA_CHECK(cudaMemsetAsync(kcache.get(), 0, kcache.bytes(), st));
   CUDA_CHECK(cudaMemsetAsync(vcache.get(), 0, vcache.bytes(), st));
+  // mla_rotary: the decoding tokens' absorbed query rows and the latent cache (engine_mla.cpp).
+  const gpu::DeviceBuffer mla_q = bf16_buffer(b.mla_q, 27);
+  gpu::DeviceBuffer latent(g, size_t(std::max<int64_t>(1, b.latent_cache)) * 2);
+  CUDA_CHECK(cudaMemsetAsync(latent.get(), 0, latent.bytes(), st));
   // Rotary's positions and cache slots: a decode step's (one token per sequence) and a prefill
   // chunk's (consecutive positions), rotary_place.
   std::vector<int> dpos, dslot, ppos, pslot;
@@ -137,6 +143,28 @@ void time_elementwise_shapes(Context& ctx, const std::set<ElementwiseShapeKey>& 
         rc.heads = int(k.heads), rc.kv_heads = int(k.kv_heads), rc.head_dim = int(k.head_dim);
         rc.max_ctx = int(b.layout.ctx);
         call = [&, rc] { kn::rotary_and_cache(rc, st); };
+      } else if (k.kind == "mla_rotary") {
+        // engine_mla.cpp run_mla_rotary: a decode step (rows <= kEwDecodeRows) writes each head's
+        // rotated q_pe into the absorbed 576-wide rows, a prefill chunk rotates it in place; the
+        // latent row goes into the cache either way. Plain rope (theta), as the synthetic run.
+        kn::MlaRopeCache mr;
+        const bool decode = r <= kEwDecodeRows;
+        mr.kv = Y.as<bf16>();
+        mr.kv_row_stride = kn::kMlaRow;
+        mr.q = qkv.as<bf16>();
+        mr.q_row_stride = c.row_stride;
+        mr.q_head_stride = kn::kMlaQkDim;
+        mr.q_pe_offset = kn::kMlaQkNope;
+        mr.q_out = decode ? mla_q.as<bf16>() : nullptr;
+        mr.q_out_row_stride = k.heads * kn::kMlaRow;
+        mr.norm_weight = normw.as<bf16>();
+        mr.positions = (decode ? dpos_d : ppos_d).as<int>();
+        mr.token_slot = (decode ? dslot_d : pslot_d).as<int>();
+        mr.cache = latent.as<bf16>();
+        mr.tokens = r;
+        mr.heads = int(k.heads);
+        mr.max_ctx = int(b.layout.ctx);
+        call = [&, mr] { kn::mla_rope_and_cache(mr, st); };
       } else if (k.kind == "act") {
         call = [&, c] { kn::silu_mul(Y.as<bf16>(), Z.as<bf16>(), c.rows, c.cols, st); };
       } else if (k.kind == "moe_route") {
@@ -193,8 +221,10 @@ void time_elementwise_shapes(Context& ctx, const std::set<ElementwiseShapeKey>& 
       {"rows", rows},
       {"keys", timed},
       {"call", "the executor's kernels with its arguments (profiler/exec/engine_ops.cpp run_elementwise, "
-               "engine_moe.cpp): rmsnorm (eps 1e-5), residual_add, qk_norm (eps 1e-6), rotary_and_cache (bf16 "
-               "cache), silu_mul, moe_route (uniform routing, default seed, layer 0), moe_combine"},
+               "engine_moe.cpp, engine_mla.cpp): rmsnorm (eps 1e-5), residual_add, qk_norm (eps 1e-6), "
+               "rotary_and_cache (bf16 cache), mla_rope_and_cache (mla_rotary: plain rope, q_pe into the absorbed "
+               "rows at decode, in place at prefill), silu_mul, moe_route (uniform routing, default seed, layer 0), "
+               "moe_combine"},
       {"timing", "reps calls back to back captured in one CUDA graph, replayed behind the blocking gate; "
                  "time per call = region / reps (reps: about 200 us of kernels, 1..64)"},
       {"rotary_cache", fmt::format("[{} slots][kv_heads][{} positions][head_dim] bf16; rows <= {}: one token per "

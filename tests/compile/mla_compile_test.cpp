@@ -59,7 +59,7 @@ TEST(MlaCompile, DecodeIsAbsorbed) {
   const Op& kn = named(g, "L0.kv_norm");
   EXPECT_EQ(kn.ew, EwKind::RmsNorm); EXPECT_EQ(kn.ew_rows, 8); EXPECT_EQ(kn.ew_cols, 512);
   const Op& rope = named(g, "L0.rotary");
-  EXPECT_EQ(rope.ew, EwKind::Rotary); EXPECT_EQ(rope.ew_cols, (16 + 1) * 64);
+  EXPECT_EQ(rope.ew, EwKind::MlaRotary); EXPECT_EQ(rope.ew_cols, (16 + 1) * 64);  // not Rotary: another kernel
   // q_pe of 16 heads read and written, the 576-wide kv_a row read and the cache row written.
   EXPECT_DOUBLE_EQ(rope.mem_bytes, 8.0 * (16 * 64 + 576) * 2 * 2);
   const Op& qa = named(g, "L0.q_absorb");

@@ -47,8 +47,8 @@ Machine with_table(std::vector<ElementwiseTime> t) {
 
 TEST(ElementwiseCost, KindNamesMatchTheProfileNames) {
   // The loader accepts kElementwiseKinds; every EwKind but None must map onto one of them.
-  for (EwKind k : {EwKind::RmsNorm, EwKind::QkNorm, EwKind::Rotary, EwKind::Residual, EwKind::Act, EwKind::MoeRoute,
-                   EwKind::MoeCombine}) {
+  for (EwKind k : {EwKind::RmsNorm, EwKind::QkNorm, EwKind::Rotary, EwKind::MlaRotary, EwKind::Residual, EwKind::Act,
+                   EwKind::MoeRoute, EwKind::MoeCombine}) {
     const std::string n = ew_kind_name(k);
     EXPECT_NE(std::find(kElementwiseKinds.begin(), kElementwiseKinds.end(), n), kElementwiseKinds.end()) << n;
   }
@@ -98,6 +98,26 @@ TEST(ElementwiseCost, AnotherGpusPointsPriceAGpuWithoutItsOwnAsGemmsDo) {
   on1.gpus = {1};
   EXPECT_NEAR(elementwise_from_table(topo.machine().measurements->elementwise, 1, on1)->seconds, 9e-6, 1e-12);
   EXPECT_NEAR(elementwise_from_table(topo.machine().measurements->elementwise, 0, rotary(1, 4096))->seconds, 7e-6, 1e-12);
+}
+
+TEST(ElementwiseCost, MlaRotaryIsPricedFromItsOwnRowsNeverFromAStandardRotarysOfTheSameCols) {
+  // DeepSeek-V2-Lite's rotary (mla_rope_and_cache: 16 heads' q_pe + the shared k_pe, cols 17 x 64)
+  // and a standard rotary of 16 q + 1 kv heads of 64 share (EwKind::Rotary's old name, cols): the
+  // profile keys them apart ("mla_rotary"), so each op takes its own kernel's rows.
+  Op mla = rotary(8, 17 * 64);
+  mla.ew = EwKind::MlaRotary;
+  EXPECT_EQ(ew_kind_name(mla.ew), "mla_rotary");
+  Topology topo(with_table({point("rotary", 8, 17 * 64, 4.0), point("mla_rotary", 8, 17 * 64, 6.0)}));
+  CostModel cost(topo);
+  const OpCost& c = cost.price(mla, true);
+  EXPECT_NEAR(c.seconds, 6e-6, 1e-12);
+  EXPECT_EQ(c.source, CostSource::Measured);
+  EXPECT_NEAR(cost.price(rotary(8, 17 * 64), true).seconds, 4e-6, 1e-12);
+  // Only a standard rotary's row at those cols: the MLA op keeps its bytes price, not that row.
+  Topology only_std(with_table({point("rotary", 8, 17 * 64, 4.0)}));
+  CostModel c2(only_std);
+  EXPECT_NE(c2.price(mla, true).source, CostSource::Measured);
+  EXPECT_FALSE(elementwise_from_table(only_std.machine().measurements->elementwise, 0, mla).has_value());
 }
 
 TEST(ElementwiseCost, NoSectionKeepsTodaysPrice) {

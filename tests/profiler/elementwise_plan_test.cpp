@@ -134,13 +134,55 @@ TEST(ElementwiseShapes, Qwen3AddsQkNormOverQAndKHeads) {
       << "Llama has no QK-norm";
 }
 
+TEST(ElementwiseShapes, DeepSeekV2LiteTimesMlaRotaryNotTheStandardRotary) {
+  // MLA's rotary op is mla_rope_and_cache (engine_mla.cpp): keyed "mla_rotary", (heads + 1) x 64
+  // per GPU (each head's q_pe and the shared k_pe) at TP 1 and 2, never the standard rotary_and_cache.
+  const ModelConfig m = shipped_model("deepseek-v2-lite");
+  ASSERT_TRUE(m.mla);
+  std::vector<ShapeNote> notes;
+  const std::set<ElementwiseShapeKey> keys = model_elementwise_shapes(m, 2, &notes);
+  const auto kc = kind_cols(keys);
+  EXPECT_TRUE(kc.count({"mla_rotary", (16 + 1) * 64})) << "TP 1";
+  EXPECT_TRUE(kc.count({"mla_rotary", (8 + 1) * 64})) << "TP 2";
+  for (const ElementwiseShapeKey& k : keys) {
+    EXPECT_NE(k.kind, "rotary");
+    if (k.kind == "mla_rotary") {
+      EXPECT_EQ(k.kv_heads, 1) << "the shared k_pe";
+      EXPECT_EQ(k.head_dim, 64);
+      EXPECT_EQ((k.heads + 1) * 64, k.cols);
+    }
+  }
+  for (const ShapeNote& n : notes) EXPECT_EQ(n.what.find("rotary"), std::string::npos) << n.what << ": " << n.why;
+  // The profile's timing keys keep it (a kind the table takes).
+  const std::vector<ElementwiseShapeKey> timed = elementwise_timing_keys(keys);
+  EXPECT_TRUE(std::any_of(timed.begin(), timed.end(), [](const ElementwiseShapeKey& k) { return k.kind == "mla_rotary"; }));
+}
+
+TEST(ElementwisePlan, MlaRotaryCallsAndBuffersAreTheExecutors) {
+  // engine_mla.cpp run_mla_rotary: q from the q projection's [heads][192] rows, the kv_a row (576)
+  // from Y, q_pe into the absorbed [heads][576] rows at a decode step, the latent row into the cache.
+  const ElementwiseShapeKey k{"mla_rotary", 17 * 64, 16, 1, 64};
+  const ElementwiseCall c = elementwise_call(k, 8);
+  EXPECT_EQ(c.row_stride, 16 * 192);
+  EXPECT_EQ(c.cols, 17 * 64);
+  EXPECT_DOUBLE_EQ(c.bytes, (8.0 * (2 * 576 + 2 * 16 * 64) + 512) * 2) << "kv row in, cache row out, q_pe in and out";
+  const std::vector<int64_t> grid = {1, 8, 256, 4096};
+  const ElementwiseBuffers b = elementwise_buffers({k}, grid);
+  EXPECT_EQ(b.y, 4096 * 576);
+  EXPECT_EQ(b.qkv, 4096 * 16 * 192);
+  EXPECT_EQ(b.norm_w, 512) << "kv_a_layernorm's weight";
+  EXPECT_EQ(b.mla_q, kEwDecodeRows * 16 * 576) << "absorbed rows of a decode step only";
+  EXPECT_EQ(b.latent_cache, b.layout.slots * b.layout.ctx * 576);
+  EXPECT_EQ(b.cache, 0) << "no standard K/V cache";
+}
+
 TEST(ElementwiseShapes, EveryLayoutAndBatchOfThePlansGivesNoOtherKindOrCols) {
   // The keys come from one mixed iteration of TP plans; pipeline and EP plans (attention TP or
   // replicated), decode steps and long prefills must not compile an elementwise op of another
   // (kind, cols), or the cost model would find no curve for it.
   for (const ModelConfig& m : {shipped_model("llama-3.1-8b"), shipped_model("qwen1.5-moe-a2.7b"),
                                shipped_model("mixtral-8x7b"), data_model("qwen3-8b.json"),
-                               data_model("qwen3-30b-a3b.json")}) {
+                               data_model("qwen3-30b-a3b.json"), shipped_model("deepseek-v2-lite")}) {
     const auto keys = kind_cols(model_elementwise_shapes(m, 2));
     std::vector<Plan> plans = {one_stage({0}, m), one_stage({0, 1}, m), pipeline2(m)};
     if (m.is_moe()) plans.push_back(ep2(m, "tp")), plans.push_back(ep2(m, "replicated"));

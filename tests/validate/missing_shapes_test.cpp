@@ -165,6 +165,20 @@ TEST(MissingShapes, AnMlaPlanListsItsAbsorbedGemmsAndBothAttentionShapes) {
   EXPECT_TRUE(s.gemms.count({128, 512, "bf16", 8})) << describe_shapes(s);
   EXPECT_EQ(s.attention, (std::set<AttentionShapeKey>{{8, 1, 576, "bf16", 512, "decode"},
                                                       {8, 8, 192, "bf16", 128, "prefill"}}));
+  // The rotary of an MLA layer is mla_rope_and_cache, keyed apart from the standard rotary: 8 heads'
+  // q_pe and the shared k_pe, 64 wide each.
+  bool mla_rotary = false;
+  for (const ElementwiseShapeKey& e : s.elementwise) {
+    EXPECT_NE(e.kind, "rotary") << "an MLA model has no standard rotary";
+    if (e.kind == "mla_rotary") {
+      mla_rotary = true;
+      EXPECT_EQ(e.cols, (8 + 1) * 64);
+      EXPECT_EQ(e.heads, 8);
+      EXPECT_EQ(e.kv_heads, 1);
+      EXPECT_EQ(e.head_dim, 64);
+    }
+  }
+  EXPECT_TRUE(mla_rotary) << describe_shapes(s);
   // Once the profile has rows of those shapes (as the profiler writes them), none is missing, and the
   // ops are priced from them.
   MeasuringBackend gpu;
@@ -174,13 +188,15 @@ TEST(MissingShapes, AnMlaPlanListsItsAbsorbedGemmsAndBothAttentionShapes) {
   add_measured_shapes(ext, gpu.measure_shapes(ext, s, shape_sweep_of(ext)), a);
   const ShapeSet after = plan_missing_shapes(plan, cfg, derive_figures(cfg), ext);
   EXPECT_TRUE(after.attention.empty()) << describe_shapes(after);
+  EXPECT_TRUE(after.elementwise.empty()) << describe_shapes(after);
   EXPECT_FALSE(after.gemms.count({512, 128, "bf16", 8}));
   Topology topo(ext);
   CostModel cost(topo);
   const OpGraph g = compile_iteration(plan, cfg, derive_figures(cfg), ext, mixed_iteration());
   int priced = 0;
   for (const Op& op : g.ops)
-    if (op.kind == OpKind::Attention || (op.kind == OpKind::Gemm && op.batch_count > 1)) {
+    if (op.kind == OpKind::Attention || (op.kind == OpKind::Gemm && op.batch_count > 1) ||
+        op.ew == EwKind::MlaRotary) {
       const CostSource src = cost.price(op, false).source;
       EXPECT_TRUE(src == CostSource::Measured || src == CostSource::Interpolated || src == CostSource::Extrapolated)
           << op.name;

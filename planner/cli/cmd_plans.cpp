@@ -49,10 +49,12 @@ std::string gpus_of(const Plan& p) {
 
 nlohmann::json memory_json(const MemoryReport& m) {
   nlohmann::json gpus = nlohmann::json::array();
-  for (const auto& g : m.gpus)
+  for (const auto& g : m.gpus) {
     gpus.push_back({{"gpu", g.gpu}, {"capacity_bytes", g.capacity}, {"weights_bytes", g.weights},
                     {"kv_cache_bytes", g.kv_cache}, {"activations_bytes", g.activations},
                     {"reserve_bytes", g.reserve}, {"used_bytes", g.used()}, {"fits", g.fits()}});
+    if (g.mla_scratch > 0) gpus.back()["mla_scratch_bytes"] = g.mla_scratch;  // MLA models only
+  }
   nlohmann::json by = nlohmann::json::object();
   for (const auto& [name, b] : m.weight_bytes_by_dtype) by[name] = b;
   return {{"fits", m.fits}, {"why", m.why}, {"max_seqs_that_fit", m.max_seqs_that_fit},

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/compile/mla_memory.hpp"
 #include "planner/model/routing_model.hpp"
 #include "planner/plan/sharding.hpp"
 #include "planner/core/error.hpp"
@@ -627,8 +628,16 @@ MemoryReport check_memory(const Plan& plan, const ModelConfig& cfg, const ModelF
       // EP all-to-all: the top-k copies of this rank's tokens sent, the worst case received.
       if (lay.ep > 1 && lay.dp > 1) g.activations += (A * cfg.experts_per_token + moe_rows) * H * d;
       if (st.lm_head) g.activations += seqs * ceil_div(cfg.vocab, lay.tp) * 4;
+      // MLA: the executor's expansion scratch, kv_b output, absorbed rows and decode workspace, at
+      // the executor's limits (every slot and the whole token budget on each GPU of the stage).
+      if (cfg.mla && st.layer_end > st.layer_begin) {
+        const int64_t heads = attn_shard(cfg, fig.layers[size_t(st.layer_begin)], lay.tp).heads;
+        g.mla_scratch = mla_scratch(cfg, heads, opt.context, opt.max_batched_tokens, opt.max_seqs,
+                                    machine.gpus.at(size_t(g.gpu)).sm_count)
+                            .total();
+      }
       g.reserve = int64_t(opt.reserve_fraction * double(g.capacity)) + opt.reserve_bytes;
-      int64_t free_for_kv = g.capacity - g.weights - g.activations - g.reserve;
+      int64_t free_for_kv = g.capacity - g.weights - g.activations - g.mla_scratch - g.reserve;
       int64_t fit = free_for_kv <= 0 ? 0 : (per_seq > 0 ? free_for_kv / per_seq * lay.dp : INT64_MAX);
       rep.max_seqs_that_fit = std::min(rep.max_seqs_that_fit, fit);
       rep.gpus.push_back(g);
@@ -648,9 +657,14 @@ MemoryReport check_memory(const Plan& plan, const ModelConfig& cfg, const ModelF
   }
   if (worst) {
     rep.fits = false;
-    rep.why = fmt::format("GPU {} needs {:.1f} GiB: weights {:.1f} + KV {:.1f} + act {:.1f} + reserve {:.1f} > {:.1f} GiB",
+    const std::string mla = worst->mla_scratch > 0 ? fmt::format(" + MLA scratch {:.1f}", gib(worst->mla_scratch)) : "";
+    rep.why = fmt::format("GPU {} needs {:.1f} GiB: weights {:.1f} + KV {:.1f} + act {:.1f}{} + reserve {:.1f} > {:.1f} GiB",
                           worst->gpu, gib(worst->used()), gib(worst->weights), gib(worst->kv_cache),
-                          gib(worst->activations), gib(worst->reserve), gib(worst->capacity));
+                          gib(worst->activations), mla, gib(worst->reserve), gib(worst->capacity));
+    if (worst->mla_scratch > 0 && worst->used() - worst->mla_scratch <= worst->capacity)
+      rep.why += " (it fits without the MLA scratch: the executor's expanded prefill K/V, kv_b output, absorbed "
+                 "query / output rows and decode workspace, planner/compile/mla_memory.hpp; a shorter context or "
+                 "fewer batched tokens shrinks it)";
     if (over > 1) rep.why += fmt::format(" (and {} more GPU{} over)", over - 1, over > 2 ? "s" : "");
     if (rep.max_seqs_that_fit > 0)
       rep.why += fmt::format("; it would fit {} sequences of {} tokens", rep.max_seqs_that_fit, opt.context);

@@ -23,7 +23,10 @@ struct MemoryOptions {
 struct GpuMemory {
   int gpu = 0;
   int64_t capacity = 0, weights = 0, kv_cache = 0, activations = 0, reserve = 0;
-  int64_t used() const { return weights + kv_cache + activations + reserve; }
+  // MLA models: the executor's prefill expansion scratch, kv_b output, absorbed query / output rows
+  // and decode workspace (planner/compile/mla_memory.hpp), beyond the activations above; 0 otherwise.
+  int64_t mla_scratch = 0;
+  int64_t used() const { return weights + kv_cache + activations + mla_scratch + reserve; }
   bool fits() const { return used() <= capacity; }
 };
 

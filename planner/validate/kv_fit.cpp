@@ -32,7 +32,7 @@ int64_t executor_kv_slots(const Plan& plan, const ModelConfig& cfg, const ModelF
   for (const GpuMemory& g : rep.gpus) {
     if (std::none_of(free.begin(), free.end(), [&](const GpuFreeMemory& f) { return f.gpu == g.gpu; })) continue;
     if (g.kv_cache <= 0) continue;  // no layers here: no KV cache bounds it
-    const int64_t room = g.capacity - g.weights - g.activations - g.reserve;
+    const int64_t room = g.capacity - g.weights - g.activations - g.mla_scratch - g.reserve;
     // Floor division (room may be negative), then one slot less: the executor's padding slot.
     const int64_t slots = (room >= 0 ? room / g.kv_cache : -((-room + g.kv_cache - 1) / g.kv_cache)) - 1;
     best = std::min(best, slots);

@@ -19,8 +19,8 @@ struct GpuFreeMemory {
 
 // Sequences of `max_ctx` tokens that every listed GPU can hold in the executor's layout:
 // check_memory (max_batched_tokens = max_tokens, its reserve) on `machine` with each listed GPU's
-// capacity replaced by its free bytes; per GPU (capacity - weights - activations - reserve) over
-// the KV bytes of one sequence on it, less the executor's padding slot. Per GPU, not
+// capacity replaced by its free bytes; per GPU (capacity - weights - activations - MLA scratch -
+// reserve) over the KV bytes of one sequence on it, less the executor's padding slot. Per GPU, not
 // MemoryReport::max_seqs_that_fit: the executor holds every slot on every GPU of a stage, data-
 // parallel replicas included. GPUs of the plan not listed (another MPI rank's) are not looked at;
 // INT64_MAX when none is listed (a rank idle in this plan). May be negative: nothing fits.

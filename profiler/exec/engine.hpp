@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "planner/compile/mla_memory.hpp"
 #include "planner/compile/op_graph.hpp"
 #include "planner/model/model_figures.hpp"
 #include "planner/plan/plan.hpp"
@@ -97,7 +98,7 @@ class Engine {
   // MLA (engine_mla.cpp): the latent cache, the absorbed queries, the prefill's expanded K/V scratch.
   void allocate_latent_cache(GpuState& g);
   void allocate_mla(GpuState& g, int64_t tok_cap);
-  int64_t mla_scratch_slots(int64_t heads) const;      // sequences the prefill scratch holds
+  MlaScratch mla_sizes(int64_t heads) const;  // the MLA buffers' sizes (planner/compile/mla_memory.hpp)
   void mla_prefill_groups(GpuState& g, int* meta_host);  // upload_meta's MLA part (engine_alloc.cpp)
   void allocate_metadata(GpuState& g, int64_t tok_cap, int64_t seq_cap);
   void create_rank_comms(const std::vector<OpGraph>& worst);

@@ -104,8 +104,9 @@ void Engine::allocate(GpuState& g, const ScratchNeed& need) {
     // MLA: Y holds the kv_b output of a full prefill scratch (engine_mla.cpp reads each group's
     // rows from it; kMlaKvB = 256 per head), Z the attention outputs of a mixed iteration's tokens
     // at up to 576 per head (the absorbed decode's 512, after the prefill's 192).
-    g.cap_y = std::max(g.cap_y, mla_scratch_slots(g.heads) * max_ctx_ * g.heads * 256 + 8);
-    g.cap_z = std::max(g.cap_z, tok_cap * g.heads * 576 + 8);
+    const MlaScratch sz = mla_sizes(g.heads);  // planner/compile/mla_memory.hpp: check_memory counts these
+    g.cap_y = std::max(g.cap_y, sz.kv_b_out / 2);
+    g.cap_z = std::max(g.cap_z, sz.attn_out / 2);
   }
   g.X = gpu::DeviceBuffer(dev, size_t(g.cap_x) * 2);
   g.Y = gpu::DeviceBuffer(dev, size_t(g.cap_y) * 2);

@@ -5,6 +5,7 @@
 // into a scratch KV cache that the ordinary prefill attention reads at head_dim 192; decode runs the
 // absorbed MQA over the latent rows (mla_decode), between the two batched GEMMs the graph holds.
 #include <algorithm>
+#include <string>
 
 #include "profiler/exec/engine_state.hpp"
 #include "profiler/gpu/cuda_check.hpp"
@@ -23,28 +24,19 @@ static_assert(kn::kMlaSupportedLatent == kn::kMlaLatent && kn::kMlaSupportedRope
                   kn::kMlaSupportedMaxHeads == kn::kMlaMaxHeads,
               "attention_support.hpp's MLA shape differs from the kernels' (profiler/kernels/mla.hpp)");
 
-namespace {
-// Bytes of the prefill scratch (expanded K and V) the engine allows itself beyond one sequence:
-// enough for several prefilling sequences per call at moderate contexts; longer contexts run one
-// sequence per call (vLLM bounds its MLA prefill workspace likewise and loops over it).
-constexpr int64_t kMlaScratchBudget = int64_t(1) << 30;
-constexpr int kMlaScratchMaxSlots = 16;
-}  // namespace
-
-int64_t Engine::mla_scratch_slots(int64_t heads) const {
-  // K and V (bf16) of one sequence of max_ctx tokens per slot; at least one slot.
-  const int64_t per_slot_bytes = 2 * 2 * heads * max_ctx_ * kn::kMlaQkDim;
-  return std::clamp<int64_t>(kMlaScratchBudget / std::max<int64_t>(1, per_slot_bytes), 1,
-                             std::min<int64_t>(kMlaScratchMaxSlots, std::max<int64_t>(1, max_tokens_)));
+// The scratch's sizes are planner/compile/mla_memory.hpp's (mla_scratch): the planner's memory
+// check counts the same bytes, so a plan it accepts is one these allocations fit.
+MlaScratch Engine::mla_sizes(int64_t heads) const {
+  return mla_scratch(cfg_, heads, max_ctx_, max_tokens_, kv_slots_, sm_count_);
 }
 
 void Engine::allocate_mla(GpuState& g, int64_t tok_cap) {
   const int dev = g.dev;
   g.mla = true;
-  const int64_t per_slot = g.heads * max_ctx_ * kn::kMlaQkDim;
-  g.mla_slots = int(mla_scratch_slots(g.heads));
-  g.mla_k = gpu::DeviceBuffer(dev, size_t(g.mla_slots * per_slot) * 2);
-  g.mla_v = gpu::DeviceBuffer(dev, size_t(g.mla_slots * per_slot) * 2);
+  const MlaScratch sz = mla_sizes(g.heads);
+  g.mla_slots = int(sz.slots);
+  g.mla_k = gpu::DeviceBuffer(dev, size_t(sz.expanded_kv / 2));
+  g.mla_v = gpu::DeviceBuffer(dev, size_t(sz.expanded_kv / 2));
   // Zeros, not random: an attention kernel may multiply a masked weight 0 by a row past a context,
   // which must be finite (mla.hpp).
   CUDA_CHECK(cudaMemsetAsync(g.mla_k.get(), 0, g.mla_k.bytes(), g.stream));
@@ -56,15 +48,18 @@ void Engine::allocate_mla(GpuState& g, int64_t tok_cap) {
   g.mla_ident = gpu::DeviceBuffer(dev, ident.size() * 4);
   CUDA_CHECK(cudaMemcpyAsync(g.mla_ident.get(), ident.data(), ident.size() * 4, cudaMemcpyHostToDevice, g.stream));
   g.stream.synchronize();  // `ident` leaves scope
-  // The absorbed queries of the decoding tokens: [tokens][heads][576].
-  g.mla_q = gpu::DeviceBuffer(dev, size_t(tok_cap * g.heads * kn::kMlaRow) * 2);
+  // The absorbed queries of the decoding tokens: [tokens][heads][576] (tok_cap tokens: the sizes'
+  // own token capacity is the same max(max_tokens, padded kv_slots) + 8).
+  if (sz.absorbed_q != tok_cap * g.heads * kn::kMlaRow * 2)
+    throw RuntimeError("executor: MLA absorbed-query rows sized " + std::to_string(sz.absorbed_q) +
+                       " bytes by planner/compile/mla_memory.hpp, the engine's token capacity needs " +
+                       std::to_string(tok_cap * g.heads * kn::kMlaRow * 2));
+  g.mla_q = gpu::DeviceBuffer(dev, size_t(sz.absorbed_q));
   kn::fill_random(g.mla_q.as<bf16>(), tok_cap * g.heads * kn::kMlaRow, opt_.seed * 61 + uint64_t(g.id), 1.0f, g.stream);
   // Softmax scale without YaRN's mscale: the weights are synthetic, and the time does not depend on it.
   g.mla_scale = kn::mla_softmax_scale(int(cfg_.qk_nope_head_dim), int(cfg_.qk_rope_head_dim), 0, 1);
-  size_t ws = 256;
-  for (int64_t b = 1; b <= std::max(padded_batch(kv_slots_), max_tokens_); ++b)
-    ws = std::max(ws, kn::mla_decode_workspace_bytes(int(b), int(g.heads), int(max_ctx_), sm_count_));
-  g.attn_ws = gpu::DeviceBuffer(dev, ws);
+  // Split-K partials over every decode batch it runs (mla_decode_workspace_bytes's own formula).
+  g.attn_ws = gpu::DeviceBuffer(dev, size_t(sz.decode_workspace));
 }
 
 void Engine::allocate_latent_cache(GpuState& g) {

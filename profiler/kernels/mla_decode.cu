@@ -26,6 +26,7 @@
 #include <cmath>
 #include <string>
 
+#include "planner/compile/mla_memory.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/mla.hpp"
 #include "profiler/kernels/mma_ptx.cuh"
@@ -328,16 +329,22 @@ int head_tile_of(int heads, int requested) {
   if (heads % 32 == 0) return 32;
   return 16;
 }
-int resident_of(int head_tile) { return head_tile == 16 ? resident<1>() : head_tile == 32 ? resident<2>() : resident<4>(); }
 
 // Chunks per (row, head group): one wave of resident CTAs (at least 1), at most one chunk per
 // kMinChunk tokens of the cache capacity.
 int groups_of(int heads, int head_tile) { return (heads + head_tile - 1) / head_tile; }
+// The formula lives in planner/compile/mla_memory.hpp: the planner's memory check sizes this
+// kernel's workspace from it (one definition); its residency must be the kernel's.
+static_assert(peerplan::mla_decode_head_tile_residency(16) == resident<1>() &&
+                  peerplan::mla_decode_head_tile_residency(32) == resident<2>() &&
+                  peerplan::mla_decode_head_tile_residency(64) == resident<4>(),
+              "planner/compile/mla_memory.hpp's mla_decode residency differs from the kernel's __launch_bounds__");
+// The planner sizes the workspace at its own minimum chunk: a smaller one here would need more.
+static_assert(kMinChunk >= peerplan::kMlaDecodeMinChunk,
+              "PEERPLAN_MLA_MIN_CHUNK below planner/compile/mla_memory.hpp's kMlaDecodeMinChunk: the planner's "
+              "and the engine's workspace would be too small");
 int splits_of(int batch, int heads, int max_ctx, int sm_count, int head_tile) {
-  const int per_split = std::max(1, batch * groups_of(heads, head_tile));
-  const int target = std::max(1, resident_of(head_tile) * std::max(sm_count, 1) / per_split);
-  const int hi = std::max(1, (max_ctx + kMinChunk - 1) / kMinChunk);
-  return std::min(target, hi);
+  return peerplan::mla_decode_split_count(batch, heads, max_ctx, sm_count, head_tile, kMinChunk);
 }
 
 template <int MT>
@@ -377,11 +384,7 @@ int mla_decode_splits(int batch, int heads, int max_ctx, int sm_count, int head_
 size_t mla_decode_workspace_bytes(int batch, int heads, int max_ctx, int sm_count) {
   check_heads(heads, "mla_decode_workspace_bytes");
   // The largest of the head tiles the heads allow, so a forced tile (MlaDecode::head_tile) fits too.
-  int64_t splits = 1;
-  for (int ht : {16, 32, 64})
-    if (ht == 16 || heads % ht == 0) splits = std::max<int64_t>(splits, splits_of(batch, heads, max_ctx, sm_count, ht));
-  if (splits == 1) return 0;
-  return size_t(int64_t(batch) * heads * splits * (kMlaLatent + 1)) * sizeof(float);
+  return size_t(peerplan::mla_decode_workspace_bytes_for(batch, heads, max_ctx, sm_count, kMlaLatent, kMinChunk));
 }
 
 void mla_decode(const MlaDecode& a, int sm_count, cudaStream_t stream) {

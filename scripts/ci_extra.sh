@@ -50,6 +50,7 @@ for art in "$fb"/artifacts/*/; do
   t=$(basename "$art")
   for f in "$art"*; do
     [ -f "$f" ] || continue
+    case "$(basename "$f")" in slow-unit-*) continue ;; esac  # wall-clock notes, not findings (fuzz.sh)
     echo "ci_extra: FINDING in fuzz target $t: $(basename "$f") ($(wc -c <"$f") bytes); report:"
     grep -a -m 12 -E "ERROR|SUMMARY|runtime error|#[0-9]+ 0x|==[0-9]+==|Timeout|timeout|out-of-memory|what\(\)" \
       "$fb/fuzz-$t.log" 2>/dev/null | cut -c1-240 | sed 's/^/  | /'

@@ -11,28 +11,9 @@
 # Outputs under $OUT (summary-*.txt and a tgz of the raw files).
 set -u
 PART=${1:?usage: x2_moe_long.sh moe|long}
-OUT=${OUT:-/tmp/peerplan-x2}; W=$OUT/w$PART; mkdir -p "$W"
-export NCCL_NVLS_ENABLE=0 PEERPLAN_HOME=$PWD LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-B=$PWD/.gpu/bin/peerplan; S=$OUT/summary-$PART.txt
-ldd "$B" | grep -q 'not found' && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$PWD/.gpu/lib
-log() { echo "$*" | tee -a "$S"; }
-step() { local t=$1 name=$2; shift 2; log "+ [$name] $*"; local t0=$(date +%s.%N)
-  timeout "$t" "$@" > "$W/$name.txt" 2>&1; local rc=$?
-  log "  rc=$rc $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s"
-  tail -n "${TAIL:-6}" "$W/$name.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null
-  tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null; return $rc; }
-{ date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,uuid --format=csv,noheader
-  nvidia-smi topo -m; } | tee -a "$S"
-NV=$(python3 -c "import importlib.util as u, os; print(os.path.dirname(list(u.find_spec('nvidia.cudnn').submodule_search_locations)[0]))" 2>/dev/null)
-[ -n "$NV" ] && for d in "$NV"/*/lib; do export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d; done
-[ -n "$NV" ] && [ -f "$NV/cudnn/lib/libcudnn.so.9" ] && export PEERPLAN_CUDNN_LIB=$NV/cudnn/lib/libcudnn.so.9
-V=docs/validation; P=$V/plans; LP=$V/workloads/validate-long-prompt.json
-v() { local name=$1 t=$2; shift 2
-  TAIL=16 step "$t" "validate-$name" $B validate --machine "$W/profile.json" --out "$W/validate-$name" "$@"; }
-left() { [ $SECONDS -lt "$1" ] || { log "  (skipped: ${SECONDS}s used)"; return 1; }; }
-finish() { gzip -f "$W"/profile*.json 2>/dev/null; for f in "$W"/validate-*/iterations.json; do [ -f "$f" ] && gzip -f "$f"; done
-  tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null
-  log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0; }
+OUT_DEFAULT=/tmp/peerplan-x2
+source "$(dirname "$0")/call_lib.sh"
+LP=$V/workloads/validate-long-prompt.json
 if [ "$PART" = moe ]; then
   TAIL=4 step 240 profile $B profile --no-progress --model mixtral-8x7b --model qwen1.5-moe-a2.7b --model deepseek-v2-lite \
     --dtypes bf16 --out "$W/profile.json"

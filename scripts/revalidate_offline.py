@@ -4,7 +4,10 @@ peerplan binary on the very profile the run predicted from (its machine-extended
 profile.json.gz), against what the GPU measured (measured.metrics.json). With the binary of the run it
 reproduces the recorded prediction; with a changed pricer it shows what the change does to runs that
 really happened, before a GPU is at hand. Prints TTFT p50 / TPOT p50 / E2E p99 errors, now and recorded.
-  scripts/revalidate_offline.py BUILD/peerplan [substring ...]   (substrings select runs, e.g. qwen D/)"""
+  scripts/revalidate_offline.py BUILD/peerplan [substring ...]   (substrings select runs, e.g. qwen D/)
+  scripts/revalidate_offline.py --check BUILD/peerplan           (a test: exit 1 if a run that met its targets on
+                                                                  the GPU - TTFT / TPOT p50 within 5 %, E2E p99
+                                                                  within 10 % - no longer meets them; ctest runs it)"""
 import gzip, json, os, shutil, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -27,10 +30,18 @@ RUNS = [
 ]
 
 
+TARGETS = {"ttft": 0.05, "tpot": 0.05, "e2e": 0.10}
+
+
 def main():
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    check = bool(args) and args[0] == "--check"
+    if check:
+        args = args[1:]
+    if not args:
         sys.exit(__doc__)
-    binary, only = os.path.abspath(sys.argv[1]), sys.argv[2:]
+    binary, only = os.path.abspath(args[0]), args[1:]
+    broken = []
     tmp = tempfile.mkdtemp(prefix="revalidate-")
     print(f"{'run':50s} {'TTFT p50':>20s} {'TPOT p50':>20s} {'E2E p99':>20s}   error now (recorded)")
     try:
@@ -53,16 +64,25 @@ def main():
             r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
             if r.returncode:
                 print(f"{tag:50s} simulate failed: {r.stderr.strip()[-300:]}")
+                broken.append(tag)
                 continue
             now, meas = json.load(open(out)), json.load(open(os.path.join(run, "measured.metrics.json")))
             rec = json.load(open(os.path.join(run, "predicted.metrics.json")))
-            cells = []
+            cells, met_then, met_now = [], True, True
             for metric, q in (("ttft", "p50_us"), ("tpot", "p50_us"), ("e2e", "p99_us")):
                 e, e0 = now[metric][q] / meas[metric][q] - 1, rec[metric][q] / meas[metric][q] - 1
                 cells.append(f"{100 * e:+6.1f} % ({100 * e0:+6.1f})")
+                met_then = met_then and abs(e0) <= TARGETS[metric]
+                met_now = met_now and abs(e) <= TARGETS[metric]
             print(f"{tag:50s} " + " ".join(f"{c:>20s}" for c in cells))
+            if met_then and not met_now:
+                broken.append(tag)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if check and broken:
+        print("revalidate_offline: these runs met their targets on the GPU and no longer do with this pricer: " +
+              ", ".join(broken))
+        sys.exit(1)
 
 
 if __name__ == "__main__":

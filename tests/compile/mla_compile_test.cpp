@@ -31,6 +31,12 @@ bool has(const OpGraph& g, const std::string& name) {
     if (o.name == name) return true;
   return false;
 }
+// One iteration of `b` on a TP plan over `gpus` of the 8-GPU NVSwitch test machine.
+OpGraph compile_tp(const ModelConfig& c, const std::vector<int>& gpus, const BatchShape& b) {
+  auto topo = testing::machine("nvswitch-8");
+  return compile_iteration(test_plans::tp(gpus, int(c.layers)), c, derive_figures(c), topo->machine(), b);
+}
+
 // The names of layer 0's ops on GPU 0, in graph order, up to the attention all-reduce or residual.
 std::vector<std::string> attention_chain(const OpGraph& g) {
   std::vector<std::string> v;
@@ -45,11 +51,9 @@ std::vector<std::string> attention_chain(const OpGraph& g) {
 // DeepSeek-V2-Lite: 16 heads, full-rank q (192 per head), kv_lora_rank 512, rope 64, v 128.
 TEST(MlaCompile, DecodeIsAbsorbed) {
   const ModelConfig c = shipped("deepseek-v2-lite");
-  const ModelFigures f = derive_figures(c);
-  auto topo = testing::machine("nvswitch-8");
   BatchShape b;
   b.decode_seqs = 8, b.decode_context = 1000;
-  OpGraph g = compile_iteration(test_plans::tp({0}, int(c.layers)), c, f, topo->machine(), b);
+  const OpGraph g = compile_tp(c, {0}, b);
   EXPECT_EQ(attention_chain(g), (std::vector<std::string>{"L0.attn_norm", "L0.q", "L0.kv_a", "L0.kv_norm",
                                                           "L0.rotary", "L0.q_absorb", "L0.attn_decode",
                                                           "L0.v_absorb", "L0.o"}));
@@ -79,12 +83,10 @@ TEST(MlaCompile, DecodeIsAbsorbed) {
 
 TEST(MlaCompile, PrefillDecompressesTheAttendedContext) {
   const ModelConfig c = shipped("deepseek-v2-lite");
-  const ModelFigures f = derive_figures(c);
-  auto topo = testing::machine("nvswitch-8");
   // Two chunks of 256 new tokens at context 2048 (1792 cached each), plus 4 decodes: TP2.
   BatchShape b;
   b.prefill_seqs = 2, b.prefill_tokens = 512, b.prefill_context = 2048, b.decode_seqs = 4, b.decode_context = 500;
-  OpGraph g = compile_iteration(test_plans::tp({0, 1}, int(c.layers)), c, f, topo->machine(), b);
+  const OpGraph g = compile_tp(c, {0, 1}, b);
   EXPECT_EQ(attention_chain(g),
             (std::vector<std::string>{"L0.attn_norm", "L0.q", "L0.kv_a", "L0.kv_norm", "L0.rotary", "L0.kv_b",
                                       "L0.attn_prefill", "L0.q_absorb", "L0.attn_decode", "L0.v_absorb", "L0.o"}));
@@ -107,12 +109,9 @@ TEST(MlaCompile, PrefillDecompressesTheAttendedContext) {
 TEST(MlaCompile, LowRankQueryHasItsNorm) {
   // DeepSeek-V3: q_lora_rank 1536 -> q_a, q_a_norm over 1536, q_b.
   const ModelConfig c = load_model_config(std::string(PEERPLAN_TEST_DATA) + "/model/deepseek-v3.json");
-  const ModelFigures f = derive_figures(c);
-  auto topo = testing::machine("nvswitch-8");
   BatchShape b;
   b.decode_seqs = 2, b.decode_context = 100;
-  std::vector<int> gpus{0, 1, 2, 3, 4, 5, 6, 7};
-  OpGraph g = compile_iteration(test_plans::tp(gpus, int(c.layers)), c, f, topo->machine(), b);
+  const OpGraph g = compile_tp(c, {0, 1, 2, 3, 4, 5, 6, 7}, b);
   const std::vector<std::string> chain = attention_chain(g);
   ASSERT_GE(chain.size(), 5u);
   EXPECT_EQ(std::vector<std::string>(chain.begin(), chain.begin() + 5),
@@ -124,11 +123,9 @@ TEST(MlaCompile, LowRankQueryHasItsNorm) {
 
 TEST(MlaCompile, OtherModelsKeepHeadDimAsValueDim) {
   const ModelConfig c = shipped("llama-3.1-8b");
-  const ModelFigures f = derive_figures(c);
-  auto topo = testing::machine("nvswitch-8");
   BatchShape b;
   b.decode_seqs = 2, b.decode_context = 100;
-  OpGraph g = compile_iteration(test_plans::tp({0}, int(c.layers)), c, f, topo->machine(), b);
+  const OpGraph g = compile_tp(c, {0}, b);
   EXPECT_EQ(named(g, "L0.attn_decode").attn_v_dim, 128);
   EXPECT_FALSE(has(g, "L0.kv_norm"));
 }

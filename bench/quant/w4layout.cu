@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "profiler/gpu/cuda_check.hpp"
+#include "profiler/kernels/mma_ptx.cuh"
 #include "profiler/kernels/w4a16.hpp"
 
 using namespace peerplan;
@@ -31,13 +32,7 @@ namespace {
 constexpr int kChunk = 128;        // k per scale group and per 16-byte unit x 4 lanes
 constexpr int kWarpsPerBlock = 4;  // 128 threads
 
-__device__ __forceinline__ uint4 ldg_stream(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
+using kernels::ptx::ld_stream16;  // the production kernels' streaming load
 
 __global__ void fill_words(uint32_t* p, size_t n, uint32_t seed) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
@@ -97,8 +92,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) read_kernel(const uint4* 
       for (int nt = 0; nt < 4; ++nt) {
         const int64_t cc = std::min<int64_t>(c + j, s.c1 - 1);
         const int64_t row = s.cg * 32 + nt * 8 + g;
-        v[j][nt] = TILED ? ldg_stream(w + ((s.cg * 4 + nt) * chunks + cc) * 32 + lane)
-                         : ldg_stream(w + row * chunks * 4 + cc * 4 + t);
+        v[j][nt] = TILED ? ld_stream16(w + ((s.cg * 4 + nt) * chunks + cc) * 32 + lane)
+                         : ld_stream16(w + row * chunks * 4 + cc * 4 + t);
       }
 #pragma unroll
     for (int j = 0; j < 2; ++j)
@@ -158,7 +153,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_tiled(const uint4* w
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt) {
         const int64_t cc = std::min<int64_t>(c + j, s.c1 - 1);
-        v[j][nt] = ldg_stream(w + ((s.cg * 4 + nt) * chunks + cc) * 32 + lane);
+        v[j][nt] = ld_stream16(w + ((s.cg * 4 + nt) * chunks + cc) * 32 + lane);
       }
 #pragma unroll
     for (int j = 0; j < kFly; ++j) {
@@ -217,7 +212,7 @@ double graph_us(cudaStream_t st, int reps, const std::function<void(int)>& call)
 __global__ void stream_read(const uint4* p, size_t n, uint32_t* sink) {
   uint32_t acc = 0;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const uint4 v = ldg_stream(p + i);
+    const uint4 v = ld_stream16(p + i);
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }
   if (acc == 0x9E3779B9u) *sink = acc;

@@ -31,13 +31,7 @@ __device__ __forceinline__ bool tile_of(const int* tiles, const int* num_tiles, 
 }
 
 // Weights are read once per call: stream them past L1.
-__device__ __forceinline__ uint4 load_stream(const bf16* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
+__device__ __forceinline__ uint4 load_stream(const bf16* p) { return ptx::ld_stream16(p); }
 
 // ---- stream kernel: R row groups of 16 weight rows x S splits of k per CTA (one warp each),
 // NT x 8 routed rows per tile. With few touched experts (decode at small batch) the rows alone

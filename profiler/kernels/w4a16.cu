@@ -28,13 +28,7 @@ constexpr int kCols = 8 * kNT;
 constexpr int64_t kCounterFloats = 65536;  // column groups of n <= 2M columns
 constexpr int kWarpsPerSmTarget = 16;  // one wave at <= 128 registers (16 warps/SM); 2 KB per warp per chunk in flight, double-buffered
 
-__device__ __forceinline__ uint4 ldg_stream(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
+using ptx::ld_stream16;
 
 // Two bf16 (q - 8) * s from the nibbles at bits [sh, sh+4) and [sh+16, sh+20) of w.
 __device__ __forceinline__ uint32_t dq2(uint32_t w, int sh, __nv_bfloat162 s2) {
@@ -144,7 +138,7 @@ __global__ void __launch_bounds__(kWarps * 32) w4a16_kernel(W4A16Gemm a, int spl
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) {
       if (tile_ok[nt]) {
-        ch.w[nt] = ldg_stream(wrow[nt] + c * 16);
+        ch.w[nt] = ld_stream16(wrow[nt] + c * 16);
         ch.s[nt] = __bfloat162float(srow[nt][c]);
       } else {
         ch.w[nt] = make_uint4(0x88888888u, 0x88888888u, 0x88888888u, 0x88888888u);  // codes 8: zeros

@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 nvcc -std=c++17 -O3 -arch=sm_90 -lineinfo --expt-relaxed-constexpr -I. \
-  bench/quant/w4layout.cu profiler/kernels/w4a16.cu planner/core/error.cpp -o "${1:-w4layout}"
+  bench/quant/w4layout.cu profiler/kernels/w4a16.cu profiler/gpu/timing.cu planner/core/error.cpp -o "${1:-w4layout}"

@@ -17,6 +17,9 @@
 #                              the attention grid with and without it, side by side per (heads, batch, context), and
 #                              each grid's held-back error; then Mixtral and DeepSeek-V2-Lite on the long-prompt
 #                              workload with the default profile of this call.
+#   scripts/gpu/session9.sh D  (~8 min) this session's kernel changes beside the PyTorch references in one lease:
+#                              8B decode steps (decode attention default and full-wave trim) beside torch_ref.py,
+#                              8B FP8 / W4A16 steps beside torch_fp8_step_ref.py, routed MoE beside torch._grouped_mm.
 # Outputs under $OUT (summary-*.txt and a tgz of the raw files).
 set -u
 PART=${1:-A}
@@ -79,6 +82,26 @@ if [ "$PART" = C ]; then
   v llama-3.2-1b-azure-conv 150 --plan "$W/llama-3.2-1b.plan.json" --model tests/data/model/llama-3.2-1b.json --workload $TR --requests 120
   v qwen-moe-long 80 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json
   left 450 && v dsv2-chat 80 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite --workload $V/workloads/validate-chat.json --requests 80
+  finish
+fi
+if [ "$PART" = D ]; then
+  # The changed kernels beside the PyTorch references in one lease (the brief's bar): dense decode steps with the
+  # decode attention's default plan and with PEERPLAN_DECODE_FULL_WAVE=trim beside torch_ref.py; W4A16 / FP8 steps
+  # (the GEMV's shared streaming load) beside the FP8 step reference; the routed MoE decode (grouped GEMM) beside
+  # torch._grouped_mm (bench/moe/run.sh).
+  M=models/hardware/h200x2-nvlink.json  # topology only: bench-steps times this host's GPU 0
+  for mode in keep trim; do
+    TAIL=8 step 60 "steps-8b-$mode" env PEERPLAN_DECODE_FULL_WAVE=$mode $B validate --bench-steps \
+      --plan $P/llama8b-1gpu.json --model llama-3.1-8b --machine $M --allow-other-host --batches 1,8,32,64 \
+      --context 1024 --prefill 2048 --out "$W/steps-8b-$mode"
+  done
+  TAIL=4 step 90 torch-ref python3 .gpu-ref/torch_ref.py "$W"
+  for w in fp8 int4; do
+    TAIL=8 step 40 "steps-8b-$w" $B validate --bench-steps --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights $w \
+      --machine $M --allow-other-host --batches 1,8,32,64 --context 1024 --prefill 0 --out "$W/steps-8b-$w"
+  done
+  left 330 && TAIL=4 step 100 torch-fp8-step python3 bench/quant/torch_fp8_step_ref.py "$W" llama-3.1-8b
+  left 400 && { OUT=$W/moe MOE_W=$W/moe/w GG_S=45 bash bench/moe/run.sh .gpu 2>&1 | tail -n 30 | tee -a "$S" >/dev/null; }
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

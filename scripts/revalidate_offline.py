@@ -14,8 +14,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 V = os.path.join(ROOT, "docs/validation")
 P = os.path.join(V, "plans")
 CHAT, LONG = os.path.join(V, "workloads/validate-chat.json"), os.path.join(V, "workloads/validate-long-prompt.json")
-# The Azure conversation trace is not in the repository (PyTorch-side references travel in .gpu-ref).
-AZURE = os.path.join(ROOT, ".gpu-ref/traces/azure-conv.json")
+# The first 120 requests of Azure's 2023 conversation trace, as the GPU runs replayed them.
+AZURE = os.path.join(V, "workloads/azure-conv.json")
 S8 = os.path.join(V, "runs/2026-12-04-session8")
 # (run directory, plan, model, workload, extra simulate arguments): as scripts/gpu/session8.sh ran them.
 RUNS = [

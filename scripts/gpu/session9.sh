@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One H200 per call (ninth session's preparation, 2026-12-04; device tool: carry [".gpu", ".gpu-ref"]; build with
 # scripts/gpu/build.sh from a clean worktree of the commit to measure, then bench/quant/w4layout.sh .gpu/bin/w4layout
-# and strip it). .gpu-ref holds the shared PyTorch references and traces/azure-conv.json.
+# and strip it). .gpu-ref holds the shared PyTorch references.
 #   scripts/gpu/session9.sh A  (~9 min) what the ninth session changed, validated: a profile whose decode attention,
 #                              grouped expert GEMM and small GEMM rows read cold inputs (3728b8f, 3722c2a) and which
 #                              times MLA's batched absorbed GEMMs and MLA attention (helper, issue 23); validations
@@ -25,7 +25,7 @@ set -u
 PART=${1:-A}
 OUT_DEFAULT=/tmp/peerplan-s9
 source "$(dirname "$0")/call_lib.sh"
-TR=.gpu-ref/traces/azure-conv.json
+TR=docs/validation/workloads/azure-conv.json
 if [ "$PART" = A ]; then
   TAIL=3 step 60 selftest-mla env PEERPLAN_SELFTEST_ONLY=mla $B validate --self-test
   grep -E "FAIL|mismatch" "$W/selftest-mla.txt" | head -8 | sed 's/^/  | /' | tee -a "$S" >/dev/null

@@ -549,19 +549,26 @@ struct DecodePlan {
 // A plan whose split blocks fill the wave exactly streamed a long cache ~9 % slower per byte than one a
 // few blocks short of it: 8 kv heads at 65k context, batch 11 (6 splits, 528 blocks of 528) 3.90 TB/s and
 // batch 22 (3 splits, 528) 3.87, against 4.27-4.32 at 480 blocks and fewer (H200, 2026-12-04, session 8 E
-// profile; docs/attention.md). PEERPLAN_DECODE_FULL_WAVE=trim takes one split fewer there when chunks are
-// long (>= 1024 tokens; at short ones the full wave was not slower). Off by default until a GPU has
-// measured it (scripts/gpu/session9.sh). Never more splits than decode_splits: the workspace holds it.
+// profile; docs/attention.md). So such a plan takes one split fewer when it has at least 3 and its chunks
+// are long (>= 4096 tokens). Measured over the whole grid, trimmed vs not (H200, 2026-12-04, session 10 B,
+// 1638 decode points of Llama-3.1-8B and Qwen1.5-MoE): 3-6 splits with chunks >= 4096 ran 0.90-0.99x
+// (median 0.93), 7-22 splits 0.96-1.005x; 2 splits (trimmed to none: half a wave) 0.95-1.06x and chunks
+// < 4096 0.97-1.04x, so those keep the full wave. PEERPLAN_DECODE_FULL_WAVE=keep / trim (every
+// full wave of chunks >= 1024, the session-9 experiment) for A/B runs. Never more splits than
+// decode_splits: the workspace holds it.
 int trim_full_wave(int t, int batch, int kv_heads, int max_ctx, int sm_count, const SplitShape& sh) {
-  static const bool on = [] {
+  enum class Mode { Auto, Keep, Trim };
+  static const Mode mode = [] {
     const char* e = std::getenv("PEERPLAN_DECODE_FULL_WAVE");
-    return e && std::string(e) == "trim";
+    const std::string v = e ? e : "";
+    return v == "keep" ? Mode::Keep : v == "trim" ? Mode::Trim : Mode::Auto;
   }();
-  if (!on || t <= 1) return t;
+  if (mode == Mode::Keep || t <= 1) return t;
   const int64_t blocks = int64_t(batch) * kv_heads * sh.blocks_per_kv_head * t;
   const int64_t per_wave = int64_t(std::max(sm_count, 1)) * sh.blocks_per_sm;
   if (blocks > per_wave || blocks * 100 <= per_wave * 95) return t;  // one wave, filled over 95 %
-  return chunk_len(max_ctx, t, sh.quantum) >= 1024 ? t - 1 : t;
+  if (mode == Mode::Trim) return chunk_len(max_ctx, t, sh.quantum) >= 1024 ? t - 1 : t;
+  return t >= 3 && chunk_len(max_ctx, t, sh.quantum) >= 4096 ? t - 1 : t;
 }
 
 DecodePlan decode_plan(int batch, int kv_heads, int max_ctx, int sm_count, bool clusters, const SplitShape& sh) {

@@ -17,6 +17,9 @@ CHAT, LONG = os.path.join(V, "workloads/validate-chat.json"), os.path.join(V, "w
 # The first 120 requests of Azure's 2023 conversation trace, as the GPU runs replayed them.
 AZURE = os.path.join(V, "workloads/azure-conv.json")
 S8 = os.path.join(V, "runs/2026-12-04-session8")
+S10 = os.path.join(V, "runs/2026-12-04-session10")
+LONG_8K = os.path.join(ROOT, "models/workloads/long-prompt-8k-32k.json")
+LONG_64K = os.path.join(ROOT, "models/workloads/long-prompt-64k-100k.json")
 # (run directory, plan, model, workload, extra simulate arguments): as scripts/gpu/session8.sh ran them.
 RUNS = [
     (f"{S8}/E/validate-llama8b-azure-conv", "llama8b-1gpu", "llama-3.1-8b", AZURE, ["--requests", "120"]),
@@ -27,6 +30,23 @@ RUNS = [
     (f"{S8}/D/validate-llama8b-int4", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--weights", "int4", "--requests", "80"]),
     (f"{S8}/D/validate-qwen-moe-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
     (f"{S8}/D/validate-dsv2-chat", "deepseek-v2-lite-1gpu", "deepseek-v2-lite", CHAT, ["--requests", "80"]),
+    # As scripts/gpu/session9.sh A / B, session10.sh E and x2_moe_long.sh moe ran them (2026-12-04, session 10).
+    (f"{S10}/A/validate-qwen-moe-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
+    (f"{S10}/A/validate-dsv2-chat", "deepseek-v2-lite-1gpu", "deepseek-v2-lite", CHAT, ["--requests", "80"]),
+    (f"{S10}/A/validate-llama8b-azure-conv", "llama8b-1gpu", "llama-3.1-8b", AZURE, ["--requests", "120"]),
+    (f"{S10}/A/validate-llama8b-fp8", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--weights", "fp8", "--requests", "80"]),
+    (f"{S10}/B/validate-dsv2-long", "deepseek-v2-lite-1gpu", "deepseek-v2-lite", LONG, []),
+    (f"{S10}/B/validate-mixtral-long", "mixtral-1gpu", "mixtral-8x7b", LONG, []),
+    (f"{S10}/E/validate-qwen-moe-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
+    (f"{S10}/E/validate-dsv2-chat", "deepseek-v2-lite-1gpu", "deepseek-v2-lite", CHAT, ["--requests", "80"]),
+    (f"{S10}/E/validate-llama8b-8k-32k", "llama8b-1gpu", "llama-3.1-8b", LONG_8K, ["--requests", "24"]),
+    (f"{S10}/E/validate-llama8b-64k-100k", "llama8b-1gpu", "llama-3.1-8b", LONG_64K, []),
+    (f"{S10}/E/validate-llama-3.2-1b-azure-conv", f"{S10}/E/llama-3.2-1b.plan.json", "tests/data/model/llama-3.2-1b.json",
+     AZURE, ["--requests", "120"]),
+    (f"{S10}/X/validate-mixtral-ep2-long", "mixtral-ep2", "mixtral-8x7b", LONG, ["--requests", "40"]),
+    (f"{S10}/X/validate-mixtral-tp2-long", "mixtral-tp2", "mixtral-8x7b", LONG, ["--requests", "40"]),
+    (f"{S10}/X/validate-qwen-moe-ep2-long", "qwen-moe-ep2", "qwen1.5-moe-a2.7b", LONG, ["--requests", "40"]),
+    (f"{S10}/X/validate-dsv2-tp2-chat", "deepseek-v2-lite-tp2", "deepseek-v2-lite", CHAT, ["--requests", "60"]),
 ]
 
 
@@ -59,7 +79,8 @@ def main():
             with gzip.open(gz, "rb") as f, open(machine, "wb") as g:
                 shutil.copyfileobj(f, g)
             out = os.path.join(tmp, "predicted.json")
-            cmd = [binary, "simulate", "--plan", os.path.join(P, plan + ".json"), "--model", model, "--machine", machine,
+            plan_file = plan if plan.endswith(".json") else os.path.join(P, plan + ".json")
+            cmd = [binary, "simulate", "--plan", plan_file, "--model", model, "--machine", machine,
                    "--workload", workload, "--out", out] + extra
             r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
             if r.returncode:

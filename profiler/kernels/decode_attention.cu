@@ -550,12 +550,13 @@ struct DecodePlan {
 // few blocks short of it: 8 kv heads at 65k context, batch 11 (6 splits, 528 blocks of 528) 3.90 TB/s and
 // batch 22 (3 splits, 528) 3.87, against 4.27-4.32 at 480 blocks and fewer (H200, 2026-12-04, session 8 E
 // profile; docs/attention.md). So such a plan takes one split fewer when it has at least 3 and its chunks
-// are long (>= 4096 tokens). Measured over the whole grid, trimmed vs not (H200, 2026-12-04, session 10 B,
-// 1638 decode points of Llama-3.1-8B and Qwen1.5-MoE): 3-6 splits with chunks >= 4096 ran 0.90-0.99x
-// (median 0.93), 7-22 splits 0.96-1.005x; 2 splits (trimmed to none: half a wave) 0.95-1.06x and chunks
-// < 4096 0.97-1.04x, so those keep the full wave. PEERPLAN_DECODE_FULL_WAVE=keep / trim (every
-// full wave of chunks >= 1024, the session-9 experiment) for A/B runs. Never more splits than
-// decode_splits: the workspace holds it.
+// are long (>= 8192 tokens). Measured over the whole grid, trimmed vs not (H200, 2026-12-04, session 10 B,
+// 1638 decode points of Llama-3.1-8B and Qwen1.5-MoE): 3-6 splits over chunks >= 8192 ran 0.90-0.96x;
+// 2 splits (trimmed to none: half a wave) 0.95-1.06x and chunks < 4096 0.97-1.04x. Chunks of 4096-8192
+// gained 1-3 % in the grid but Llama-3.1-8B's decode steps at 32k context (session 10 E, graphs) ran
+// 1-4 % slower with them trimmed (batch 11, 13) and 0-3 % faster with chunks >= 8192 (batch 16, 22), so
+// those keep the full wave. PEERPLAN_DECODE_FULL_WAVE=keep / trim (every full wave of chunks >= 1024,
+// the session-9 experiment) for A/B runs. Never more splits than decode_splits: the workspace holds it.
 int trim_full_wave(int t, int batch, int kv_heads, int max_ctx, int sm_count, const SplitShape& sh) {
   enum class Mode { Auto, Keep, Trim };
   static const Mode mode = [] {
@@ -568,7 +569,7 @@ int trim_full_wave(int t, int batch, int kv_heads, int max_ctx, int sm_count, co
   const int64_t per_wave = int64_t(std::max(sm_count, 1)) * sh.blocks_per_sm;
   if (blocks > per_wave || blocks * 100 <= per_wave * 95) return t;  // one wave, filled over 95 %
   if (mode == Mode::Trim) return chunk_len(max_ctx, t, sh.quantum) >= 1024 ? t - 1 : t;
-  return t >= 3 && chunk_len(max_ctx, t, sh.quantum) >= 4096 ? t - 1 : t;
+  return t >= 3 && chunk_len(max_ctx, t, sh.quantum) >= 8192 ? t - 1 : t;
 }
 
 DecodePlan decode_plan(int batch, int kv_heads, int max_ctx, int sm_count, bool clusters, const SplitShape& sh) {

@@ -2,6 +2,7 @@
 // check. Formulas are listed in planner/compile/README.md; the code follows them line by line.
 #include "planner/compile/compiler.hpp"
 
+#include <array>
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -133,17 +134,18 @@ class Builder {
   // Routed experts of one GPU as one grouped GEMM over its touched experts (issue 14): only their
   // weights are read; `load` is what routing sent them.
   void grouped_gemm(std::string_view prefix, std::string_view matrix, int stage, int layer, int gpu,
-                    const routing::GroupLoad& load, int64_t n, int64_t k, const ExpertBlock& experts) {
+                    const routing::GroupLoad& load, int64_t n, int64_t k, const ExpertBlock& experts, double share = 1.0) {
     if (load.rows <= 0) return;
     Op& op = begin(OpKind::GroupedGemm, prefix, matrix, stage, layer, {gpu});
     op.m = load.rows, op.n = n, op.k = k, op.batch_count = load.touched, op.group_max_rows = load.max_rows;
+    op.group_share = share;
     op.expert_first = experts.first, op.expert_count = experts.count;
-    op.flops = 2.0 * double(load.rows) * double(n) * double(k);
+    op.flops = share * 2.0 * double(load.rows) * double(n) * double(k);
     // Weights as stored (issue 15: fp8, MXFP4, int4 experts stream fewer bytes than bf16).
     const MatrixShape* w = weight_of(layer, matrix);
     op.wdtype = w ? w->format.dtype : DType::BF16;
-    op.mem_bytes = double(load.rows * k + load.rows * n) * double(d_) +
-                   double(load.touched * k * n) * (w ? w->bytes_per_param() : double(d_));
+    op.mem_bytes = share * (double(load.rows * k + load.rows * n) * double(d_) +
+                            double(load.touched * k * n) * (w ? w->bytes_per_param() : double(d_)));
     commit(op);
   }
   // The routing and combine steps of a MoE layer on one GPU (memory-bound, with its expert range).
@@ -279,39 +281,65 @@ bool is_attn_in(std::string_view n) {
   return n == "qkv" || n == "q" || n == "q_a" || n == "q_b" || n == "kv_a" || n == "kv_b";
 }
 
-// What routing sends to each rank's experts for the `tokens` tokens of the EP group, averaged over
-// `layers` (one layer: exactly its draws). Each layer's rank loads are sorted busiest first and
-// averaged position by position, handed back in the order of the first layer: the average keeps
-// the imbalance (the busiest rank of every layer, not a mean of ranks that are busy by turns).
-std::vector<routing::GroupLoad> moe_loads(const ModelConfig& cfg, const std::vector<ExpertBlock>& blocks,
-                                          int64_t tokens, const std::vector<int>& layers) {
+// What routing sends to each rank's experts for the `tokens` tokens of the EP group over `layers`
+// (one layer: exactly its draws). Each layer's rank loads are sorted busiest first and taken position
+// by position, handed back in the order of the first layer: the busiest rank of every layer, not a
+// mean of ranks that are busy by turns. `mix`: per rank, each distinct load and the share of the
+// layers that route it (the grouped GEMMs are priced per load: op_graph.hpp group_share); `mean`:
+// their average, rounded, for what is linear in the rows (activation, all-to-all, combine).
+struct MoeLoads {
+  std::vector<routing::GroupLoad> mean;
+  std::vector<std::vector<std::pair<routing::GroupLoad, double>>> mix;
+};
+MoeLoads moe_loads(const ModelConfig& cfg, const std::vector<ExpertBlock>& blocks, int64_t tokens,
+                   const std::vector<int>& layers) {
   const size_t nr = blocks.size();
   auto busier = [](const routing::GroupLoad& a, const routing::GroupLoad& b) {
     return a.rows != b.rows ? a.rows > b.rows : a.touched > b.touched;
   };
-  std::vector<routing::GroupLoad> out(nr);
+  MoeLoads out;
+  out.mean.resize(nr);
+  out.mix.resize(nr);
   std::vector<size_t> first_order;
   std::vector<int64_t> rows(nr, 0), touched(nr, 0), max_rows(nr, 0);
+  std::vector<std::map<std::array<int64_t, 3>, int>> seen(nr);  // by position: load -> layers
   for (int l : layers) {
     const std::vector<int32_t>& c = routing::expert_counts(cfg.moe_routing, cfg.experts, cfg.experts_per_token, tokens, l);
     std::vector<routing::GroupLoad> g(nr);
     for (size_t r = 0; r < nr; ++r) g[r] = routing::group_load(c, blocks[r].first, blocks[r].count);
-    if (layers.size() == 1) return g;
+    if (layers.size() == 1) {
+      for (size_t r = 0; r < nr; ++r) out.mix[r] = {{g[r], 1.0}};
+      out.mean = std::move(g);
+      return out;
+    }
     std::vector<size_t> order(nr);
     for (size_t r = 0; r < nr; ++r) order[r] = r;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return busier(g[a], g[b]); });
     if (first_order.empty()) first_order = order;
     for (size_t i = 0; i < nr; ++i) {
-      rows[i] += g[order[i]].rows, touched[i] += g[order[i]].touched, max_rows[i] += g[order[i]].max_rows;
+      const routing::GroupLoad& x = g[order[i]];
+      rows[i] += x.rows, touched[i] += x.touched, max_rows[i] += x.max_rows;
+      ++seen[i][{x.rows, x.touched, x.max_rows}];
     }
   }
   const int64_t n = int64_t(layers.size());
   auto mean = [n](int64_t sum) { return (sum + n / 2) / n; };  // rounded half up
   for (size_t i = 0; i < nr; ++i) {
-    routing::GroupLoad& o = out[first_order[i]];
+    routing::GroupLoad& o = out.mean[first_order[i]];
     o.rows = mean(rows[i]), o.touched = mean(touched[i]), o.max_rows = mean(max_rows[i]);
     o.touched = std::min(o.touched, o.rows);
     o.max_rows = std::clamp(o.max_rows, o.touched > 0 ? ceil_div(o.rows, o.touched) : int64_t(0), o.rows);
+    // Past the gemv's sizes (every layer's busiest expert over 4 rows: prefill, large batches) cost is
+    // near linear in the rows and one mean load prices it: 32 distinct loads of a prefill chunk made
+    // Mixtral's plan search 2.5x slower for nothing.
+    bool gemv = false;
+    for (const auto& [key, count] : seen[i]) gemv = gemv || key[2] <= 4;
+    if (!gemv) {
+      out.mix[first_order[i]] = {{o, 1.0}};
+      continue;
+    }
+    for (const auto& [key, count] : seen[i])
+      out.mix[first_order[i]].push_back({routing::GroupLoad{key[0], key[1], key[2]}, double(count) / double(n)});
   }
   return out;
 }
@@ -333,7 +361,7 @@ struct CompileCacheData {
   };
   std::vector<Stage> stages;
   // Routed loads by (compiled layer, the EP group's tokens): moe_loads of the stage's blocks.
-  std::map<std::pair<int, int64_t>, std::vector<routing::GroupLoad>> moe;
+  std::map<std::pair<int, int64_t>, MoeLoads> moe;
 };
 
 CompileCache::CompileCache() : data(std::make_unique<CompileCacheData>()) {}
@@ -499,7 +527,8 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
             rlayers = (*opt.routing_layers)[size_t(l)];
           known = C.moe.emplace(std::make_pair(l, Tg), moe_loads(cfg, blocks, Tg, rlayers)).first;
         }
-        const std::vector<routing::GroupLoad>& load = known->second;
+        const std::vector<routing::GroupLoad>& load = known->second.mean;
+        const auto& mix = known->second.mix;
         // All-to-all per-rank buffer: the busiest rank's traffic, what it sends (top-k copies of its
         // tokens) or what its experts receive, whichever is larger.
         int64_t a2a_rows = T * topk;
@@ -520,9 +549,11 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
           const MatrixShard* ed = find(r, "expert.down");
           const routing::GroupLoad& g = load[size_t(r)];
           if (eg && ed && eg->count > 0 && g.rows > 0) {
-            B.grouped_gemm(L, "expert.gate_up", s, l, gpu, g, eg->n, eg->k, blocks[size_t(r)]);
+            for (const auto& [x, share] : mix[size_t(r)])
+              B.grouped_gemm(L, "expert.gate_up", s, l, gpu, x, eg->n, eg->k, blocks[size_t(r)], share);
             B.elementwise(L, "expert.act", {EwKind::Act, g.rows, eg->n / 2}, s, l, gpu, g.rows * eg->n / 2, 3, 5.0);
-            B.grouped_gemm(L, "expert.down", s, l, gpu, g, ed->n, ed->k, blocks[size_t(r)]);
+            for (const auto& [x, share] : mix[size_t(r)])
+              B.grouped_gemm(L, "expert.down", s, l, gpu, x, ed->n, ed->k, blocks[size_t(r)], share);
           }
           // Each token's k expert outputs, weighted by its router probabilities (after the return
           // all-to-all when tokens travelled; before the all-reduce otherwise).

@@ -88,6 +88,13 @@ struct Op {
   EwKind ew = EwKind::None;  // Elementwise: what it computes, over [ew_rows][ew_cols]
   int64_t ew_rows = 0, ew_cols = 0;
   int64_t group_max_rows = 0;  // GroupedGemm: rows of its busiest expert (tile padding, imbalance)
+  // GroupedGemm in the simulator's reduced model, where one compiled layer stands for several whose
+  // routing differs: the share of those layers that route this load. Each distinct load is its own op,
+  // priced on the kernel its busiest expert picks and weighted by its share, instead of one load
+  // averaged and rounded across them (Mixtral EP2 at batch 1: the busiest rank holds both experts in
+  // 14 of 32 layers; the rounded mean said one, and decode was priced 1.27x short; H200, session 10 X).
+  // flops and mem_bytes are already scaled by it; 1 everywhere else.
+  double group_share = 1.0;
   // MoeRoute / GroupedGemm / MoeCombine: the experts this GPU holds, [expert_first, expert_first +
   // expert_count) of the model's ids (EP); where tokens go is planner/model/routing.hpp's. Placement
   // only: what they change in the price is already in m, batch_count and group_max_rows.
@@ -109,7 +116,7 @@ struct Op {
 inline auto priced_fields(const Op& o) {
   return std::tie(o.kind, o.gpus, o.m, o.n, o.k, o.batch_count, o.flops, o.mem_bytes, o.attn_batch, o.attn_q_len,
                   o.attn_context, o.attn_heads, o.attn_kv_heads, o.attn_head_dim, o.attn_v_dim, o.attn_prefill,
-                  o.attn_window, o.ew, o.ew_rows, o.ew_cols, o.group_max_rows, o.wdtype, o.kv_dtype, o.bytes, o.mode,
+                  o.attn_window, o.ew, o.ew_rows, o.ew_cols, o.group_max_rows, o.group_share, o.wdtype, o.kv_dtype, o.bytes, o.mode,
                   o.p2p, o.allreduce);
 }
 inline constexpr size_t kOpPlacementFields = 7;  // id, name, stage, layer, deps, expert_first, expert_count

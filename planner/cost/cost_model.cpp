@@ -243,7 +243,14 @@ const OpCost& CostModel::price(const Op& op, bool graph_launch) const {
   if (auto it = cache_.find(MemoProbe{&op, graph_launch}); it != cache_.end()) return it->second;
 
   OpCost c;
-  if (is_compute(op.kind)) {
+  if (op.kind == OpKind::GroupedGemm && op.group_share != 1.0 && op.group_share > 0) {
+    // One of a reduced layer's routing loads (op_graph.hpp group_share): the whole op's price, weighted.
+    Op whole = op;
+    whole.group_share = 1.0;
+    whole.flops /= op.group_share, whole.mem_bytes /= op.group_share;
+    c = price(whole, graph_launch);
+    c.seconds *= op.group_share, c.launch_s *= op.group_share;
+  } else if (is_compute(op.kind)) {
     c = price_compute(op);
     c.seconds = std::max(c.seconds, min_kernel_s(op.gpus.empty() ? 0 : op.gpus[0]));
     c.launch_s = launch_s(graph_launch);

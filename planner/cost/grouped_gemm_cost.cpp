@@ -5,6 +5,7 @@
 #include <map>
 
 #include "planner/core/dtype.hpp"
+#include "planner/cost/moe_kernel_class.hpp"
 
 namespace peerplan {
 
@@ -42,25 +43,46 @@ double launch_intercept(const std::vector<const GroupedGemmTime*>& pts) {
 
 std::optional<ComputePrice> grouped_gemm_from_table(const std::vector<GroupedGemmTime>& table, int gpu, const Op& op) {
   const std::string dtype = dtype_name(op.wdtype);
+  // Rows timed on the op's own kernel first (moe_kernel_class.hpp): a row of another kernel is
+  // another cost curve. DeepSeek-V2-Lite at 4 tokens: max_rows-2 layers priced from the only row
+  // of their (rows, touched), timed with max_rows 3 on the 4-rows-per-pass gemv, cost 137 us a
+  // layer for 104 and put decode steps at graph batch 4 0.6 ms (11 %) over (H200, 2026-12-04,
+  // session 10 A). Rows of any kernel only when the profile has none of the op's (this GPU's
+  // rows first, any GPU's otherwise).
+  const int cls = moe_kernel_class(op.group_max_rows);
+  // Only at the gemv's sizes (busiest expert <= 4 rows: decode), where one row more changes the kernel
+  // and the cost per expert by up to 60 %; the stream and tiled kernels' rows stay one curve: kept apart
+  // too, Qwen1.5-MoE's long-prompt TTFT moved +4.3 -> +6.9 % offline (session 10 A).
+  const bool gemv = cls >= 1 && cls <= 3;
   for (int pass = 0; pass < 2; ++pass) {
-    std::vector<const GroupedGemmTime*> pts_of;
-    const GroupedGemmTime* exact = nullptr;
+    std::vector<const GroupedGemmTime*> all, own;
     for (const GroupedGemmTime& g : table) {
       if (g.n != op.n || g.k != op.k || g.dtype != dtype || g.touched <= 0 || (pass == 0 && g.gpu != gpu)) continue;
-      if (g.rows == op.m && g.touched == op.batch_count &&
-          (!exact || std::abs(g.max_rows - op.group_max_rows) < std::abs(exact->max_rows - op.group_max_rows)))
-        exact = &g;
-      pts_of.push_back(&g);
+      all.push_back(&g);
+      if (gemv && moe_kernel_class(g.max_rows) == cls) own.push_back(&g);
     }
+    if (all.empty()) continue;
+    // Even one row of the op's kernel: at decode sizes an expert's cost is its weight read, flat in
+    // its rows (one point suffices); another kernel's rows are another cost. Session 8 D's profile
+    // (one routing per token count) re-priced DeepSeek-V2-Lite's chat TPOT -6.8 % so, -15.7 % when
+    // a single row of the kernel fell back to all rows (measured 7.09 ms).
+    const std::vector<const GroupedGemmTime*>& pts_of = own.empty() ? all : own;
+    const GroupedGemmTime* exact = nullptr;
+    for (const GroupedGemmTime* g : pts_of)
+      if (g->rows == op.m && g->touched == op.batch_count &&
+          (!exact || std::abs(g->max_rows - op.group_max_rows) < std::abs(exact->max_rows - op.group_max_rows)))
+        exact = g;
     if (exact) return ComputePrice{exact->time.median, CostSource::Measured};
-    if (pts_of.empty()) continue;
-    const double c0 = launch_intercept(pts_of);
+    // The launch's fixed part from every row of the shape: one kernel's few rows span too few
+    // touched counts for the fit (Mixtral EP2's 4 local experts: 1-4), and the launch is not the
+    // kernel's choice.
+    const double c0 = launch_intercept(all);
     // Rows per expert -> time per expert (launch part removed); points of equal rows per expert
     // (from different touched counts) are averaged.
     std::map<double, std::pair<double, int>> per;
     for (const GroupedGemmTime* g : pts_of) {
       auto& [sum, n] = per[double(g->rows) / double(g->touched)];
-      sum += (g->time.median - c0) / double(g->touched);
+      sum += std::max(g->time.median - c0, 0.0) / double(g->touched);
       ++n;
     }
     std::vector<std::pair<double, double>> pts;

@@ -62,7 +62,7 @@ TEST(GroupedGemmCost, HeldBackPointsOfASyntheticTable) {
     const GroupedGemmTime held = point({}, t);
     auto p = grouped_gemm_from_table(table, 0, op_of(held));
     ASSERT_TRUE(p);
-    EXPECT_EQ(p->source, CostSource::Interpolated) << t;
+    EXPECT_NE(p->source, CostSource::Measured) << t;  // interpolated, or past one kernel's rows
     const double err = p->seconds / held.time.median - 1;
     worst = std::max(worst, std::abs(err));
     sum += std::abs(err), ++n;
@@ -145,7 +145,7 @@ TEST(GroupedGemmCost, CostModelUsesTheTableThenTheFitThenARoofline) {
     CostModel cost(topo);
     EXPECT_EQ(cost.price(exact, false).source, CostSource::Measured);
     EXPECT_DOUBLE_EQ(cost.price(exact, false).seconds, m.measurements->grouped_gemms[1].time.median);
-    EXPECT_EQ(cost.price(between, false).source, CostSource::Interpolated);
+    EXPECT_NE(cost.price(between, false).source, CostSource::Measured);
     EXPECT_EQ(cost.provenance()["measured"]["grouped_gemm_points"], 7);
   }
   // No grouped entries, but dense GEMMs of the expert shape: the fitted per-expert price.
@@ -202,6 +202,59 @@ TEST(GroupedGemmCost, ProfileEntriesRoundTripAndBadOnesAreNamed) {
       EXPECT_EQ(e.file(), "p.json");
       EXPECT_EQ(e.field(), bad.field) << e.what();
     }
+  }
+}
+
+// A row of the op's (rows, touched) timed on another kernel (its busiest expert held 3 rows: the gemv
+// that takes 4 rows per pass) does not price an op whose busiest expert holds 2: rows of the op's own
+// kernel do, interpolated; the other kernel's row only when the table has no row of the op's.
+TEST(GroupedGemmCost, RowsOfAnotherKernelDoNotPriceTheOp) {
+  auto row = [](int64_t tokens, int64_t rows, int64_t touched, int64_t max_rows, double us) {
+    GroupedGemmTime p;
+    p.n = kN, p.k = kKdim, p.experts = kE, p.topk = 6, p.tokens = tokens;
+    p.rows = rows, p.touched = touched, p.max_rows = max_rows;
+    p.time = compute_stats({us * 1e-6});
+    return p;
+  };
+  Op op;
+  op.kind = OpKind::GroupedGemm;
+  op.n = kN, op.k = kKdim, op.m = 24, op.batch_count = 22, op.group_max_rows = 2;
+  std::vector<GroupedGemmTime> table = {row(4, 24, 22, 3, 81.5)};
+  auto only_other = grouped_gemm_from_table(table, 0, op);
+  ASSERT_TRUE(only_other.has_value());
+  EXPECT_NEAR(only_other->seconds, 81.5e-6, 1e-9);  // nothing else to go by
+  table.push_back(row(2, 12, 10, 2, 31.9));
+  table.push_back(row(4, 24, 19, 2, 57.5));
+  table.push_back(row(8, 48, 36, 2, 99.5));
+  auto own = grouped_gemm_from_table(table, 0, op);
+  ASSERT_TRUE(own.has_value());
+  EXPECT_NE(own->source, CostSource::Measured);  // its busiest expert lies past the rows per expert measured
+  EXPECT_GT(own->seconds, 57.5e-6);  // more experts touched than the 19 of the nearest own row
+  EXPECT_LT(own->seconds, 72e-6);    // and well under the 4-rows-per-pass kernel's 81.5
+  op.group_max_rows = 3;             // the op that does run that kernel takes its row exactly
+  auto same = grouped_gemm_from_table(table, 0, op);
+  ASSERT_TRUE(same.has_value());
+  EXPECT_EQ(same->source, CostSource::Measured);
+  EXPECT_NEAR(same->seconds, 81.5e-6, 1e-9);
+}
+
+// A reduced layer's load that a share of its layers route (op_graph.hpp group_share) costs that share
+// of the whole op's price, graph launch and eager alike; flops and bytes travel scaled.
+TEST(GroupedGemmCost, AShareOfTheLayersCostsThatShareOfTheOp) {
+  Machine m = simtest::pcie_switch_machine(1);
+  m.measurements = Measurements{};
+  m.measurements->hbm_gbps = {4000};
+  for (int64_t t = 1; t <= 4096; t *= 4) m.measurements->grouped_gemms.push_back(point({}, t));
+  Topology topo(m);
+  CostModel cost(topo);
+  const Op whole = op_of(m.measurements->grouped_gemms[2]);
+  Op part = whole;
+  part.group_share = 0.25, part.flops *= 0.25, part.mem_bytes *= 0.25;
+  for (bool graph : {true, false}) {
+    const OpCost a = cost.price(whole, graph), b = cost.price(part, graph);
+    EXPECT_NEAR(b.seconds, 0.25 * a.seconds, 1e-15);
+    EXPECT_NEAR(b.launch_s, 0.25 * a.launch_s, 1e-15);
+    EXPECT_EQ(b.source, a.source);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "planner/model/routing.hpp"
+#include "planner/cost/moe_kernel_class.hpp"
 #include "profiler/common/moe_tiles.hpp"
 
 using namespace peerplan;
@@ -104,3 +105,20 @@ TEST(MoeTiles, GemvTakesOnlyCallsExpectedToHoldAtMostFourRowsPerExpert) {
 }
 
 }  // namespace
+
+// The pricer keeps profile rows apart by moe_kernel_class (planner/cost/moe_kernel_class.hpp): two
+// busiest-expert counts of one class must run the same kernel here, for the gathered gate_up and the
+// sorted down GEMM alike (the gemv's passes: 1 row, 2 rows, 4 rows; else the stream / tiled kind).
+TEST(MoeTiles, PricerKernelClassesMatchTheKernelChoice) {
+  auto kernel = [](int64_t max_rows, bool gathered) {
+    if (moe_gemv_rows(max_rows)) return max_rows <= 2 ? int(max_rows) : 4;  // gemv rows per pass
+    return 10 + moe_gemm_tile_kind(max_rows, gathered);
+  };
+  for (bool gathered : {false, true})
+    for (int64_t a = 1; a <= 80; ++a)
+      for (int64_t b = 1; b <= 80; ++b)
+        if (peerplan::moe_kernel_class(a) == peerplan::moe_kernel_class(b))
+          EXPECT_EQ(kernel(a, gathered), kernel(b, gathered)) << a << " and " << b << (gathered ? " gathered" : "");
+  EXPECT_EQ(peerplan::moe_kernel_class(0), 0);
+  EXPECT_NE(peerplan::moe_kernel_class(2), peerplan::moe_kernel_class(3));  // 2 rows per pass vs 4
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Prepared at the end of session 10 (2026-12-04) for the next GPU; device tool: carry [".gpu"] (build with
+# scripts/gpu/build.sh from a clean checkout of the commit to measure; .gpu-ref = ../shared/reference copied).
+#   scripts/gpu/session11.sh A   (one H200, ~8 min) 1. is the lease-to-lease spread of decode pricing the
+#                                profile's (session 10: 8B decode priced 3.6 % short, session 8: 5 % long, the
+#                                executor's steps the same)? three GEMM-only profiles of Llama-3.1-8B back to
+#                                back, their decode-size rows side by side, and the 8B step at batch 1/8 between
+#                                them; 2. the MoE pricing of f244889 on the GPU: Qwen1.5-MoE long, DeepSeek-V2-Lite
+#                                chat (re-predicted offline +5.8 / +7.0 % TPOT), Mixtral long.
+#   scripts/gpu/session11.sh X   (nvidia-h200-x2, ~9 min) the two-GPU MoE runs under f244889 (Mixtral TP2 was
+#                                +9.8 % TPOT, re-predicted +0.5 %) and DeepSeek-V2-Lite TP2 once more under
+#                                `mpirun -np 2 validate --mpi` (one process per GPU, as engines run): its prefill
+#                                ran 1.14-1.19x the price single-process, where one thread enqueues both GPUs.
+# Then scripts/gpu/x2_moe_long.sh long (70B TP2 long prompts) if an x2 call is left.
+set -u
+PART=${1:-A}
+OUT_DEFAULT=/tmp/peerplan-s11
+source "$(dirname "$0")/call_lib.sh"
+M=models/hardware/h200x2-nvlink.json  # topology only: bench-steps times this host's GPU 0
+if [ "$PART" = A ]; then
+  for i in 1 2 3; do
+    TAIL=1 step 60 "gemm-$i" $B profile --no-progress --only gemm --model llama-3.1-8b --dtypes bf16 --out "$W/gemm-$i.json"
+    TAIL=4 step 30 "steps-8b-$i" $B validate --bench-steps --plan $P/llama8b-1gpu.json --model llama-3.1-8b \
+      --machine $M --allow-other-host --batches 1,8 --context 1024 --prefill 0 --out "$W/steps-8b-$i"
+  done
+  python3 - "$W"/gemm-1.json "$W"/gemm-2.json "$W"/gemm-3.json <<'PY' 2>&1 | tee -a "$S"
+import json, sys
+rows = [{(g["m"], g["n"], g["k"]): g["median_us"] for g in json.load(open(p))["measurements"]["gemms"]} for p in sys.argv[1:]]
+for n, k in ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336), (128256, 4096)):
+    for m in (1, 8, 64):
+        v = [r.get((m, n, k)) for r in rows]
+        if all(v):
+            print(f"m={m:3d} n={n:6d} k={k:5d}: " + " ".join(f"{x:7.1f}" for x in v) + f" us (spread {100 * (max(v) / min(v) - 1):.1f} %)")
+PY
+  TAIL=3 step 200 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --model deepseek-v2-lite --model mixtral-8x7b \
+    --dtypes bf16 --skip nccl,nccl_nop2p --out "$W/profile.json"
+  v qwen-moe-long 70 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json
+  v dsv2-chat 50 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite --workload $V/workloads/validate-chat.json --requests 80
+  left 480 && v mixtral-long 80 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json
+  finish
+fi
+if [ "$PART" = X ]; then
+  LP=$V/workloads/validate-long-prompt.json
+  TAIL=4 step 240 profile $B profile --no-progress --model mixtral-8x7b --model deepseek-v2-lite --dtypes bf16 --out "$W/profile.json"
+  v mixtral-tp2-long 80 --plan $P/mixtral-tp2.json --model mixtral-8x7b --workload $LP --requests 40
+  v mixtral-ep2-long 90 --plan $P/mixtral-ep2.json --model mixtral-8x7b --workload $LP --requests 40
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  left 480 && TAIL=16 step 90 validate-dsv2-tp2-chat-mpi mpirun --allow-run-as-root --bind-to none -np 2 \
+    -x NCCL_NVLS_ENABLE -x PEERPLAN_HOME -x LD_LIBRARY_PATH $B validate --mpi --machine "$W/profile.json" \
+    --plan $P/deepseek-v2-lite-tp2.json --model deepseek-v2-lite --workload $V/workloads/validate-chat.json --requests 60 \
+    --out "$W/validate-dsv2-tp2-chat-mpi"
+  finish
+fi
+echo "unknown part $PART (A or X)" >&2; exit 2

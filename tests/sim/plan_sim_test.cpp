@@ -6,6 +6,8 @@
 #include "planner/compile/compiler.hpp"
 #include "planner/model/model_config.hpp"
 #include "planner/model/model_figures.hpp"
+#include "planner/plan/plan.hpp"
+#include "planner/sim/iteration_cost.hpp"
 #include "planner/sim/simulate.hpp"
 #include "planner/topology/machine.hpp"
 
@@ -178,4 +180,36 @@ TEST(PlanSim, TwoReplicasServeTwiceTheLoadAtOneReplicasLatency) {
   Simulation d = simulate_plan(two, f.cfg, f.fig, f.topo, w, load(2.0), SimulateOptions{});
   EXPECT_NEAR(d.metrics.tpot.p50 / c.metrics.tpot.p50, 1.0, 1e-9);
   EXPECT_NEAR(d.metrics.ttft.p50 / c.metrics.ttft.p50, 1.0, 1e-9);
+}
+
+// The reduced model (one compiled MoE layer standing for all) prices a decode step as the full graph
+// does: each distinct routing load of the layers is its own grouped GEMM, weighted by its share
+// (op_graph.hpp group_share), not one rounded mean load, whose kernel can differ from every layer's
+// (Mixtral EP2, batch 1: the busiest rank holds both experts in 14 of 32 layers; session 10).
+TEST(PlanSim, ReducedMoeLayersPriceWhatTheFullGraphPrices) {
+  const ModelConfig cfg = load_model_config(resolve_model_path("mixtral-8x7b"));
+  const ModelFigures fig = derive_figures(cfg);
+  const Machine machine = load_machine(resolve_machine_path("hgx-h100x8"));
+  const Topology topo{machine};
+  const CostModel cost(topo);
+  Plan one;
+  one.name = "single[0]";
+  PlanStage s;
+  s.gpus = {0};
+  s.layer_begin = 0, s.layer_end = cfg.layers;
+  s.embeddings = s.lm_head = true;
+  one.stages = {s};
+  const Plan ep2 = load_plan(std::string(PEERPLAN_SOURCE_DIR) + "/docs/validation/plans/mixtral-ep2.json");
+  for (const Plan* plan : std::vector<const Plan*>{&one, &ep2})
+    for (int64_t seqs : {1, 2, 4}) {
+      BatchShape b;
+      b.decode_seqs = seqs, b.decode_context = 1000;
+      PlanPricer reduced(*plan, cfg, fig, cost, PricerOptions{0, true});
+      PlanPricer full(*plan, cfg, fig, cost, PricerOptions{0, false});
+      const double r = reduced.price(b).stage_s.at(0), f = full.price(b).stage_s.at(0);
+      // One GPU: exactly the sum over layers. EP2: each layer waits for its slowest rank, which the
+      // reduced model takes as the rank with the most rows (the same rank but where a rank with fewer
+      // rows touches more experts).
+      EXPECT_NEAR(r / f, 1.0, plan == &one ? 1e-9 : 0.03) << plan->name << " batch " << seqs;
+    }
 }

@@ -73,10 +73,15 @@ std::optional<ComputePrice> grouped_gemm_from_table(const std::vector<GroupedGem
           (!exact || std::abs(g->max_rows - op.group_max_rows) < std::abs(exact->max_rows - op.group_max_rows)))
         exact = g;
     if (exact) return ComputePrice{exact->time.median, CostSource::Measured};
-    // The launch's fixed part from every row of the shape: one kernel's few rows span too few
-    // touched counts for the fit (Mixtral EP2's 4 local experts: 1-4), and the launch is not the
-    // kernel's choice.
-    const double c0 = launch_intercept(all);
+    // The launch's fixed part: from the kernel's own rows when three of them touch 8 experts or more
+    // (where time is linear in touched experts: DeepSeek-V2-Lite's gemv-2 rows at 10, 19 and 36 experts
+    // give ~5 us and a flat ~2.7 us per expert; fitted over every kernel's rows the 10-expert point
+    // cost 3.2 per expert and decode at 4 tokens was priced 0.3 ms high, session 10 A); else from every
+    // row of the shape (Mixtral EP2's 4 local experts: one expert with 2 rows streams at 2.1 TB/s,
+    // four at 4: not linear, and a fit over them alone gave a 27 us launch).
+    int wide = 0;
+    for (const GroupedGemmTime* g : own) wide += g->touched >= 8;
+    const double c0 = launch_intercept(&pts_of == &own && wide >= 3 ? own : all);
     // Rows per expert -> time per expert (launch part removed); points of equal rows per expert
     // (from different touched counts) are averaged.
     std::map<double, std::pair<double, int>> per;

@@ -238,6 +238,34 @@ TEST(GroupedGemmCost, RowsOfAnotherKernelDoNotPriceTheOp) {
   EXPECT_NEAR(same->seconds, 81.5e-6, 1e-9);
 }
 
+// The launch intercept comes from the op's kernel's own rows when three of them touch 8 experts or
+// more: there time is that intercept plus a flat cost per expert, and the other kernels' rows (another
+// intercept, another slope) would skew it.
+TEST(GroupedGemmCost, LaunchInterceptFromTheKernelsOwnWideRows) {
+  auto row = [](int64_t rows, int64_t touched, int64_t max_rows, double us) {
+    GroupedGemmTime p;
+    p.n = kN, p.k = kKdim, p.experts = 64, p.topk = 6, p.tokens = rows / 6 + 1;
+    p.rows = rows, p.touched = touched, p.max_rows = max_rows;
+    p.time = compute_stats({us * 1e-6});
+    return p;
+  };
+  std::vector<GroupedGemmTime> table;
+  // The op's kernel (busiest expert 2 rows): 5 us + 2.7 us per touched expert.
+  for (int64_t t : {10, 19, 36}) table.push_back(row(t + 1, t, 2, 5 + 2.7 * double(t)));
+  // Another kernel's rows, few experts and slow: fitted with them, the intercept would be 15 us.
+  table.push_back(row(16, 8, 3, 60));
+  table.push_back(row(24, 12, 3, 70));
+  table.push_back(row(6, 6, 1, 30));
+  Op op;
+  op.kind = OpKind::GroupedGemm;
+  op.n = kN, op.k = kKdim, op.m = 61, op.batch_count = 60, op.group_max_rows = 2;
+  auto p = grouped_gemm_from_table(table, 0, op);
+  ASSERT_TRUE(p.has_value());
+  // 5 + w(2) + 59 w(1): w flat at 2.7 up to the largest rows per expert (11 / 10), then in proportion.
+  const double expect = 5 + 2.7 * 2 / 1.1 + 59 * 2.7;
+  EXPECT_NEAR(p->seconds * 1e6 / expect, 1.0, 0.02) << p->seconds * 1e6 << " us vs " << expect;
+}
+
 // A reduced layer's load that a share of its layers route (op_graph.hpp group_share) costs that share
 // of the whole op's price, graph launch and eager alike; flops and bytes travel scaled.
 TEST(GroupedGemmCost, AShareOfTheLayersCostsThatShareOfTheOp) {

@@ -6,7 +6,8 @@
 #                                executor's steps the same)? three GEMM-only profiles of Llama-3.1-8B back to
 #                                back, their decode-size rows side by side, and the 8B step at batch 1/8 between
 #                                them; 2. the MoE pricing of f244889 on the GPU: Qwen1.5-MoE long, DeepSeek-V2-Lite
-#                                chat (re-predicted offline +5.8 / +7.0 % TPOT), Mixtral long.
+#                                chat (re-predicted offline -1.6 / -0.3 % TPOT), Mixtral long; 3. 8B prefill steps of
+#                                2048-4096 tokens (4085-token prefills ran 7 % under their price in serving).
 #   scripts/gpu/session11.sh X   (nvidia-h200-x2, ~9 min) the two-GPU MoE runs under f244889 (Mixtral TP2 was
 #                                +9.8 % TPOT, re-predicted +0.5 %) and DeepSeek-V2-Lite TP2 once more under
 #                                `mpirun -np 2 validate --mpi` (one process per GPU, as engines run): its prefill
@@ -32,6 +33,12 @@ for n, k in ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336), (128256, 
         if all(v):
             print(f"m={m:3d} n={n:6d} k={k:5d}: " + " ".join(f"{x:7.1f}" for x in v) + f" us (spread {100 * (max(v) / min(v) - 1):.1f} %)")
 PY
+  # 3. 8B prefill of 2048..4096 tokens: serving ran 4085-token prefills in 91-97 ms, priced 102.4 from rows at
+  #    M = 2048 (783 TFLOP/s for gate_up) and 4096 (690): is the M = 4096 row or the interpolation off?
+  for T in 2048 3072 4085 4096; do
+    TAIL=2 step 30 "prefill-8b-$T" $B validate --bench-steps --plan $P/llama8b-1gpu.json --model llama-3.1-8b \
+      --machine $M --allow-other-host --batches 1 --context 1024 --prefill $T --out "$W/prefill-8b-$T"
+  done
   TAIL=3 step 200 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --model deepseek-v2-lite --model mixtral-8x7b \
     --dtypes bf16 --skip nccl,nccl_nop2p --out "$W/profile.json"
   v qwen-moe-long 70 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json

@@ -118,12 +118,14 @@ AttentionGrid make_grid(bool quick, int max_context) {
 // heads: ~1130 us at 77936 context for every q_len to 512, ~2130 from 609 to 1024, 3244 at
 // 1218); interpolating across a step priced q_len 609 25 % low. Rows at the last q_len of a wave
 // and the first of the next keep each interpolation on one side (study: worst 25 -> 12 %, p95
-// 16 -> 5 %); the first four boundaries only (later steps are under 25 %).
+// 16 -> 5 %); the first eight boundaries (to 8192 tokens at 16 heads, 4224 at 32). With four, q_len
+// 4871 at 16 heads was priced across the fifth step from 4225 and 5793: held back +7.2 % and +4.6 %,
+// the grid's worst prefill points (H200, 2026-12-04, session 10 E); later steps are smaller.
 std::vector<int> wave_boundary_rows(int heads, int sms, int max_q) {
   constexpr int kTile = 128;
   std::vector<int> v;
   auto waves = [&](int64_t tiles) { return (tiles * heads + sms - 1) / sms; };
-  for (int64_t t = 1; int64_t(t) * kTile < max_q && v.size() < 8; ++t)
+  for (int64_t t = 1; int64_t(t) * kTile < max_q && v.size() < 16; ++t)
     if (waves(t + 1) > waves(t)) {
       v.push_back(int(t * kTile));
       v.push_back(int(t * kTile + 1));

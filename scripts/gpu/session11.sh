@@ -41,6 +41,8 @@ PY
   done
   TAIL=3 step 200 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --model deepseek-v2-lite --model mixtral-8x7b \
     --dtypes bf16 --skip nccl,nccl_nop2p --out "$W/profile.json"
+  grep -E "attention grid" "$W/profile.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null  # 65213f7: 8 wave boundaries
+  python3 scripts/attention_holdout_study.py "$W/profile.json" 2>&1 | tee -a "$S"
   v qwen-moe-long 70 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json
   v dsv2-chat 50 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite --workload $V/workloads/validate-chat.json --requests 80
   left 480 && v mixtral-long 80 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json

@@ -12,6 +12,11 @@
 #                                +9.8 % TPOT, re-predicted +0.5 %) and DeepSeek-V2-Lite TP2 once more under
 #                                `mpirun -np 2 validate --mpi` (one process per GPU, as engines run): its prefill
 #                                ran 1.14-1.19x the price single-process, where one thread enqueues both GPUs.
+#   scripts/gpu/session11.sh P   (nvidia-h200-x2, ~6 min) a fresh profile to ship as models/hardware/h200x2-nvlink.json
+#                                (the shipped one is of 2026-11-30: 76 attention rows, no elementwise rows, grouped rows
+#                                of one routing per token count; session 10's X profile had 7152 / 336 / 514 but only
+#                                the MoE models): the default models plus Qwen1.5-MoE and DeepSeek-V2-Lite. Ship it with
+#                                the goldens re-recorded and the tests' figures checked (tests load this file).
 # Then scripts/gpu/x2_moe_long.sh long (70B TP2 long prompts) if an x2 call is left.
 set -u
 PART=${1:-A}
@@ -60,4 +65,9 @@ if [ "$PART" = X ]; then
     --out "$W/validate-dsv2-tp2-chat-mpi"
   finish
 fi
-echo "unknown part $PART (A or X)" >&2; exit 2
+if [ "$PART" = P ]; then
+  TAIL=6 step 560 profile $B profile --no-progress --name h200x2-nvlink --model llama-3.1-8b --model llama-3.1-70b \
+    --model mixtral-8x7b --model qwen1.5-moe-a2.7b --model deepseek-v2-lite --out "$W/h200x2-nvlink.json"
+  finish
+fi
+echo "unknown part $PART (A, X or P)" >&2; exit 2

@@ -4,7 +4,7 @@
 The routed-MoE kernels are timed on one GPU (`profile --only grouped_gemm`: each expert shape with all
 experts local, and the EP shards at TP 1), so a one-GPU run on the same GPU model gives a multi-GPU
 profile the curves its links were measured without. Entries are keyed by (n, k, experts, topk, tokens,
-dtype); the source's replace the target's of the same key, the target's others stay. The source's
+dtype, rows, touched, max_rows); the source's replace the target's of the same key, the target's others stay. The source's
 provenance goes to measurements.meta.grouped_gemm_source.
 
 usage: scripts/splice_grouped_gemm.py TARGET.json SOURCE.json[.gz] [--note TEXT] [--out OUT.json]
@@ -18,7 +18,10 @@ def load(path):
 
 
 def key(e):
-    return (e["n"], e["k"], e["experts"], e["topk"], e["tokens"], e.get("dtype", "bf16"))
+    # A token count is timed under several routings (distinct busiest-expert rows: the count picks the
+    # kernel), so the routing's figures are part of the key, as in the profile merge (profile_merge.cpp).
+    return (e["n"], e["k"], e["experts"], e["topk"], e["tokens"], e.get("dtype", "bf16"),
+            e.get("rows", 0), e.get("touched", 0), e.get("max_rows", 0))
 
 
 def main():

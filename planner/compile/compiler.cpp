@@ -2,8 +2,8 @@
 // check. Formulas are listed in planner/compile/README.md; the code follows them line by line.
 #include "planner/compile/compiler.hpp"
 
-#include <array>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <iterator>
 #include <map>
@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "planner/compile/mla_memory.hpp"
+#include "planner/model/moe_kernel_class.hpp"
 #include "planner/model/routing_model.hpp"
 #include "planner/plan/sharding.hpp"
 #include "planner/core/error.hpp"
@@ -301,7 +302,6 @@ MoeLoads moe_loads(const ModelConfig& cfg, const std::vector<ExpertBlock>& block
   out.mean.resize(nr);
   out.mix.resize(nr);
   std::vector<size_t> first_order;
-  std::vector<int64_t> rows(nr, 0), touched(nr, 0), max_rows(nr, 0);
   std::vector<std::map<std::array<int64_t, 3>, int>> seen(nr);  // by position: load -> layers
   for (int l : layers) {
     const std::vector<int32_t>& c = routing::expert_counts(cfg.moe_routing, cfg.experts, cfg.experts_per_token, tokens, l);
@@ -318,22 +318,25 @@ MoeLoads moe_loads(const ModelConfig& cfg, const std::vector<ExpertBlock>& block
     if (first_order.empty()) first_order = order;
     for (size_t i = 0; i < nr; ++i) {
       const routing::GroupLoad& x = g[order[i]];
-      rows[i] += x.rows, touched[i] += x.touched, max_rows[i] += x.max_rows;
       ++seen[i][{x.rows, x.touched, x.max_rows}];
     }
   }
   const int64_t n = int64_t(layers.size());
   auto mean = [n](int64_t sum) { return (sum + n / 2) / n; };  // rounded half up
   for (size_t i = 0; i < nr; ++i) {
+    std::array<int64_t, 3> sum{};
+    bool gemv = false;
+    for (const auto& [key, count] : seen[i]) {
+      for (size_t f = 0; f < 3; ++f) sum[f] += key[f] * count;
+      gemv = gemv || moe_gemv_class(key[2]);
+    }
     routing::GroupLoad& o = out.mean[first_order[i]];
-    o.rows = mean(rows[i]), o.touched = mean(touched[i]), o.max_rows = mean(max_rows[i]);
+    o.rows = mean(sum[0]), o.touched = mean(sum[1]), o.max_rows = mean(sum[2]);
     o.touched = std::min(o.touched, o.rows);
     o.max_rows = std::clamp(o.max_rows, o.touched > 0 ? ceil_div(o.rows, o.touched) : int64_t(0), o.rows);
     // Past the gemv's sizes (every layer's busiest expert over 4 rows: prefill, large batches) cost is
     // near linear in the rows and one mean load prices it: 32 distinct loads of a prefill chunk made
     // Mixtral's plan search 2.5x slower for nothing.
-    bool gemv = false;
-    for (const auto& [key, count] : seen[i]) gemv = gemv || key[2] <= 4;
     if (!gemv) {
       out.mix[first_order[i]] = {{o, 1.0}};
       continue;

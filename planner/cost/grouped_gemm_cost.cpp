@@ -5,7 +5,7 @@
 #include <map>
 
 #include "planner/core/dtype.hpp"
-#include "planner/cost/moe_kernel_class.hpp"
+#include "planner/model/moe_kernel_class.hpp"
 
 namespace peerplan {
 
@@ -53,7 +53,7 @@ std::optional<ComputePrice> grouped_gemm_from_table(const std::vector<GroupedGem
   // Only at the gemv's sizes (busiest expert <= 4 rows: decode), where one row more changes the kernel
   // and the cost per expert by up to 60 %; the stream and tiled kernels' rows stay one curve: kept apart
   // too, Qwen1.5-MoE's long-prompt TTFT moved +4.3 -> +6.9 % offline (session 10 A).
-  const bool gemv = cls >= 1 && cls <= 3;
+  const bool gemv = moe_gemv_class(op.group_max_rows);
   for (int pass = 0; pass < 2; ++pass) {
     std::vector<const GroupedGemmTime*> all, own;
     for (const GroupedGemmTime& g : table) {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "planner/model/routing.hpp"
-#include "planner/cost/moe_kernel_class.hpp"
+#include "planner/model/moe_kernel_class.hpp"
 #include "profiler/common/moe_tiles.hpp"
 
 using namespace peerplan;
@@ -106,7 +106,7 @@ TEST(MoeTiles, GemvTakesOnlyCallsExpectedToHoldAtMostFourRowsPerExpert) {
 
 }  // namespace
 
-// The pricer keeps profile rows apart by moe_kernel_class (planner/cost/moe_kernel_class.hpp): two
+// The pricer keeps profile rows apart by moe_kernel_class (planner/model/moe_kernel_class.hpp): two
 // busiest-expert counts of one class must run the same kernel here, for the gathered gate_up and the
 // sorted down GEMM alike (the gemv's passes: 1 row, 2 rows, 4 rows; else the stream / tiled kind).
 TEST(MoeTiles, PricerKernelClassesMatchTheKernelChoice) {

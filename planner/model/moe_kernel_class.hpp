@@ -20,4 +20,11 @@ constexpr int moe_kernel_class(int64_t max_rows) {
   return 6;
 }
 
+// Whether that kernel is one of the gemv's (busiest expert 1..4 rows: decode sizes), where one row
+// more changes the kernel and the cost per expert most.
+constexpr bool moe_gemv_class(int64_t max_rows) {
+  const int c = moe_kernel_class(max_rows);
+  return c >= 1 && c <= 3;
+}
+
 }  // namespace peerplan

@@ -164,6 +164,13 @@ void validate_plan(const Plan& p, int64_t model_layers, int64_t model_experts, i
     if (std::find(first.begin(), first.end(), p.expert_gpu[e]) == first.end())
       fail(fmt::format("expert_gpu/{}", e),
            fmt::format("a GPU of the first stage {}, got {}", fmt::join(first, ","), p.expert_gpu[e]));
+    // Each GPU's experts one block of consecutive ids: the executor routes and runs [first, first + count)
+    // (sharding.cpp expert_block); caught here so a validated plan always compiles (fuzz, plan target).
+    if (e > 0 && p.expert_gpu[e] != p.expert_gpu[e - 1] && used.count(p.expert_gpu[e]))
+      fail("expert_gpu",
+           fmt::format("each GPU's experts as one contiguous block of expert ids (the executor routes and runs "
+                       "[first, first + count)); GPU {} holds experts before {} and expert {} again",
+                       p.expert_gpu[e], e - 1, e));
     used.insert(p.expert_gpu[e]);
   }
   if (int(used.size()) != p.ep)

@@ -224,6 +224,25 @@ TEST(MoeCompile, ExpertsOfAGpuMustBeOneBlock) {
   }
 }
 
+// validate_plan refuses it first, naming the expert where a GPU's block resumes: a validated plan must
+// compile (the fuzzer's plan target found [0,0,0,0,1,1,0,1] accepted, then thrown by the compiler).
+TEST(MoeCompile, ValidationRefusesExpertsOfAGpuInTwoBlocks) {
+  Plan p = one_stage({0, 1});
+  p.stages[0].layer_end = 32;
+  p.ep = 2;
+  p.expert_gpu = {0, 0, 0, 0, 1, 1, 0, 1};
+  try {
+    validate_plan(p, 32, 8, 8, "x.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "expert_gpu");
+    EXPECT_NE(std::string(e.what()).find("expert 6"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("contiguous"), std::string::npos) << e.what();
+  }
+  p.expert_gpu = {0, 0, 0, 0, 1, 1, 1, 1};
+  EXPECT_NO_THROW(validate_plan(p, 32, 8, 8, "x.json"));
+}
+
 TEST(MoeCompile, MemorySizesRoutedRowsForTheWorstCase) {
   auto m = testing::model("mixtral-8x7b");
   auto topo = testing::machine("nvswitch-8");

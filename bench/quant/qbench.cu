@@ -302,6 +302,11 @@ int main(int argc, char** argv) {
         CUDA_CHECK(cudaStreamSynchronize(s));
         const double floor_us = b / bw * 1e6;
         for (int v = 1; v <= kernels::kW4Variants; ++v) {
+          // QB_W4_VARIANTS=5,7 times only those variants (default: every one).
+          if (const char* only = std::getenv("QB_W4_VARIANTS"); only && *only) {
+            const std::string list = std::string(",") + only + ",";
+            if (list.find("," + std::to_string(v) + ",") == std::string::npos) continue;
+          }
           kernels::w4a16_set_variant(v);
           for (int64_t M : Ms) {
             auto f = [&] { for (int r = 0; r < reps; ++r) q.run(x.get(), ws[size_t(r % copies)], y.get(), M, s); };

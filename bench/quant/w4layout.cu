@@ -178,6 +178,126 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_tiled(const uint4* w
   }
 }
 
+
+// ---- gemv-dp4a: the tiled layout with x quantized to int8 (one scale per 128-k group), as
+// llama.cpp's mmvq does: per 8 codes (one word) 2 masks, 1 shift and 2 dp4a, against ~20 ops for
+// the bf16 / fp32 paths, so the arithmetic stays far under the SM's issue rate at HBM speed (the
+// fp32 GEMV above reads x from shared memory 4 bytes per weight and is bound by that). Each block
+// quantises the x chunks its warps need into shared memory first (the first weight loads already
+// in flight), laid out per 8 k as [x0 x2 x4 x6][x1 x3 x5 x7] to match a word's low / high nibbles.
+// Warp: RT tiles of 8 rows (lane g: row g of each), its k range chunk by chunk, U chunks per load
+// batch, the next batch's loads issued before the current one computes. Scales tiled too: the 8
+// rows of (tile, chunk) in 16 contiguous bytes.
+__global__ void repack_scales_tiled(const bf16* src, bf16* dst, int64_t n, int64_t chunks) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n * chunks; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / chunks, c = i % chunks;
+    dst[((r / 8) * chunks + c) * 8 + r % 8] = src[i];
+  }
+}
+
+constexpr int kDpWarps = 8;
+
+template <int RT, int U>
+__global__ void __launch_bounds__(kDpWarps * 32) gemv_dp4a(const uint4* w, const bf16* sct, const bf16* x, float* y32,
+                                                         int64_t n, int64_t k, int splits) {
+  extern __shared__ __align__(16) unsigned char dsm[];
+  const int64_t chunks = k / kChunk;
+  int8_t* xq = reinterpret_cast<int8_t*>(dsm);           // [k]
+  float* sx = reinterpret_cast<float*>(dsm + k);          // [chunks]
+  int* xs32 = reinterpret_cast<int*>(sx + chunks);        // [chunks * 4]: sum of xq over each lane quarter
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
+  const int64_t groups = n / (8 * RT), per = (chunks + splits - 1) / splits;
+  const int64_t gw = int64_t(blockIdx.x) * kDpWarps + warp, cg = gw % groups, sp = gw / groups;
+  const int64_t c0 = sp * per, c1 = std::min<int64_t>(chunks, c0 + per);
+  const bool ok = sp < splits && c0 < c1;
+  uint4 wa[U][RT];
+  bf16 sa[U][RT];
+  auto load = [&](uint4 (&wv)[U][RT], bf16 (&sv)[U][RT], int64_t c) {
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int r = 0; r < RT; ++r) {
+        const int64_t cc = std::min<int64_t>(c + u, c1 - 1), tile = cg * RT + r;
+        wv[u][r] = ld_stream16(w + (tile * chunks + cc) * 32 + lane);
+        sv[u][r] = sct[(tile * chunks + cc) * 8 + g];
+      }
+  };
+  if (ok) load(wa, sa, c0);
+  {  // x -> int8 for the chunks of this block's warps
+    const int64_t gw0 = int64_t(blockIdx.x) * kDpWarps, gw1 = gw0 + kDpWarps - 1;
+    const int64_t q0 = (gw0 / groups) * per, q1 = std::min<int64_t>(chunks, (gw1 / groups + 1) * per);
+    for (int64_t grp = q0 + warp; grp < q1; grp += kDpWarps) {
+      const int kk = lane * 4;
+      const uint2 raw = *reinterpret_cast<const uint2*>(x + grp * kChunk + kk);
+      const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+      const float2 a = __bfloat1622float2(h[0]), b = __bfloat1622float2(h[1]);
+      const float v[4] = {a.x, a.y, b.x, b.y};
+      float amax = fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+      const float s = amax > 0.f ? amax / 127.f : 1.f, inv = 1.f / s;
+      int sum = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int q = __float2int_rn(v[i] * inv), o = (kk + i) % 8;
+        xq[grp * kChunk + ((kk + i) / 8) * 8 + (o % 2) * 4 + o / 2] = int8_t(q);
+        sum += q;
+      }
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+      if (lane % 8 == 0) xs32[grp * 4 + lane / 8] = sum;
+      if (lane == 0) sx[grp] = s;
+    }
+  }
+  __syncthreads();
+  if (!ok) return;
+  float acc[RT] = {};
+  for (int64_t c = c0; c < c1; c += U) {
+    uint4 wb[U][RT];
+    bf16 sb[U][RT];
+    const bool more = c + U < c1;
+    if (more) load(wb, sb, c + U);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t cc = c + u;
+      if (cc < c1) {
+        const int64_t kb = cc * kChunk + 32 * t;
+        const uint4 xa = *reinterpret_cast<const uint4*>(xq + kb), xb = *reinterpret_cast<const uint4*>(xq + kb + 16);
+        const float sxc = sx[cc];
+        const int xsum8 = 8 * xs32[cc * 4 + t];
+#pragma unroll
+        for (int r = 0; r < RT; ++r) {
+          const uint4 q = wa[u][r];
+          int s = 0;
+          s = __dp4a(int(q.x & 0x0F0F0F0Fu), int(xa.x), s);
+          s = __dp4a(int((q.x >> 4) & 0x0F0F0F0Fu), int(xa.y), s);
+          s = __dp4a(int(q.y & 0x0F0F0F0Fu), int(xa.z), s);
+          s = __dp4a(int((q.y >> 4) & 0x0F0F0F0Fu), int(xa.w), s);
+          s = __dp4a(int(q.z & 0x0F0F0F0Fu), int(xb.x), s);
+          s = __dp4a(int((q.z >> 4) & 0x0F0F0F0Fu), int(xb.y), s);
+          s = __dp4a(int(q.w & 0x0F0F0F0Fu), int(xb.z), s);
+          s = __dp4a(int((q.w >> 4) & 0x0F0F0F0Fu), int(xb.w), s);
+          acc[r] = fmaf(float(s - xsum8), __bfloat162float(sa[u][r]) * sxc, acc[r]);
+        }
+      }
+    }
+    if (more) {
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int r = 0; r < RT; ++r) wa[u][r] = wb[u][r], sa[u][r] = sb[u][r];
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < RT; ++r) {
+    float a = acc[r];
+    a += __shfl_xor_sync(0xffffffffu, a, 1);
+    a += __shfl_xor_sync(0xffffffffu, a, 2);
+    if (t == 0) atomicAdd(y32 + (cg * RT + r) * 8 + g, a);
+  }
+}
+
 // Microseconds per call: `reps` calls captured into one CUDA graph (gpu::CapturedGraph, the profiler's), the
 // median of 20 replays after 3 warm-up ones.
 double graph_us(cudaStream_t st, int reps, const std::function<void(int)>& call) {
@@ -246,6 +366,7 @@ int main() {
     int64_t n, k;
   } shapes[] = {{"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}};
   double sum[5] = {0, 0, 0, 0, 0};
+  std::vector<double> dp_sum[8];
   for (const auto& sh : shapes) {
     const int64_t n = sh.n, k = sh.k, chunks = k / kChunk, words = n * k / 8, nscales = n * chunks;
     const double bytes = double(words) * 4 + double(nscales) * 2;
@@ -315,6 +436,49 @@ int main() {
       maxd = std::max(maxd, std::abs(ref - double(hy32[size_t(i)])));
     }
     const double floor_us = bytes / bw * 1e6;
+    // gemv-dp4a configurations: tiles per warp x chunks per load batch, warps per SM targeted by the split.
+    {
+      bf16* sct;
+      CUDA_CHECK(cudaMalloc(&sct, size_t(nscales) * 2 * copies));
+      for (int c = 0; c < copies; ++c)
+        repack_scales_tiled<<<4 * sms, 256, 0, st>>>(sc + size_t(c) * nscales, sct + size_t(c) * nscales, n, chunks);
+      CUDA_CHECK_LAUNCH("repack_scales_tiled");
+      auto run_dp = [&](auto kern, int rt, int u, int target, std::vector<double>& out) {
+        const int64_t groups_dp = n / (8 * rt);
+        const int sp = int(std::clamp<int64_t>((int64_t(target) * sms + groups_dp - 1) / groups_dp, 1,
+                                               std::max<int64_t>(1, chunks / u)));
+        const unsigned nb = unsigned((groups_dp * sp + kDpWarps - 1) / kDpWarps);
+        const size_t sm_dp = size_t(k) + size_t(chunks) * 4 + size_t(chunks) * 16;
+        CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sm_dp)));
+        const double tt = graph_us(st, reps, [&](int r) {
+          CUDA_CHECK(cudaMemsetAsync(y32, 0, size_t(n) * 4, st));
+          kern<<<nb, kDpWarps * 32, sm_dp, st>>>(wc(wt, r), sct + size_t(r % copies) * nscales, x, y32, n, k, sp);
+        });
+        CUDA_CHECK(cudaMemsetAsync(y32, 0, size_t(n) * 4, st));
+        kern<<<nb, kDpWarps * 32, sm_dp, st>>>(reinterpret_cast<const uint4*>(wt), sct, x, y32, n, k, sp);
+        CUDA_CHECK_LAUNCH("gemv_dp4a");
+        std::vector<float> o(static_cast<size_t>(n));
+        CUDA_CHECK(cudaMemcpyAsync(o.data(), y32, size_t(n) * 4, cudaMemcpyDeviceToHost, st));
+        CUDA_CHECK(cudaStreamSynchronize(st));
+        double my = 0, md = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const double ref = __bfloat162float(hy[size_t(i)]);
+          my = std::max(my, std::abs(ref));
+          md = std::max(md, std::abs(ref - double(o[size_t(i)])));
+        }
+        out.push_back(tt - t_memset);
+        std::printf("    dp4a %dx%d @%2d warps/SM (splits %2d): %7.2f us net (%.2fx floor)  %.2e %s\n", rt, u, target, sp,
+                    tt - t_memset, (tt - t_memset) / floor_us, my > 0 ? md / my : 0.0,
+                    my > 0 && md / my < 2e-2 ? "ok" : "MISMATCH");
+      };
+      for (int target : {16, 32}) {
+        run_dp(gemv_dp4a<4, 2>, 4, 2, target, dp_sum[target == 16 ? 0 : 4]);
+        run_dp(gemv_dp4a<2, 4>, 2, 4, target, dp_sum[target == 16 ? 1 : 5]);
+        run_dp(gemv_dp4a<4, 4>, 4, 4, target, dp_sum[target == 16 ? 2 : 6]);
+        run_dp(gemv_dp4a<1, 8>, 1, 8, target, dp_sum[target == 16 ? 3 : 7]);
+      }
+      CUDA_CHECK(cudaFree(sct));
+    }
     std::printf("%-8s %9.1f %9.2f | %10.2f %10.2f %10.2f %10.2f %8.2f | %.2e (%s)\n", sh.name, bytes / 1e6, floor_us, t_std,
                 t_tiled, t_gemv, t_v5, t_memset, maxy > 0 ? maxd / maxy : 0.0,
                 maxy > 0 && maxd / maxy < 2e-2 ? "ok" : "MISMATCH");
@@ -327,5 +491,11 @@ int main() {
   std::printf("four GEMMs: floor %.1f us; read-std %.1f (%.2fx), read-tiled %.1f (%.2fx), gemv-tiled (net of the "
               "memset) %.1f (%.2fx), v5 %.1f (%.2fx)\n",
               sum[0], sum[1], sum[1] / sum[0], sum[2], sum[2] / sum[0], sum[3], sum[3] / sum[0], sum[4], sum[4] / sum[0]);
+  const char* dp_names[8] = {"4x2@16", "2x4@16", "4x4@16", "1x8@16", "4x2@32", "2x4@32", "4x4@32", "1x8@32"};
+  for (int i = 0; i < 8; ++i) {
+    double t = 0;
+    for (double v : dp_sum[i]) t += v;
+    std::printf("four GEMMs, gemv-dp4a %s: %.1f us (%.2fx floor)\n", dp_names[i], t, t / sum[0]);
+  }
   return 0;
 }

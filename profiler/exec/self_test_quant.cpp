@@ -58,12 +58,13 @@ SelfTestResult failed(const std::string& kernel, const std::string& shape, const
 std::vector<double> quantized_x(const std::vector<float>& x, int64_t M, int64_t k, DType dt, gpu::Fp8Scaling sc,
                                 float x_scale) {
   std::vector<double> out(x.size());
-  if (dt == DType::INT4) {
+  if (dt == DType::INT4 && !kernels::w4a16_quantizes_x(M)) {  // W4A16's mma.sync variants multiply bf16 x
     for (size_t i = 0; i < x.size(); ++i) out[i] = x[i];
     return out;
   }
   const bool fp8 = dt == DType::FP8_E4M3;
-  const int64_t group = fp8 && sc == gpu::Fp8Scaling::Block128 ? 128 : k;
+  // v7 quantizes x to int8 per 128-k group (amax / 127), as block-scaled FP8 does per 128.
+  const int64_t group = (fp8 && sc == gpu::Fp8Scaling::Block128) || dt == DType::INT4 ? 128 : k;
   for (int64_t r = 0; r < M; ++r)
     for (int64_t g0 = 0; g0 < k; g0 += group) {
       float s = x_scale;

@@ -287,7 +287,8 @@ void QuantGemmRunner::run_int4(const void* x, const QuantWeight& w, void* y, int
     a.n = n;
     a.k = k;
     const size_t wsb = kn::w4a16_workspace_bytes(M, n, k, sms_);
-    a.workspace = wsb ? static_cast<float*>(scratch(4, wsb, stream)) : nullptr;  // zeroed when allocated
+    const int slot = kn::w4a16_quantizes_x(M) ? 5 : 4;
+    a.workspace = wsb ? static_cast<float*>(scratch(slot, wsb, stream)) : nullptr;  // zeroed when allocated
     return kn::w4a16_gemm(a, sms_, stream);
   }
   // Dequantise a slab of W's rows (= output columns), then y[:, slab] = x slab^T with ldc = n.

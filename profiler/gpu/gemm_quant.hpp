@@ -103,7 +103,10 @@ class QuantGemmRunner {
   bool block_w_kmajor_ = true, block_x_kmajor_ = false;  // measured: see the top of this file
   CublasLtHandle handle_;
   DeviceBuffer workspace_;
-  DeviceBuffer scratch_[5];  // 0: quantized x, 1: x scales, 2: int32 acc, 3: int4 bf16 slab, 4: int4 split-K
+  // 0: quantized x, 1: x scales, 2: int32 acc, 3: int4 bf16 slab, 4: int4 split-K (v1..v6: one slice
+  // per split, written whole), 5: int4 split-K of v7 (summed by atomics: zero between calls, so no
+  // other kernel may share it).
+  DeviceBuffer scratch_[6];
   std::vector<DeviceBuffer> retired_;  // outgrown scratch that captured graphs may still use
   std::map<std::tuple<int, int, int64_t, int64_t, int64_t, int64_t>, std::unique_ptr<Plan>> plans_;
 };

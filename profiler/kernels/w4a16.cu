@@ -420,6 +420,189 @@ __global__ void __launch_bounds__(KW * 32) w4a16_v2_kernel(W4A16Gemm a, int spli
   if (threadIdx.x == 0) reinterpret_cast<int*>(a.workspace)[cg] = 0;
 }
 
+
+// ---- v7: x quantized to int8 per 128-k group, dp4a on the nibbles (M <= kW4Dp4aMaxM) ----
+// v1..v6 multiply on mma.sync with x padded to 8 or 16 rows, so at decode sizes they spend more on
+// arithmetic and dequantisation than the loads take (v5: 2.97x the packed-bytes floor on 8B's four
+// GEMMs at M = 1). llama.cpp's mmvq instead quantizes x to int8 and multiplies the codes with dp4a:
+// per word of 8 codes, 2 masks, 1 shift and 2 dp4a per token. bench/quant/w4layout (H200,
+// 2026-12-04, session 11): 43.5 us on the tiled layout against v5's 73.7 (floor 24.8).
+// Warp: kDpTiles tiles of 8 rows (lane (g, t): row g of each tile, k quarter t of each 128-k group,
+// v1's mapping), its share of k two groups per load batch with the next batch's loads in flight.
+// Each block first quantizes the x groups its warps need into shared memory, laid out per 8 k as
+// [x0 x2 x4 x6][x1 x3 x5 x7] (a word's low / high nibbles), with each group's scale and the sum of
+// each 32-k quarter's codes (the zero point 8 comes off as 8 * that sum). Split-K partials meet by
+// fp32 atomics in the workspace; the last warp of a column group writes y and re-zeroes them.
+constexpr int kDpWarps = 8, kDpBatch = 2;
+// Tiles of 8 rows per warp: 4 at M = 1, 2 at M = 2 (4 would spill there; ptxas sm_90: 120 / 104
+// registers, no spill). At M = 4 v7 measured slower than v5 (qb, H200, session 11 B: 8B's four
+// GEMMs 84.2 vs 76.1 us; M = 1 54.6 vs 74.9, M = 2 66.5 vs 75.2), so kW4Dp4aMaxM = 2.
+constexpr int dp4a_tiles(int64_t M) { return M == 1 ? 4 : 2; }
+
+__device__ __forceinline__ int dp_word(uint32_t q, uint32_t xe, uint32_t xo, int s) {
+  s = __dp4a(int(q & 0x0F0F0F0Fu), int(xe), s);
+  return __dp4a(int((q >> 4) & 0x0F0F0F0Fu), int(xo), s);
+}
+
+template <int MT, int kDpTiles>
+__global__ void __launch_bounds__(kDpWarps * 32, 2) w4a16_dp4a_kernel(W4A16Gemm a, int splits, int per, int span) {
+  constexpr int kDpRows = 8 * kDpTiles;
+  extern __shared__ __align__(16) unsigned char dsm[];
+  const int64_t K = a.k, chunks = K / kW4Group, kw = K / 8;
+  // x of the groups [q0, q0 + span) this block's warps read (span: dp4a_span, host side).
+  const int64_t SK = int64_t(span) * kW4Group;
+  int8_t* xq = reinterpret_cast<int8_t*>(dsm);                // [MT][SK]
+  float* sx = reinterpret_cast<float*>(dsm + MT * SK);         // [MT][span]
+  int* xs32 = reinterpret_cast<int*>(sx + MT * span);          // [MT][span * 4]
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
+  const int64_t groups = (a.n + kDpRows - 1) / kDpRows;
+  const int64_t gw = int64_t(blockIdx.x) * kDpWarps + warp, cg = gw % groups, sp = gw / groups;
+  const int64_t c0 = sp * per, c1 = std::min<int64_t>(chunks, c0 + per);
+  const bool ok = sp < splits && c0 < c1;
+  // Row of tile r: row0 + 8r, or the last row past n (loaded, never stored). One base pointer and
+  // per-tile offsets rather than 8 pointers: v7 must fit 128 registers (2 blocks, 16 warps per SM).
+  const int64_t row0 = std::min<int64_t>(cg * kDpRows + g, a.n - 1);
+  const int last_dr = int(std::min<int64_t>(a.n - 1 - row0, 8 * (kDpTiles - 1)));
+  const uint32_t* wbase = a.w + row0 * kw + 4 * t;
+  const uint32_t kw32 = uint32_t(kw), ch32 = uint32_t(chunks);
+  const bf16* sbase = a.scales + row0 * chunks;
+  uint4 wa[kDpBatch][kDpTiles];
+  bf16 sa[kDpBatch][kDpTiles];  // converted where used: a conversion here would wait for the load
+  auto load = [&](uint4 (&wv)[kDpBatch][kDpTiles], bf16 (&sv)[kDpBatch][kDpTiles], int64_t c) {
+#pragma unroll
+    for (int u = 0; u < kDpBatch; ++u)
+#pragma unroll
+      for (int r = 0; r < kDpTiles; ++r) {
+        // 32-bit offsets (a matrix's words and scales < 2^32: w4a16_gemm checks), fewer registers.
+        const uint32_t cc = uint32_t(std::min<int64_t>(c + u, c1 - 1)), dr = uint32_t(std::min(8 * r, last_dr));
+        wv[u][r] = ld_stream16(wbase + (dr * kw32 + cc * 16u));
+        sv[u][r] = sbase[dr * ch32 + cc];
+      }
+  };
+  if (ok) load(wa, sa, c0);  // in flight while x is quantized
+  const int64_t gw0 = int64_t(blockIdx.x) * kDpWarps;
+  const int64_t q0 = std::min<int64_t>(chunks, (gw0 / groups) * per);
+  {
+    const int64_t q1 = std::min<int64_t>(chunks, ((gw0 + kDpWarps - 1) / groups + 1) * per);
+    for (int64_t job = warp; job < (q1 - q0) * MT; job += kDpWarps) {
+      const int m = int(job % MT);
+      const int64_t grp = q0 + job / MT, lg = grp - q0;
+      const int kk = lane * 4;
+      float v[4] = {0.f, 0.f, 0.f, 0.f};
+      if (m < a.M) {
+        const uint2 raw = *reinterpret_cast<const uint2*>(a.x + m * K + grp * kW4Group + kk);
+        const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.x));
+        const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.y));
+        v[0] = lo.x, v[1] = lo.y, v[2] = hi.x, v[3] = hi.y;
+      }
+      float amax = fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+      const float sc = amax > 0.f ? amax / 127.f : 1.f, inv = 1.f / sc;  // the self-test's reference does the same
+      int sum = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int q = __float2int_rn(v[i] * inv), o = (kk + i) % 8;
+        xq[m * SK + lg * kW4Group + ((kk + i) / 8) * 8 + (o % 2) * 4 + o / 2] = int8_t(q);
+        sum += q;
+      }
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+      if (lane % 8 == 0) xs32[(m * span + lg) * 4 + lane / 8] = sum;
+      if (lane == 0) sx[m * span + lg] = sc;
+    }
+  }
+  __syncthreads();
+  if (!ok) return;
+  float acc[kDpTiles][MT] = {};
+  for (int64_t c = c0; c < c1; c += kDpBatch) {
+    uint4 wb[kDpBatch][kDpTiles];
+    bf16 sb[kDpBatch][kDpTiles];
+    const bool more = c + kDpBatch < c1;
+    if (more) load(wb, sb, c + kDpBatch);
+#pragma unroll
+    for (int u = 0; u < kDpBatch; ++u) {
+      const int64_t cc = c + u, lc = cc - q0;
+      if (cc >= c1) continue;
+#pragma unroll
+      for (int m = 0; m < MT; ++m) {
+        const int8_t* xp = xq + m * SK + lc * kW4Group + 32 * t;
+        const uint4 xa = *reinterpret_cast<const uint4*>(xp), xb = *reinterpret_cast<const uint4*>(xp + 16);
+        const float sxc = sx[m * span + lc];
+        const int zero = 8 * xs32[(m * span + lc) * 4 + t];
+#pragma unroll
+        for (int r = 0; r < kDpTiles; ++r) {
+          const uint4 q = wa[u][r];
+          int s = dp_word(q.x, xa.x, xa.y, 0);
+          s = dp_word(q.y, xa.z, xa.w, s);
+          s = dp_word(q.z, xb.x, xb.y, s);
+          s = dp_word(q.w, xb.z, xb.w, s);
+          acc[r][m] = fmaf(float(s - zero), __bfloat162float(sa[u][r]) * sxc, acc[r][m]);
+        }
+      }
+    }
+    if (more) {
+#pragma unroll
+      for (int u = 0; u < kDpBatch; ++u)
+#pragma unroll
+        for (int r = 0; r < kDpTiles; ++r) wa[u][r] = wb[u][r], sa[u][r] = sb[u][r];
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kDpTiles; ++r)
+#pragma unroll
+    for (int m = 0; m < MT; ++m) {
+      acc[r][m] += __shfl_xor_sync(0xffffffffu, acc[r][m], 1);
+      acc[r][m] += __shfl_xor_sync(0xffffffffu, acc[r][m], 2);
+    }
+  // Lane (g, 0) holds row g of each tile; lanes t = 1..3 hold the same sums.
+  if (splits == 1) {
+    if (t == 0)
+#pragma unroll
+      for (int r = 0; r < kDpTiles; ++r) {
+        const int64_t row = cg * kDpRows + r * 8 + g;
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+          if (row < a.n && m < a.M) a.y[m * a.n + row] = __float2bfloat16(acc[r][m]);
+      }
+    return;
+  }
+  float* part = a.workspace + kCounterFloats;  // [M][n], zero between calls
+  if (t == 0)
+#pragma unroll
+    for (int r = 0; r < kDpTiles; ++r) {
+      const int64_t row = cg * kDpRows + r * 8 + g;
+#pragma unroll
+      for (int m = 0; m < MT; ++m)
+        if (row < a.n && m < a.M) atomicAdd(part + m * a.n + row, acc[r][m]);
+    }
+  __threadfence();
+  __syncwarp();
+  int last = 0;
+  if (lane == 0) last = atomicAdd(reinterpret_cast<int*>(a.workspace) + cg, 1) == splits - 1;
+  last = __shfl_sync(0xffffffffu, last, 0);
+  if (!last) return;
+  __threadfence();
+  for (int e = lane; e < kDpRows * MT; e += 32) {
+    const int m = e / kDpRows;
+    const int64_t row = cg * kDpRows + e % kDpRows;
+    if (row >= a.n || m >= a.M) continue;
+    float* p = part + m * a.n + row;
+    a.y[m * a.n + row] = __float2bfloat16(__ldcg(p));
+    *p = 0.f;
+  }
+  if (lane == 0) reinterpret_cast<int*>(a.workspace)[cg] = 0;
+}
+
+// Groups of x one block quantizes: its 8 warps' splits (consecutive warps take consecutive column
+// groups of one split, so a block spans at most ceil(8 / groups) + 1 splits).
+int dp4a_span(int64_t M, int64_t n, int64_t k, int per) {
+  const int64_t rows = 8 * dp4a_tiles(M), groups = (n + rows - 1) / rows, chunks = k / kW4Group;
+  return int(std::min<int64_t>(chunks, ((kDpWarps + groups - 1) / groups + 1) * per));
+}
+size_t dp4a_smem_bytes(int mt, int span) { return size_t(mt) * size_t(span) * (kW4Group + 4 + 16); }
+
 __global__ void w4a16_dequant_kernel(const uint32_t* w, const bf16* scales, bf16* out, int64_t row0, int64_t rows,
                                      int64_t k) {
   const int64_t words = rows * (k / 8);
@@ -463,11 +646,11 @@ V2Cfg v2_cfg(int variant) {
   }
 }
 
-// Unset: v5, the fastest on H200 (2026-12-04, qb over rotating weights in a CUDA graph, Llama-3.1-8B's
+// Unset: v7 (x in int8, dp4a) at M <= 2 and v5 above. v5 was the fastest mma.sync variant on H200 (2026-12-04, qb over rotating weights in a CUDA graph, Llama-3.1-8B's
 // four GEMMs: M = 1 74.8 us vs v1 81.0, M = 8 79.1 vs 90.6, M = 32 148.0 vs 191.8, M = 64 232.8 vs 326.9;
 // docs/validation/runs/2026-12-04-session8/C).
 int parse_variant(const char* e) {
-  if (!e || !*e) return 5;
+  if (!e || !*e) return 7;
   std::string v = e;
   if (!v.empty() && (v[0] == 'v' || v[0] == 'V')) v = v.substr(1);
   const int i = std::atoi(v.c_str());
@@ -535,6 +718,30 @@ void launch_v2_variant(int variant, const W4A16Gemm& a, int splits, int per, cud
   }
 }
 
+// v7's split-K: 16 warps per SM as v1 (each warp streams independently), >= 2 groups per warp.
+int dp4a_splits(int64_t M, int64_t n, int64_t k, int sm_count) {
+  const int64_t rows = 8 * dp4a_tiles(M), groups = (n + rows - 1) / rows, chunks = k / kW4Group;
+  const int64_t target = int64_t(std::max(sm_count, 1)) * kWarpsPerSmTarget;
+  int64_t s = std::clamp<int64_t>((target + groups - 1) / groups, 1, std::max<int64_t>(1, chunks / 2));
+  const int64_t per = (chunks + s - 1) / s;
+  return int((chunks + per - 1) / per);
+}
+
+template <int MT>
+void launch_dp4a(const W4A16Gemm& a, int splits, int per, int span, unsigned blocks, cudaStream_t stream) {
+  constexpr int kTiles = dp4a_tiles(MT);
+  const size_t smem = dp4a_smem_bytes(MT, span);
+  static size_t attr_bytes[64] = {};  // per device: the largest dynamic shared memory allowed so far
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  if (smem > 48 * 1024 && (dev < 0 || dev >= 64 || attr_bytes[dev] < smem)) {
+    CUDA_CHECK(cudaFuncSetAttribute(w4a16_dp4a_kernel<MT, kTiles>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    int(smem)));
+    if (dev >= 0 && dev < 64) attr_bytes[dev] = smem;
+  }
+  w4a16_dp4a_kernel<MT, kTiles><<<blocks, kDpWarps * 32, smem, stream>>>(a, splits, per, span);
+}
+
 }  // namespace
 
 int w4a16_variant() { return variant_ref(); }
@@ -550,19 +757,26 @@ const char* w4a16_variant_name(int v) {
     case 4: return "v4 (v2 + L2::256B prefetch hint)";
     case 5: return "v5 (v3 with W as the MMA's A operand, x as B, at M <= 8: 3 MMAs per 4 tiles instead of 5)";
     case 6: return "v6 (v2 with W as the MMA's A operand, x as B, at M <= 8)";
+    case 7: return "v7 (x quantized to int8 per 128-k group, dp4a on the codes, at M <= 2; v5 above)";
   }
   return "?";
 }
 
+bool w4a16_quantizes_x(int64_t M) { return w4a16_variant() == 7 && M <= kW4Dp4aMaxM; }
+
 int w4a16_splits(int64_t M, int64_t n, int64_t k, int sm_count) {
-  (void)M;
-  const int v = w4a16_variant();
+  int v = w4a16_variant();
+  if (w4a16_quantizes_x(M)) return dp4a_splits(M, n, k, sm_count);
+  if (v == 7) v = 5;  // v7 runs v5 above kW4Dp4aMaxM
   return v == 1 ? v1_splits(n, k, sm_count) : v2_splits(n, k, sm_count, v2_cfg(v).kw);
 }
 
 size_t w4a16_workspace_bytes(int64_t M, int64_t n, int64_t k, int sm_count) {
   const int s = w4a16_splits(M, n, k, sm_count);
-  return s > 1 ? (size_t(kCounterFloats) + size_t(s) * size_t(M) * size_t(n)) * sizeof(float) : 0;
+  if (s <= 1) return 0;
+  // v7's partials are summed in place by atomics ([M][n]); the others keep one slice per split.
+  const size_t slices = w4a16_quantizes_x(M) ? 1 : size_t(s);
+  return (size_t(kCounterFloats) + slices * size_t(M) * size_t(n)) * sizeof(float);
 }
 
 void w4a16_gemm(const W4A16Gemm& a, int sm_count, cudaStream_t stream) {
@@ -577,7 +791,20 @@ void w4a16_gemm(const W4A16Gemm& a, int sm_count, cudaStream_t stream) {
   if ((a.n + kCols - 1) / kCols > kCounterFloats) throw RuntimeError("w4a16_gemm: n too large for the split-K counters");
   const int64_t chunks = a.k / kW4Group;
   const int per = int((chunks + splits - 1) / splits);
-  const int v = w4a16_variant();
+  int v = w4a16_variant();
+  if (w4a16_quantizes_x(a.M)) {
+    if (a.n * (a.k / 8) >= (int64_t(1) << 32))
+      throw RuntimeError("w4a16_gemm: v7 addresses a weight of < 2^32 words; n = " + std::to_string(a.n) +
+                         ", k = " + std::to_string(a.k) + " (PEERPLAN_W4A16=v5 runs it)");
+    const int span = dp4a_span(a.M, a.n, a.k, per);
+    const int64_t rows = 8 * dp4a_tiles(a.M), warps = (a.n + rows - 1) / rows * splits;
+    const unsigned blocks = unsigned((warps + kDpWarps - 1) / kDpWarps);
+    if (a.M == 1) launch_dp4a<1>(a, splits, per, span, blocks, stream);
+    else launch_dp4a<2>(a, splits, per, span, blocks, stream);  // M = 2 (kW4Dp4aMaxM)
+    CUDA_CHECK_LAUNCH("w4a16_dp4a_kernel");
+    return;
+  }
+  if (v == 7) v = 5;
   if (v != 1) {
     if (a.M <= 16) launch_v2_variant<1>(v, a, splits, per, stream);
     else if (a.M <= 32) launch_v2_variant<2>(v, a, splits, per, stream);

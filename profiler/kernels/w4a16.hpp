@@ -34,17 +34,23 @@ struct W4A16Gemm {
   const uint32_t* w = nullptr;       // [n][k/8]
   const __nv_bfloat16* scales = nullptr;  // [n][k/128]
   __nv_bfloat16* y = nullptr;        // [M][n]
-  float* workspace = nullptr;        // w4a16_workspace_bytes(M, n, k, sms), zeroed before its first use
+  float* workspace = nullptr;        // w4a16_workspace_bytes(M, n, k, sms), zeroed before its first use; v7's
+                                     // (w4a16_quantizes_x) is kept zero by v7 itself: share it with no other variant
   int64_t M = 0, n = 0, k = 0;
 };
 // Kernel variants (bench/quant compares them; the self-test checks each): 1 = v1, 2..6 the
-// cp.async-ring block kernels, 5 the default (the fastest measured) (w4a16.cu, w4a16_variant_name). PEERPLAN_W4A16=v1..v6 (read once), or
+// cp.async-ring block kernels, 7 = x quantized to int8 and dp4a at M <= kW4Dp4aMaxM (v5 above), the
+// default (w4a16.cu, w4a16_variant_name). PEERPLAN_W4A16=v1..v7 (read once), or
 // w4a16_set_variant; splits, workspace and the launch follow the variant in force, so set it before
 // a shape's first (eager) call, not between capture and replay.
-inline constexpr int kW4Variants = 6;
+inline constexpr int kW4Variants = 7;
+inline constexpr int64_t kW4Dp4aMaxM = 2;  // v7 quantizes x and runs dp4a up to this M, v5 above (faster from 4: qb, H200)
 int w4a16_variant();
 void w4a16_set_variant(int v);
 const char* w4a16_variant_name(int v);
+// Whether the kernel for M rows quantizes x to int8 (v7: per 128-k group, scale amax / 127, codes
+// round-to-nearest-even) before multiplying: the self-test's reference then does the same.
+bool w4a16_quantizes_x(int64_t M);
 // Split-K factor the kernel uses for this shape (1: no workspace needed).
 int w4a16_splits(int64_t M, int64_t n, int64_t k, int sm_count);
 size_t w4a16_workspace_bytes(int64_t M, int64_t n, int64_t k, int sm_count);

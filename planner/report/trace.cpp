@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "planner/compile/compiler.hpp"
+#include "planner/compile/graph_batch.hpp"
 
 namespace peerplan {
 
@@ -65,7 +66,10 @@ nlohmann::json chrome_trace(const Plan& plan, const ModelConfig& cfg, const Mode
     X(R > 1 ? fmt::format("copy {} iter {} stage {}", copy, rec.iteration, rec.stage)
             : fmt::format("iter {} stage {}", rec.iteration, rec.stage),
       "iteration", kPidStages, copy * S + rec.stage, rec.start, rec.end, {{"shape", shape_text(rec.shape)}});
-    BatchShape q = quantize_shape(rec.shape, popt.per_octave);
+    // The shape the pricer prices (iteration_cost.cpp): a decode iteration at its CUDA graph's padded
+    // batch. Unpadded, a batch-3 step's attention showed grid(3) prices (124 us a layer at 26.8k for
+    // 8B) inside an iteration priced at grid(4) (111 us).
+    BatchShape q = quantize_shape(graph_padded(rec.shape), popt.per_octave);
     std::array<int64_t, 6> key{copy, q.prefill_seqs, q.prefill_tokens, q.prefill_context, q.decode_seqs, q.decode_context};
     auto it = graphs.find(key);
     if (it == graphs.end())

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include "planner/compile/compiler.hpp"
+#include "planner/compile/graph_batch.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/sim/iteration_cost.hpp"
 #include "planner/model/model_config.hpp"
 #include "planner/model/model_figures.hpp"
 #include "planner/sim/simulate.hpp"
@@ -95,3 +99,45 @@ TEST(Trace, EachCopyOfAReplicatedPlanHasItsOwnTracksAndGpus) {
   for (int g : {0, 1, 4, 5}) EXPECT_GT(gpu_events[g], 0) << "gpu" << g;
   for (int g : {2, 3, 6, 7}) EXPECT_EQ(gpu_events[g], 0) << "gpu" << g;
 }
+
+TEST(Trace, APaddedDecodeIterationsOpsArePricedAtItsGraphBatch) {
+  // Three sequences decode as a CUDA graph of 4 (graph_batch.hpp), and the pricer prices that; the
+  // trace drew the same iteration's ops at batch 3 (attention 124 us a layer at 26.8k for 8B on the
+  // shipped H200 profile, against the 111 us the iteration was priced with).
+  ModelConfig cfg = load_model_config(resolve_model_path("llama-3.1-8b"));
+  ModelFigures fig = derive_figures(cfg);
+  Machine m = load_machine(resolve_machine_path("h200x2-nvlink"));
+  Topology topo(m);
+  Plan p = test_plans::tp({0}, 32, "single");
+  Workload w;
+  w.name = "t";
+  w.max_num_seqs = 8;
+  std::vector<Request> reqs;
+  for (int i = 0; i < 3; ++i) reqs.push_back({i, 0.0, 20000, 8});
+  SimulateOptions so;
+  so.record_limit = 200;
+  Simulation s = simulate_plan(p, cfg, fig, topo, w, reqs, so);
+  CostModel cost(topo);
+  nlohmann::json j = chrome_trace(p, cfg, fig, cost, s.run, so.pricer, s.metrics.provenance);
+  const StageRecord* rec = nullptr;
+  for (const StageRecord& r : s.run.records)
+    if (r.shape.prefill_seqs == 0 && r.shape.decode_seqs == 3) rec = &r;
+  ASSERT_NE(rec, nullptr) << "a decode iteration of 3 sequences";
+  const BatchShape padded = quantize_shape(graph_padded(rec->shape), so.pricer.per_octave);
+  ASSERT_EQ(padded.decode_seqs, 4);
+  const OpGraph g = compile_iteration(p, cfg, fig, m, padded);
+  double want = -1;
+  for (const Op& op : g.ops)
+    if (op.name == "L0.attn_decode") want = cost.price(op, true).seconds * 1e6;
+  ASSERT_GT(want, 0);
+  int seen = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X" || e["name"] != "L0.attn_decode") continue;
+    const double t0 = e["ts"];
+    if (t0 + 1e-6 < rec->start * 1e6 || t0 > rec->end * 1e6 + 1e-6) continue;
+    EXPECT_NEAR(e["dur"].get<double>(), want, 1e-3) << "the op drawn at the batch the iteration was priced at";
+    ++seen;
+  }
+  EXPECT_EQ(seen, 1);
+}
+

@@ -71,6 +71,7 @@ struct StepBench {
   bool graph = false;         // replayed as a CUDA graph
   double hbm_bytes = 0;       // HBM bytes the step's compute ops move on its busiest GPU, as the compiler
                               // counts them (weights read, routed experts only; KV cache; activations)
+  double priced_s = 0;        // the simulator's price of the same step from the machine file (0: not priced)
 };
 
 // One row of `validate --self-test`: a kernel against a CPU fp64 reference.

@@ -81,12 +81,13 @@ nlohmann::json iteration_report(const ServeResult& res, PlanPricer& pricer, std:
 
 std::string bench_table(const std::vector<StepBench>& rows, const std::string& title) {
   std::string s = title + "\n";
-  s += fmt::format("  {:<8} {:>6} {:>8} {:>7} {:>11} {:>11} {:>11} {:>12} {:>10}\n", "step", "batch", "context", "graph",
-                   "median", "min", "max", "tokens/s", "HBM MB");
+  s += fmt::format("  {:<8} {:>6} {:>8} {:>7} {:>11} {:>11} {:>11} {:>12} {:>10} {:>11} {:>9}\n", "step", "batch", "context",
+                   "graph", "median", "min", "max", "tokens/s", "HBM MB", "priced", "GPU/price");
   for (const StepBench& r : rows)
-    s += fmt::format("  {:<8} {:>6} {:>8} {:>7} {:>8.3f} ms {:>8.3f} ms {:>8.3f} ms {:>12.0f} {:>10.1f}\n", r.what,
-                     r.batch, r.context, r.graph ? "yes" : "no", r.step_s * 1e3, r.min_s * 1e3, r.max_s * 1e3,
-                     double(r.tokens) / r.step_s, r.hbm_bytes / 1e6);
+    s += fmt::format("  {:<8} {:>6} {:>8} {:>7} {:>8.3f} ms {:>8.3f} ms {:>8.3f} ms {:>12.0f} {:>10.1f} {:>8.3f} ms {:>9.3f}\n",
+                     r.what, r.batch, r.context, r.graph ? "yes" : "no", r.step_s * 1e3, r.min_s * 1e3, r.max_s * 1e3,
+                     double(r.tokens) / r.step_s, r.hbm_bytes / 1e6, r.priced_s * 1e3,
+                     r.priced_s > 0 ? r.step_s / r.priced_s : 0.0);
   return s;
 }
 
@@ -96,7 +97,7 @@ nlohmann::json bench_json(const std::vector<StepBench>& rows, const std::string&
   for (const StepBench& r : rows)
     j.push_back({{"step", r.what}, {"batch", r.batch}, {"context", r.context}, {"graph", r.graph},
                  {"median_us", r.step_s * 1e6}, {"min_us", r.min_s * 1e6}, {"max_us", r.max_s * 1e6},
-                 {"hbm_bytes", r.hbm_bytes}});
+                 {"hbm_bytes", r.hbm_bytes}, {"priced_us", r.priced_s * 1e6}});
   return nlohmann::json{{"plan", plan}, {"model", model}, {"context", host_context}, {"steps", j}};
 }
 

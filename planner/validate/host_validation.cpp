@@ -200,7 +200,24 @@ void bench_steps_on_host(GpuBackend& gpu, const Plan& plan, const std::string& p
   for (const auto& warn :
        preflight(plan, plan_origin, in.machine, in.machine_file, gpu.describe_host(), mem.fits, mem.why, po))
     std::cerr << "peerplan: warning: " << warn << "\n";
-  const auto rows = gpu.bench_steps(plan, in.cfg, in.fig, in.machine, o.batches, o.context, o.prefill, es);
+  auto rows = gpu.bench_steps(plan, in.cfg, in.fig, in.machine, o.batches, o.context, o.prefill, es);
+  // Each step priced as the simulator prices the same iteration (the shape the executor's sequences
+  // sum to), so a step table says at once whether the machine file's figures hold on this GPU.
+  {
+    Topology topo(in.machine);
+    SimulateOptions so;
+    CostModel cost(topo, so.cost);
+    PlanPricer pricer(plan, in.cfg, in.fig, cost, so.pricer);
+    for (StepBench& r : rows) {
+      BatchShapeSum sum;
+      if (r.what == "prefill") sum.add_prefill(r.tokens, r.context);
+      else for (int64_t i = 0; i < r.batch; ++i) sum.add_decode(r.context);
+      if (!r.graph && r.what != "prefill") continue;  // eager decode: the simulator prices decode as graphs
+      double t = 0;
+      for (double x : pricer.price(sum.shape()).stage_s) t += x;
+      r.priced_s = t;
+    }
+  }
   std::cout << bench_table(rows, fmt::format("step times: plan {} model {} (p2p {}, CUDA graphs {})", plan.name,
                                              in.cfg.name, plan.p2p ? "on" : "off", es.cuda_graphs ? "on" : "off"));
   if (!o.out.empty()) {

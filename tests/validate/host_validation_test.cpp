@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 #include "planner/core/error.hpp"
@@ -14,6 +15,8 @@
 #include "planner/plan/plan.hpp"
 #include "planner/validate/gpu_backend.hpp"
 #include "planner/validate/host_validation.hpp"
+
+#include <nlohmann/json.hpp>
 
 using namespace peerplan;
 namespace fs = std::filesystem;
@@ -90,8 +93,9 @@ class FakeBackend : public GpuBackend {
   std::vector<StepBench> bench_steps(const Plan&, const ModelConfig&, const ModelFigures&, const Machine&,
                                      const std::vector<int64_t>&, int64_t, int64_t, const ExecSettings&) override {
     ++bench_calls;
-    return {};
+    return bench_rows;
   }
+  std::vector<StepBench> bench_rows;  // what the fake "GPU" timed
   std::vector<SelfTestResult> self_test(int, uint64_t) override { return {}; }
   void run_ranks(const std::string&, const std::function<void(RankGroup&)>&) override {
     throw std::logic_error("no MPI in this test");
@@ -193,6 +197,36 @@ TEST(HostValidation, AModelTheExecutorCannotRunIsRefusedBeforeAnyGpuWork) {
   quiet(gpu, load_plan(kPlan), kPlan, small_chat());
   EXPECT_FALSE(gpu.checked_model.empty());
   EXPECT_EQ(gpu.serve_calls, 1);
+}
+
+TEST(HostValidation, StepBenchPricesEveryStepBesideItsTime) {
+  // --bench-steps prints the simulator's price of each timed step (the shape its sequences sum to)
+  // and GPU / price, so one call says whether a machine file's figures hold on this GPU.
+  FakeBackend gpu;
+  auto row = [](const char* what, int64_t batch, int64_t context, int64_t tokens, bool graph) {
+    StepBench r;
+    r.what = what, r.batch = batch, r.context = context, r.tokens = tokens, r.graph = graph, r.step_s = 0.005;
+    return r;
+  };
+  gpu.bench_rows = {row("decode", 1, 1024, 1, true), row("decode", 64, 1024, 64, true), row("prefill", 1, 2048, 2048, false)};
+  StepBenchOptions o;
+  o.out = ::testing::TempDir() + "/peerplan-steps-priced";
+  testing::internal::CaptureStdout();
+  bench_steps_on_host(gpu, load_plan(kPlan), kPlan, "llama-3.1-8b", "h200x2-nvlink", o);
+  const std::string table = testing::internal::GetCapturedStdout();
+  EXPECT_NE(table.find("GPU/price"), std::string::npos) << table;
+  std::ifstream f(o.out + "/steps.json");
+  const nlohmann::json j = nlohmann::json::parse(f);
+  const auto& st = j.at("steps");
+  ASSERT_EQ(st.size(), 3u);
+  const double b1 = st[0].at("priced_us"), b64 = st[1].at("priced_us"), pf = st[2].at("priced_us");
+  // The shipped H200 profile: an 8B decode step reads ~16 GB (~3.5-6 ms), batch 64 costs more than
+  // batch 1, and a 2048-token prefill (~33 TFLOP) tens of ms.
+  EXPECT_GT(b1, 3500);
+  EXPECT_LT(b1, 6000);
+  EXPECT_GT(b64, b1);
+  EXPECT_GT(pf, 20000);
+  EXPECT_LT(pf, 80000);
 }
 
 TEST(HostValidation, NoRoomForOneSequenceIsRefusedBeforeServing) {

@@ -25,6 +25,7 @@ CHAT, LONG = os.path.join(V, "workloads/validate-chat.json"), os.path.join(V, "w
 AZURE = os.path.join(V, "workloads/azure-conv.json")
 S8 = os.path.join(V, "runs/2026-12-04-session8")
 S10 = os.path.join(V, "runs/2026-12-04-session10")
+S11 = os.path.join(V, "runs/2026-12-04-session11")
 LONG_8K = os.path.join(ROOT, "models/workloads/long-prompt-8k-32k.json")
 LONG_64K = os.path.join(ROOT, "models/workloads/long-prompt-64k-100k.json")
 # (run directory, plan, model, workload, extra simulate arguments): as scripts/gpu/session8.sh ran them.
@@ -54,6 +55,11 @@ RUNS = [
     (f"{S10}/X/validate-mixtral-tp2-long", "mixtral-tp2", "mixtral-8x7b", LONG, ["--requests", "40"]),
     (f"{S10}/X/validate-qwen-moe-ep2-long", "qwen-moe-ep2", "qwen1.5-moe-a2.7b", LONG, ["--requests", "40"]),
     (f"{S10}/X/validate-dsv2-tp2-chat", "deepseek-v2-lite-tp2", "deepseek-v2-lite", CHAT, ["--requests", "60"]),
+    # As scripts/gpu/session11.sh A ran them (2026-12-04, session 11).
+    (f"{S11}/A/validate-qwen-moe-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
+    (f"{S11}/A/validate-dsv2-chat", "deepseek-v2-lite-1gpu", "deepseek-v2-lite", CHAT, ["--requests", "80"]),
+    (f"{S11}/A/validate-mixtral-long", "mixtral-1gpu", "mixtral-8x7b", LONG, []),
+    (f"{S11}/B/validate-llama8b-int4", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--weights", "int4", "--requests", "80"]),
 ]
 
 

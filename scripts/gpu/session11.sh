@@ -17,6 +17,8 @@
 #                                of one routing per token count; session 10's X profile had 7152 / 336 / 514 but only
 #                                the MoE models): the default models plus Qwen1.5-MoE and DeepSeek-V2-Lite. Ship it with
 #                                the goldens re-recorded and the tests' figures checked (tests load this file).
+#   scripts/gpu/session11.sh B   (one H200, ~7 min) W4A16 v7 (dp4a) self-test, qb v5 vs v7, 8B W4A16 steps and
+#                                chat validation on a fresh profile, Qwen1.5-MoE decode steps beside their price.
 # Then scripts/gpu/x2_moe_long.sh long (70B TP2 long prompts) if an x2 call is left.
 set -u
 PART=${1:-A}
@@ -70,4 +72,23 @@ if [ "$PART" = P ]; then
     --model mixtral-8x7b --model qwen1.5-moe-a2.7b --model deepseek-v2-lite --out "$W/h200x2-nvlink.json"
   finish
 fi
-echo "unknown part $PART (A, X or P)" >&2; exit 2
+if [ "$PART" = B ]; then
+  # W4A16 v7 (x in int8, dp4a) on the GPU: its self-test, qb's v5 vs v7 at M = 1..64 over rotating weights,
+  # a profile timing what the executor now runs, the 8B W4A16 steps (priced beside) and its chat validation;
+  # and Qwen1.5-MoE's decode steps priced beside (serving ran them 4.6 % over their price in A).
+  TAIL=14 step 90 selftest-quant env PEERPLAN_SELFTEST_ONLY=quant $B validate --self-test
+  grep -E "_v7|FAIL" "$W/selftest-quant.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  TAIL=3 step 150 qbench env QB_W4_ONLY=1 QB_W4_VARIANTS=5,7 .gpu/bin/qb "$W/qb"
+  grep -E "four GEMMs" "$W/qbench.txt" | grep -E "M=(1|2|4|8) " | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  TAIL=3 step 200 profile $B profile --no-progress --model llama-3.1-8b --model qwen1.5-moe-a2.7b --dtypes bf16,int4 \
+    --skip nccl,nccl_nop2p --out "$W/profile.json"
+  TAIL=9 step 60 steps-int4 $B validate --bench-steps --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights int4 \
+    --machine "$W/profile.json" --batches 1,2,4,8,32,64 --context 1024 --prefill 0 --out "$W/steps-int4"
+  TAIL=5 step 40 steps-bf16 $B validate --bench-steps --plan $P/llama8b-1gpu.json --model llama-3.1-8b \
+    --machine "$W/profile.json" --batches 1,8,32 --context 1024 --prefill 2048 --out "$W/steps-bf16"
+  TAIL=6 step 40 steps-qwen $B validate --bench-steps --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
+    --machine "$W/profile.json" --batches 1,2,3,4 --context 3000 --prefill 0 --out "$W/steps-qwen"
+  v llama8b-int4 80 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights int4 --workload $V/workloads/validate-chat.json --requests 80
+  finish
+fi
+echo "unknown part $PART (A, B, X or P)" >&2; exit 2

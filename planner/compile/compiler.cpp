@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "planner/compile/mla_memory.hpp"
+#include "planner/model/decode_split.hpp"
 #include "planner/model/moe_kernel_class.hpp"
 #include "planner/model/routing_model.hpp"
 #include "planner/plan/sharding.hpp"
@@ -26,6 +27,7 @@ double gib(int64_t b) { return double(b) / double(1LL << 30); }
 // Tokens and sequences one rank of a stage processes (dp > 1: the batch is split over replicas).
 struct RankBatch {
   int64_t pf_seqs = 0, pf_tokens = 0, pf_context = 0, dc_seqs = 0, dc_context = 0;
+  int64_t dc_min = 0, dc_max = 0, dc_real = 0;  // BatchShape's decode_context_min / _max / decode_real_seqs
   int64_t tokens() const { return pf_tokens + dc_seqs; }
   int64_t seqs() const { return pf_seqs + dc_seqs; }
 };
@@ -37,6 +39,8 @@ RankBatch rank_batch(const BatchShape& b, int dp) {
   r.pf_context = b.prefill_context;
   r.dc_seqs = ceil_div(b.decode_seqs, dp);
   r.dc_context = b.decode_context;
+  r.dc_min = b.decode_context_min, r.dc_max = b.decode_context_max;
+  r.dc_real = b.decode_real_seqs > 0 ? ceil_div(b.decode_real_seqs, dp) : 0;
   return r;
 }
 
@@ -193,7 +197,7 @@ void check_shape(const BatchShape& b) {
 }
 
 void attention_ops(Builder& B, const ModelConfig& cfg, const AttnShard& a, const RankBatch& rb, int s, int layer,
-                   int gpu, int d, std::string_view L) {
+                   int gpu, int d, std::string_view L, int sm_count) {
   const double per_attended = 2.0 * double(a.heads) * double(a.qk_dim + a.v_dim);  // QK^T and PV
   const int64_t qo_per_token = a.heads * (a.qk_dim + a.v_dim) * d;
   // A sliding-window layer (Mistral-7B-v0.1, gpt-oss) attends to at most `window` tokens and caches no more.
@@ -227,6 +231,12 @@ void attention_ops(Builder& B, const ModelConfig& cfg, const AttnShard& a, const
     op.mem_bytes = double(rb.dc_seqs * dctx * a.kv_bytes_per_token + rb.dc_seqs * a.kv_bytes_per_token +
                           rb.dc_seqs * qo_per_token);
     op.attn_batch = rb.dc_seqs, op.attn_q_len = 1, op.attn_context = dctx;
+    // Priced at the context where the profile's uniform grid costs what these unequal contexts and
+    // padding rows do on the kernel (decode_split.hpp); the work (flops, bytes) stays the mean's.
+    // Windowed layers keep the mean: every sequence's span is bounded alike.
+    if (window <= 0 && rb.dc_real > 0 && a.kv_heads > 0)
+      op.attn_context = decode_split::effective_context(rb.dc_real, rb.dc_seqs, dctx, rb.dc_min, rb.dc_max, int(a.kv_heads),
+                                                        int(a.heads / a.kv_heads), int(a.qk_dim), sm_count);
     op.attn_heads = a.heads, op.attn_kv_heads = a.kv_heads, op.attn_head_dim = a.qk_dim, op.attn_prefill = false;
     op.attn_v_dim = a.v_dim;
     op.attn_window = window;
@@ -413,6 +423,12 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
   C.graph.shape = shape;
   C.graph.num_stages = int(plan.stages.size());
   Builder B(plan, fig, d, C.graph, C.last);
+  // SMs of a GPU for the decode kernel's split plan (decode_split.hpp); a machine file without the
+  // figure: an H100 / H200's 132.
+  auto sm_of = [&](int gpu) {
+    const int c = gpu >= 0 && size_t(gpu) < machine.gpus.size() ? machine.gpus[size_t(gpu)].sm_count : 0;
+    return c > 0 ? c : 132;
+  };
 
   for (size_t si = 0; si < plan.stages.size(); ++si) {
     const PlanStage& st = plan.stages[si];
@@ -499,7 +515,7 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
           const int64_t rotated = (a.heads + a.kv_heads) * a.rope_dim;  // values rotated per token
           B.elementwise(L, "rotary", {EwKind::Rotary, T, rotated}, s, l, gpu, T * rotated, 2, 3.0);
         });
-        each([&](int, int gpu) { attention_ops(B, cfg, a, rb, s, l, gpu, d, L); });
+        each([&](int, int gpu) { attention_ops(B, cfg, a, rb, s, l, gpu, d, L, sm_of(gpu)); });
         each([&](int r, int gpu) { gemm_named(r, gpu, "o", T); });
       }
       if (lay.tp > 1) B.collective(OpKind::AllReduce, L, "attn_allreduce", s, l, st.gpus, T * H * d);

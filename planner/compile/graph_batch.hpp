@@ -20,11 +20,13 @@ inline int64_t cuda_graph_batch(int64_t b) {
 }
 
 // A decode-only shape padded to its graph batch: the padding sequences hold one token of context
-// each, as the executor's (decode_context is the mean context). Other shapes run eagerly: unchanged.
+// each, as the executor's (decode_context is the mean context; decode_real_seqs keeps how many are
+// real, the min / max stay theirs). Other shapes run eagerly: unchanged.
 inline BatchShape graph_padded(BatchShape s) {
   if (s.prefill_seqs != 0 || s.prefill_tokens != 0 || s.decode_seqs <= 0) return s;
   const int64_t p = cuda_graph_batch(s.decode_seqs);
   if (p == s.decode_seqs) return s;
+  if (s.decode_real_seqs <= 0 || s.decode_real_seqs > s.decode_seqs) s.decode_real_seqs = s.decode_seqs;
   s.decode_context = (s.decode_context * s.decode_seqs + (p - s.decode_seqs) + p - 1) / p;
   s.decode_seqs = p;
   return s;

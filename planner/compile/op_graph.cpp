@@ -13,6 +13,8 @@ void BatchShapeSum::add_prefill(int64_t new_tokens, int64_t context) {
 }
 
 void BatchShapeSum::add_decode(int64_t context) {
+  decode_min_ = s_.decode_seqs == 0 ? context : std::min(decode_min_, context);
+  decode_max_ = std::max(decode_max_, context);
   ++s_.decode_seqs;
   decode_ctx_ += context;
 }
@@ -26,7 +28,10 @@ BatchShape BatchShapeSum::shape() const {
     b.prefill_context = std::max(q, (twice_pairs_ + n * q) / (2 * n));
   }
   // Mean, rounded to the nearest token.
-  if (b.decode_seqs > 0) b.decode_context = (decode_ctx_ + b.decode_seqs / 2) / b.decode_seqs;
+  if (b.decode_seqs > 0) {
+    b.decode_context = (decode_ctx_ + b.decode_seqs / 2) / b.decode_seqs;
+    b.decode_context_min = decode_min_, b.decode_context_max = decode_max_, b.decode_real_seqs = b.decode_seqs;
+  }
   return b;
 }
 

@@ -152,6 +152,10 @@ struct BatchShape {
   int64_t prefill_context = 0;   // the chunks' work-equivalent context (above; incl. the chunk itself)
   int64_t decode_seqs = 0;       // sequences decoding one token each
   int64_t decode_context = 0;    // mean context of the decoding sequences (their work is linear in it)
+  // The decoding sequences' shortest and longest context and how many of decode_seqs are real (the
+  // rest: a CUDA graph's padding rows, graph_batch.hpp). 0: not known, the contexts taken as equal.
+  // Decode attention's time follows its longest blocks, not the mean (decode_split.hpp).
+  int64_t decode_context_min = 0, decode_context_max = 0, decode_real_seqs = 0;
   int64_t tokens() const { return prefill_tokens + decode_seqs; }
 };
 
@@ -170,6 +174,7 @@ class BatchShapeSum {
   BatchShape s_;
   int64_t twice_pairs_ = 0;  // sum of n (2c - n + 1): twice the chunks' causal (query, key) pairs
   int64_t decode_ctx_ = 0;   // sum of the decoding sequences' contexts
+  int64_t decode_min_ = 0, decode_max_ = 0;
 };
 
 struct OpGraph {

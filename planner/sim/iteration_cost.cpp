@@ -46,6 +46,16 @@ BatchShape quantize_shape(const BatchShape& s, int q) {
   o.prefill_context = quantize_count(s.prefill_context, coarse(mixed ? 4 : 2));
   o.decode_seqs = quantize_count(s.decode_seqs, mixed ? coarse(4) : q);
   o.decode_context = quantize_count(s.decode_context, coarse(mixed ? 8 : 2));
+  // The real sequences' spread (decode_split.hpp prices it), on the full grid: min <= max kept, a
+  // uniform batch stays uniform. (decode_context may be a padded batch's diluted mean: the real
+  // mean follows from it and the real count, which is exact: it is small.)
+  if (s.decode_context_max > 0 && o.decode_seqs > 0) {
+    o.decode_context_max = quantize_count(s.decode_context_max, coarse(mixed ? 8 : 1));
+    o.decode_context_min = s.decode_context_min == s.decode_context_max
+                               ? o.decode_context_max
+                               : std::min(o.decode_context_max, quantize_count(s.decode_context_min, coarse(mixed ? 8 : 1)));
+    o.decode_real_seqs = std::min(s.decode_real_seqs, o.decode_seqs);
+  }
   // Keep the shape consistent: at least one token per prefilling sequence, context >= chunk.
   if (o.prefill_seqs > 0) {
     o.prefill_tokens = std::max(o.prefill_tokens, o.prefill_seqs);
@@ -169,7 +179,8 @@ PlanPricer::PlanPricer(const Plan& plan, const ModelConfig& cfg, const ModelFigu
 
 const IterationCost& PlanPricer::price(const BatchShape& shape) {
   BatchShape q = quantize_shape(graph_padded(shape), opt_.per_octave);  // decode: the CUDA graph's batch
-  std::array<int64_t, 5> key{q.prefill_seqs, q.prefill_tokens, q.prefill_context, q.decode_seqs, q.decode_context};
+  std::array<int64_t, 8> key{q.prefill_seqs,       q.prefill_tokens,     q.prefill_context, q.decode_seqs,
+                             q.decode_context,     q.decode_context_min, q.decode_context_max, q.decode_real_seqs};
   PriceMemo& m = memo();
   auto it = m.find(key);
   if (it == m.end()) it = m.emplace(key, price_exact(q)).first;

@@ -63,7 +63,7 @@ class IterationPricer {
 // Iteration prices by quantised shape. A pricer keeps its own; simulations of the same plan under
 // the same costs (a capacity search's probes) can share one through SimulateOptions::price_memos.
 struct PriceKeyHash {
-  size_t operator()(const std::array<int64_t, 5>& k) const {
+  size_t operator()(const std::array<int64_t, 8>& k) const {
     uint64_t h = 0x9E3779B97F4A7C15ull;
     for (int64_t v : k) {  // splitmix64 per word
       uint64_t z = (h ^ uint64_t(v)) + 0x9E3779B97F4A7C15ull;
@@ -74,7 +74,7 @@ struct PriceKeyHash {
     return size_t(h);
   }
 };
-using PriceMemo = std::unordered_map<std::array<int64_t, 5>, IterationCost, PriceKeyHash>;
+using PriceMemo = std::unordered_map<std::array<int64_t, 8>, IterationCost, PriceKeyHash>;
 
 int64_t quantize_count(int64_t v, int per_octave);
 BatchShape quantize_shape(const BatchShape& s, int per_octave);

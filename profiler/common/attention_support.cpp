@@ -1,7 +1,10 @@
-// Plain C++ (no fmt, no planner code): the stand-alone kernel bench links it (bench/attention).
+// Plain C++ (no fmt, no planner library: one header-only planner file): the stand-alone kernel bench
+// links it (bench/attention).
 #include "profiler/common/attention_support.hpp"
 
 #include <string>
+
+#include "planner/model/decode_split.hpp"
 
 namespace peerplan::kernels {
 
@@ -15,11 +18,9 @@ bool decode_head_dim_supported(int head_dim) { return head_dim >= 8 && head_dim 
 
 DecodeVariant decode_variant(int group, int head_dim) {
   if (group < 1 || group > kMaxAttentionGroup || !decode_head_dim_supported(head_dim)) return {};
+  const decode_split::Tiles t = decode_split::tiles(group, head_dim);  // the split plan's too
   DecodeVariant v;
-  v.group_tile = 1;
-  while (v.group_tile < group) v.group_tile *= 2;
-  v.dim_tile = head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : 256;
-  if (v.dim_tile == 256 && v.group_tile > 8) v.group_tile = 8, v.group_split = 2;
+  v.group_tile = t.group_tile, v.dim_tile = t.dim_tile, v.group_split = t.group_split;
   v.general = v.group_tile * v.group_split != group || v.dim_tile != head_dim;
   return v;
 }

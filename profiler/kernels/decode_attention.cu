@@ -44,6 +44,7 @@
 
 #include <cooperative_groups.h>
 
+#include "planner/model/decode_split.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/attention.hpp"
 #include "profiler/kernels/kv_fp8.cuh"
@@ -66,30 +67,17 @@ constexpr int kChunkQuantum = kWarps * kStepTokens;  // chunks are multiples of 
 #define PEERPLAN_DECODE_RESIDENT 4
 #endif
 constexpr int kResidentBlocks = PEERPLAN_DECODE_RESIDENT;
-// Split-K target in blocks per SM (a macro only so a benchmark build can try another value).
-#ifndef PEERPLAN_DECODE_BLOCKS_PER_SM
-#define PEERPLAN_DECODE_BLOCKS_PER_SM 4
-#endif
-constexpr int kBlocksPerSmTarget = PEERPLAN_DECODE_BLOCKS_PER_SM;
-// The dim tile 256 runs 2 blocks per SM (its launch bound), so its split-K target is 2 blocks per
-// SM: one wave of resident blocks, as 4 per SM is for the 64/128 tiles (with the 4-block target it
-// ran two waves, and at batch 1-8 each block's chunk was half as long as it could be).
-#ifndef PEERPLAN_DECODE_WIDE_BLOCKS_PER_SM
-#define PEERPLAN_DECODE_WIDE_BLOCKS_PER_SM 2
-#endif
-constexpr int kWideBlocksPerSmTarget = PEERPLAN_DECODE_WIDE_BLOCKS_PER_SM;
-// Chunk quantum of the dim tile 256 (tokens; a multiple of kStepTokens): 32, so at short contexts a
-// sequence still splits into as many chunks as the 128 tile's 64-token quantum gives it at equal
-// bytes (a 256-dim token is twice the bytes): half the warps of a 32-token chunk's block idle, but
-// the bytes per block and per busy warp are those of the 128 tile, spread over twice the SMs.
-#ifndef PEERPLAN_DECODE_WIDE_QUANTUM
-#define PEERPLAN_DECODE_WIDE_QUANTUM 32
-#endif
-constexpr int kWideChunkQuantum = PEERPLAN_DECODE_WIDE_QUANTUM;
+// Split-K target in blocks per SM, the dim tile 256's (2 blocks per SM: its launch bound, so one
+// wave of resident blocks as 4 per SM is for the 64/128 tiles; with the 4-block target it ran two
+// waves, and at batch 1-8 each block's chunk was half as long as it could be) and its chunk quantum
+// (32, so at short contexts a sequence still splits into as many chunks as the 128 tile's 64-token
+// quantum gives it at equal bytes): planner/model/decode_split.hpp, which the pricer reads too.
+constexpr int kWideChunkQuantum = decode_split::kWideQuantum;
+static_assert(kChunkQuantum == decode_split::kQuantum, "the shared split plan's quantum is the kernel's step");
 static_assert(kWideChunkQuantum % kStepTokens == 0 && kWideChunkQuantum <= kChunkQuantum, "wide chunk quantum");
 template <int DT>
 constexpr int chunk_quantum() { return DT > 128 ? kWideChunkQuantum : kChunkQuantum; }
-constexpr int kMaxClusterSplits = 8;  // portable cluster size
+constexpr int kMaxClusterSplits = decode_split::kMaxClusterSplits;
 
 struct DecodeParams {
   const bf16* q;
@@ -112,10 +100,7 @@ struct DecodeParams {
 // A sequence of len tokens is cut into chunks of this length (a multiple of the quantum:
 // kChunkQuantum, kWideChunkQuantum at dim tile 256), so the work per block follows the real
 // context, not the cache's capacity, and the grid stays fixed.
-__host__ __device__ inline int chunk_len(int len, int splits, int quantum = kChunkQuantum) {
-  const int c = (len + splits - 1) / splits;
-  return (c + quantum - 1) / quantum * quantum;
-}
+using decode_split::chunk_len;
 
 // The tokens a sequence of len tokens attends to: [first, len). Sliding window (issue 18): the new
 // token at position len - 1 sees keys (len - 1 - window, len - 1], i.e. the last `window` tokens
@@ -476,38 +461,20 @@ void dispatch_group(const DecodeParams& p, int batch, int group_tile, bool clust
 }
 
 // Chunks per sequence: as many as fit one wave of resident blocks (batch x kv_heads x chunks <=
-// kBlocksPerSmTarget x SMs; at least 1), at most one chunk per kChunkQuantum tokens of the cache.
+// decode_split::kBlocksPerSm x SMs; at least 1), at most one chunk per kChunkQuantum tokens of the cache.
 // One wave, because a block's start-up (sequence length, slot, first loads) and its merge cost
 // about as much as one or two of its steps: fewer, longer blocks amortise them (H200, 2026-12-01:
 // batch 64 x 8 kv heads x ctx 1024 was 3.2 TB/s in ~4 waves of 6-step warps). The cache capacity
 // only caps the count: each sequence's chunks are cut from its own length (chunk_len), so a large
 // capacity costs no work.
-// Dim tile 256 (issue 23): the target is kWideBlocksPerSmTarget blocks per SM, the blocks of a
+// Dim tile 256 (issue 23): the target is decode_split::kWideBlocksPerSm blocks per SM, the blocks of a
 // split are batch x kv_heads x group_split (a group of 9..16 runs as two blocks per kv head), and
 // the quantum is kWideChunkQuantum: one wave of the 2 resident blocks per SM, as many chunks per
 // sequence as the 128 tile at equal bytes.
-struct SplitShape {
-  int blocks_per_sm = kBlocksPerSmTarget;
-  int blocks_per_kv_head = 1;  // group_split
-  int quantum = kChunkQuantum;
-  bool wide = false;           // dim tile 256
-};
-SplitShape split_shape(int group, int head_dim) {
-  SplitShape s;
-  const DecodeVariant v = decode_variant(group, head_dim);
-  if (v.dim_tile == 256) {
-    s.blocks_per_sm = kWideBlocksPerSmTarget;
-    s.blocks_per_kv_head = std::max(1, v.group_split);
-    s.quantum = kWideChunkQuantum;
-    s.wide = true;
-  }
-  return s;
-}
+using SplitShape = decode_split::Shape;
+SplitShape split_shape(int group, int head_dim) { return decode_split::shape(group, head_dim); }
 int decode_splits(int batch, int kv_heads, int max_ctx, int sm_count, const SplitShape& sh) {
-  const int per_seq = std::max(1, batch * kv_heads * sh.blocks_per_kv_head);
-  const int target = std::max(1, sh.blocks_per_sm * std::max(sm_count, 1) / per_seq);
-  const int hi = std::max(1, (max_ctx + sh.quantum - 1) / sh.quantum);
-  return std::min(target, hi);
+  return decode_split::splits(batch, kv_heads, max_ctx, sm_count, sh);
 }
 
 // Thread-block clusters (distributed shared memory) exist from compute capability 9.0 on.
@@ -524,22 +491,7 @@ bool clusters_supported() {
   return m >= 9;
 }
 
-struct DecodePlan {
-  int splits;
-  bool cluster;
-};
-// With 16..64 (sequence, kv head) pairs the splits of a pair form one cluster (at most 8 blocks, a
-// power of two, the one nearest the split-K target): the small batches, where the second kernel's
-// launch and latency are a large share. Fewer pairs (batch 1 and 2) need more splits than a
-// portable cluster holds; with more pairs the kernel is long enough that the workspace path was
-// measured faster (H200, 2026-12-01, first version of this kernel: batch 64 x 8 kv heads x ctx
-// 1024, 95 us clustered vs 83 us). Nor when the split-K target is more than twice what a cluster
-// holds: batch 2 x 8 kv heads wants 33 blocks per pair and a cluster gives it 8, so at long context
-// 128 blocks stream the cache from under a quarter of a wave (H200, 2026-12-03: 2.6 TB/s at 128k,
-// against 3.9 for batch 1 and 3.8 for batch 4).
-#ifndef PEERPLAN_DECODE_CLUSTER_MAX_PAIRS
-#define PEERPLAN_DECODE_CLUSTER_MAX_PAIRS 64
-#endif
+using DecodePlan = decode_split::Plan;
 // Dim tile 256: a (sequence, kv head) pair of a split group counts as its two blocks, and the
 // residency limit below scales with the blocks per SM (3 of 4 there, so 1.5 of 2). Nor a cluster
 // smaller than the split-K target beyond 1024 tokens: at 2 blocks per SM, 8 of a target of 9..16
@@ -557,38 +509,22 @@ struct DecodePlan {
 // 1-4 % slower with them trimmed (batch 11, 13) and 0-3 % faster with chunks >= 8192 (batch 16, 22), so
 // those keep the full wave. PEERPLAN_DECODE_FULL_WAVE=keep / trim (every full wave of chunks >= 1024,
 // the session-9 experiment) for A/B runs. Never more splits than decode_splits: the workspace holds it.
-int trim_full_wave(int t, int batch, int kv_heads, int max_ctx, int sm_count, const SplitShape& sh) {
-  enum class Mode { Auto, Keep, Trim };
-  static const Mode mode = [] {
+// PEERPLAN_DECODE_FULL_WAVE (read once): the trim rule in force.
+decode_split::FullWave full_wave_mode() {
+  static const decode_split::FullWave mode = [] {
     const char* e = std::getenv("PEERPLAN_DECODE_FULL_WAVE");
     const std::string v = e ? e : "";
-    return v == "keep" ? Mode::Keep : v == "trim" ? Mode::Trim : Mode::Auto;
+    return v == "keep" ? decode_split::FullWave::Keep : v == "trim" ? decode_split::FullWave::Trim : decode_split::FullWave::Auto;
   }();
-  if (mode == Mode::Keep || t <= 1) return t;
-  const int64_t blocks = int64_t(batch) * kv_heads * sh.blocks_per_kv_head * t;
-  const int64_t per_wave = int64_t(std::max(sm_count, 1)) * sh.blocks_per_sm;
-  if (blocks > per_wave || blocks * 100 <= per_wave * 95) return t;  // one wave, filled over 95 %
-  if (mode == Mode::Trim) return chunk_len(max_ctx, t, sh.quantum) >= 1024 ? t - 1 : t;
-  return t >= 3 && chunk_len(max_ctx, t, sh.quantum) >= 8192 ? t - 1 : t;
+  return mode;
 }
 
 DecodePlan decode_plan(int batch, int kv_heads, int max_ctx, int sm_count, bool clusters, const SplitShape& sh) {
-  const int t = trim_full_wave(decode_splits(batch, kv_heads, max_ctx, sm_count, sh), batch, kv_heads, max_ctx,
-                               sm_count, sh);
-  const int pairs = batch * kv_heads * sh.blocks_per_kv_head;
-  if (!clusters || pairs < 16 || pairs > PEERPLAN_DECODE_CLUSTER_MAX_PAIRS || t == 1 || t > 2 * kMaxClusterSplits)
-    return {t, false};
-  if (sh.wide && t > kMaxClusterSplits && max_ctx > 1024) return {t, false};
-  const int hi = std::max(1, (max_ctx + sh.quantum - 1) / sh.quantum);
-  int s = 1;
-  while (s < kMaxClusterSplits && 2 * s <= t) s *= 2;  // the largest power of two <= t ...
-  if (s < kMaxClusterSplits && t * t > 2 * s * s && 2 * s <= hi) s *= 2;  // ... or the next, if t is nearer it
-  // Clusters of 8 must fit a GPC each: near a full wave of them (batch 8 x 8 kv heads: 512 blocks)
-  // they did not, and batch 8 streamed a long cache 25 % slower per sequence than 7 or 9 (H200,
-  // 2026-12-03 study grid: 131k, 1260 us vs 878 at 7, 1190 at 9). Up to 3 blocks per SM they are kept:
-  // at short contexts they save the merge launch (256 tokens: batch 8 8.6 us, 9 11.3 us).
-  if (int64_t(pairs) * s * kBlocksPerSmTarget > 3 * int64_t(sm_count) * sh.blocks_per_sm) return {t, false};
-  return {s, s > 1};
+  // (The clusters' residency limit: clusters of 8 must fit a GPC each; near a full wave of them, batch
+  // 8 x 8 kv heads: 512 blocks, they did not, and batch 8 streamed a long cache 25 % slower per sequence
+  // than 7 or 9 (H200, 2026-12-03 study grid: 131k, 1260 us vs 878 at 7, 1190 at 9). Up to 3 blocks per
+  // SM they are kept: at short contexts they save the merge launch (256 tokens: batch 8 8.6 us, 9 11.3 us).)
+  return decode_split::plan(batch, kv_heads, max_ctx, sm_count, clusters, sh, full_wave_mode());
 }
 
 template <class KV>

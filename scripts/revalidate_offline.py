@@ -60,6 +60,11 @@ RUNS = [
     (f"{S11}/A/validate-dsv2-chat", "deepseek-v2-lite-1gpu", "deepseek-v2-lite", CHAT, ["--requests", "80"]),
     (f"{S11}/A/validate-mixtral-long", "mixtral-1gpu", "mixtral-8x7b", LONG, []),
     (f"{S11}/B/validate-llama8b-int4", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--weights", "int4", "--requests", "80"]),
+    # session11.sh C: decode priced at the effective context (decode_split.hpp) on the GPU.
+    (f"{S11}/C/validate-llama8b-8k-32k", "llama8b-1gpu", "llama-3.1-8b", LONG_8K, []),
+    (f"{S11}/C/validate-qwen-moe-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
+    (f"{S11}/C/validate-llama8b-64k-100k", "llama8b-1gpu", "llama-3.1-8b", LONG_64K, []),
+    (f"{S11}/C/validate-llama8b-azure-conv", "llama8b-1gpu", "llama-3.1-8b", AZURE, ["--requests", "120"]),
 ]
 
 

@@ -19,6 +19,8 @@
 #                                the goldens re-recorded and the tests' figures checked (tests load this file).
 #   scripts/gpu/session11.sh B   (one H200, ~7 min) W4A16 v7 (dp4a) self-test, qb v5 vs v7, 8B W4A16 steps and
 #                                chat validation on a fresh profile, Qwen1.5-MoE decode steps beside their price.
+#   scripts/gpu/session11.sh C   (one H200, ~8 min) decode priced at the effective context (decode_split.hpp):
+#                                8B 8k-32k / 64k-100k, Qwen long, 8B Azure; Qwen steps in a serving-sized engine.
 # Then scripts/gpu/x2_moe_long.sh long (70B TP2 long prompts) if an x2 call is left.
 set -u
 PART=${1:-A}
@@ -91,4 +93,21 @@ if [ "$PART" = B ]; then
   v llama8b-int4 80 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights int4 --workload $V/workloads/validate-chat.json --requests 80
   finish
 fi
-echo "unknown part $PART (A, B, X or P)" >&2; exit 2
+if [ "$PART" = C ]; then
+  # Decode attention priced at the effective context of unequal / padded batches (decode_split.hpp) on the
+  # GPU: 8B long prompts (session 10 E: padded batches 1.09-1.15 of their price), Qwen long and 8B Azure as
+  # controls; and is Qwen's decode slower in serving (1.046) than benched (0.99-1.02) because of the
+  # engine's size? The same steps with an engine sized for 8192 batched tokens (--prefill 8192).
+  TAIL=3 step 150 profile $B profile --no-progress --model llama-3.1-8b --model qwen1.5-moe-a2.7b --dtypes bf16 \
+    --skip nccl,nccl_nop2p --out "$W/profile.json"
+  TAIL=6 step 30 steps-qwen $B validate --bench-steps --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
+    --machine "$W/profile.json" --batches 1,2 --context 3000 --prefill 0 --out "$W/steps-qwen"
+  TAIL=6 step 30 steps-qwen-big $B validate --bench-steps --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
+    --machine "$W/profile.json" --batches 1,2 --context 3000 --prefill 8192 --out "$W/steps-qwen-big"
+  v llama8b-8k-32k 110 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload models/workloads/long-prompt-8k-32k.json
+  v qwen-moe-long 70 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json
+  left 380 && v llama8b-64k-100k 170 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload models/workloads/long-prompt-64k-100k.json
+  left 480 && v llama8b-azure-conv 90 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload $V/workloads/azure-conv.json --requests 120
+  finish
+fi
+echo "unknown part $PART (A, B, C, X or P)" >&2; exit 2

@@ -65,6 +65,10 @@ RUNS = [
     (f"{S11}/C/validate-qwen-moe-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
     (f"{S11}/C/validate-llama8b-64k-100k", "llama8b-1gpu", "llama-3.1-8b", LONG_64K, []),
     (f"{S11}/C/validate-llama8b-azure-conv", "llama8b-1gpu", "llama-3.1-8b", AZURE, ["--requests", "120"]),
+    (f"{S11}/D/validate-qwen-moe-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
+    (f"{S11}/D/validate-dsv2-chat", "deepseek-v2-lite-1gpu", "deepseek-v2-lite", CHAT, ["--requests", "80"]),
+    (f"{S11}/D/validate-mixtral-long", "mixtral-1gpu", "mixtral-8x7b", LONG, []),
+    (f"{S11}/Y/validate-mixtral-tp2-long", "mixtral-tp2", "mixtral-8x7b", LONG, ["--requests", "40"]),
 ]
 
 

@@ -21,6 +21,7 @@
 #                                chat validation on a fresh profile, Qwen1.5-MoE decode steps beside their price.
 #   scripts/gpu/session11.sh C   (one H200, ~8 min) decode priced at the effective context (decode_split.hpp):
 #                                8B 8k-32k / 64k-100k, Qwen long, 8B Azure; Qwen steps in a serving-sized engine.
+#   scripts/gpu/session11.sh D   (one H200, ~6 min) Qwen1.5-MoE long, DeepSeek-V2-Lite chat, Mixtral long again.
 # Then scripts/gpu/x2_moe_long.sh long (70B TP2 long prompts) if an x2 call is left.
 set -u
 PART=${1:-A}
@@ -110,4 +111,25 @@ if [ "$PART" = C ]; then
   left 480 && v llama8b-azure-conv 90 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload $V/workloads/azure-conv.json --requests 120
   finish
 fi
-echo "unknown part $PART (A, B, C, X or P)" >&2; exit 2
+if [ "$PART" = D ]; then
+  # The single-GPU MoE validations of issue 14 once more, priced with decode_split.hpp, in a fresh lease.
+  TAIL=3 step 200 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --model deepseek-v2-lite --model mixtral-8x7b \
+    --dtypes bf16 --skip nccl,nccl_nop2p --out "$W/profile.json"
+  v qwen-moe-long 70 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json
+  v dsv2-chat 50 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite --workload $V/workloads/validate-chat.json --requests 80
+  left 480 && v mixtral-long 80 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json
+  finish
+fi
+if [ "$PART" = Y ]; then
+  # X cut to the ~300 s of device time session 11 had left when the x2 machine came: Mixtral TP2 long
+  # (session 10: TPOT +9.8 %, re-predicted +0.5 % after f244889), then DeepSeek-V2-Lite TP2 under mpirun.
+  TAIL=4 step 170 profile $B profile --no-progress --model mixtral-8x7b --dtypes bf16 --skip nccl_nop2p --out "$W/profile.json"
+  v mixtral-tp2-long 80 --plan $P/mixtral-tp2.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json --requests 40
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  left 200 && TAIL=16 step 90 validate-dsv2-tp2-chat-mpi mpirun --allow-run-as-root --bind-to none -np 2 \
+    -x NCCL_NVLS_ENABLE -x PEERPLAN_HOME -x LD_LIBRARY_PATH $B validate --mpi --machine "$W/profile.json" \
+    --plan $P/deepseek-v2-lite-tp2.json --model deepseek-v2-lite --workload $V/workloads/validate-chat.json --requests 60 \
+    --out "$W/validate-dsv2-tp2-chat-mpi"
+  finish
+fi
+echo "unknown part $PART (A, B, C, D, X, Y or P)" >&2; exit 2

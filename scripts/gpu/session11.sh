@@ -22,6 +22,8 @@
 #   scripts/gpu/session11.sh C   (one H200, ~8 min) decode priced at the effective context (decode_split.hpp):
 #                                8B 8k-32k / 64k-100k, Qwen long, 8B Azure; Qwen steps in a serving-sized engine.
 #   scripts/gpu/session11.sh D   (one H200, ~6 min) Qwen1.5-MoE long, DeepSeek-V2-Lite chat, Mixtral long again.
+#   scripts/gpu/session11.sh E   (one H200, ~4 min; next session) the SM clock beside Qwen's bench and serving.
+#   scripts/gpu/session11.sh Y   (x2, ~3 min) X cut to what was left: Mixtral TP2 long, DeepSeek TP2 under MPI.
 # Then scripts/gpu/x2_moe_long.sh long (70B TP2 long prompts) if an x2 call is left.
 set -u
 PART=${1:-A}
@@ -132,4 +134,21 @@ if [ "$PART" = Y ]; then
     --out "$W/validate-dsv2-tp2-chat-mpi"
   finish
 fi
-echo "unknown part $PART (A, B, C, D, X, Y or P)" >&2; exit 2
+if [ "$PART" = E ]; then
+  # Prepared for the next session: why does serving run Qwen1.5-MoE's decode 1.03-1.05x the step bench's time for
+  # the same shape (A, C, D; not the engine's size: C)? Hypothesis: sustained load lowers the SM clock, and
+  # Qwen's ~435 small kernels a step are clock-bound where 8B's and Mixtral's weight streams are not. The SM
+  # clock, power and throttle reasons every 100 ms beside the bench and the serving run.
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv -lms 100 > "$W/clocks.csv" 2>&1 & SMI=$!
+  TAIL=3 step 150 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --dtypes bf16 --skip nccl,nccl_nop2p --out "$W/profile.json"
+  TAIL=6 step 30 steps-qwen $B validate --bench-steps --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
+    --machine "$W/profile.json" --batches 1,2 --context 3000 --prefill 0 --out "$W/steps-qwen"
+  v qwen-moe-long 70 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json
+  TAIL=6 step 30 steps-qwen-after $B validate --bench-steps --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
+    --machine "$W/profile.json" --batches 1,2 --context 3000 --prefill 0 --out "$W/steps-qwen-after"
+  kill $SMI 2>/dev/null
+  awk -F', ' 'NR > 1 {n++; s += $2} END {if (n) printf "mean SM clock %.0f MHz over %d samples\n", s / n, n}' "$W/clocks.csv" | tee -a "$S"
+  finish
+fi
+echo "unknown part $PART (A, B, C, D, E, X, Y or P)" >&2; exit 2

@@ -22,7 +22,8 @@
 #   scripts/gpu/session11.sh C   (one H200, ~8 min) decode priced at the effective context (decode_split.hpp):
 #                                8B 8k-32k / 64k-100k, Qwen long, 8B Azure; Qwen steps in a serving-sized engine.
 #   scripts/gpu/session11.sh D   (one H200, ~6 min) Qwen1.5-MoE long, DeepSeek-V2-Lite chat, Mixtral long again.
-#   scripts/gpu/session11.sh E   (one H200, ~5 min; next session) Qwen serving before and after a profile run.
+#   scripts/gpu/session11.sh E   (one H200, ~5 min; next session) Qwen serving with and without validate's
+#                                in-process measurement of missing shapes before it.
 #   scripts/gpu/session11.sh F   (one H200, ~1 min) the SM clock beside Qwen's bench and serving (no profile).
 #   scripts/gpu/session11.sh Y   (x2, ~3 min) X cut to what was left: Mixtral TP2 long, DeepSeek TP2 under MPI.
 # Then scripts/gpu/x2_moe_long.sh long (70B TP2 long prompts) if an x2 call is left.
@@ -136,19 +137,18 @@ if [ "$PART" = Y ]; then
   finish
 fi
 if [ "$PART" = E ]; then
-  # Prepared for the next session: serving ran Qwen1.5-MoE's batch-1 decode at 2.95 ms in calls that profiled the
-  # lease first (A, C, D) and at 2.80 ms in one that did not (F), while the step bench took 2.77-2.78 in all; the
-  # clock held 1980 MHz (F). Same lease: serve before any profile, then profile, then serve again (both priced
-  # from the second's profile, compared offline).
-  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
-    --format=csv -lms 100 > "$W/clocks.csv" 2>&1 & SMI=$!
-  TAIL=16 step 70 validate-qwen-moe-long-first $B validate --machine $M --allow-other-host --out "$W/validate-qwen-moe-long-first" \
-    --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json
+  # Prepared for the next session: serving ran Qwen1.5-MoE's batch-1 decode at 2.95 ms in every run whose
+  # validate first measured the shapes its profile lacked, in the same process (A, C, D; session 8 D, E;
+  # session 10 A, E), and at 2.80 ms in the one run that measured none (F), while the step bench took 2.77-2.78
+  # in all and the clock held 1980 MHz (F). Same lease: validate measuring 2 missing shapes in-process, then
+  # validate again on its machine-extended.json (nothing missing, nothing measured): decode GPU times compared.
   TAIL=3 step 150 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --dtypes bf16 --skip nccl,nccl_nop2p --out "$W/profile.json"
   v qwen-moe-long 70 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json
+  TAIL=16 step 70 validate-qwen-moe-long-extended $B validate --machine "$W/validate-qwen-moe-long/machine-extended.json" \
+    --out "$W/validate-qwen-moe-long-extended" --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
+    --workload $V/workloads/validate-long-prompt.json
   TAIL=6 step 30 steps-qwen $B validate --bench-steps --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
     --machine "$W/profile.json" --batches 1,2 --context 3000 --prefill 0 --out "$W/steps-qwen"
-  kill $SMI 2>/dev/null
   finish
 fi
 if [ "$PART" = F ]; then

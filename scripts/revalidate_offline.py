@@ -5,6 +5,7 @@ profile.json.gz), against what the GPU measured (measured.metrics.json). With th
 reproduces the recorded prediction; with a changed pricer it shows what the change does to runs that
 really happened, before a GPU is at hand. Prints TTFT p50 / TPOT p50 / E2E p99 errors, now and recorded.
   scripts/revalidate_offline.py BUILD/peerplan [substring ...]   (substrings select runs, e.g. qwen D/)
+  REVALIDATE_EXTRA="--shape-points 0" scripts/revalidate_offline.py BUILD/peerplan   (more simulate arguments)
   scripts/revalidate_offline.py --check BUILD/peerplan           (a test, ctest runs it: exit 1 if fewer runs meet
                                                                   all their targets - TTFT / TPOT p50 within 5 %,
                                                                   E2E p99 within 10 % - than did on the GPU, or if
@@ -104,7 +105,7 @@ def main():
             out = os.path.join(tmp, "predicted.json")
             plan_file = plan if plan.endswith(".json") else os.path.join(P, plan + ".json")
             cmd = [binary, "simulate", "--plan", plan_file, "--model", model, "--machine", machine,
-                   "--workload", workload, "--out", out] + extra
+                   "--workload", workload, "--out", out] + extra + os.environ.get("REVALIDATE_EXTRA", "").split()
             r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
             if r.returncode:
                 print(f"{tag:50s} simulate failed: {r.stderr.strip()[-300:]}")

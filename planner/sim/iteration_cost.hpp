@@ -3,14 +3,13 @@
 // by compiling the plan's op graph and running it on the task engine.
 //
 // Speed (the search simulates every candidate over 1 000s of iterations):
-//  - Memoised on a quantised BatchShape: each non-zero count is rounded to the nearest of
-//    `per_octave` log-spaced points per octave, exact below 2*per_octave (default 16 per octave:
-//    <= 2.2 % relative change on the GEMM-deciding dimensions, prefill tokens and decode
-//    sequences; dimensions that only shape attention use a quarter to a half of that grid, see
-//    quantize_shape). Prefill attention grows with tokens x context, so one iteration is within
-//    ~5 % of exact pricing (mixed chunked-prefill iterations, a few % of all, use a coarser grid
-//    still); rounding to the nearest point is unbiased, so over a run the errors mostly cancel.
-//    tests/sim checks both bounds against exact pricing; --shape-points 0 prices exactly).
+//  - Memoised on a quantised BatchShape: each non-zero count but prefill tokens is rounded to the
+//    nearest of `per_octave` log-spaced points per octave, exact below 2*per_octave (default 16 per
+//    octave: <= 2.2 % relative change on decode sequences; dimensions that only shape attention use
+//    a quarter to a half of that grid, see quantize_shape). Prefill tokens stay exact: a request's
+//    TTFT rests on one or two prefill iterations, where rounding errors do not cancel (they do over a
+//    run's throughput). tests/sim checks the bounds against exact pricing; --shape-points 0 prices
+//    every dimension exactly.
 //  - Identical layers: decoder layers run one after the other, so each stage needs only one
 //    layer of each kind (same figures and matrices: e.g. dense and MoE layers of DeepSeek). The
 //    pricer compiles a reduced model holding one representative per kind and stage, simulates

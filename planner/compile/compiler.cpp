@@ -55,6 +55,12 @@ class Builder {
   }
   OpGraph& graph;
   size_t used = 0;  // ops built so far (graph.ops may hold more slots from an earlier compile)
+  // The last decode effective context (decode_split::effective_context) and what it was asked with:
+  // every layer of an iteration asks the same (sorting up to a few thousand block lengths), so a
+  // compile pays it once, not once a layer (the executor compiles each eager iteration on its
+  // critical path).
+  std::array<int64_t, 9> eff_ctx_in{};
+  int64_t eff_ctx = 0;
 
   // The next op's slot, reset to a fresh Op but for its containers' storage; `prefix` + `name` is
   // its name. An op begun and not committed is simply overwritten by the next one.
@@ -235,18 +241,13 @@ void attention_ops(Builder& B, const ModelConfig& cfg, const AttnShard& a, const
     // padding rows do on the kernel (decode_split.hpp); the work (flops, bytes) stays the mean's.
     // Windowed layers keep the mean: every sequence's span is bounded alike.
     if (window <= 0 && rb.dc_real > 0 && a.kv_heads > 0) {
-      // Every layer of an iteration asks the same (sorting up to a few thousand block lengths): the
-      // last answer is kept, so a compile pays it once, not once a layer (the executor compiles each
-      // eager iteration on its critical path).
-      thread_local std::array<int64_t, 9> last_in{};
-      thread_local int64_t last_out = 0;
       const std::array<int64_t, 9> in{rb.dc_real, rb.dc_seqs, dctx, rb.dc_min, rb.dc_max, a.kv_heads, a.heads, a.qk_dim, sm_count};
-      if (in != last_in || last_out <= 0) {
-        last_out = decode_split::effective_context(rb.dc_real, rb.dc_seqs, dctx, rb.dc_min, rb.dc_max, int(a.kv_heads),
-                                                   int(a.heads / a.kv_heads), int(a.qk_dim), sm_count);
-        last_in = in;
+      if (in != B.eff_ctx_in || B.eff_ctx <= 0) {
+        B.eff_ctx = decode_split::effective_context(rb.dc_real, rb.dc_seqs, dctx, rb.dc_min, rb.dc_max, int(a.kv_heads),
+                                                    int(a.heads / a.kv_heads), int(a.qk_dim), sm_count);
+        B.eff_ctx_in = in;
       }
-      op.attn_context = last_out;
+      op.attn_context = B.eff_ctx;
     }
     op.attn_heads = a.heads, op.attn_kv_heads = a.kv_heads, op.attn_head_dim = a.qk_dim, op.attn_prefill = false;
     op.attn_v_dim = a.v_dim;

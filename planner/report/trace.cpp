@@ -60,7 +60,7 @@ nlohmann::json chrome_trace(const Plan& plan, const ModelConfig& cfg, const Mode
 
   std::map<int, std::vector<std::pair<double, double>>> link_spans;
   std::map<int, double> link_bytes;
-  std::map<std::array<int64_t, 9>, OpGraph> graphs;  // one compile per copy and shape
+  std::map<std::pair<int, std::array<int64_t, 8>>, OpGraph> graphs;  // one compile per copy and shape
   for (const StageRecord& rec : run.records) {
     const int copy = std::clamp(rec.replica, 0, R - 1);
     X(R > 1 ? fmt::format("copy {} iter {} stage {}", copy, rec.iteration, rec.stage)
@@ -70,8 +70,7 @@ nlohmann::json chrome_trace(const Plan& plan, const ModelConfig& cfg, const Mode
     // batch. Unpadded, a batch-3 step's attention showed grid(3) prices (124 us a layer at 26.8k for
     // 8B) inside an iteration priced at grid(4) (111 us).
     BatchShape q = quantize_shape(graph_padded(rec.shape), popt.per_octave);
-    std::array<int64_t, 9> key{copy,           q.prefill_seqs,       q.prefill_tokens,     q.prefill_context, q.decode_seqs,
-                               q.decode_context, q.decode_context_min, q.decode_context_max, q.decode_real_seqs};
+    const std::pair<int, std::array<int64_t, 8>> key{copy, price_key(q)};
     auto it = graphs.find(key);
     if (it == graphs.end())
       it = graphs.emplace(key, compile_iteration(copies[size_t(copy)], cfg, fig, topo.machine(), q)).first;

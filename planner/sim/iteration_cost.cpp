@@ -34,6 +34,11 @@ int64_t quantize_count(int64_t v, int per_octave) {
   return std::llround(std::exp2(r / double(per_octave)));
 }
 
+std::array<int64_t, 8> price_key(const BatchShape& q) {
+  return {q.prefill_seqs,   q.prefill_tokens,     q.prefill_context,    q.decode_seqs,
+          q.decode_context, q.decode_context_min, q.decode_context_max, q.decode_real_seqs};
+}
+
 BatchShape quantize_shape(const BatchShape& s, int q) {
   // Dimensions that decide most of the time (GEMM rows: prefill tokens, decode sequences) keep
   // the full grid; those that only shape attention get a coarser one. Mixed (chunked-prefill)
@@ -187,8 +192,7 @@ PlanPricer::PlanPricer(const Plan& plan, const ModelConfig& cfg, const ModelFigu
 
 const IterationCost& PlanPricer::price(const BatchShape& shape) {
   BatchShape q = quantize_shape(graph_padded(shape), opt_.per_octave);  // decode: the CUDA graph's batch
-  std::array<int64_t, 8> key{q.prefill_seqs,       q.prefill_tokens,     q.prefill_context, q.decode_seqs,
-                             q.decode_context,     q.decode_context_min, q.decode_context_max, q.decode_real_seqs};
+  const std::array<int64_t, 8> key = price_key(q);
   PriceMemo& m = memo();
   auto it = m.find(key);
   if (it == m.end()) it = m.emplace(key, price_exact(q)).first;

@@ -77,6 +77,8 @@ using PriceMemo = std::unordered_map<std::array<int64_t, 8>, IterationCost, Pric
 
 int64_t quantize_count(int64_t v, int per_octave);
 BatchShape quantize_shape(const BatchShape& s, int per_octave);
+// A (quantised) shape as the price memo's key: every field that changes a price.
+std::array<int64_t, 8> price_key(const BatchShape& q);
 
 struct PricerOptions {
   int per_octave = 16;        // <= 0: no quantisation (exact, slow)

@@ -471,11 +471,8 @@ void dispatch_group(const DecodeParams& p, int batch, int group_tile, bool clust
 // split are batch x kv_heads x group_split (a group of 9..16 runs as two blocks per kv head), and
 // the quantum is kWideChunkQuantum: one wave of the 2 resident blocks per SM, as many chunks per
 // sequence as the 128 tile at equal bytes.
+// (decode_split::shape / splits / plan: planner/model/decode_split.hpp.)
 using SplitShape = decode_split::Shape;
-SplitShape split_shape(int group, int head_dim) { return decode_split::shape(group, head_dim); }
-int decode_splits(int batch, int kv_heads, int max_ctx, int sm_count, const SplitShape& sh) {
-  return decode_split::splits(batch, kv_heads, max_ctx, sm_count, sh);
-}
 
 // Thread-block clusters (distributed shared memory) exist from compute capability 9.0 on.
 bool clusters_supported() {
@@ -508,7 +505,7 @@ using DecodePlan = decode_split::Plan;
 // gained 1-3 % in the grid but Llama-3.1-8B's decode steps at 32k context (session 10 E, graphs) ran
 // 1-4 % slower with them trimmed (batch 11, 13) and 0-3 % faster with chunks >= 8192 (batch 16, 22), so
 // those keep the full wave. PEERPLAN_DECODE_FULL_WAVE=keep / trim (every full wave of chunks >= 1024,
-// the session-9 experiment) for A/B runs. Never more splits than decode_splits: the workspace holds it.
+// the session-9 experiment) for A/B runs. Never more splits than decode_split::splits: the workspace holds it.
 // PEERPLAN_DECODE_FULL_WAVE (read once): the trim rule in force.
 decode_split::FullWave full_wave_mode() {
   static const decode_split::FullWave mode = [] {
@@ -546,7 +543,7 @@ void dispatch_dims(const DecodeParams& p, const DecodeVariant& v, int batch, boo
 
 int decode_attention_chunk(int batch, int kv_heads, int max_ctx, int sm_count, int window, int head_dim, int group) {
   const int span = window > 0 ? std::min(max_ctx, window) : max_ctx;
-  const SplitShape sh = split_shape(group, head_dim);
+  const SplitShape sh = decode_split::shape(group, head_dim);
   const DecodePlan plan = decode_plan(batch, kv_heads, span, sm_count, clusters_supported(), sh);
   return chunk_len(span, plan.splits, sh.quantum);  // the longest chunk
 }
@@ -555,13 +552,13 @@ size_t decode_attention_workspace_bytes(int batch, int heads, int head_dim, int 
                                         int sm_count) {
   // Sized for the workspace path (the cluster path needs none), so any GPU can run the shape.
   const int group = kv_heads > 0 && heads % kv_heads == 0 ? heads / kv_heads : 1;
-  const int64_t splits = decode_splits(batch, kv_heads, max_ctx, sm_count, split_shape(group, head_dim));
+  const int64_t splits = decode_split::splits(batch, kv_heads, max_ctx, sm_count, decode_split::shape(group, head_dim));
   return size_t(int64_t(batch) * heads * splits * (head_dim + 1)) * sizeof(float);
 }
 
 DecodeLaunch decode_attention_launch(int batch, int heads, int head_dim, int max_ctx, int kv_heads, int sm_count) {
   const int group = kv_heads > 0 && heads % kv_heads == 0 ? heads / kv_heads : 1;
-  const SplitShape sh = split_shape(group, head_dim);
+  const SplitShape sh = decode_split::shape(group, head_dim);
   const DecodePlan plan = decode_plan(batch, kv_heads, max_ctx, sm_count, clusters_supported(), sh);
   DecodeLaunch l;
   l.splits = plan.splits;
@@ -608,7 +605,7 @@ void decode_attention(const DecodeAttention& a, int sm_count, cudaStream_t strea
   // window) always holds the workspace.
   const int span = a.window > 0 ? std::min(a.max_ctx, a.window) : a.max_ctx;
   const DecodePlan plan =
-      decode_plan(a.batch, a.kv_heads, span, sm_count, clusters_supported(), split_shape(a.heads / a.kv_heads, a.head_dim));
+      decode_plan(a.batch, a.kv_heads, span, sm_count, clusters_supported(), decode_split::shape(a.heads / a.kv_heads, a.head_dim));
   p.splits = plan.splits;
   const float scale = a.scale > 0 ? a.scale : 1.0f / std::sqrt(float(a.head_dim));
   p.scale_log2 = scale * 1.4426950408889634f * (fp8 ? a.k_scale : 1.f);

@@ -556,27 +556,21 @@ __global__ void __launch_bounds__(kDpWarps * 32, 2) w4a16_dp4a_kernel(W4A16Gemm 
       acc[r][m] += __shfl_xor_sync(0xffffffffu, acc[r][m], 1);
       acc[r][m] += __shfl_xor_sync(0xffffffffu, acc[r][m], 2);
     }
-  // Lane (g, 0) holds row g of each tile; lanes t = 1..3 hold the same sums.
-  if (splits == 1) {
-    if (t == 0)
-#pragma unroll
-      for (int r = 0; r < kDpTiles; ++r) {
-        const int64_t row = cg * kDpRows + r * 8 + g;
-#pragma unroll
-        for (int m = 0; m < MT; ++m)
-          if (row < a.n && m < a.M) a.y[m * a.n + row] = __float2bfloat16(acc[r][m]);
-      }
-    return;
-  }
-  float* part = a.workspace + kCounterFloats;  // [M][n], zero between calls
+  // Lane (g, 0) holds row g of each tile (lanes t = 1..3 the same sums): y directly, or with split-K
+  // its share of the partial sums [M][n] past the counters (zero between calls).
+  float* part = a.workspace + kCounterFloats;
   if (t == 0)
 #pragma unroll
     for (int r = 0; r < kDpTiles; ++r) {
       const int64_t row = cg * kDpRows + r * 8 + g;
 #pragma unroll
-      for (int m = 0; m < MT; ++m)
-        if (row < a.n && m < a.M) atomicAdd(part + m * a.n + row, acc[r][m]);
+      for (int m = 0; m < MT; ++m) {
+        if (row >= a.n || m >= a.M) continue;
+        if (splits == 1) a.y[m * a.n + row] = __float2bfloat16(acc[r][m]);
+        else atomicAdd(part + m * a.n + row, acc[r][m]);
+      }
     }
+  if (splits == 1) return;
   __threadfence();
   __syncwarp();
   int last = 0;

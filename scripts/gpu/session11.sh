@@ -32,6 +32,15 @@ PART=${1:-A}
 OUT_DEFAULT=/tmp/peerplan-s11
 source "$(dirname "$0")/call_lib.sh"
 M=models/hardware/h200x2-nvlink.json  # topology only: bench-steps times this host's GPU 0
+# DeepSeek-V2-Lite TP2 chat under `mpirun -np 2 validate --mpi` (one process per GPU, as engines run),
+# priced from this call's profile (X, Y).
+dsv2_tp2_mpi() {
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  TAIL=16 step 90 validate-dsv2-tp2-chat-mpi mpirun --allow-run-as-root --bind-to none -np 2 \
+    -x NCCL_NVLS_ENABLE -x PEERPLAN_HOME -x LD_LIBRARY_PATH $B validate --mpi --machine "$W/profile.json" \
+    --plan $P/deepseek-v2-lite-tp2.json --model deepseek-v2-lite --workload $V/workloads/validate-chat.json --requests 60 \
+    --out "$W/validate-dsv2-tp2-chat-mpi"
+}
 if [ "$PART" = A ]; then
   for i in 1 2 3; do
     TAIL=1 step 60 "gemm-$i" $B profile --no-progress --only gemm --model llama-3.1-8b --dtypes bf16 --out "$W/gemm-$i.json"
@@ -67,11 +76,7 @@ if [ "$PART" = X ]; then
   TAIL=4 step 240 profile $B profile --no-progress --model mixtral-8x7b --model deepseek-v2-lite --dtypes bf16 --out "$W/profile.json"
   v mixtral-tp2-long 80 --plan $P/mixtral-tp2.json --model mixtral-8x7b --workload $LP --requests 40
   v mixtral-ep2-long 90 --plan $P/mixtral-ep2.json --model mixtral-8x7b --workload $LP --requests 40
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  left 480 && TAIL=16 step 90 validate-dsv2-tp2-chat-mpi mpirun --allow-run-as-root --bind-to none -np 2 \
-    -x NCCL_NVLS_ENABLE -x PEERPLAN_HOME -x LD_LIBRARY_PATH $B validate --mpi --machine "$W/profile.json" \
-    --plan $P/deepseek-v2-lite-tp2.json --model deepseek-v2-lite --workload $V/workloads/validate-chat.json --requests 60 \
-    --out "$W/validate-dsv2-tp2-chat-mpi"
+  left 480 && dsv2_tp2_mpi
   finish
 fi
 if [ "$PART" = P ]; then
@@ -129,11 +134,7 @@ if [ "$PART" = Y ]; then
   # (session 10: TPOT +9.8 %, re-predicted +0.5 % after f244889), then DeepSeek-V2-Lite TP2 under mpirun.
   TAIL=4 step 170 profile $B profile --no-progress --model mixtral-8x7b --dtypes bf16 --skip nccl_nop2p --out "$W/profile.json"
   v mixtral-tp2-long 80 --plan $P/mixtral-tp2.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json --requests 40
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  left 200 && TAIL=16 step 90 validate-dsv2-tp2-chat-mpi mpirun --allow-run-as-root --bind-to none -np 2 \
-    -x NCCL_NVLS_ENABLE -x PEERPLAN_HOME -x LD_LIBRARY_PATH $B validate --mpi --machine "$W/profile.json" \
-    --plan $P/deepseek-v2-lite-tp2.json --model deepseek-v2-lite --workload $V/workloads/validate-chat.json --requests 60 \
-    --out "$W/validate-dsv2-tp2-chat-mpi"
+  left 200 && dsv2_tp2_mpi
   finish
 fi
 if [ "$PART" = E ]; then

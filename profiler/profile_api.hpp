@@ -34,6 +34,9 @@ struct ProfileOptions {
   // Internal: the re-executed child that measures NCCL with NCCL_P2P_DISABLE=1 writes its
   // collectives JSON here (see measure/nccl_nop2p.cpp).
   std::string nccl_child_out;
+  // Internal: the child validate starts to time a plan's missing shapes (measure_shape_set_in_child):
+  // a request (shapes and sweep) to time on GPU 0 of the --machine profile, rows written to --out.
+  std::string measure_shapes_request;
   // `--add-model M --machine FILE` (issue 23): time only the shapes of these models FILE lacks and
   // merge them into it (or into --out when given). out_given / dtypes_given: the option was on the
   // command line (else the profile's own formats, and FILE itself, are used).
@@ -53,6 +56,9 @@ void run_profile(const ProfileOptions& opts);
 // the model-dependent shapes of opts.add_models it lacks, merges them and rewrites it atomically
 // (profiler/profile_extend.cpp). Defined only in CUDA builds.
 void run_add_models(const ProfileOptions& opts);
+
+// The child of measure_shape_set_in_child (`profile --internal-measure-shapes`). CUDA builds only.
+void run_measure_shapes_child(const ProfileOptions& opts);
 
 // The same under MPI: defined only in builds with CUDA and MPI (profiler/mpi/profile_mpi.cpp).
 void run_profile_mpi(const ProfileOptions& opts);

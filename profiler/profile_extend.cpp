@@ -5,14 +5,18 @@
 // as it was. The CPU half (which shapes, which formats, the host check, the report) is
 // profiler/common/profile_extend.*, tested without a GPU.
 #include <chrono>
+#include <string>
+#include <vector>
 #include <iostream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "planner/core/error.hpp"
+#include "planner/core/files.hpp"
 #include "planner/core/json_in.hpp"
 #include "profiler/common/checkpoint.hpp"
+#include "profiler/common/child_process.hpp"
 #include "profiler/common/elementwise_plan.hpp"
 #include "profiler/common/profile_extend.hpp"
 #include "profiler/common/profile_models.hpp"
@@ -100,6 +104,29 @@ void run_add_models(const ProfileOptions& opts) {
   const MergeCount c = add_measured_shapes(profile, rows, a);
   save_profile(profile, out);  // atomic: the old file stays whole until this succeeds
   std::cout << add_models_report(p, c, seconds, out);
+}
+
+Measurements measure_shape_set_in_child(const Machine& profile, const ShapeSet& shapes, const ShapeSweep& sweep,
+                                        bool progress) {
+  TempDir dir("peerplan-measure");
+  const std::string machine = dir.file("profile.json"), request = dir.file("request.json"), rows = dir.file("rows.json");
+  write_file_atomic(machine, machine_to_json(profile).dump() + "\n");
+  write_file_atomic(request, shape_request_to_json(shapes, sweep).dump() + "\n");
+  std::vector<std::string> args = {self_exe("the child that times the missing shapes"), "profile",
+                                   "--internal-measure-shapes", request, "--machine", machine, "--out", rows};
+  if (!progress) args.push_back("--no-progress");
+  run_child(args, {}, "measuring the shapes the profile lacks",
+            "its error is above; validate --no-measure-missing predicts without them, or measure them first with "
+            "`peerplan profile --add-model MODEL --machine FILE`");
+  return parse_measurements(JsonIn(load_json_file(rows), rows));
+}
+
+void run_measure_shapes_child(const ProfileOptions& opts) {
+  const Machine profile = load_machine(opts.machine);
+  const nlohmann::json j = load_json_file(opts.measure_shapes_request);
+  const ShapeRequest r = shape_request_from_json(JsonIn(j, opts.measure_shapes_request));
+  const Measurements rows = measure_shape_set(profile, r.shapes, r.sweep, opts.progress);
+  write_file_atomic(opts.out, measurements_to_json(rows).dump() + "\n");
 }
 
 }  // namespace peerplan::profiler

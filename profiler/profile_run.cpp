@@ -1,6 +1,5 @@
 // run_profile: discovery, functional P2P check, then the selected measurements in registry order,
 // rewriting the profile (atomically) after each one so --resume can continue after a crash.
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -12,6 +11,7 @@
 #include "planner/core/files.hpp"
 #include "planner/core/json_in.hpp"
 #include "profiler/common/checkpoint.hpp"
+#include "profiler/common/child_process.hpp"
 #include "profiler/common/registry.hpp"
 #include "profiler/common/summary.hpp"
 #include "profiler/discovery/discovery.hpp"
@@ -26,13 +26,6 @@ namespace peerplan::profiler {
 
 namespace {
 
-std::string self_exe() {
-  char buf[4096];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw RuntimeError("cannot read /proc/self/exe (needed to start the P2P-off NCCL child)");
-  buf[n] = 0;
-  return buf;
-}
 
 // The P2P-off NCCL child: no discovery output, just the sweep, written to opts.nccl_child_out.
 void run_nccl_child(const ProfileOptions& opts, const SweepPlan& plan) {
@@ -95,7 +88,7 @@ void run_profile(const ProfileOptions& opts) {
   double total_est = 0;
   for (const auto* m : todo) total_est += m->est_seconds * (opts.quick ? 0.2 : 1.0);
   Progress progress(opts.progress, total_est);
-  Context ctx{opts, plan, machine, ms, progress, self_exe()};
+  Context ctx{opts, plan, machine, ms, progress, self_exe("the P2P-off NCCL child")};
   auto save = [&](bool complete) {
     state.complete = complete;
     machine.measurements = ms;

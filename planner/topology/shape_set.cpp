@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "planner/core/build_info.hpp"
+#include "planner/core/json_in.hpp"
 #include "planner/topology/machine.hpp"
 
 namespace peerplan {
@@ -95,6 +96,41 @@ nlohmann::json shapes_to_json(const ShapeSet& s) {
   }
   if (!s.attention.empty()) j["attention_max_context"] = s.attention_max_context;
   return j;
+}
+
+ShapeSet shapes_from_json(const JsonIn& j) {
+  ShapeSet s;
+  if (auto a = j.opt("gemms"))
+    for (size_t i = 0; i < a->size(); ++i) {
+      const JsonIn g = (*a)[i];
+      s.gemms.insert({g.positive_int("n"), g.positive_int("k"), g.str("dtype"), g.integer_or("batch", 1)});
+    }
+  if (auto a = j.opt("attention"))
+    for (size_t i = 0; i < a->size(); ++i) {
+      const JsonIn t = (*a)[i];
+      s.attention.insert({t.positive_int("heads"), t.positive_int("kv_heads"), t.positive_int("head_dim"),
+                          t.str("kv_dtype"), t.nonnegative_int_or("v_dim", 0), t.str_or("phase", "")});
+    }
+  if (auto a = j.opt("grouped_gemms"))
+    for (size_t i = 0; i < a->size(); ++i) {
+      const JsonIn g = (*a)[i];
+      s.grouped.insert({g.positive_int("n"), g.positive_int("k"), g.positive_int("experts"), g.positive_int("topk"),
+                        g.positive_int("model_experts"), g.boolean("gather"), g.str("dtype")});
+    }
+  if (auto a = j.opt("elementwise"))
+    for (size_t i = 0; i < a->size(); ++i) {
+      const JsonIn e = (*a)[i];
+      ElementwiseShapeKey k;
+      k.kind = e.str("kind");
+      k.cols = e.positive_int("cols");
+      k.heads = e.nonnegative_int_or("heads", 0), k.kv_heads = e.nonnegative_int_or("kv_heads", 0);
+      k.head_dim = e.nonnegative_int_or("head_dim", 0);
+      k.topk = e.nonnegative_int_or("topk", 0), k.experts = e.nonnegative_int_or("experts", 0);
+      k.local_experts = e.nonnegative_int_or("local_experts", 0);
+      s.elementwise.insert(k);
+    }
+  s.attention_max_context = j.integer_or("attention_max_context", s.attention_max_context);
+  return s;
 }
 
 ShapeSweep shape_sweep_of(const Machine& profile) {

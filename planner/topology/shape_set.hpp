@@ -20,6 +20,7 @@
 
 namespace peerplan {
 
+class JsonIn;
 struct Machine;
 
 struct GemmShapeKey {  // y[m,n] = x[m,k] W^T over the profile's token counts m
@@ -92,6 +93,9 @@ ShapeSet missing_shapes(const ShapeSet& wanted, const Measurements& have);
 // shapes" ("nothing" when empty).
 std::string describe_shapes(const ShapeSet& s);
 nlohmann::json shapes_to_json(const ShapeSet& s);
+// The inverse of shapes_to_json (validate hands the shapes it lacks to a child process that times
+// them, profiler/common/child_process.hpp). Throws InputError naming the file and field.
+ShapeSet shapes_from_json(const JsonIn& j);
 
 // How a profile's model-dependent points were swept, so added points match the ones it has: the
 // GEMM token counts it already holds (else powers of two up to its max_tokens), its samples and

@@ -113,6 +113,7 @@ void add_profile_command(CLI::App& app, bool built_with_mpi) {
   sub->add_flag("--all-pairs", o->mpi_all_pairs,
                 "With --mpi: measure every cross-host GPU pair, not one representative pair per pair of hosts");
   sub->add_option("--internal-nccl-child", o->nccl_child_out)->group("");  // re-exec for NCCL_P2P_DISABLE=1
+  sub->add_option("--internal-measure-shapes", o->measure_shapes_request)->group("");  // validate's missing shapes
 
   sub->callback([sub, o, list, min_s, max_s, coll_s, nop2p_s, no_progress, compare, built_with_mpi] {
     if (*list) {
@@ -130,6 +131,13 @@ void add_profile_command(CLI::App& app, bool built_with_mpi) {
     o->coll_max_bytes = profiler::parse_size(*coll_s, "--coll-max-size");
     o->nop2p_coll_max_bytes = profiler::parse_size(*nop2p_s, "--nop2p-coll-max-size");
     o->progress = !*no_progress;
+    if (!o->measure_shapes_request.empty()) {  // the child validate starts (measure_shape_set_in_child)
+#ifdef PEERPLAN_WITH_CUDA
+      return profiler::run_measure_shapes_child(*o);
+#else
+      throw RuntimeError("--internal-measure-shapes needs a build with CUDA");
+#endif
+    }
     o->out_given = sub->count("--out") > 0;
     o->dtypes_given = sub->count("--dtypes") > 0;
     check_add_model_options(*o);

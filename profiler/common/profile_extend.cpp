@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "planner/core/error.hpp"
+#include "planner/core/json_in.hpp"
 
 namespace peerplan::profiler {
 
@@ -61,6 +62,27 @@ std::string add_models_report(const AddModelsPlan& p, const MergeCount& rows, do
                    rows.added(), rows.gemms, rows.attention, rows.grouped, rows.elementwise,
                    rows.duplicates ? fmt::format(", {} already there", rows.duplicates) : std::string());
   return s + fmt::format("Wrote {}.\n", out);
+}
+
+nlohmann::json shape_request_to_json(const ShapeSet& shapes, const ShapeSweep& sweep) {
+  return {{"shapes", shapes_to_json(shapes)},
+          {"sweep", {{"tokens", sweep.tokens}, {"samples", sweep.samples}, {"warmup", sweep.warmup}, {"quick", sweep.quick}}}};
+}
+
+ShapeRequest shape_request_from_json(const JsonIn& j) {
+  ShapeRequest r;
+  r.shapes = shapes_from_json(j.object("shapes"));
+  const JsonIn sw = j.object("sweep");
+  const JsonIn tokens = sw.array("tokens");
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const int64_t t = tokens[i].as_integer();
+    if (t < 1) tokens[i].fail("", "a positive token count");
+    r.sweep.tokens.push_back(t);
+  }
+  r.sweep.samples = int(sw.positive_int("samples"));
+  r.sweep.warmup = int(sw.nonnegative_int("warmup"));
+  r.sweep.quick = sw.boolean("quick");
+  return r;
 }
 
 }  // namespace peerplan::profiler

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "planner/core/json_in.hpp"
 #include "planner/model/model_config.hpp"
 #include "planner/topology/machine.hpp"
 #include "planner/topology/shape_set.hpp"
@@ -38,5 +39,15 @@ AddModelsPlan plan_add_models(const Machine& profile, const std::vector<ModelCon
 
 // The lines printed when done: what was there, what was measured, rows added, time, the file.
 std::string add_models_report(const AddModelsPlan& p, const MergeCount& rows, double seconds, const std::string& out);
+
+// What validate hands the child process that times a plan's missing shapes (`profile
+// --internal-measure-shapes REQUEST --machine PROFILE --out ROWS`, profiler/profile_extend.cpp):
+// the shapes and the profile's sweep, so the child times exactly what the parent would have.
+nlohmann::json shape_request_to_json(const ShapeSet& shapes, const ShapeSweep& sweep);
+struct ShapeRequest {
+  ShapeSet shapes;
+  ShapeSweep sweep;
+};
+ShapeRequest shape_request_from_json(const JsonIn& j);  // InputError naming the file and field
 
 }  // namespace peerplan::profiler

@@ -35,4 +35,10 @@ void time_elementwise_shapes(Context& ctx, const std::set<ElementwiseShapeKey>& 
 // token counts and samples, so the new points match its others.
 Measurements measure_shape_set(const Machine& profile, const ShapeSet& shapes, const ShapeSweep& sweep, bool progress);
 
+// The same, timed by a child process (this binary, `profile --internal-measure-shapes`), for a
+// caller that goes on to serve on the GPU: timing in the serving process left it slower
+// (profiler/common/child_process.hpp says how much). The child's progress bar shares stderr.
+Measurements measure_shape_set_in_child(const Machine& profile, const ShapeSet& shapes, const ShapeSweep& sweep,
+                                        bool progress);
+
 }  // namespace peerplan::profiler

@@ -183,3 +183,55 @@ TEST(AddModel, AProfileOfAnotherHostIsRefusedNamingBothUuids) {
   Machine nominal = load_machine(resolve_machine_path("hgx-h100x8"));
   EXPECT_THROW(check_profile_is_this_host(nominal, "hgx.json", host_of(m)), InputError) << "a hand-written machine";
 }
+
+// validate hands the missing shapes to a child process (profiler/profile_extend.cpp,
+// measure_shape_set_in_child) as JSON: every kind of key, MLA's phase and v_dim, a batched GEMM and
+// the sweep must come back exactly, or the child times other shapes than the parent priced.
+TEST(AddModel, AShapeRequestRoundTripsThroughJson) {
+  ShapeSet s;
+  s.gemms.insert({6144, 4096, "bf16", 1});
+  s.gemms.insert({512, 128, "bf16", 16});
+  s.gemms.insert({4096, 14336, "int4", 1});
+  s.attention.insert({32, 8, 128, "bf16", 0, ""});
+  s.attention.insert({16, 1, 576, "bf16", 512, "decode"});
+  s.grouped.insert({2816, 2048, 60, 4, 60, true, "bf16"});
+  ElementwiseShapeKey rot;
+  rot.kind = "rotary", rot.cols = 5120, rot.heads = 32, rot.kv_heads = 8, rot.head_dim = 128;
+  ElementwiseShapeKey route;
+  route.kind = "moe_route", route.cols = 60, route.topk = 4, route.experts = 60, route.local_experts = 30;
+  s.elementwise = {rot, route};
+  s.attention_max_context = 32768;
+  ShapeSweep sw;
+  sw.tokens = {1, 2, 8, 4096};
+  sw.samples = 7, sw.warmup = 2, sw.quick = true;
+  const nlohmann::json j = nlohmann::json::parse(shape_request_to_json(s, sw).dump());
+  const ShapeRequest r = shape_request_from_json(JsonIn(j, "request.json"));
+  EXPECT_EQ(r.shapes.gemms, s.gemms);
+  EXPECT_EQ(r.shapes.attention, s.attention);
+  EXPECT_EQ(r.shapes.grouped, s.grouped);
+  EXPECT_EQ(r.shapes.elementwise, s.elementwise);
+  EXPECT_EQ(r.shapes.attention_max_context, 32768);
+  EXPECT_EQ(r.sweep.tokens, sw.tokens);
+  EXPECT_EQ(r.sweep.samples, 7);
+  EXPECT_EQ(r.sweep.warmup, 2);
+  EXPECT_TRUE(r.sweep.quick);
+}
+
+TEST(AddModel, ABadShapeRequestNamesTheFileAndField) {
+  ShapeSet s;
+  s.gemms.insert({6144, 4096, "bf16", 1});
+  ShapeSweep sw;
+  sw.tokens = {1, 2};
+  nlohmann::json j = shape_request_to_json(s, sw);
+  j["shapes"]["gemms"][0]["n"] = -3;
+  try {
+    shape_request_from_json(JsonIn(j, "request.json"));
+    FAIL() << "a negative n was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("request.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("shapes/gemms/0/n"), std::string::npos) << e.what();
+  }
+  j = shape_request_to_json(s, sw);
+  j["sweep"]["tokens"][1] = 0;
+  EXPECT_THROW(shape_request_from_json(JsonIn(j, "request.json")), InputError);
+}

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
+
+#include "planner/compile/mla_memory.hpp"
 
 namespace peerplan {
 namespace {
@@ -90,13 +93,18 @@ std::optional<ComputePrice> price(const std::vector<const AttentionTime*>& use, 
     le = along_row(hi->second, c, out);
   } else {
     auto lo = std::prev(hi);
-    // A row's measured contexts start at its own q_len (causal: context >= q_len), so the upper
-    // row may not reach down to c: its edge value then stands in, which is not extrapolation
-    // beyond the grid (the lower row covers c).
+    // A prefill row's measured contexts start at its own q_len (causal: context >= q_len), so the
+    // upper row may not reach down to c. Its edge (a whole prompt, a triangle of work) against the
+    // lower row at c (nearly a rectangle) priced whole prompts between rows 14-18 % low (q_len 152
+    // between 128 and 181; study grid, H200 2026-12-04, docs/attention.md). There both rows are read
+    // at the chunk's own shape, context / q_len = c / x: the lower at c lo / x, the upper at c hi / x,
+    // each inside its measured range (c >= x). Where the upper row reaches c, rows are read at c.
+    const bool skew = s.prefill && c < hi->second.front().c && c >= x;
+    const double c_lo = skew ? c * lo->first / x : c, c_hi = skew ? c * hi->first / x : c;
     bool out_lo = false, out_hi = false;
-    const double a = along_row(lo->second, c, out_lo);
-    const double b = along_row(hi->second, c, out_hi);
-    out = out_lo || (out_hi && c > hi->second.back().c);
+    const double a = along_row(lo->second, c_lo, out_lo);
+    const double b = along_row(hi->second, c_hi, out_hi);
+    out = out_lo || (out_hi && c_hi > hi->second.back().c);
     const double f = (std::log(x) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
     le = a + f * (b - a);
   }
@@ -142,6 +150,164 @@ std::vector<double> attention_grid_holdout(const std::vector<AttentionTime>& tab
     err.push_back(p && a.time.median > 0 ? p->seconds / a.time.median - 1.0 : std::numeric_limits<double>::quiet_NaN());
   }
   return err;
+}
+
+namespace {
+
+int geo_mid(int a, int b) { return int(std::lround(std::sqrt(double(a) * double(b)))); }
+
+// lo x 2^(i / per_octave) rounded, i = 0, 1, ... while below hi, then hi; `keep(i, x)` filters.
+template <class Keep>
+std::vector<int> log_steps(int lo, int hi, int per_octave, Keep keep) {
+  std::vector<int> v;
+  for (int i = 0;; ++i) {
+    const int x = int(std::lround(lo * std::pow(2.0, double(i) / per_octave)));
+    if (x >= hi) break;
+    if (keep(i, x)) v.push_back(x);
+  }
+  v.push_back(hi);
+  return v;
+}
+
+}  // namespace
+
+AttentionGridPlan attention_grid_plan(bool quick, int max_context, bool study) {
+  AttentionGridPlan g;
+  if (quick) {
+    g.quick = true;
+    g.batches = {1, 32};
+    g.contexts = {512, 4096};
+    g.q_lens = {64, 512};
+    g.held_prefill = {{181, 1448}};
+    g.held_decode = {{6, 1448}};
+    return g;
+  }
+  auto all = [](int, int) { return true; };
+  if (study) {  // the data the default grid is chosen from offline (scripts/attention_grid_design.py)
+    for (int b = 1; b <= 16; ++b) g.batches.push_back(b);
+    for (int b = 24; b <= 256; b += 8) g.batches.push_back(b);
+    g.q_lens = log_steps(16, 8192, 4, all);
+    g.contexts = log_steps(256, max_context, 4, all);
+    return g;
+  }
+  // Chosen on the study grid (one H200, 2026-12-04, session 12 A: 9138 points of 32/8 and 16/16
+  // heads d128, MLA decode and prefill; docs/attention.md "Choosing the grid"), every study point off
+  // the grid priced by the rule above. Half-octave steps everywhere (the grid before) left the
+  // worst error at 11-20 % per configuration, p95 3.6-5.5 %; this grid: worst 4.3-7.8 %, p95 1.3-3.1 %,
+  // for ~30 % more profiling time:
+  // - decode, every batch to 16 (a mixed iteration's decode part is unpadded; batch 14-15 priced
+  //   from 12 and 16 were 7-10 % high at long context, MLA's 10-11 at 1448 13-20 %: the split plan
+  //   steps), then vLLM's CUDA-graph batches, multiples of 8 (a decode step is priced at its padded
+  //   batch, planner/compile/graph_batch.hpp); the launch-step rows come from the profiler;
+  // - contexts, quarter-octave to 4096 (short decode contexts step with the kernels' 32-64 token
+  //   chunks and cuDNN's tiles: 9-13 % between half-octave points), half-octave beyond;
+  // - q_lens, half-octave to 128, quarter-octave from 128 (within a wave count cuDNN's time is not
+  //   flat: 32 heads at 27554 context, 1218 -> 1448 tokens +15 %, both 3 waves), plus the wave rows.
+  for (int b = 1; b <= 16; ++b) g.batches.push_back(b);
+  for (int b = 24; b <= 256; b += 8) g.batches.push_back(b);
+  g.q_lens = log_steps(16, 8192, 4, [](int i, int x) { return i % 2 == 0 || x >= 128; });
+  g.contexts = log_steps(256, max_context, 4, [](int i, int x) { return i % 2 == 0 || x <= 4096; });
+  // Held back: the geometric middles of every third cell (q_len rows x contexts), and decode batches
+  // between rows (20, 44, 100: what mixed iterations can have) at the middles of every third context cell.
+  const auto& C = g.contexts;
+  for (size_t i = 1; i + 1 < g.q_lens.size(); i += 3) {
+    const int q = geo_mid(g.q_lens[i], g.q_lens[i + 1]);
+    for (size_t j = 1; j + 1 < C.size(); j += 3)
+      if (geo_mid(C[j], C[j + 1]) >= q) g.held_prefill.push_back({q, geo_mid(C[j], C[j + 1])});
+  }
+  for (int b : {20, 44, 100})
+    for (size_t j = 1; j + 1 < C.size(); j += 3) {
+      const int c = geo_mid(C[j], C[j + 1]);
+      if (int64_t(b) * c <= g.max_tokens) g.held_decode.push_back({b, c});
+    }
+  return g;
+}
+
+// cuDNN's fused attention runs a CTA per (128-row Q tile, head), so a chunk's time steps up where
+// its tiles spill into one more wave of the SMs (study grid, H200 2026-12-03, 32 heads: ~1130 us
+// at 77936 context for every q_len to 512, ~2130 from 609 to 1024, 3244 at 1218); interpolating
+// across a step priced q_len 609 25 % low. Rows at the last q_len of a wave and the first of the
+// next keep each interpolation on one side; the first eight boundaries (to 8192 tokens at 16
+// heads, 4224 at 32; beyond them the quarter-octave rows are at most half a wave apart at 32 heads).
+std::vector<int> attention_wave_rows(int heads, int sms, int max_q) {
+  constexpr int kTile = 128;
+  std::vector<int> v;
+  if (heads <= 0 || sms <= 0) return v;
+  auto waves = [&](int64_t tiles) { return (tiles * heads + sms - 1) / sms; };
+  for (int64_t t = 1; t * kTile < max_q && v.size() < 16; ++t)
+    if (waves(t + 1) > waves(t)) {
+      v.push_back(int(t * kTile));
+      v.push_back(int(t * kTile + 1));
+    }
+  return v;
+}
+
+std::vector<int> attention_launch_step_rows(const AttentionGridPlan& plan,
+                                            const std::function<LaunchSpan(int, int)>& span) {
+  std::set<int> rows;
+  if (plan.batches.empty()) return {};
+  const int max_b = plan.batches.back();
+  for (int c : plan.contexts) {
+    LaunchSpan prev = span(1, c);
+    for (int b = 1; b < max_b && int64_t(b + 1) * c <= plan.max_tokens; ++b) {
+      const LaunchSpan next = span(b + 1, c);
+      if (next.span > 1.10 * prev.span || next.regime != prev.regime) rows.insert({b, b + 1});
+      prev = next;
+    }
+  }
+  std::vector<int> out;
+  for (int b : rows)
+    if (std::find(plan.batches.begin(), plan.batches.end(), b) == plan.batches.end()) out.push_back(b);
+  return out;
+}
+
+LaunchSpan mla_decode_launch_span(int batch, int heads, int context, int sms) {
+  constexpr int kTileRows = 32;  // mla_decode.cu's kBN
+  const int tile = heads % 64 == 0 ? 64 : heads % 32 == 0 ? 32 : 16;  // its head_tile_of
+  const int splits = mla_decode_split_count(batch, heads, context, sms, tile);
+  const int64_t chunk = (int64_t(context) + splits - 1) / splits;
+  const int64_t rows = (chunk + kTileRows - 1) / kTileRows * kTileRows;
+  const int64_t ctas = int64_t(batch) * ((heads + tile - 1) / tile) * splits;
+  const int64_t slots = int64_t(mla_decode_head_tile_residency(tile)) * std::max(sms, 1);
+  const int64_t waves = (ctas + slots - 1) / slots;
+  return {double(waves) * double(rows), splits > 1 ? 1 : 0};
+}
+
+AttentionGridPoints attention_grid_points(const AttentionGridPlan& plan, const std::vector<int>& extra_batches,
+                                          const std::vector<int>& extra_q_lens) {
+  AttentionGridPoints out;
+  auto& dec = out.decode;
+  auto& pre = out.prefill;
+  std::vector<int> batches = plan.batches;
+  for (int b : extra_batches)
+    if (std::find(batches.begin(), batches.end(), b) == batches.end()) batches.push_back(b);
+  for (int b : batches)
+    for (int c : plan.contexts)
+      if (int64_t(b) * c <= plan.max_tokens) dec.emplace_back(b, c, false);
+  // A held-back batch (q_len) that is a row moves to the nearest one that is none (still unmeasured).
+  auto free_near = [](const std::vector<int>& rows, int x) {
+    auto is_row = [&](int v) { return std::find(rows.begin(), rows.end(), v) != rows.end(); };
+    for (int d = 0; d < 64; ++d) {
+      if (!is_row(x + d)) return x + d;
+      if (x - d > 0 && !is_row(x - d)) return x - d;
+    }
+    return 0;
+  };
+  for (auto [b, c] : plan.held_decode)
+    if (const int h = free_near(batches, b); h > 0 && int64_t(h) * c <= plan.max_tokens) dec.emplace_back(h, c, true);
+  std::vector<int> q_lens = plan.q_lens;
+  for (int L : extra_q_lens)
+    if (std::find(q_lens.begin(), q_lens.end(), L) == q_lens.end()) q_lens.push_back(L);
+  for (int L : q_lens) {
+    pre.emplace_back(L, L, false);
+    for (int c : plan.contexts)
+      if (c > L) pre.emplace_back(L, c, false);
+  }
+  for (auto [L, c] : plan.held_prefill)
+    if (const int h = free_near(q_lens, L); h > 0 && c >= h) pre.emplace_back(h, c, true);
+  std::sort(dec.begin(), dec.end());
+  std::sort(pre.begin(), pre.end());
+  return out;
 }
 
 }  // namespace peerplan

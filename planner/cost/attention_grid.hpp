@@ -7,8 +7,11 @@
 // x are blended. Outside the measured range the edge efficiency is used and the price is marked
 // Extrapolated (the profiler measures up to the model's maximum context, so that is beyond it).
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "planner/cost/compute_cost.hpp"
@@ -34,5 +37,52 @@ std::optional<ComputePrice> attention_from_grid(const std::vector<AttentionTime>
 // Held-back check: the listed points priced from the table without any of them; relative errors
 // (priced / measured - 1), in the order given. Points that cannot be priced are NaN.
 std::vector<double> attention_grid_holdout(const std::vector<AttentionTime>& table, const std::vector<size_t>& held);
+
+// The grid the profiler times for each head configuration (profiler/measure/attention.cpp), here
+// beside the rule that interpolates it so that both are one design, checked on a CPU
+// (tests/cost/attention_grid_test.cpp) and offline against the study grid
+// (scripts/attention_grid_design.py; docs/attention.md "Choosing the grid"):
+//   decode:  rows = batches, points (batch, context) with batch x context <= max_tokens;
+//   prefill: rows = q_lens at batch 1, points (q_len, q_len) and (q_len, context > q_len).
+// Held-back points are geometric middles of grid cells, not grid points: timed with the grid and
+// priced without any of them (attention_grid_holdout), the printed check of the interpolation error.
+struct AttentionGridPlan {
+  std::vector<int> batches, contexts, q_lens;
+  std::vector<std::pair<int, int>> held_prefill, held_decode;  // (q_len, ctx) and (batch, ctx)
+  int64_t max_tokens = int64_t(1) << 21;  // decode batch x context cap: bounds the KV cache
+  bool quick = false;                     // --quick: a few points, no wave or launch-step rows
+};
+
+// quick: 2 x 2 points per phase; study (PEERPLAN_ATTENTION_GRID=study): quarter-octave q_lens and
+// contexts, every decode batch to 16 then multiples of 8, nothing held back; else the default grid.
+AttentionGridPlan attention_grid_plan(bool quick, int max_context, bool study = false);
+
+// Prefill rows on both sides of the first eight wave boundaries of `heads` (cuDNN runs a CTA per
+// (128-row query tile, head); a chunk's time steps where its tiles spill into one more wave of sms).
+std::vector<int> attention_wave_rows(int heads, int sms, int max_q);
+
+// Decode rows on both sides of each batch where a kernel's launch steps at some grid context
+// (batch x context <= max_tokens): `span(batch, context)` is what the call's time follows (waves x
+// the longest chunk) and a regime (cluster, split-K or not); rows where span grows by more than
+// 10 % from one batch to the next or the regime changes. Rows already in plan.batches are left out.
+struct LaunchSpan {
+  double span = 0;
+  int regime = 0;
+};
+std::vector<int> attention_launch_step_rows(const AttentionGridPlan& plan,
+                                            const std::function<LaunchSpan(int batch, int context)>& span);
+
+// mla_decode's launch (profiler/kernels/mla_decode.cu; its split count is planner/compile/
+// mla_memory.hpp's mla_decode_split_count): chunks of whole 32-row tiles, one wave of resident CTAs.
+LaunchSpan mla_decode_launch_span(int batch, int heads, int context, int sms);
+
+// The points of a plan with `extra_batches` and `extra_q_lens` added as rows, each (batch or q_len,
+// context, held back), sorted so that held-back points are timed among their neighbours. A held-back
+// point that became a grid point moves to the next batch or q_len that is no row.
+struct AttentionGridPoints {
+  std::vector<std::tuple<int, int, bool>> decode, prefill;
+};
+AttentionGridPoints attention_grid_points(const AttentionGridPlan& plan, const std::vector<int>& extra_batches,
+                                          const std::vector<int>& extra_q_lens);
 
 }  // namespace peerplan

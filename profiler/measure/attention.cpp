@@ -28,175 +28,43 @@ namespace peerplan::profiler {
 
 namespace {
 
-// The grid timed for each head configuration (issue 18): prefill chunks of q_len new tokens over a
-// context (context >= q_len; context = q_len is a whole prompt) at batch 1, and decode over
-// (batch, context), both up to the profiled models' maximum context. Log-spaced, so that
-// planner/cost/attention_grid.hpp's log-space interpolation stays within 3 %: the held-back points
-// (geometric midpoints of grid cells, timed as well) check it and the profile records the errors.
-struct AttentionGrid {
-  std::vector<int> batches, contexts, q_lens;
-  std::vector<std::pair<int, int>> held_prefill, held_decode;  // (q_len, ctx) and (batch, ctx)
-  int64_t max_tokens = int64_t(1) << 21;  // decode batch x context cap: bounds the KV cache (4 GiB per K at 8 x 128)
-  bool quick = false;  // --quick: no wave-boundary rows
-};
-
-int geo_mid(int a, int b) { return int(std::lround(std::sqrt(double(a) * double(b)))); }
+// The grid timed for each head configuration (issue 18) is planner/cost/attention_grid.hpp's
+// attention_grid_plan (chosen offline on the study grid: scripts/attention_grid_design.py), with
+// rows added where the kernels' launches step: cuDNN's waves of query tiles (attention_wave_rows)
+// and the decode kernels' split plans (decode_regime_rows, mla_decode_regime_rows).
+using AttentionGrid = AttentionGridPlan;
+using GridPoints = AttentionGridPoints;
 
 AttentionGrid make_grid(bool quick, int max_context) {
-  AttentionGrid g;
-  if (quick) {
-    g.quick = true;
-    g.batches = {1, 32};
-    g.contexts = {512, 4096};
-    g.q_lens = {64, 512};
-    g.held_prefill = {{181, 1448}};
-    g.held_decode = {{6, 1448}};
-    return g;
-  }
   // PEERPLAN_ATTENTION_GRID=study: quarter-octave contexts and q_lens, every decode batch to 16 and
-  // then every multiple of 8, no held-back points: the data the default spacing is chosen from
-  // offline (docs/attention.md, scripts/attention_grid_study.py).
-  if (const char* e = std::getenv("PEERPLAN_ATTENTION_GRID"); e && std::string(e) == "study") {
-    auto quarter = [](int lo, int hi) {
-      std::vector<int> v;
-      for (int i = 0;; ++i) {
-        const int x = int(std::lround(lo * std::pow(2.0, i / 4.0)));
-        if (x >= hi) break;
-        v.push_back(x);
-      }
-      v.push_back(hi);
-      return v;
-    };
-    for (int b = 1; b <= 16; ++b) g.batches.push_back(b);
-    for (int b = 24; b <= 256; b += 8) g.batches.push_back(b);
-    g.q_lens = quarter(16, 8192);
-    g.contexts = quarter(256, max_context);
-    return g;
-  }
-  // Half-octave steps (x sqrt 2) in context and q_len. The study grid (one H200, 2026-12-03,
-  // Llama-3.1-8B's heads, cuDNN prefill; docs/attention.md) priced its quarter-octave points from
-  // a half-octave grid with a worst error of 6 % (prefill, p95 2 %) and 16 % (decode, p95 5.5 %), from
-  // an octave grid 10 % and 24 %: what is left are steps of the kernels themselves (decode chunks
-  // of 64 tokens per block; prefill crossing L2 at ~16k of context), not the spacing.
-  // Decode rows: every CUDA-graph batch (vLLM's capture sizes 1, 2, 4, then multiples of 8: the
-  // pricer prices a decode step at its padded batch, planner/compile/graph_batch.hpp) plus 3, 6 and
-  // 12 for the unpadded decode part of mixed iterations; time_config adds the batches where the
-  // kernel's launch steps (decode_regime_rows).
-  g.batches = {1, 2, 3, 4, 6, 8, 12, 16};
-  for (int b = 24; b <= 256; b += 8) g.batches.push_back(b);
-  auto half_octaves = [](int lo, int hi) {
-    std::vector<int> v;
-    for (int i = 0;; ++i) {
-      const int x = int(std::lround(lo * std::pow(2.0, i / 2.0)));
-      if (x >= hi) break;
-      v.push_back(x);
-    }
-    v.push_back(hi);
-    return v;
-  };
-  g.q_lens = half_octaves(16, 8192);
-  g.contexts = half_octaves(256, max_context);
-  // Held back: quarter-octave points between grid rows and contexts, every third cell, and decode
-  // batches between rows (5, 20, 72: what mixed iterations can have).
-  const auto& C = g.contexts;
-  for (size_t i = 1; i + 1 < g.q_lens.size(); i += 3) {
-    const int q = geo_mid(g.q_lens[i], g.q_lens[i + 1]);
-    for (size_t j = 1; j + 1 < C.size(); j += 3)
-      if (geo_mid(C[j], C[j + 1]) >= q) g.held_prefill.push_back({q, geo_mid(C[j], C[j + 1])});
-  }
-  for (int b : {5, 20, 100})
-    for (size_t j = 1; j + 1 < C.size(); j += 3) {
-      const int c = geo_mid(C[j], C[j + 1]);
-      if (int64_t(b) * c <= g.max_tokens) g.held_decode.push_back({b, c});
-    }
-  return g;
+  // then every multiple of 8, no held-back points: the data the default grid is chosen from offline.
+  const char* e = std::getenv("PEERPLAN_ATTENTION_GRID");
+  return attention_grid_plan(quick, max_context, e && std::string(e) == "study");
 }
 
-// Prefill rows on both sides of the first wave boundaries of this head count: cuDNN's fused
-// attention runs a CTA per (128-row Q tile, head), so a chunk's time steps up where its tiles
-// spill into one more wave of the SMs and is flat in between (study grid, H200 2026-12-03, 32
-// heads: ~1130 us at 77936 context for every q_len to 512, ~2130 from 609 to 1024, 3244 at
-// 1218); interpolating across a step priced q_len 609 25 % low. Rows at the last q_len of a wave
-// and the first of the next keep each interpolation on one side (study: worst 25 -> 12 %, p95
-// 16 -> 5 %); the first eight boundaries (to 8192 tokens at 16 heads, 4224 at 32). With four, q_len
-// 4871 at 16 heads was priced across the fifth step from 4225 and 5793: held back +7.2 % and +4.6 %,
-// the grid's worst prefill points (H200, 2026-12-04, session 10 E); later steps are smaller.
-std::vector<int> wave_boundary_rows(int heads, int sms, int max_q) {
-  constexpr int kTile = 128;
-  std::vector<int> v;
-  auto waves = [&](int64_t tiles) { return (tiles * heads + sms - 1) / sms; };
-  for (int64_t t = 1; int64_t(t) * kTile < max_q && v.size() < 16; ++t)
-    if (waves(t + 1) > waves(t)) {
-      v.push_back(int(t * kTile));
-      v.push_back(int(t * kTile + 1));
-    }
-  return v;
-}
+std::vector<int> wave_boundary_rows(int heads, int sms, int max_q) { return attention_wave_rows(heads, sms, max_q); }
 
-// Decode rows on both sides of each batch where the kernel's launch steps (decode_attention_launch):
-// the split-K count or cluster changes, or the split blocks spill into one more wave of the SMs, so
-// that waves x the longest chunk (what a call's time follows) jumps by more than 10 % at some grid
-// context. Between grid rows such a step was interpolated across: batch 72 (a CUDA-graph batch,
-// 576 blocks of 8 kv heads against one wave of 528) was priced 9-12 % low, batch 5 11-12 % (H200,
-// 2026-12-04, session 7/8 profiles). Rows already in the grid are not repeated.
+// Decode rows on both sides of each batch where decode_attention's launch steps
+// (decode_attention_launch: split-K count, cluster, or one more wave of split blocks; waves x the
+// longest chunk jumping by > 10 % at some grid context). Between grid rows such a step was
+// interpolated across: batch 72 (576 blocks of 8 kv heads against one wave of 528) was priced
+// 9-12 % low, batch 5 11-12 % (H200, 2026-12-04, session 7/8 profiles).
 std::vector<int> decode_regime_rows(const AttentionGrid& grid, int heads, int kv, int hd, int sms) {
-  std::set<int> rows;
-  const int max_b = grid.batches.back();
-  for (int c : grid.contexts) {
-    kernels::DecodeLaunch prev = kernels::decode_attention_launch(1, heads, hd, c, kv, sms);
-    for (int b = 1; b < max_b && int64_t(b + 1) * c <= grid.max_tokens; ++b) {
-      const kernels::DecodeLaunch next = kernels::decode_attention_launch(b + 1, heads, hd, c, kv, sms);
-      const double p0 = double(prev.waves) * prev.chunk, p1 = double(next.waves) * next.chunk;
-      if (p1 > 1.10 * p0 || next.cluster != prev.cluster) rows.insert({b, b + 1});
-      prev = next;
-    }
-  }
-  std::vector<int> out;
-  for (int b : rows)
-    if (std::find(grid.batches.begin(), grid.batches.end(), b) == grid.batches.end()) out.push_back(b);
-  return out;
+  return attention_launch_step_rows(grid, [&](int b, int c) {
+    const kernels::DecodeLaunch l = kernels::decode_attention_launch(b, heads, hd, c, kv, sms);
+    return LaunchSpan{double(l.waves) * l.chunk, l.cluster ? 1 : 0};
+  });
 }
 
-// The points of a grid, decode (batch, context, held back) and prefill (q_len, context, held back),
-// with `extra_batches` and `extra_q_lens` added as rows. Held-back points are timed among their
-// neighbours, in order of (batch or q_len, context), not after the whole grid: timed last, right
-// after the largest prefill shapes, they ran 15-25 % slower than their neighbours (H200
-// 2026-12-03), and the "interpolation error" measured the GPU's state.
-struct GridPoints {
-  std::vector<std::tuple<int, int, bool>> decode, prefill;
-};
+// The same for mla_decode (its split count falls as 2 x SMs / batch: 16 heads, batch 52 -> 53 takes
+// 4 splits instead of 5, +25 % per call at long context).
+std::vector<int> mla_decode_regime_rows(const AttentionGrid& grid, int heads, int sms) {
+  return attention_launch_step_rows(grid, [&](int b, int c) { return mla_decode_launch_span(b, heads, c, sms); });
+}
+
 GridPoints grid_points(const AttentionGrid& grid, const std::vector<int>& extra_batches,
                        const std::vector<int>& extra_q_lens) {
-  GridPoints out;
-  auto& dec = out.decode;
-  auto& pre = out.prefill;
-  std::vector<int> batches = grid.batches;
-  for (int b : extra_batches) batches.push_back(b);
-  for (int b : batches)
-    for (int c : grid.contexts) dec.emplace_back(b, c, false);
-  // A held-back batch that became a row moves to the nearest batch that is none (still unmeasured).
-  auto is_row = [&](int b) { return std::find(batches.begin(), batches.end(), b) != batches.end(); };
-  auto free_near = [&](int b) {
-    for (int d = 0; d < 64; ++d) {
-      if (!is_row(b + d)) return b + d;
-      if (b - d > 0 && !is_row(b - d)) return b - d;
-    }
-    return 0;
-  };
-  for (auto [b, c] : grid.held_decode)
-    if (const int h = free_near(b); h > 0 && int64_t(h) * c <= grid.max_tokens) dec.emplace_back(h, c, true);
-  std::vector<int> q_lens = grid.q_lens;
-  for (int L : extra_q_lens)
-    if (std::find(q_lens.begin(), q_lens.end(), L) == q_lens.end()) q_lens.push_back(L);
-  for (int L : q_lens) {
-    pre.emplace_back(L, L, false);
-    for (int c : grid.contexts)
-      if (c > L) pre.emplace_back(L, c, false);
-  }
-  for (auto [L, c] : grid.held_prefill) pre.emplace_back(L, c, true);
-  std::sort(dec.begin(), dec.end());
-  std::sort(pre.begin(), pre.end());
-  return out;
+  return attention_grid_points(grid, extra_batches, extra_q_lens);
 }
 
 // Prefill as the executor runs it: eager calls (prefill and mixed iterations are not graphs).
@@ -334,8 +202,7 @@ void time_config(Context& ctx, const AttentionGrid& grid, int g, int sms, gpu::S
 //            the op's time is both launches, as the executor's attn_prefill. Rows heads = kv_heads,
 //            head_dim 192, v_dim 128. One sequence in a scratch of one slot (the executor's holds up
 //            to 16: the same per-sequence extents), the grid's q_lens and contexts.
-// Not in the grid: decode rows at the split-count steps of mla_decode (decode_regime_rows models
-// decode_attention's launch, not this kernel's); the held-back points show what that costs.
+// Decode rows at mla_decode's split-count steps (mla_decode_regime_rows), prefill rows at wave boundaries.
 void time_mla_config(Context& ctx, const AttentionGrid& grid, int g, int sms, gpu::Stream& s, gpu::BlockingGate& gate,
                      int heads, bool prefill_phase, std::vector<size_t>* held) {
   namespace kn = peerplan::kernels;
@@ -345,9 +212,10 @@ void time_mla_config(Context& ctx, const AttentionGrid& grid, int g, int sms, gp
   const float scale = kn::mla_softmax_scale(kn::kMlaQkNope, kn::kMlaRope, 0, 1);
   int l2_bytes = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, g));
-  const GridPoints pts = grid_points(grid, {}, prefill_phase && sms > 0 && !grid.quick
-                                                   ? wave_boundary_rows(heads, sms, grid.q_lens.back())
-                                                   : std::vector<int>{});
+  const bool steps = sms > 0 && !grid.quick;
+  const GridPoints pts = grid_points(grid, !prefill_phase && steps ? mla_decode_regime_rows(grid, heads, sms) : std::vector<int>{},
+                                     prefill_phase && steps ? wave_boundary_rows(heads, sms, grid.q_lens.back())
+                                                            : std::vector<int>{});
   if (!prefill_phase) {
     const int64_t tokens = std::max<int64_t>(std::min<int64_t>(int64_t(max_batch) * max_ctx, grid.max_tokens), max_ctx);
     int max_rows = max_batch;
@@ -528,6 +396,11 @@ void time_attention_shapes(Context& ctx, const std::set<AttentionShapeKey>& keys
       wave_rows[fmt::format("heads {}", heads)] = wave_boundary_rows(heads, sms, grid.q_lens.back());
       regime_rows[fmt::format("heads {} kv {} dim {}", heads, kv, hd)] = decode_regime_rows(grid, heads, kv, hd, sms);
     }
+  for (auto [heads, prefill] : mla)
+    if (!grid.quick && sms > 0) {
+      if (prefill) wave_rows[fmt::format("heads {}", heads)] = wave_boundary_rows(heads, sms, grid.q_lens.back());
+      else regime_rows[fmt::format("MLA heads {}", heads)] = mla_decode_regime_rows(grid, heads, sms);
+    }
   fmt::print(stderr, "attention grid: {} points, {} held back, worst interpolation error {:.1f} % (target 3 %)\n",
              ctx.ms.attention.size(), held.size(), 100 * worst);
   ctx.ms.extra["attention"] = {
@@ -546,7 +419,7 @@ void time_attention_shapes(Context& ctx, const std::set<AttentionShapeKey>& keys
     ctx.ms.extra["attention"]["mla"] = {
         {"shapes", shapes},
         {"decode", "peerplan::kernels::mla_decode over a latent cache [slots][context][576], kv_heads 1, head_dim 576, "
-                   "v_dim 512, in a CUDA graph over cold slot sets; the grid's batches and contexts, no regime rows"},
+                   "v_dim 512, in a CUDA graph over cold slot sets; the grid's batches and contexts, rows at its split-count steps"},
         {"prefill", "peerplan::kernels::mla_prefill_expand + prefill_attention at head_dim 192 (v padded: v_dim 128), "
                     "both launches timed as the executor's attn_prefill; one sequence, scratch of one slot"}};
   }

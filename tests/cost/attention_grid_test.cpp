@@ -1,7 +1,10 @@
 // The 2-D attention grid (planner/cost/attention_grid.hpp): synthetic grids of a kernel with a
 // launch floor and an efficiency that grows with the tile count, priced at measured, held-back,
 // between-row and beyond-range points.
+#include <algorithm>
 #include <cmath>
+#include <set>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -144,4 +147,124 @@ TEST(AttentionGrid, HoldoutPricesEachHeldPointWithoutAnyOfThem) {
   auto none = attention_grid_holdout(lone, {0});
   ASSERT_EQ(none.size(), 1u);
   EXPECT_TRUE(std::isnan(none[0])) << "nothing left to price it from";
+}
+
+TEST(AttentionGrid, WholePromptBetweenRowsReadsBothRowsAtItsOwnShape) {
+  // Rows 128 and 256; a whole prompt of 181 (context = q_len). The 256 row does not reach down to
+  // 181: both rows are read at context / q_len = 1, i.e. at their own diagonals, and blended in log q.
+  std::vector<AttentionTime> t;
+  for (auto [q, c, us] : std::vector<std::tuple<int64_t, int64_t, double>>{
+           {128, 128, 10.0}, {128, 256, 14.0}, {128, 512, 22.0}, {256, 256, 16.0}, {256, 512, 27.0}})
+    t.push_back(point("prefill", 1, q, c, us * 1e-6));
+  auto eff = [&](int64_t q, int64_t c, double us) { return std::log(us * 1e-6 / attention_work(prefill(1, q, c))); };
+  const double f = std::log(181.0 / 128.0) / std::log(2.0);
+  const double le = eff(128, 128, 10.0) + f * (eff(256, 256, 16.0) - eff(128, 128, 10.0));
+  auto p = attention_from_grid(t, 0, prefill(1, 181, 181));
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->source, CostSource::Interpolated);
+  EXPECT_NEAR(p->seconds, std::exp(le) * attention_work(prefill(1, 181, 181)), 1e-12);
+  EXPECT_NEAR(p->seconds * 1e6, 12.64, 0.01);  // the rule before (row 128 at 181, row 256's edge): 10.46
+  // A chunk of 181 over 362: the 256 row reaches 362, so both rows are read at 362 (log context).
+  const double g = std::log(362.0 / 256.0) / std::log(2.0);
+  const double lo2 = eff(128, 256, 14.0) + g * (eff(128, 512, 22.0) - eff(128, 256, 14.0));
+  const double hi2 = eff(256, 256, 16.0) + g * (eff(256, 512, 27.0) - eff(256, 256, 16.0));
+  const double le2 = lo2 + f * (hi2 - lo2);
+  auto p2 = attention_from_grid(t, 0, prefill(1, 181, 362));
+  ASSERT_TRUE(p2);
+  EXPECT_NEAR(p2->seconds, std::exp(le2) * attention_work(prefill(1, 181, 362)), 1e-12);
+  // Where the upper row reaches the context, both are read at it (256 < 512: the 256 row's 512 point).
+  const double le3 = eff(128, 512, 22.0) + f * (eff(256, 512, 27.0) - eff(128, 512, 22.0));
+  auto p3 = attention_from_grid(t, 0, prefill(1, 181, 512));
+  ASSERT_TRUE(p3);
+  EXPECT_NEAR(p3->seconds, std::exp(le3) * attention_work(prefill(1, 181, 512)), 1e-12);
+}
+
+TEST(AttentionGridPlan, DefaultGridIsQuarterOctaveWhereTheStudyNeededIt) {
+  const AttentionGridPlan g = attention_grid_plan(false, 131072);
+  // Contexts: quarter-octave 256 .. 4096, half-octave beyond.
+  ASSERT_EQ(g.contexts.size(), 27u);
+  EXPECT_EQ(std::vector<int>(g.contexts.begin(), g.contexts.begin() + 5), (std::vector<int>{256, 304, 362, 431, 512}));
+  EXPECT_EQ(g.contexts[16], 4096);
+  EXPECT_EQ(g.contexts[17], 5793);
+  EXPECT_EQ(g.contexts.back(), 131072);
+  // q_lens: half-octave to 128, quarter-octave from it.
+  ASSERT_EQ(g.q_lens.size(), 31u);
+  EXPECT_EQ(std::vector<int>(g.q_lens.begin(), g.q_lens.begin() + 9), (std::vector<int>{16, 23, 32, 45, 64, 91, 128, 152, 181}));
+  EXPECT_EQ(g.q_lens.back(), 8192);
+  // Decode: every batch to 16, then multiples of 8 to 256.
+  ASSERT_EQ(g.batches.size(), 46u);
+  EXPECT_EQ(g.batches[15], 16);
+  EXPECT_EQ(g.batches[16], 24);
+  EXPECT_EQ(g.batches.back(), 256);
+  EXPECT_EQ(g.held_prefill.size(), 69u);
+  EXPECT_EQ(g.held_decode.size(), 23u);
+  EXPECT_EQ(g.held_prefill.front(), (std::pair<int, int>{27, 332}));  // sqrt(23 x 32), sqrt(304 x 362)
+  // A shorter maximum context ends the grid there.
+  const AttentionGridPlan s = attention_grid_plan(false, 32768);
+  EXPECT_EQ(s.contexts.back(), 32768);
+  EXPECT_EQ(s.contexts[s.contexts.size() - 2], 23170);
+  // The study grid: quarter-octave throughout, nothing held back.
+  const AttentionGridPlan st = attention_grid_plan(false, 131072, true);
+  EXPECT_EQ(st.contexts.size(), 37u);
+  EXPECT_EQ(st.q_lens.size(), 37u);
+  EXPECT_TRUE(st.held_prefill.empty() && st.held_decode.empty());
+  EXPECT_EQ(attention_grid_plan(true, 131072).batches, (std::vector<int>{1, 32}));
+}
+
+TEST(AttentionGridPlan, HeldBackPointsAreNoGridPoints) {
+  const AttentionGridPlan g = attention_grid_plan(false, 131072);
+  const std::vector<int> waves = attention_wave_rows(32, 132, g.q_lens.back());
+  const std::vector<int> steps = attention_launch_step_rows(g, [](int b, int c) { return mla_decode_launch_span(b, 16, c, 132); });
+  const AttentionGridPoints p = attention_grid_points(g, steps, waves);
+  std::set<std::pair<int, int>> grid_dec, grid_pre;
+  std::set<int> dec_rows, pre_rows;
+  int held_dec = 0, held_pre = 0;
+  for (auto [b, c, h] : p.decode)
+    if (!h) grid_dec.insert({b, c}), dec_rows.insert(b);
+  for (auto [q, c, h] : p.prefill)
+    if (!h) grid_pre.insert({q, c}), pre_rows.insert(q);
+  for (auto [b, c, h] : p.decode)
+    if (h) {
+      ++held_dec;
+      EXPECT_FALSE(dec_rows.count(b)) << "held-back batch " << b << " is a row";
+      EXPECT_EQ(std::count(g.contexts.begin(), g.contexts.end(), c), 0) << c;
+      EXPECT_LE(int64_t(b) * c, g.max_tokens);
+    }
+  for (auto [q, c, h] : p.prefill)
+    if (h) {
+      ++held_pre;
+      EXPECT_FALSE(pre_rows.count(q)) << "held-back q_len " << q << " is a row";
+      EXPECT_GE(c, q);
+    }
+  EXPECT_EQ(held_dec, 23);
+  EXPECT_EQ(held_pre, 69);
+  // Batch 20 is an MLA step row (17-23): its held points move to the nearest batch that is none.
+  EXPECT_TRUE(dec_rows.count(20));
+  EXPECT_TRUE(std::count(p.decode.begin(), p.decode.end(), std::tuple<int, int, bool>{28, 332, true}));
+  EXPECT_EQ(p.decode.size(), 1681u);
+  EXPECT_EQ(p.prefill.size(), 903u);  // 31 + 16 wave rows, 69 held back
+}
+
+TEST(AttentionGridPlan, WaveRowsAtTheFirstEightBoundaries) {
+  EXPECT_EQ(attention_wave_rows(32, 132, 8192), (std::vector<int>{512, 513, 1024, 1025, 1536, 1537, 2048, 2049, 2560,
+                                                                  2561, 3072, 3073, 3584, 3585, 4224, 4225}));
+  EXPECT_EQ(attention_wave_rows(16, 132, 8192), (std::vector<int>{1024, 1025, 2048, 2049, 3072, 3073, 4224, 4225, 5248,
+                                                                  5249, 6272, 6273, 7296, 7297}));
+  EXPECT_EQ(attention_wave_rows(16, 132, 2048), (std::vector<int>{1024, 1025}));
+  EXPECT_TRUE(attention_wave_rows(16, 0, 8192).empty());
+}
+
+TEST(AttentionGridPlan, MlaDecodeRowsAtItsSplitCountSteps) {
+  // 16 heads on 132 SMs: 264 resident CTAs, splits = min(264 / batch, context / 128), chunks of 32 rows.
+  EXPECT_EQ(mla_decode_launch_span(1, 16, 131072, 132).span, 512.0);  // 264 splits of 496.5 -> 512 rows
+  EXPECT_EQ(mla_decode_launch_span(52, 16, 32768, 132).span, 6560.0);  // 5 splits: 6554 -> 6560
+  EXPECT_EQ(mla_decode_launch_span(53, 16, 32768, 132).span, 8192.0);  // 4 splits
+  EXPECT_EQ(mla_decode_launch_span(132, 16, 8192, 132).regime, 1);   // 2 splits, merged
+  EXPECT_EQ(mla_decode_launch_span(133, 16, 8192, 132).regime, 0);   // 1 split: no merge kernel
+  EXPECT_EQ(mla_decode_launch_span(4, 16, 256, 132).span, 128.0);     // 2 splits (one per 128 tokens)
+  const AttentionGridPlan g = attention_grid_plan(false, 131072);
+  const std::vector<int> rows =
+      attention_launch_step_rows(g, [](int b, int c) { return mla_decode_launch_span(b, 16, c, 132); });
+  EXPECT_EQ(rows, (std::vector<int>{17, 18, 19, 20, 21, 22, 23, 25, 26, 27, 29, 30, 33, 34, 37, 38, 44, 45, 52, 53, 66,
+                                    67, 89, 132, 133}));
 }

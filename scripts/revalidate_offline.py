@@ -27,6 +27,7 @@ AZURE = os.path.join(V, "workloads/azure-conv.json")
 S8 = os.path.join(V, "runs/2026-12-04-session8")
 S10 = os.path.join(V, "runs/2026-12-04-session10")
 S11 = os.path.join(V, "runs/2026-12-04-session11")
+S12 = os.path.join(V, "runs/2026-12-04-session12")
 LONG_8K = os.path.join(ROOT, "models/workloads/long-prompt-8k-32k.json")
 LONG_64K = os.path.join(ROOT, "models/workloads/long-prompt-64k-100k.json")
 # (run directory, plan, model, workload, extra simulate arguments): as scripts/gpu/session8.sh ran them.
@@ -70,6 +71,22 @@ RUNS = [
     (f"{S11}/D/validate-dsv2-chat", "deepseek-v2-lite-1gpu", "deepseek-v2-lite", CHAT, ["--requests", "80"]),
     (f"{S11}/D/validate-mixtral-long", "mixtral-1gpu", "mixtral-8x7b", LONG, []),
     (f"{S11}/Y/validate-mixtral-tp2-long", "mixtral-tp2", "mixtral-8x7b", LONG, ["--requests", "40"]),
+    # As scripts/gpu/session12.sh A / B ran them (2026-12-04, session 12; A's first run served after in-process
+    # measuring, 5-6 % slow: kept as the record of that, B's measured in a child).
+    (f"{S12}/A/validate-qwen-moe-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
+    (f"{S12}/A/validate-qwen-moe-long-extended", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
+    (f"{S12}/B/validate-qwen-moe-azure-conv", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", AZURE, ["--requests", "120"]),
+    (f"{S12}/B/validate-dsv2-azure-conv", "deepseek-v2-lite-1gpu", "deepseek-v2-lite", AZURE, ["--requests", "120"]),
+    (f"{S12}/B/validate-qwen2-7b-azure-conv", "qwen2-7b-1gpu", "tests/data/model/qwen2-7b.json", AZURE,
+     ["--requests", "120"]),
+    (f"{S12}/C/validate-phi-3-mini-azure-conv", f"{S12}/C/phi-3-mini.plan.json", "tests/data/model/phi-3-mini.json",
+     AZURE, ["--requests", "120"]),
+    (f"{S12}/C/validate-llama-3.2-1b-azure-conv", f"{S12}/C/llama-3.2-1b.plan.json",
+     "tests/data/model/llama-3.2-1b.json", AZURE, ["--requests", "120"]),
+    (f"{S12}/D/validate-llama8b-8k-32k", "llama8b-1gpu", "llama-3.1-8b", LONG_8K, []),
+    (f"{S12}/D/validate-llama8b-64k-100k", "llama8b-1gpu", "llama-3.1-8b", LONG_64K, []),
+    (f"{S12}/D/validate-qwen-moe-long-inproc", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
+    (f"{S12}/D/validate-qwen-moe-long-child", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
 ]
 
 

@@ -93,18 +93,17 @@ std::optional<ComputePrice> price(const std::vector<const AttentionTime*>& use, 
     le = along_row(hi->second, c, out);
   } else {
     auto lo = std::prev(hi);
-    // A prefill row's measured contexts start at its own q_len (causal: context >= q_len), so the
-    // upper row may not reach down to c. Its edge (a whole prompt, a triangle of work) against the
-    // lower row at c (nearly a rectangle) priced whole prompts between rows 14-18 % low (q_len 152
-    // between 128 and 181; study grid, H200 2026-12-04, docs/attention.md). There both rows are read
-    // at the chunk's own shape, context / q_len = c / x: the lower at c lo / x, the upper at c hi / x,
-    // each inside its measured range (c >= x). Where the upper row reaches c, rows are read at c.
-    const bool skew = s.prefill && c < hi->second.front().c && c >= x;
-    const double c_lo = skew ? c * lo->first / x : c, c_hi = skew ? c * hi->first / x : c;
+    // A row's measured contexts start at its own q_len (causal: context >= q_len), so the upper
+    // row may not reach down to c: its edge value then stands in, which is not extrapolation
+    // beyond the grid (the lower row covers c). Reading both rows at the chunk's context / q_len
+    // instead fitted the study grid better (whole prompts between half-octave rows 14-18 % low) but
+    // moved real runs away: Llama-3.1-8B's Azure TTFT p50 +5.3 -> +7.9 % (session 8 D), +2.7 points in
+    // session 11 C (docs/attention.md "The grid on the GPU"); the quarter-octave rows from 128 tokens
+    // now keep such prompts close to a row.
     bool out_lo = false, out_hi = false;
-    const double a = along_row(lo->second, c_lo, out_lo);
-    const double b = along_row(hi->second, c_hi, out_hi);
-    out = out_lo || (out_hi && c_hi > hi->second.back().c);
+    const double a = along_row(lo->second, c, out_lo);
+    const double b = along_row(hi->second, c, out_hi);
+    out = out_lo || (out_hi && c > hi->second.back().c);
     const double f = (std::log(x) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
     le = a + f * (b - a);
   }

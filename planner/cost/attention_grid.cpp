@@ -5,8 +5,10 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <string>
 
 #include "planner/compile/mla_memory.hpp"
+#include "planner/core/error.hpp"
 
 namespace peerplan {
 namespace {
@@ -170,7 +172,15 @@ std::vector<int> log_steps(int lo, int hi, int per_octave, Keep keep) {
 
 }  // namespace
 
-AttentionGridPlan attention_grid_plan(bool quick, int max_context, bool study) {
+AttentionGridMode attention_grid_mode(const char* env_value) {
+  const std::string v = env_value ? env_value : "";
+  if (v.empty()) return AttentionGridMode::Default;
+  if (v == "study") return AttentionGridMode::Study;
+  if (v == "fine-prefill") return AttentionGridMode::FinePrefill;
+  throw InputError("", "PEERPLAN_ATTENTION_GRID", "study, fine-prefill or unset (the default grid), not '" + v + "'");
+}
+
+AttentionGridPlan attention_grid_plan(bool quick, int max_context, AttentionGridMode mode) {
   AttentionGridPlan g;
   if (quick) {
     g.quick = true;
@@ -182,7 +192,15 @@ AttentionGridPlan attention_grid_plan(bool quick, int max_context, bool study) {
     return g;
   }
   auto all = [](int, int) { return true; };
-  if (study) {  // the data the default grid is chosen from offline (scripts/attention_grid_design.py)
+  if (mode == AttentionGridMode::FinePrefill) {  // scripts/attention_tile_axis_study.py's next data
+    g.batches = {1};
+    for (int q = 8; q <= 1024; q += 8) g.q_lens.push_back(q);
+    for (int q = 1056; q <= 2048; q += 32) g.q_lens.push_back(q);
+    for (int c : {512, 558, 609, 724, 1024, 1579, 4096, 16384})
+      if (c <= max_context) g.contexts.push_back(c);
+    return g;
+  }
+  if (mode == AttentionGridMode::Study) {  // the data the default grid is chosen from offline (scripts/attention_grid_design.py)
     for (int b = 1; b <= 16; ++b) g.batches.push_back(b);
     for (int b = 24; b <= 256; b += 8) g.batches.push_back(b);
     g.q_lens = log_steps(16, 8192, 4, all);

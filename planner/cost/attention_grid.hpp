@@ -53,9 +53,18 @@ struct AttentionGridPlan {
   bool quick = false;                     // --quick: a few points, no wave or launch-step rows
 };
 
-// quick: 2 x 2 points per phase; study (PEERPLAN_ATTENTION_GRID=study): quarter-octave q_lens and
-// contexts, every decode batch to 16 then multiples of 8, nothing held back; else the default grid.
-AttentionGridPlan attention_grid_plan(bool quick, int max_context, bool study = false);
+// Which grid: the default (held-back points included), or one of the studies the default is chosen from
+// (PEERPLAN_ATTENTION_GRID=study / fine-prefill; nothing held back):
+//   Study:       quarter-octave q_lens and contexts, every decode batch to 16 then multiples of 8;
+//   FinePrefill: prefill q_lens every 8 tokens to 1024 and every 32 to 2048 over a few short and
+//                medium contexts (cuDNN's time steps with its 128-token tiles, and between the steps
+//                it is not smooth either: docs/attention.md "The grid on the GPU"), decode at batch 1.
+enum class AttentionGridMode { Default, Study, FinePrefill };
+// The mode PEERPLAN_ATTENTION_GRID names ("study", "fine-prefill"; unset or "": the default);
+// InputError for another value.
+AttentionGridMode attention_grid_mode(const char* env_value);
+// quick: 2 x 2 points per phase (whatever the mode).
+AttentionGridPlan attention_grid_plan(bool quick, int max_context, AttentionGridMode mode = AttentionGridMode::Default);
 
 // Prefill rows on both sides of the first eight wave boundaries of `heads` (cuDNN runs a CTA per
 // (128-row query tile, head); a chunk's time steps where its tiles spill into one more wave of sms).

@@ -36,10 +36,8 @@ using AttentionGrid = AttentionGridPlan;
 using GridPoints = AttentionGridPoints;
 
 AttentionGrid make_grid(bool quick, int max_context) {
-  // PEERPLAN_ATTENTION_GRID=study: quarter-octave contexts and q_lens, every decode batch to 16 and
-  // then every multiple of 8, no held-back points: the data the default grid is chosen from offline.
-  const char* e = std::getenv("PEERPLAN_ATTENTION_GRID");
-  return attention_grid_plan(quick, max_context, e && std::string(e) == "study");
+  // PEERPLAN_ATTENTION_GRID=study / fine-prefill: the studies the default grid is chosen from offline.
+  return attention_grid_plan(quick, max_context, attention_grid_mode(std::getenv("PEERPLAN_ATTENTION_GRID")));
 }
 
 std::vector<int> wave_boundary_rows(int heads, int sms, int max_q) { return attention_wave_rows(heads, sms, max_q); }

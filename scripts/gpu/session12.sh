@@ -19,6 +19,10 @@
 #                                grid and prefill rule of 6016e21 (8k-32k, 64k-100k); 2. A/B in one lease: Qwen1.5-MoE
 #                                long prompts validated by the binary before 5bdc09e (missing shapes timed in-process,
 #                                .gpu/bin/peerplan-inproc) and by this one (in a child process).
+#   scripts/gpu/session12.sh E   (one H200, ~2 min; next session) the fine prefill study (PEERPLAN_ATTENTION_GRID=
+#                                fine-prefill: q_len every 8 tokens to 1024, every 32 to 2048, contexts 512-16384)
+#                                of 8B / 70B / Qwen1.5-MoE / DeepSeek-V2-Lite heads: what cuDNN's prefill time does
+#                                between its 128-token tile steps (docs/attention.md "The grid on the GPU").
 set -u
 PART=${1:-A}
 OUT_DEFAULT=/tmp/peerplan-s12
@@ -67,5 +71,12 @@ if [ "$PART" = D ]; then
   left 400 && [ -x .gpu/bin/peerplan-inproc ] && TAIL=16 step 70 validate-qwen-moe-long-inproc .gpu/bin/peerplan-inproc \
     validate --machine "$W/profile.json" --out "$W/validate-qwen-moe-long-inproc" $LP
   left 470 && v qwen-moe-long-child 70 $LP
+  finish
+fi
+if [ "$PART" = E ]; then
+  PEERPLAN_ATTENTION_GRID=fine-prefill TAIL=2 step 240 fine-prefill $B profile --no-progress --only attention \
+    --model llama-3.1-8b --model llama-3.1-70b --model qwen1.5-moe-a2.7b --model deepseek-v2-lite --samples 10 \
+    --warmup 2 --out "$W/fine-prefill.json"
+  gzip -f "$W/fine-prefill.json"
   finish
 fi

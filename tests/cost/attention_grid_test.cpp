@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "planner/core/error.hpp"
+
 #include "planner/cost/attention_grid.hpp"
 
 using namespace peerplan;
@@ -208,10 +210,23 @@ TEST(AttentionGridPlan, DefaultGridIsQuarterOctaveWhereTheStudyNeededIt) {
   EXPECT_EQ(s.contexts.back(), 32768);
   EXPECT_EQ(s.contexts[s.contexts.size() - 2], 23170);
   // The study grid: quarter-octave throughout, nothing held back.
-  const AttentionGridPlan st = attention_grid_plan(false, 131072, true);
+  const AttentionGridPlan st = attention_grid_plan(false, 131072, AttentionGridMode::Study);
   EXPECT_EQ(st.contexts.size(), 37u);
   EXPECT_EQ(st.q_lens.size(), 37u);
   EXPECT_TRUE(st.held_prefill.empty() && st.held_decode.empty());
+  // The fine prefill study: every 8 tokens to 1024, every 32 to 2048, contexts within the maximum.
+  const AttentionGridPlan fp = attention_grid_plan(false, 4096, AttentionGridMode::FinePrefill);
+  EXPECT_EQ(fp.q_lens.size(), 128u + 32u);  // 8..1024 by 8, 1056..2048 by 32
+  EXPECT_EQ(fp.q_lens[0], 8);
+  EXPECT_EQ(fp.q_lens[127], 1024);
+  EXPECT_EQ(fp.q_lens.back(), 2048);
+  EXPECT_EQ(fp.contexts, (std::vector<int>{512, 558, 609, 724, 1024, 1579, 4096}));
+  EXPECT_EQ(fp.batches, (std::vector<int>{1}));
+  EXPECT_TRUE(fp.held_prefill.empty() && fp.held_decode.empty());
+  EXPECT_EQ(attention_grid_mode(nullptr), AttentionGridMode::Default);
+  EXPECT_EQ(attention_grid_mode(""), AttentionGridMode::Default);
+  EXPECT_EQ(attention_grid_mode("fine-prefill"), AttentionGridMode::FinePrefill);
+  EXPECT_THROW(attention_grid_mode("fine"), InputError);
   EXPECT_EQ(attention_grid_plan(true, 131072).batches, (std::vector<int>{1, 32}));
 }
 

@@ -32,22 +32,17 @@ namespace {
 // attention_grid_plan (chosen offline on the study grid: scripts/attention_grid_design.py), with
 // rows added where the kernels' launches step: cuDNN's waves of query tiles (attention_wave_rows)
 // and the decode kernels' split plans (decode_regime_rows, mla_decode_regime_rows).
-using AttentionGrid = AttentionGridPlan;
-using GridPoints = AttentionGridPoints;
-
-AttentionGrid make_grid(bool quick, int max_context) {
+AttentionGridPlan make_grid(bool quick, int max_context) {
   // PEERPLAN_ATTENTION_GRID=study / fine-prefill: the studies the default grid is chosen from offline.
   return attention_grid_plan(quick, max_context, attention_grid_mode(std::getenv("PEERPLAN_ATTENTION_GRID")));
 }
-
-std::vector<int> wave_boundary_rows(int heads, int sms, int max_q) { return attention_wave_rows(heads, sms, max_q); }
 
 // Decode rows on both sides of each batch where decode_attention's launch steps
 // (decode_attention_launch: split-K count, cluster, or one more wave of split blocks; waves x the
 // longest chunk jumping by > 10 % at some grid context). Between grid rows such a step was
 // interpolated across: batch 72 (576 blocks of 8 kv heads against one wave of 528) was priced
 // 9-12 % low, batch 5 11-12 % (H200, 2026-12-04, session 7/8 profiles).
-std::vector<int> decode_regime_rows(const AttentionGrid& grid, int heads, int kv, int hd, int sms) {
+std::vector<int> decode_regime_rows(const AttentionGridPlan& grid, int heads, int kv, int hd, int sms) {
   return attention_launch_step_rows(grid, [&](int b, int c) {
     const kernels::DecodeLaunch l = kernels::decode_attention_launch(b, heads, hd, c, kv, sms);
     return LaunchSpan{double(l.waves) * l.chunk, l.cluster ? 1 : 0};
@@ -56,13 +51,8 @@ std::vector<int> decode_regime_rows(const AttentionGrid& grid, int heads, int kv
 
 // The same for mla_decode (its split count falls as 2 x SMs / batch: 16 heads, batch 52 -> 53 takes
 // 4 splits instead of 5, +25 % per call at long context).
-std::vector<int> mla_decode_regime_rows(const AttentionGrid& grid, int heads, int sms) {
+std::vector<int> mla_decode_regime_rows(const AttentionGridPlan& grid, int heads, int sms) {
   return attention_launch_step_rows(grid, [&](int b, int c) { return mla_decode_launch_span(b, heads, c, sms); });
-}
-
-GridPoints grid_points(const AttentionGrid& grid, const std::vector<int>& extra_batches,
-                       const std::vector<int>& extra_q_lens) {
-  return attention_grid_points(grid, extra_batches, extra_q_lens);
 }
 
 // Prefill as the executor runs it: eager calls (prefill and mixed iterations are not graphs).
@@ -100,7 +90,7 @@ SampleStats time_in_graph(Context& ctx, gpu::Stream& s, gpu::BlockingGate& gate,
 
 // One head configuration on GPU g: decode over (batch, context), then prefill chunks over
 // (q_len, context), each grid plus its held-back points (indices into ms.attention in *held).
-void time_config(Context& ctx, const AttentionGrid& grid, int g, int sms, gpu::Stream& s, gpu::BlockingGate& gate,
+void time_config(Context& ctx, const AttentionGridPlan& grid, int g, int sms, gpu::Stream& s, gpu::BlockingGate& gate,
                  int heads, int kv, int hd, std::vector<size_t>* held) {
   const int max_ctx = grid.contexts.back();
   const int max_batch = grid.batches.back();
@@ -181,10 +171,10 @@ void time_config(Context& ctx, const AttentionGrid& grid, int g, int sms, gpu::S
     if (held_back) held->push_back(ctx.ms.attention.size());
     ctx.ms.attention.push_back({g, "prefill", 1, L, c, heads, kv, hd, "bf16", st});
   };
-  const GridPoints pts = grid_points(grid, sms > 0 && !grid.quick ? decode_regime_rows(grid, heads, kv, hd, sms)
-                                                                   : std::vector<int>{},
-                                     sms > 0 && !grid.quick ? wave_boundary_rows(heads, sms, grid.q_lens.back())
-                                                            : std::vector<int>{});
+  const bool steps = sms > 0 && !grid.quick;
+  const AttentionGridPoints pts =
+      attention_grid_points(grid, steps ? decode_regime_rows(grid, heads, kv, hd, sms) : std::vector<int>{},
+                            steps ? attention_wave_rows(heads, sms, grid.q_lens.back()) : std::vector<int>{});
   for (auto [b, c, h] : pts.decode) decode(b, c, h);
   for (auto [L, c, h] : pts.prefill) prefill(L, c, h);
 }
@@ -201,7 +191,7 @@ void time_config(Context& ctx, const AttentionGrid& grid, int g, int sms, gpu::S
 //            head_dim 192, v_dim 128. One sequence in a scratch of one slot (the executor's holds up
 //            to 16: the same per-sequence extents), the grid's q_lens and contexts.
 // Decode rows at mla_decode's split-count steps (mla_decode_regime_rows), prefill rows at wave boundaries.
-void time_mla_config(Context& ctx, const AttentionGrid& grid, int g, int sms, gpu::Stream& s, gpu::BlockingGate& gate,
+void time_mla_config(Context& ctx, const AttentionGridPlan& grid, int g, int sms, gpu::Stream& s, gpu::BlockingGate& gate,
                      int heads, bool prefill_phase, std::vector<size_t>* held) {
   namespace kn = peerplan::kernels;
   const int max_ctx = grid.contexts.back();
@@ -211,9 +201,9 @@ void time_mla_config(Context& ctx, const AttentionGrid& grid, int g, int sms, gp
   int l2_bytes = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, g));
   const bool steps = sms > 0 && !grid.quick;
-  const GridPoints pts = grid_points(grid, !prefill_phase && steps ? mla_decode_regime_rows(grid, heads, sms) : std::vector<int>{},
-                                     prefill_phase && steps ? wave_boundary_rows(heads, sms, grid.q_lens.back())
-                                                            : std::vector<int>{});
+  const AttentionGridPoints pts =
+      attention_grid_points(grid, !prefill_phase && steps ? mla_decode_regime_rows(grid, heads, sms) : std::vector<int>{},
+                            prefill_phase && steps ? attention_wave_rows(heads, sms, grid.q_lens.back()) : std::vector<int>{});
   if (!prefill_phase) {
     const int64_t tokens = std::max<int64_t>(std::min<int64_t>(int64_t(max_batch) * max_ctx, grid.max_tokens), max_ctx);
     int max_rows = max_batch;
@@ -358,7 +348,7 @@ void time_attention_shapes(Context& ctx, const std::set<AttentionShapeKey>& keys
     else ctx.not_applicable(fmt::format("attention heads {} kv {} dim {}", k.heads, k.kv_heads, k.head_dim), why);
   }
   if (configs.empty() && mla.empty()) return;
-  const AttentionGrid grid = make_grid(ctx.plan.quick, int(max_context));
+  const AttentionGridPlan grid = make_grid(ctx.plan.quick, int(max_context));
   const int g = ctx.measured_gpus().front();  // GPU 0, or an MPI rank's own GPU
   gpu::ScopedDevice dev(g);
   int sms = ctx.machine.gpus[size_t(g)].sm_count;
@@ -391,12 +381,12 @@ void time_attention_shapes(Context& ctx, const std::set<AttentionShapeKey>& keys
   nlohmann::json regime_rows = nlohmann::json::object();  // per head configuration: decode rows at launch steps
   for (auto [heads, kv, hd] : configs)
     if (!grid.quick && sms > 0) {
-      wave_rows[fmt::format("heads {}", heads)] = wave_boundary_rows(heads, sms, grid.q_lens.back());
+      wave_rows[fmt::format("heads {}", heads)] = attention_wave_rows(heads, sms, grid.q_lens.back());
       regime_rows[fmt::format("heads {} kv {} dim {}", heads, kv, hd)] = decode_regime_rows(grid, heads, kv, hd, sms);
     }
   for (auto [heads, prefill] : mla)
     if (!grid.quick && sms > 0) {
-      if (prefill) wave_rows[fmt::format("heads {}", heads)] = wave_boundary_rows(heads, sms, grid.q_lens.back());
+      if (prefill) wave_rows[fmt::format("heads {}", heads)] = attention_wave_rows(heads, sms, grid.q_lens.back());
       else regime_rows[fmt::format("MLA heads {}", heads)] = mla_decode_regime_rows(grid, heads, sms);
     }
   fmt::print(stderr, "attention grid: {} points, {} held back, worst interpolation error {:.1f} % (target 3 %)\n",

@@ -39,26 +39,7 @@ case "$part" in
       > "$W/profile-mpi.log" 2>&1
     tail -3 "$W/profile-mpi.log" >> "$S"
     # One-shot / two-shot against NCCL all_reduce measured in the same lease (median us per size).
-    python3 - "$W/profile.json" "$W/profile-mpi.json" >> "$S" <<'PY'
-import json, sys
-for path in sys.argv[1:]:
-    try: m = json.load(open(path))["measurements"]
-    except Exception as e: print(f"\n{path}: no profile ({e})"); continue
-    print(f"\n## {path.split('/')[-1]}: all-reduce median us (bf16 kernels; NCCL all_reduce is fp32 sum, same bytes)")
-    curves = {}
-    for c in m.get("peer_allreduce", []): curves[(c["algo"], tuple(c["gpus"]))] = c["points"]
-    for c in m.get("collectives", []):
-        if c["op"] == "all_reduce": curves[("nccl" if c.get("p2p", True) else "nccl p2p-off", tuple(c["gpus"]))] = c["points"]
-    sizes = sorted({p["bytes"] for pts in curves.values() for p in pts if p["bytes"] in
-                    (4096, 65536, 262144, 1 << 20, 8 << 20, 64 << 20)})
-    print("| curve | gpus | " + " | ".join(f"{s // 1024} KiB" for s in sizes) + " |")
-    print("|---|---|" + "---|" * len(sizes))
-    for (algo, g), pts in sorted(curves.items()):
-        by = {p["bytes"]: p["median_us"] for p in pts}
-        print(f"| {algo} | {list(g)} | " + " | ".join(f"{by[s]:.1f}" if s in by else "-" for s in sizes) + " |")
-    na = m.get("extra", {}).get("not_applicable")
-    if na: print(f"\nnot applicable: {json.dumps(na)[:400]}")
-PY
+    python3 scripts/gpu/allreduce_table.py "$W/profile.json" "$W/profile-mpi.json" >> "$S"
     # Priced from the new curves: what the planner now predicts, custom against NCCL.
     P=$W/profile.json; [ -f "$P" ] || P=models/hardware/h200x2-nvlink.json
     run timeout 60 $B plan --model llama-3.1-8b --machine "$P" --allreduce nccl,custom,auto:vllm --requests 200 \

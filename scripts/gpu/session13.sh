@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Session 13 on the 2 x H200 host (kind nvidia-h200-x2): the two-GPU parts of issues 17 (peer-memory all-reduce)
+# and 16 (data-parallel replicas), and the 2026-11-30 six configurations with the current executor, all priced
+# from one profile of the lease. Binary: scripts/gpu/build.sh from committed code, packed as .gpu-pack
+# (docs/DEVELOPING.md). Calls (each <= 600 s; the machine stays warm ~30 s between calls, and then a call reuses
+# the lease's profile from /tmp/peerplan-lease, checked by GPU UUIDs; a fresh lease is profiled again):
+#   session13.sh X1   profile (default measurements, bf16, the default models' shapes), the same under mpirun
+#                     --mpi (nccl, peer_allreduce), every kernel's self-test on GPU 0, peer all-reduce against NCCL
+#                     and PyTorch (symm_mem one/two-shot, NCCL) in the same lease, plan's all-reduce choices;
+#                     then the validation queue as time allows
+#   session13.sh X2   the validation queue (whatever this lease has not run yet)
+# Queue: TP2 8B and 70B with NCCL, custom all-reduce and P2P off (issue 17); 8B on one GPU, DP2 (least
+# outstanding, round robin) and TP2 at twice the rate (issue 16); the six (8B single, PP2, PP2 P2P off, Mixtral
+# EP2; TP2 and TP2 P2P off are issue 17's 8B NCCL and P2P-off runs, same workload, requests and rate).
+set -u
+PART=${1:?usage: session13.sh X1|X2}
+OUT_DEFAULT=/tmp/peerplan-s13
+source "$(dirname "$0")/call_lib.sh"
+L=/tmp/peerplan-lease
+uuids=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | tr '\n' ' ')
+if [ -f $L/uuids ] && [ "$(cat $L/uuids)" = "$uuids" ] && [ -f $L/profile.json ]; then
+  log "same lease as an earlier call: its profile ($L/profile.json); done before: $(ls $L/done | tr '\n' ' ')"
+  cp $L/profile.json "$W/profile.json"
+else
+  rm -rf $L; mkdir -p $L/done
+  TAIL=4 step 330 profile $B profile --no-progress --dtypes bf16 --out "$W/profile.json"
+  [ -f "$W/profile.json" ] && cp "$W/profile.json" $L/ && echo "$uuids" > $L/uuids
+fi
+PR=$W/profile.json
+if [ "$PART" = X1 ]; then
+  MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x PEERPLAN_HOME"
+  TAIL=3 step 120 profile-mpi $MPIRUN $B profile --mpi --only nccl,peer_allreduce --no-progress --out "$W/profile-mpi.json"
+  TAIL=3 step 100 torch-allreduce python3 -m torch.distributed.run --nproc_per_node 2 \
+    bench/allreduce/torch_allreduce_ref.py --out "$W/torch-allreduce.json"
+  python3 scripts/gpu/allreduce_table.py "$PR" "$W/profile-mpi.json" --torch "$W/torch-allreduce.json" | tee -a "$S"
+  CUDA_VISIBLE_DEVICES=0 TAIL=4 step 150 selftest $B validate --self-test
+  grep -ciE "fail" "$W/selftest.txt" | sed 's/^/  self-test lines with FAIL: /' | tee -a "$S"
+  grep -E "peer_allreduce" "$W/selftest.txt" | head -8 | tee -a "$S"
+  TAIL=12 step 60 plan-8b-allreduce $B plan --model llama-3.1-8b --machine "$PR" --allreduce nccl,custom,auto:vllm --requests 200
+fi
+# The plans with the all-reduce setting (P2P off runs NCCL whatever the setting).
+for m in llama8b llama70b; do
+  python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p["allreduce"]="custom"; p["name"]+=" ar:custom"; json.dump(p,open(sys.argv[2],"w"),indent=2)' \
+    $P/$m-tp2.json "$W/$m-tp2-custom.json"
+done
+CHAT=$V/workloads/validate-chat.json
+q() { local name=$1 t=$2; shift 2
+  [ -f $L/done/$name ] && { log "  ($name: run earlier in this lease)"; return 0; }
+  left $((590 - t)) || return 0
+  v "$name" "$t" --workload $CHAT "$@" && touch $L/done/$name; }
+q 8b-tp2-nccl     60 --plan $P/llama8b-tp2.json --model llama-3.1-8b --requests 40 --rate 8
+q 8b-tp2-custom   60 --plan "$W/llama8b-tp2-custom.json" --model llama-3.1-8b --requests 40 --rate 8
+q 8b-tp2-p2p-off  60 --plan $P/llama8b-tp2.json --model llama-3.1-8b --requests 40 --rate 8 --p2p off
+q 70b-tp2-nccl    120 --plan $P/llama70b-tp2.json --model llama-3.1-70b --requests 40 --rate 8
+q 70b-tp2-custom  120 --plan "$W/llama70b-tp2-custom.json" --model llama-3.1-70b --requests 40 --rate 8
+q 70b-tp2-p2p-off 120 --plan $P/llama70b-tp2.json --model llama-3.1-70b --requests 40 --rate 8 --p2p off
+q 8b-single-r6    90 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --requests 200 --rate 6
+q 8b-dp2-lo-r12   90 --plan $P/llama8b-dp2.json --model llama-3.1-8b --requests 200 --rate 12
+sed 's/least_outstanding/round_robin/' $P/llama8b-dp2.json > "$W/llama8b-dp2-rr.json"
+q 8b-dp2-rr-r12   90 --plan "$W/llama8b-dp2-rr.json" --model llama-3.1-8b --requests 200 --rate 12
+q 8b-tp2-r12      90 --plan $P/llama8b-tp2.json --model llama-3.1-8b --requests 200 --rate 12
+q six-single      60 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --requests 40 --rate 8
+q six-pp2         60 --plan $P/llama8b-pp2.json --model llama-3.1-8b --requests 40 --rate 8
+q six-pp2-nop2p   60 --plan $P/llama8b-pp2.json --model llama-3.1-8b --requests 40 --rate 8 --p2p off
+q six-ep2         90 --plan $P/mixtral-ep2.json --model mixtral-8x7b --requests 40 --rate 8
+log "summary (targets: TTFT p50 and TPOT p50 within 5 %, E2E p99 within 10 %):"
+ls -d "$W"/validate-*/ >/dev/null 2>&1 && scripts/gpu/validate_summary.sh "$W"/validate-*/ | tee -a "$S"
+finish

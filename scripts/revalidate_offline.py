@@ -28,6 +28,7 @@ S8 = os.path.join(V, "runs/2026-12-04-session8")
 S10 = os.path.join(V, "runs/2026-12-04-session10")
 S11 = os.path.join(V, "runs/2026-12-04-session11")
 S12 = os.path.join(V, "runs/2026-12-04-session12")
+S13 = os.path.join(V, "runs/2026-12-04-session13")
 LONG_8K = os.path.join(ROOT, "models/workloads/long-prompt-8k-32k.json")
 LONG_64K = os.path.join(ROOT, "models/workloads/long-prompt-64k-100k.json")
 # (run directory, plan, model, workload, extra simulate arguments): as scripts/gpu/session8.sh ran them.
@@ -87,6 +88,21 @@ RUNS = [
     (f"{S12}/D/validate-llama8b-64k-100k", "llama8b-1gpu", "llama-3.1-8b", LONG_64K, []),
     (f"{S12}/D/validate-qwen-moe-long-inproc", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
     (f"{S12}/D/validate-qwen-moe-long-child", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
+    # As scripts/gpu/session13.sh X1 ran them on the 2 x H200 host (2026-12-04, session 13; issue 17's TP2
+    # all-reduce runs, issue 16's one-GPU run, the six configurations' single and PP2).
+    (f"{S13}/X1/validate-8b-tp2-nccl", "llama8b-tp2", "llama-3.1-8b", CHAT, ["--requests", "40", "--rate", "8"]),
+    (f"{S13}/X1/validate-8b-tp2-custom", f"{S13}/X1/llama8b-tp2-custom.json", "llama-3.1-8b", CHAT,
+     ["--requests", "40", "--rate", "8"]),
+    (f"{S13}/X1/validate-8b-tp2-p2p-off", "llama8b-tp2", "llama-3.1-8b", CHAT,
+     ["--requests", "40", "--rate", "8", "--p2p", "off"]),
+    (f"{S13}/X1/validate-70b-tp2-nccl", "llama70b-tp2", "llama-3.1-70b", CHAT, ["--requests", "40", "--rate", "8"]),
+    (f"{S13}/X1/validate-70b-tp2-custom", f"{S13}/X1/llama70b-tp2-custom.json", "llama-3.1-70b", CHAT,
+     ["--requests", "40", "--rate", "8"]),
+    (f"{S13}/X1/validate-70b-tp2-p2p-off", "llama70b-tp2", "llama-3.1-70b", CHAT,
+     ["--requests", "40", "--rate", "8", "--p2p", "off"]),
+    (f"{S13}/X1/validate-8b-single-r6", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--requests", "200", "--rate", "6"]),
+    (f"{S13}/X1/validate-six-single", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--requests", "40", "--rate", "8"]),
+    (f"{S13}/X1/validate-six-pp2", "llama8b-pp2", "llama-3.1-8b", CHAT, ["--requests", "40", "--rate", "8"]),
 ]
 
 

@@ -15,6 +15,7 @@
 #include "planner/model/model_config.hpp"
 #include "planner/model/model_figures.hpp"
 #include "planner/model/workload.hpp"
+#include "planner/plan/p2p_off.hpp"
 #include "planner/report/search_report.hpp"
 #include "planner/report/trace.hpp"
 #include "planner/sim/simulate.hpp"
@@ -24,7 +25,7 @@ namespace peerplan::cli {
 namespace {
 
 struct SimCmd {
-  std::string plan, model, machine, workload = "chat", out, trace;
+  std::string plan, model, machine, workload = "chat", out, trace, p2p = "on";
   std::string moe_routing;  // --moe-routing ("": the workload's)
   double rate = 0;
   int64_t requests = 0;
@@ -56,6 +57,7 @@ void run_simulate(const SimCmd& o) {
   bind_moe_routing(o.moe_routing, w, cfg);
   if (std::string note = over_context_note(w); !note.empty()) std::cerr << "peerplan: note: " << note << "\n";
   Plan plan = load_plan(o.plan);
+  if (o.p2p == "off") plan = p2p_off_variant(plan);  // as validate --p2p off runs it
   validate_plan(plan, cfg.layers, cfg.experts, machine.gpu_count(), o.plan);
 
   MemoryOptions mem;
@@ -147,6 +149,9 @@ void add_simulate_command(CLI::App& app) {
   sub->add_option("--machine", o->machine, "Machine: a shipped name or a profile/machine JSON")->required();
   sub->add_option("--workload,-w", o->workload, "Workload: shipped name or JSON file")->capture_default_str();
   sub->add_option("--rate", o->rate, kRateHelp);
+  sub->add_option("--p2p", o->p2p, "on, or off: the plan without peer access (NCCL_P2P_DISABLE=1, host-staged stage "
+                                   "boundaries, NCCL all-reduce), as `validate --p2p off` runs it")
+      ->check(CLI::IsMember({"on", "off"}));
   sub->add_option("--requests", o->requests, kRequestsHelp);
   add_trace_slice_options(sub, o->trace_slice);
   add_moe_routing_option(sub, o->moe_routing);

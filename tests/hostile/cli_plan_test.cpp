@@ -44,6 +44,27 @@ TEST(CliPlanHostile, TheUnmodifiedPlanIsSimulated) {
   EXPECT_TRUE(fs::exists(d / "out" / "trace.json")) << r.describe();
 }
 
+TEST(CliPlanHostile, P2pOffIsSimulatedAsValidateRunsIt) {
+  // `simulate --p2p off` prices the plan validate --p2p off executes: NCCL without P2P, slower for TP2.
+  ScratchDir d;
+  std::string file = d.write("my.plan.json", tp2().dump(1));
+  fs::create_directories(d / "out");
+  auto tpot = [&](const std::string& p2p) {
+    auto args = simulate_args(file, d, (d / "out" / ("m-" + p2p + ".json")).string(), "40");
+    args.insert(args.end(), {"--p2p", p2p});
+    CliResult r = run_peerplan(args);
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    return nlohmann::json::parse(read_file((d / "out" / ("m-" + p2p + ".json")).string()))["tpot"]["p50_us"].get<double>();
+  };
+  EXPECT_GT(tpot("off"), tpot("on") * 1.02);
+  auto bad = simulate_args(file, d, (d / "out" / "bad.json").string());
+  bad.insert(bad.end(), {"--p2p", "maybe"});
+  CliResult r = run_peerplan(bad);  // CLI11's own check: exit 2, the option named
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_NE(r.err.find("--p2p"), std::string::npos) << r.describe();
+  EXPECT_FALSE(fs::exists(d / "out" / "bad.json"));
+}
+
 TEST(CliPlanHostile, EmptyTruncatedDeep) {
   expect_simulate_rejected("", {"empty"});
   expect_simulate_rejected(tp2().dump(1).substr(0, 100), {"line"});

@@ -35,6 +35,7 @@ void append_measurements(Measurements& to, Measurements from) {
   for (auto& c : from.transfers) to.transfers.push_back(std::move(c));
   for (auto& l : from.latencies) to.latencies.push_back(l);
   for (auto& c : from.collectives) to.collectives.push_back(std::move(c));
+  for (auto& c : from.peer_allreduce) to.peer_allreduce.push_back(std::move(c));
   for (auto& g : from.gemms) to.gemms.push_back(g);
   for (auto& a : from.attention) to.attention.push_back(a);
   for (auto& g : from.grouped_gemms) to.grouped_gemms.push_back(g);
@@ -57,6 +58,8 @@ void remap_gpu_ids(Measurements& ms, const std::map<int, int>& m) {
   }
   for (auto& c : ms.collectives)
     for (int& g : c.gpus) g = map_id(m, g, "collective group");
+  for (auto& c : ms.peer_allreduce)
+    for (int& g : c.gpus) g = map_id(m, g, "peer all-reduce group");
   for (auto& g : ms.gemms) g.gpu = map_id(m, g.gpu, "GEMM");
   for (auto& a : ms.attention) a.gpu = map_id(m, a.gpu, "attention");
   for (auto& g : ms.grouped_gemms) g.gpu = map_id(m, g.gpu, "grouped GEMM");

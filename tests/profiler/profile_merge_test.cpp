@@ -70,6 +70,24 @@ TEST(MergeMpiProfile, RankZerosModelTablesSurviveTheMerge) {
   EXPECT_NEAR(all.elementwise[0].time.median, 4e-6, 1e-12);
 }
 
+TEST(MergeMpiProfile, PeerAllReduceCurvesSurviveTheMerge) {
+  // Found 2026-12-04 on the 2 x H200 host: `profile --mpi --only peer_allreduce` timed the one-shot and
+  // two-shot kernels across processes, and the merged profile had no peer_allreduce section.
+  Measurements part;
+  PeerAllReduceCurve c{"one_shot", {0, 1}, {}};
+  c.points.push_back({4096, compute_stats({6e-6, 6.1e-6})});
+  part.peer_allreduce.push_back(c);
+  Measurements back = rank_result_from_json(rank_result_to_json(part), "rank 0");
+  remap_gpu_ids(back, {{0, 2}, {1, 3}});
+  Measurements all;
+  append_measurements(all, std::move(back));
+  ASSERT_EQ(all.peer_allreduce.size(), 1u);
+  EXPECT_EQ(all.peer_allreduce[0].algo, "one_shot");
+  EXPECT_EQ(all.peer_allreduce[0].gpus, (std::vector<int>{2, 3}));
+  ASSERT_EQ(all.peer_allreduce[0].points.size(), 1u);
+  EXPECT_NEAR(all.peer_allreduce[0].points[0].time.median, 6.05e-6, 1e-9);
+}
+
 TEST(MergeMpiProfile, OneHostReadsLikeASingleProcessProfile) {
   Machine h = host("hostA");
   MergeInput in;

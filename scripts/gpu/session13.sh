@@ -9,13 +9,28 @@
 #                     and PyTorch (symm_mem one/two-shot, NCCL) in the same lease, plan's all-reduce choices;
 #                     then the validation queue as time allows
 #   session13.sh X2   the validation queue (whatever this lease has not run yet)
+# and one call on one H200 (kind nvidia-h200):
+#   session13.sh S1   (~7 min) issue 18's fine prefill study (session12.sh E), then the default profile and
+#                     Llama-3.1-8B's chat runs of X1 (200 requests at 6/s; 40 at 8/s) on this host: X1's eager
+#                     prefill ran at 0.87 of its price on the 2 x H200 host's CPU; is it the host?
 # Queue: TP2 8B and 70B with NCCL, custom all-reduce and P2P off (issue 17); 8B on one GPU, DP2 (least
 # outstanding, round robin) and TP2 at twice the rate (issue 16); the six (8B single, PP2, PP2 P2P off, Mixtral
 # EP2; TP2 and TP2 P2P off are issue 17's 8B NCCL and P2P-off runs, same workload, requests and rate).
 set -u
-PART=${1:?usage: session13.sh X1|X2}
+PART=${1:?usage: session13.sh X1|X2|S1}
 OUT_DEFAULT=/tmp/peerplan-s13
 source "$(dirname "$0")/call_lib.sh"
+if [ "$PART" = S1 ]; then
+  PEERPLAN_ATTENTION_GRID=fine-prefill TAIL=2 step 240 fine-prefill $B profile --no-progress --only attention \
+    --model llama-3.1-8b --model llama-3.1-70b --model qwen1.5-moe-a2.7b --model deepseek-v2-lite --samples 10 \
+    --warmup 2 --out "$W/fine-prefill.json"
+  gzip -f "$W/fine-prefill.json"
+  TAIL=4 step 200 profile $B profile --no-progress --dtypes bf16 --model llama-3.1-8b --out "$W/profile.json"
+  CHAT=$V/workloads/validate-chat.json
+  v 8b-single-r6 90 --workload $CHAT --plan $P/llama8b-1gpu.json --model llama-3.1-8b --requests 200 --rate 6
+  v six-single 60 --workload $CHAT --plan $P/llama8b-1gpu.json --model llama-3.1-8b --requests 40 --rate 8
+  finish
+fi
 L=/tmp/peerplan-lease
 uuids=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | tr '\n' ' ')
 if [ -f $L/uuids ] && [ "$(cat $L/uuids)" = "$uuids" ] && [ -f $L/profile.json ]; then

@@ -38,7 +38,17 @@ struct CollectivePrice {
   nlohmann::json inferred;
   // Bytes each directed edge carries (edge index, bytes), for link utilisation.
   std::vector<std::pair<int, double>> edge_bytes;
+  // From a curve timed inside a CUDA graph (CollectiveCurve::graph): the in-graph gap is in it.
+  bool graph_timed = false;
 };
+
+// The curve to price a collective of `bytes` from: when the op runs in a CUDA graph, the graph-timed
+// curve if the profile has one reaching `bytes` (it is measured at decode sizes only), else `stream`.
+template <class Curve>
+const Curve* graph_or_stream_curve(const Curve* graph, const Curve* stream, bool graph_launch, double bytes) {
+  if (graph_launch && graph && !graph->points.empty() && bytes <= double(graph->points.back().bytes)) return graph;
+  return stream;
+}
 
 // measured: the profile's curve for this op and group (nullptr if none). `nominal_graph` says the
 // graph's capacities are nominal (no transfer measurements), which makes an estimate Nominal

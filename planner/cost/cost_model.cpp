@@ -182,7 +182,7 @@ OpCost CostModel::price_compute(const Op& op) const {
   return c;
 }
 
-OpCost CostModel::price_collective_op(const Op& op) const {
+OpCost CostModel::price_collective_op(const Op& op, bool graph_launch) const {
   OpCost c;
   const Machine& m = topo_.machine();
   if (op.kind == OpKind::AllReduce && op.allreduce != ArSetting::Nccl) {
@@ -191,18 +191,26 @@ OpCost CostModel::price_collective_op(const Op& op) const {
     if (ch.impl != ArImpl::Nccl) {
       CollectivePrice p = price_peer_allreduce(ch.impl, op.gpus, double(op.bytes), topo_,
                                                m.measurements ? &*m.measurements : nullptr, opt_,
-                                               !m.measurements || m.measurements->transfers.empty());
+                                               !m.measurements || m.measurements->transfers.empty(), graph_launch);
       c.seconds = p.seconds;
       c.source = p.source;
       c.edge_bytes = std::move(p.edge_bytes);
       c.allreduce_impl = ch.impl;
+      c.launch_s = p.graph_timed ? 0 : launch_s(graph_launch);
       return c;
     }
   }
   const std::vector<CurvePoint>* pts = nullptr;
-  if (m.measurements)
-    if (const CollectiveCurve* cc = m.measurements->find_collective(coll_op_name(coll_op(op.kind)), op.gpus, op.p2p))
+  bool graph_timed = false;
+  if (m.measurements) {
+    const std::string name = coll_op_name(coll_op(op.kind));
+    if (const CollectiveCurve* cc = graph_or_stream_curve(m.measurements->find_collective(name, op.gpus, op.p2p, true),
+                                                          m.measurements->find_collective(name, op.gpus, op.p2p),
+                                                          graph_launch, double(op.bytes))) {
       pts = &cc->points;
+      graph_timed = cc->graph;
+    }
+  }
   bool nominal_graph = !m.measurements || m.measurements->transfers.empty();
   // A group spanning hosts without a curve of its own: NCCL's hierarchical algorithms.
   std::optional<CollectivePrice> h;
@@ -215,6 +223,8 @@ OpCost CostModel::price_collective_op(const Op& op) const {
   c.source = p.source;
   c.edge_bytes = std::move(p.edge_bytes);
   c.inferred = std::move(p.inferred);
+  // A curve timed in a graph already holds its in-graph gap (as the compute tables do, price()).
+  c.launch_s = graph_timed ? 0 : launch_s(graph_launch);
   return c;
 }
 
@@ -262,8 +272,7 @@ const OpCost& CostModel::price(const Op& op, bool graph_launch) const {
                          c.source == CostSource::Fitted))
       c.launch_s = 0;
   } else if (is_collective(op.kind)) {
-    c = price_collective_op(op);
-    c.launch_s = launch_s(graph_launch);
+    c = price_collective_op(op, graph_launch);
   } else {
     c = price_send(op);
   }

@@ -64,7 +64,8 @@ class CostModel {
 
  private:
   OpCost price_compute(const Op& op) const;
-  OpCost price_collective_op(const Op& op) const;
+  // graph_launch: the op runs in a CUDA graph; a graph-timed curve then prices it with its gap.
+  OpCost price_collective_op(const Op& op, bool graph_launch) const;
   OpCost price_send(const Op& op) const;
   double peak_flops(int gpu) const;
   double hbm_Bps(int gpu, bool* measured) const;

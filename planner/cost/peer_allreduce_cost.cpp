@@ -59,11 +59,15 @@ CollectivePrice model_peer_allreduce(ArImpl impl, const std::vector<int>& gpus, 
 }
 
 CollectivePrice price_peer_allreduce(ArImpl impl, const std::vector<int>& gpus, double bytes, const Topology& topo,
-                                     const Measurements* meas, const CostOptions& opt, bool nominal_graph) {
+                                     const Measurements* meas, const CostOptions& opt, bool nominal_graph,
+                                     bool graph_launch) {
   CollectivePrice p = model_peer_allreduce(impl, gpus, bytes, topo, meas, opt, nominal_graph);
-  if (bytes <= 0 || gpus.size() <= 1) return p;
-  if (const PeerAllReduceCurve* c = meas ? meas->find_peer_allreduce(to_string(impl), gpus) : nullptr)
+  if (bytes <= 0 || gpus.size() <= 1 || !meas) return p;
+  const std::string algo = to_string(impl);
+  if (const PeerAllReduceCurve* c = graph_or_stream_curve(meas->find_peer_allreduce(algo, gpus, true),
+                                                          meas->find_peer_allreduce(algo, gpus), graph_launch, bytes))
     if (!c->points.empty()) {
+      p.graph_timed = c->graph;
       CurveTime t = curve_time(c->points, bytes);
       p.seconds = t.seconds;
       p.source = t.source;

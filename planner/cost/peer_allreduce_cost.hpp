@@ -30,8 +30,9 @@ CollectivePrice model_peer_allreduce(ArImpl impl, const std::vector<int>& gpus, 
                                      const Measurements* meas, const CostOptions& opt, bool nominal_graph);
 
 // The price: the measured curve of (impl, gpus) when the profile has one, else the model.
-// impl must be OneShot or TwoShot.
+// impl must be OneShot or TwoShot. graph_launch: the op runs in a CUDA graph (graph_or_stream_curve).
 CollectivePrice price_peer_allreduce(ArImpl impl, const std::vector<int>& gpus, double bytes, const Topology& topo,
-                                     const Measurements* meas, const CostOptions& opt, bool nominal_graph);
+                                     const Measurements* meas, const CostOptions& opt, bool nominal_graph,
+                                     bool graph_launch = false);
 
 }  // namespace peerplan

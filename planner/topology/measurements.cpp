@@ -156,11 +156,11 @@ const TransferCurve* Measurements::find_transfer(int src, int dst, const std::st
 }
 
 const CollectiveCurve* Measurements::find_collective(const std::string& op, const std::vector<int>& gpus,
-                                                     bool p2p) const {
+                                                     bool p2p, bool graph) const {
   std::vector<int> want = gpus;
   std::sort(want.begin(), want.end());
   for (const auto& c : collectives) {
-    if (c.op != op || c.p2p != p2p) continue;
+    if (c.op != op || c.p2p != p2p || c.graph != graph) continue;
     std::vector<int> have = c.gpus;
     std::sort(have.begin(), have.end());
     if (have == want) return &c;
@@ -168,12 +168,12 @@ const CollectiveCurve* Measurements::find_collective(const std::string& op, cons
   return nullptr;
 }
 
-const PeerAllReduceCurve* Measurements::find_peer_allreduce(const std::string& algo,
-                                                            const std::vector<int>& gpus) const {
+const PeerAllReduceCurve* Measurements::find_peer_allreduce(const std::string& algo, const std::vector<int>& gpus,
+                                                            bool graph) const {
   std::vector<int> want = gpus;
   std::sort(want.begin(), want.end());
   for (const auto& c : peer_allreduce) {
-    if (c.algo != algo) continue;
+    if (c.algo != algo || c.graph != graph) continue;
     std::vector<int> have = c.gpus;
     std::sort(have.begin(), have.end());
     if (have == want) return &c;
@@ -215,6 +215,7 @@ Measurements parse_measurements(const JsonIn& j) {
       c.gpus = parse_gpu_list(t.array("gpus"));
       if (c.gpus.empty()) t.fail("gpus", "expected at least one GPU");
       c.p2p = t.boolean_or("p2p", true);
+      c.graph = t.boolean_or("graph", false);
       c.points = parse_points(t.array("points"));
       m.collectives.push_back(std::move(c));
     }
@@ -227,6 +228,7 @@ Measurements parse_measurements(const JsonIn& j) {
       c.algo = known_name(t, "algo", kPeerAllReduceAlgos);
       c.gpus = parse_gpu_list(t.array("gpus"));
       if (c.gpus.size() < 2) t.fail("gpus", "at least two GPUs (an all-reduce over peers)");
+      c.graph = t.boolean_or("graph", false);
       c.points = parse_points(t.array("points"));
       m.peer_allreduce.push_back(std::move(c));
     }
@@ -337,12 +339,18 @@ nlohmann::json measurements_to_json(const Measurements& m) {
     j["latencies"].push_back(o);
   }
   j["collectives"] = nlohmann::json::array();
-  for (const auto& c : m.collectives)
-    j["collectives"].push_back({{"op", c.op}, {"gpus", c.gpus}, {"p2p", c.p2p}, {"points", points_json(c.points)}});
+  for (const auto& c : m.collectives) {
+    nlohmann::json o = {{"op", c.op}, {"gpus", c.gpus}, {"p2p", c.p2p}, {"points", points_json(c.points)}};
+    if (c.graph) o["graph"] = true;  // written only when set: older profiles round-trip unchanged
+    j["collectives"].push_back(std::move(o));
+  }
   if (!m.peer_allreduce.empty()) {  // written only when measured: older profiles round-trip unchanged
     j["peer_allreduce"] = nlohmann::json::array();
-    for (const auto& c : m.peer_allreduce)
-      j["peer_allreduce"].push_back({{"algo", c.algo}, {"gpus", c.gpus}, {"points", points_json(c.points)}});
+    for (const auto& c : m.peer_allreduce) {
+      nlohmann::json o = {{"algo", c.algo}, {"gpus", c.gpus}, {"points", points_json(c.points)}};
+      if (c.graph) o["graph"] = true;
+      j["peer_allreduce"].push_back(std::move(o));
+    }
   }
   j["gemms"] = nlohmann::json::array();
   for (const auto& g : m.gemms) {

@@ -53,6 +53,9 @@ struct CollectiveCurve {
   std::vector<int> gpus;
   bool p2p = true;         // false: measured with NCCL_P2P_DISABLE=1
   std::vector<CurvePoint> points;
+  // true: timed as calls captured in one CUDA graph, as the executor's decode graphs run them (the
+  // small sizes only; all_reduce); false: stream launches, as eager iterations run them.
+  bool graph = false;
 };
 
 // A peer-memory all-reduce kernel (issue 17: one-shot or two-shot over P2P, bf16, as vLLM, SGLang
@@ -62,6 +65,7 @@ struct PeerAllReduceCurve {
   std::string algo;        // "one_shot" or "two_shot" (planner/plan/allreduce_rule.hpp, ArImpl)
   std::vector<int> gpus;
   std::vector<CurvePoint> points;
+  bool graph = false;      // timed inside one CUDA graph (as CollectiveCurve::graph)
 };
 inline const std::vector<std::string> kPeerAllReduceAlgos = {"one_shot", "two_shot"};
 
@@ -134,9 +138,12 @@ struct Measurements {
 
   const TransferCurve* find_transfer(int src, int dst, const std::string& mode,
                                      const std::string& variant = "") const;
-  const CollectiveCurve* find_collective(const std::string& op, const std::vector<int>& gpus, bool p2p) const;
+  // `graph`: the CUDA-graph-timed curve (CollectiveCurve::graph) instead of the stream-timed one.
+  const CollectiveCurve* find_collective(const std::string& op, const std::vector<int>& gpus, bool p2p,
+                                         bool graph = false) const;
   // The curve of `algo` on exactly this set of GPUs (order ignored); nullptr if not measured.
-  const PeerAllReduceCurve* find_peer_allreduce(const std::string& algo, const std::vector<int>& gpus) const;
+  const PeerAllReduceCurve* find_peer_allreduce(const std::string& algo, const std::vector<int>& gpus,
+                                                bool graph = false) const;
 };
 
 Measurements parse_measurements(const JsonIn& j);

@@ -70,13 +70,13 @@ ProfileComparison compare_profiles(const Machine& a, const Machine& b) {
                         at(u->points, lo)->time.median * 1e6});
   }
   for (const auto& k : ma.collectives) {
-    const CollectiveCurve* u = mb.find_collective(k.op, k.gpus, k.p2p);
+    const CollectiveCurve* u = mb.find_collective(k.op, k.gpus, k.p2p, k.graph);
     if (!u) { ++only_a; continue; }
     auto [lo, hi] = common_sizes(k.points, u->points);
     if (hi < 0) continue;
     CollOp op = coll_op_from_name(k.op);
     int n = int(k.gpus.size());
-    std::string what = k.op + " " + gpus_of(k.gpus) + (k.p2p ? "" : " p2p-off");
+    std::string what = k.op + " " + gpus_of(k.gpus) + (k.p2p ? "" : " p2p-off") + (k.graph ? " in a graph" : "");
     c.rows.push_back({"collective", what + " @" + format_size(hi) + " busBw", "GB/s",
                       bus_bw_gbps(op, n, hi, at(k.points, hi)->time.median), bus_bw_gbps(op, n, hi, at(u->points, hi)->time.median)});
     if (lo != hi)

@@ -104,7 +104,7 @@ std::string summary_table(const Machine& m) {
         best = std::max(best, b);
         if (p.bytes >= largest) { largest = p.bytes; at_max = b; alg_at_max = alg_bw_gbps(p.bytes, p.time.median); }
       }
-      s += fmt::format("  {:<15} {:<6} {:<4} {:>10} {:>10.1f} {:>10.1f} {:>12.1f}\n", c.op, gpu_list(c.gpus),
+      s += fmt::format("  {:<15} {:<6} {:<4} {:>10} {:>10.1f} {:>10.1f} {:>12.1f}\n", c.graph ? c.op + " (graph)" : c.op, gpu_list(c.gpus),
                        c.p2p ? "on" : "off", format_size(largest), alg_at_max, at_max, best);
     }
   }

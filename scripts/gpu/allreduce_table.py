@@ -24,11 +24,12 @@ def main(argv):
             print(f"\n{path}: no profile ({e})"); continue
         print(f"\n## {path.split('/')[-1]}: all-reduce, median us (peer kernels bf16; NCCL curves as the profile times them)")
         print(head)
+        g = lambda c: " (in a graph)" if c.get("graph") else ""
         for c in m.get("peer_allreduce", []):
-            print(row(c["algo"], list(c["gpus"]), {p["bytes"]: p["median_us"] for p in c["points"]}))
+            print(row(c["algo"] + g(c), list(c["gpus"]), {p["bytes"]: p["median_us"] for p in c["points"]}))
         for c in m.get("collectives", []):
             if c["op"] == "all_reduce":
-                name = "nccl" if c.get("p2p", True) else "nccl p2p-off"
+                name = ("nccl" if c.get("p2p", True) else "nccl p2p-off") + g(c)
                 print(row(name, list(c["gpus"]), {p["bytes"]: p["median_us"] for p in c["points"]}))
         na = m.get("extra", {}).get("not_applicable")
         if na:

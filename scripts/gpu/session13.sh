@@ -8,7 +8,9 @@
 #                     --mpi (nccl, peer_allreduce), every kernel's self-test on GPU 0, peer all-reduce against NCCL
 #                     and PyTorch (symm_mem one/two-shot, NCCL) in the same lease, plan's all-reduce choices;
 #                     then the validation queue as time allows
-#   session13.sh X2   the validation queue (whatever this lease has not run yet)
+#   session13.sh X2   the validation queue (whatever this lease has not run yet: issue 16's runs first, then
+#                     the six, then issue 17's with the all-reduces now also timed inside CUDA graphs); a fresh
+#                     lease is profiled first and its all-reduce curves printed
 # and one call on one H200 (kind nvidia-h200):
 #   session13.sh S1   (~7 min) issue 18's fine prefill study (session12.sh E), then the default profile and
 #                     Llama-3.1-8B's chat runs of X1 (200 requests at 6/s; 40 at 8/s) on this host: X1's eager
@@ -40,6 +42,7 @@ else
   rm -rf $L; mkdir -p $L/done
   TAIL=4 step 330 profile $B profile --no-progress --dtypes bf16 --out "$W/profile.json"
   [ -f "$W/profile.json" ] && cp "$W/profile.json" $L/ && echo "$uuids" > $L/uuids
+  python3 scripts/gpu/allreduce_table.py "$W/profile.json" | tee -a "$S"
 fi
 PR=$W/profile.json
 if [ "$PART" = X1 ]; then
@@ -63,21 +66,29 @@ q() { local name=$1 t=$2; shift 2
   [ -f $L/done/$name ] && { log "  ($name: run earlier in this lease)"; return 0; }
   left $((590 - t)) || return 0
   v "$name" "$t" --workload $CHAT "$@" && touch $L/done/$name; }
-q 8b-tp2-nccl     60 --plan $P/llama8b-tp2.json --model llama-3.1-8b --requests 40 --rate 8
-q 8b-tp2-custom   60 --plan "$W/llama8b-tp2-custom.json" --model llama-3.1-8b --requests 40 --rate 8
-q 8b-tp2-p2p-off  60 --plan $P/llama8b-tp2.json --model llama-3.1-8b --requests 40 --rate 8 --p2p off
-q 70b-tp2-nccl    120 --plan $P/llama70b-tp2.json --model llama-3.1-70b --requests 40 --rate 8
-q 70b-tp2-custom  120 --plan "$W/llama70b-tp2-custom.json" --model llama-3.1-70b --requests 40 --rate 8
-q 70b-tp2-p2p-off 120 --plan $P/llama70b-tp2.json --model llama-3.1-70b --requests 40 --rate 8 --p2p off
-q 8b-single-r6    90 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --requests 200 --rate 6
-q 8b-dp2-lo-r12   90 --plan $P/llama8b-dp2.json --model llama-3.1-8b --requests 200 --rate 12
-sed 's/least_outstanding/round_robin/' $P/llama8b-dp2.json > "$W/llama8b-dp2-rr.json"
-q 8b-dp2-rr-r12   90 --plan "$W/llama8b-dp2-rr.json" --model llama-3.1-8b --requests 200 --rate 12
-q 8b-tp2-r12      90 --plan $P/llama8b-tp2.json --model llama-3.1-8b --requests 200 --rate 12
-q six-single      60 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --requests 40 --rate 8
-q six-pp2         60 --plan $P/llama8b-pp2.json --model llama-3.1-8b --requests 40 --rate 8
-q six-pp2-nop2p   60 --plan $P/llama8b-pp2.json --model llama-3.1-8b --requests 40 --rate 8 --p2p off
-q six-ep2         90 --plan $P/mixtral-ep2.json --model mixtral-8x7b --requests 40 --rate 8
+issue17() {
+  q 8b-tp2-nccl     60 --plan $P/llama8b-tp2.json --model llama-3.1-8b --requests 40 --rate 8
+  q 8b-tp2-custom   60 --plan "$W/llama8b-tp2-custom.json" --model llama-3.1-8b --requests 40 --rate 8
+  q 8b-tp2-p2p-off  60 --plan $P/llama8b-tp2.json --model llama-3.1-8b --requests 40 --rate 8 --p2p off
+  q 70b-tp2-nccl    120 --plan $P/llama70b-tp2.json --model llama-3.1-70b --requests 40 --rate 8
+  q 70b-tp2-custom  120 --plan "$W/llama70b-tp2-custom.json" --model llama-3.1-70b --requests 40 --rate 8
+  q 70b-tp2-p2p-off 120 --plan $P/llama70b-tp2.json --model llama-3.1-70b --requests 40 --rate 8 --p2p off
+}
+issue16() {
+  q 8b-single-r6    90 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --requests 200 --rate 6
+  q 8b-dp2-lo-r12   90 --plan $P/llama8b-dp2.json --model llama-3.1-8b --requests 200 --rate 12
+  sed 's/least_outstanding/round_robin/' $P/llama8b-dp2.json > "$W/llama8b-dp2-rr.json"
+  q 8b-dp2-rr-r12   90 --plan "$W/llama8b-dp2-rr.json" --model llama-3.1-8b --requests 200 --rate 12
+  q 8b-tp2-r12      90 --plan $P/llama8b-tp2.json --model llama-3.1-8b --requests 200 --rate 12
+}
+six() {
+  q six-single      60 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --requests 40 --rate 8
+  q six-pp2         60 --plan $P/llama8b-pp2.json --model llama-3.1-8b --requests 40 --rate 8
+  q six-pp2-nop2p   60 --plan $P/llama8b-pp2.json --model llama-3.1-8b --requests 40 --rate 8 --p2p off
+  q six-ep2         90 --plan $P/mixtral-ep2.json --model mixtral-8x7b --requests 40 --rate 8
+}
+# X1 ran issue 17 first (its part); later calls start with what X1 left: issue 16, then the six, then 17 again.
+if [ "$PART" = X1 ]; then issue17; issue16; six; else issue16; six; issue17; fi
 log "summary (targets: TTFT p50 and TPOT p50 within 5 %, E2E p99 within 10 %):"
 ls -d "$W"/validate-*/ >/dev/null 2>&1 && scripts/gpu/validate_summary.sh "$W"/validate-*/ | tee -a "$S"
 finish

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -17,10 +18,14 @@ struct Pt {
   double x, c, log_t, log_w;  // row coordinate (q_len or batch), context, log seconds, log work
 };
 
-// Interpolates log efficiency, log(seconds / work), along one row's contexts (sorted), linearly in
+// log of what a point's time is divided by before interpolating: the attended pairs (log_w), or the
+// prefill wave model, evaluated only at the points an interpolation uses (it schedules CTAs).
+using LogNorm = std::function<double(const Pt&)>;
+
+// Interpolates log efficiency, log(seconds / norm), along one row's contexts (sorted), linearly in
 // log context; beyond the row's measured contexts the edge value, with `out` set.
-double along_row(const std::vector<Pt>& row, double c, bool& out) {
-  auto le = [](const Pt& p) { return p.log_t - p.log_w; };
+double along_row(const std::vector<Pt>& row, double c, bool& out, const LogNorm& norm) {
+  auto le = [&](const Pt& p) { return p.log_t - norm(p); };
   if (c <= row.front().c) {
     out = out || c < row.front().c;
     return le(row.front());
@@ -75,7 +80,14 @@ std::optional<ComputePrice> price(const std::vector<const AttentionTime*>& use, 
   const double c = double(s.context);
   AttentionShape per_seq = s;
   per_seq.batch = batch_used;
-  const double work = attention_work(per_seq);
+  // Prefill on a GPU of known SM count: time / wave model (cuDNN's time steps with its query tiles
+  // and waves and is flat between the steps; docs/attention.md "A wave model between grid points").
+  const bool waves = s.prefill && s.sms > 0;
+  auto model = [&](double q, double ctx) {
+    return prefill_wave_model(batch_used, int64_t(q), int64_t(ctx), s.heads, s.sms);
+  };
+  const LogNorm norm = [&](const Pt& p) { return waves ? std::log(model(p.x, p.c)) : p.log_w; };
+  const double work = waves ? model(double(s.q_len), double(s.context)) : attention_work(per_seq);
   const double scale = s.prefill ? double(s.batch) / double(batch_used) : 1.0;
   // Exact point.
   auto exact = rows.find(x);
@@ -87,12 +99,12 @@ std::optional<ComputePrice> price(const std::vector<const AttentionTime*>& use, 
   auto hi = rows.lower_bound(x);
   if (hi == rows.end()) {  // beyond the largest row
     out = true;
-    le = along_row(std::prev(hi)->second, c, out);
+    le = along_row(std::prev(hi)->second, c, out, norm);
   } else if (hi == rows.begin()) {
     out = out || hi->first != x;
-    le = along_row(hi->second, c, out);
+    le = along_row(hi->second, c, out, norm);
   } else if (hi->first == x) {
-    le = along_row(hi->second, c, out);
+    le = along_row(hi->second, c, out, norm);
   } else {
     auto lo = std::prev(hi);
     // A row's measured contexts start at its own q_len (causal: context >= q_len), so the upper
@@ -103,8 +115,8 @@ std::optional<ComputePrice> price(const std::vector<const AttentionTime*>& use, 
     // session 11 C (docs/attention.md "The grid on the GPU"); the quarter-octave rows from 128 tokens
     // now keep such prompts close to a row.
     bool out_lo = false, out_hi = false;
-    const double a = along_row(lo->second, c, out_lo);
-    const double b = along_row(hi->second, c, out_hi);
+    const double a = along_row(lo->second, c, out_lo, norm);
+    const double b = along_row(hi->second, c, out_hi, norm);
     out = out_lo || (out_hi && c > hi->second.back().c);
     const double f = (std::log(x) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
     le = a + f * (b - a);
@@ -126,6 +138,35 @@ std::vector<const AttentionTime*> select(const std::vector<AttentionTime>& table
 
 }  // namespace
 
+double prefill_wave_model(int64_t batch, int64_t q_len, int64_t context, int64_t heads, int sms) {
+  constexpr int64_t kTile = 128, kBlock = 128;  // cuDNN's query tile; KV blocks of 128 keys
+  constexpr double kFixed = 8.0;                // per call, in KV blocks (fitted: 4-16 all within 1 point)
+  constexpr int64_t kExact = int64_t(1) << 16;  // more CTAs than this: the fluid limit (many waves)
+  const int64_t q = std::max<int64_t>(q_len, 1), c = std::max<int64_t>(context, q);
+  const int64_t b = std::max<int64_t>(batch, 1), h = std::max<int64_t>(heads, 1);
+  const int64_t S = std::max(sms, 1);
+  const int64_t tiles = (q + kTile - 1) / kTile;
+  std::vector<int64_t> blocks(size_t(tiles), 0);
+  double total = 0;
+  for (int64_t i = 0; i < tiles; ++i) {
+    blocks[size_t(i)] = (c - q + std::min((i + 1) * kTile, q) + kBlock - 1) / kBlock;
+    total += double(blocks[size_t(i)]);
+  }
+  const int64_t ctas = b * h * tiles;
+  const double longest = double(blocks.back());  // the last tile sees the whole context
+  if (ctas <= S) return longest + kFixed;
+  if (ctas > kExact) return std::max(longest, total * double(b * h) / double(S)) + kFixed;
+  std::vector<int64_t> load(size_t(S), 0);  // a min-heap of the SMs' finishing times
+  auto later = std::greater<int64_t>();
+  for (int64_t n = 0; n < b * h; ++n)
+    for (int64_t i = 0; i < tiles; ++i) {
+      std::pop_heap(load.begin(), load.end(), later);
+      load.back() += blocks[size_t(i)];
+      std::push_heap(load.begin(), load.end(), later);
+    }
+  return double(*std::max_element(load.begin(), load.end())) + kFixed;
+}
+
 double attention_work(const AttentionShape& s) {
   const double q = double(std::max<int64_t>(s.q_len, 1));
   const double c = double(std::max<int64_t>(s.context, s.q_len));
@@ -139,13 +180,15 @@ std::optional<ComputePrice> attention_from_grid(const std::vector<AttentionTime>
   return price(use, s);
 }
 
-std::vector<double> attention_grid_holdout(const std::vector<AttentionTime>& table, const std::vector<size_t>& held) {
+std::vector<double> attention_grid_holdout(const std::vector<AttentionTime>& table, const std::vector<size_t>& held,
+                                           int sms) {
   std::vector<bool> skip(table.size(), false);
   for (size_t i : held) skip.at(i) = true;  // all held back at once: none helps price another
   std::vector<double> err;
   for (size_t i : held) {
     const AttentionTime& a = table.at(i);
-    const AttentionShape s = shape_of(a);
+    AttentionShape s = shape_of(a);
+    s.sms = sms;
     auto use = select(table, a.gpu, s, &skip);
     std::optional<ComputePrice> p = use.empty() ? std::nullopt : price(use, s);
     err.push_back(p && a.time.median > 0 ? p->seconds / a.time.median - 1.0 : std::numeric_limits<double>::quiet_NaN());

@@ -24,10 +24,22 @@ struct AttentionShape {
   int64_t batch = 1, q_len = 1, context = 1, heads = 0, kv_heads = 0, head_dim = 0;
   std::string kv_dtype = "bf16";
   int64_t v_dim = 0;  // 0: head_dim (attention_v_dim); MLA's rows are matched by it too
+  // SMs of the GPU (its machine spec). > 0: prefill between grid points follows prefill_wave_model
+  // instead of the attended pairs; 0 (unknown): the pairs, as before.
+  int sms = 0;
 };
 
 // Attended (query, key) pairs: batch x q_len new tokens, token i of a chunk seeing context - q_len + i + 1.
 double attention_work(const AttentionShape& s);
+
+// cuDNN's fused prefill attention as waves of CTAs (docs/attention.md "A wave model between grid
+// points"): a CTA per (sequence, head, 128-row query tile), tile i of a chunk of q new tokens over c
+// keys (causal, bottom-right) visiting ceil((c - q + min((i + 1) 128, q)) / 128) KV blocks, the CTAs
+// listed sequence by sequence, head by head, tile by tile and each given to the SM that frees first
+// (list scheduling, one CTA per SM); returns the makespan in KV blocks plus a fixed 8 (launch, Q load,
+// epilogue; fitted on the session 13 fine prefill study). Not a price: the pricer interpolates
+// log(time / model) between measured points, so only its ratios between neighbours matter.
+double prefill_wave_model(int64_t batch, int64_t q_len, int64_t context, int64_t heads, int sms);
 
 // nullopt when the table holds no point of this phase and head shape (the caller then falls back).
 // Points of the same batch are used for prefill; without them, batch-1 points priced per sequence.
@@ -36,7 +48,9 @@ std::optional<ComputePrice> attention_from_grid(const std::vector<AttentionTime>
 
 // Held-back check: the listed points priced from the table without any of them; relative errors
 // (priced / measured - 1), in the order given. Points that cannot be priced are NaN.
-std::vector<double> attention_grid_holdout(const std::vector<AttentionTime>& table, const std::vector<size_t>& held);
+// sms > 0: prefill priced with the wave model (AttentionShape::sms).
+std::vector<double> attention_grid_holdout(const std::vector<AttentionTime>& table, const std::vector<size_t>& held,
+                                           int sms = 0);
 
 // The grid the profiler times for each head configuration (profiler/measure/attention.cpp), here
 // beside the rule that interpolates it so that both are one design, checked on a CPU

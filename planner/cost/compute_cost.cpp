@@ -40,7 +40,8 @@ std::optional<ComputePrice> gemm_from_table(const std::vector<GemmTime>& table, 
   return std::nullopt;
 }
 
-std::optional<ComputePrice> attention_from_table(const std::vector<AttentionTime>& table, int gpu, const Op& op) {
+std::optional<ComputePrice> attention_from_table(const std::vector<AttentionTime>& table, int gpu, const Op& op,
+                                                 int sms) {
   // The measured 2-D grid, interpolated in log space (planner/cost/attention_grid.hpp, issue 18).
   AttentionShape s;
   s.prefill = op.attn_prefill;
@@ -48,6 +49,7 @@ std::optional<ComputePrice> attention_from_table(const std::vector<AttentionTime
   s.heads = op.attn_heads, s.kv_heads = op.attn_kv_heads, s.head_dim = op.attn_head_dim;
   s.kv_dtype = attention_table_dtype(op.kv_dtype);
   s.v_dim = op.attn_v_dim;  // MLA's 576/512 decode and 192/128 prefill: rows of that v_dim only
+  s.sms = sms;              // > 0: prefill between grid points by the wave model
   // A sliding-window layer (issue 18) at its band's work: planner/cost/attention_window.hpp.
   if (op.attn_window > 0) return attention_from_grid_windowed(table, gpu, s, op.attn_window);
   return attention_from_grid(table, gpu, s);

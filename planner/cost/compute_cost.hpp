@@ -37,7 +37,9 @@ std::optional<ComputePrice> gemm_from_table(const std::vector<GemmTime>& table, 
 // Attention from the measured table: same phase, heads, kv heads and head dim (per GPU); "work"
 // = batch * q_len * context. Exact shape: Measured; between: linear in work, Interpolated;
 // beyond: proportional above, the smallest time below, Extrapolated. nullopt when no entry matches.
-// Only rows whose kv_dtype is the op's (bf16 or fp8 KV cache).
-std::optional<ComputePrice> attention_from_table(const std::vector<AttentionTime>& table, int gpu, const Op& op);
+// Only rows whose kv_dtype is the op's (bf16 or fp8 KV cache). sms: the GPU's SM count (0 unknown);
+// with it prefill between grid points follows prefill_wave_model (planner/cost/attention_grid.hpp).
+std::optional<ComputePrice> attention_from_table(const std::vector<AttentionTime>& table, int gpu, const Op& op,
+                                                 int sms = 0);
 
 }  // namespace peerplan

@@ -1,0 +1,140 @@
+// The prefill wave model (planner/cost/attention_grid.hpp prefill_wave_model) and the pricer's use of it
+// between grid points (AttentionShape::sms > 0): known answers of the CTA schedule, and a synthetic
+// cuDNN-like kernel whose time steps with its 128-row query tiles and its waves over 132 SMs, priced
+// from the default grid's rows (attention_grid_plan + attention_wave_rows) at points between them.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "planner/cost/attention_grid.hpp"
+
+using namespace peerplan;
+
+namespace {
+
+constexpr int kSms = 132;
+
+TEST(PrefillWaveModel, KnownSchedules) {
+  // 32 heads x 4 tiles = 128 CTAs <= 132 SMs: one wave, the last tile sees all 4096 keys (32 blocks) + 8.
+  EXPECT_DOUBLE_EQ(prefill_wave_model(1, 512, 4096, 32, kSms), 40.0);
+  EXPECT_DOUBLE_EQ(prefill_wave_model(1, 8, 4096, 32, kSms), 40.0) << "a partial tile costs a whole one";
+  // 513 tokens: 160 CTAs (tiles of 29, 30, 31, 32, 32 blocks); the 28 left over go to the SMs that
+  // finish first: 27 of 29 blocks and one of 30, the last CTA (32) there: 62 + 8.
+  EXPECT_DOUBLE_EQ(prefill_wave_model(1, 513, 4096, 32, kSms), 70.0);
+  // 16 heads x 9 tiles = 144 CTAs over 16384 keys: 121-128 blocks; 12 tile-8 CTAs after tile 0's 121.
+  EXPECT_DOUBLE_EQ(prefill_wave_model(1, 1025, 16384, 16, kSms), 257.0);
+  // Two sequences of 300 whole-prompt tokens at 64 heads: 384 CTAs of 1, 2, 3 blocks.
+  EXPECT_DOUBLE_EQ(prefill_wave_model(2, 300, 300, 64, kSms), 16.0);
+  // Many waves (4096 CTAs, 31 waves): the total work over the SMs, plus at most one CTA (1024 blocks).
+  const double m = prefill_wave_model(1, 8192, 131072, 64, kSms);
+  const double total = 64.0 * 64 * (131072.0 - 8192 + 128 * 32.5) / 128;  // sum over the 64 tiles
+  EXPECT_GE(m - 8, total / kSms);
+  EXPECT_LE(m - 8, total / kSms + 1024);
+  // Beyond 65536 CTAs the fluid limit, continuous with the schedule.
+  const double exact = prefill_wave_model(1, 131072, 131072, 64, kSms);  // 65536 CTAs: scheduled
+  const double fluid = prefill_wave_model(1, 131072 + 128, 131072 + 128, 64, kSms);
+  EXPECT_NEAR(fluid / exact, 1.0, 0.01);
+}
+
+// A cuDNN-like kernel: 1.9 us per KV block of the makespan, 16 us fixed, and +1.5 % per query tile
+// (what the pricer does not model: the fine study's slope within a wave count).
+double kernel_s(int64_t q, int64_t c, int64_t heads) {
+  const double tiles = std::ceil(double(q) / 128);
+  return (16.0 + 1.9 * (prefill_wave_model(1, q, c, heads, kSms) - 8.0)) * (1.0 + 0.015 * tiles) * 1e-6;
+}
+
+std::vector<AttentionTime> default_grid(int64_t heads) {
+  AttentionGridPlan plan = attention_grid_plan(false, 16384);
+  std::vector<int> q_lens = plan.q_lens;
+  for (int q : attention_wave_rows(int(heads), kSms, 8192)) q_lens.push_back(q);
+  std::vector<AttentionTime> t;
+  auto add = [&](int64_t q, int64_t c) {
+    AttentionTime a;
+    a.phase = "prefill", a.batch = 1, a.q_len = q, a.context = c;
+    a.heads = heads, a.kv_heads = 8, a.head_dim = 128;
+    a.time.median = kernel_s(q, c, heads);
+    t.push_back(a);
+  };
+  for (int q : q_lens) {
+    add(q, q);
+    for (int c : plan.contexts)
+      if (c > q) add(q, c);
+  }
+  return t;
+}
+
+AttentionShape shape(int64_t q, int64_t c, int64_t heads, int sms) {
+  AttentionShape s;
+  s.prefill = true, s.batch = 1, s.q_len = q, s.context = c, s.heads = heads, s.kv_heads = 8, s.head_dim = 128;
+  s.sms = sms;
+  return s;
+}
+
+TEST(PrefillWaveModel, InterpolatesTileStepsBetweenGridRows) {
+  for (int64_t heads : {32, 64}) {
+    const auto t = default_grid(heads);
+    double worst_model = 0, worst_pairs = 0;
+    // Between rows and contexts, in both short (one block more) and long contexts, whole prompts too.
+    for (int64_t q : {76, 200, 300, 470, 600, 700, 900, 1300, 2000, 3000})
+      for (int64_t c : {int64_t(0), int64_t(558), int64_t(1579), int64_t(4871), int64_t(13777)}) {
+        const int64_t cc = std::max(c, q);
+        const double truth = kernel_s(q, cc, heads);
+        auto m = attention_from_grid(t, 0, shape(q, cc, heads, kSms));
+        auto p = attention_from_grid(t, 0, shape(q, cc, heads, 0));
+        ASSERT_TRUE(m && p);
+        EXPECT_EQ(m->source, CostSource::Interpolated);
+        worst_model = std::max(worst_model, std::abs(m->seconds / truth - 1));
+        worst_pairs = std::max(worst_pairs, std::abs(p->seconds / truth - 1));
+      }
+    EXPECT_LT(worst_model, 0.02) << heads << " heads";
+    EXPECT_GT(worst_pairs, 0.05) << heads << " heads: the attended pairs miss the steps";
+  }
+}
+
+TEST(PrefillWaveModel, MeasuredPointsDecodeAndUnknownSmsUnchanged) {
+  auto t = default_grid(32);
+  // A grid point is its measurement, with or without the model.
+  auto e = attention_from_grid(t, 0, shape(513, 4096, 32, kSms));
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->source, CostSource::Measured);
+  EXPECT_DOUBLE_EQ(e->seconds, kernel_s(513, 4096, 32));
+  // Decode is not cuDNN's prefill: the SM count changes nothing there.
+  AttentionTime d;
+  d.phase = "decode", d.batch = 8, d.q_len = 1, d.heads = 32, d.kv_heads = 8, d.head_dim = 128;
+  for (int64_t c : {1024, 4096}) {
+    d.context = c, d.time.median = 1e-5 * double(c) / 1024;
+    t.push_back(d);
+  }
+  AttentionShape ds = shape(1, 2048, 32, kSms);
+  ds.prefill = false, ds.batch = 8;
+  auto with = attention_from_grid(t, 0, ds);
+  ds.sms = 0;
+  auto without = attention_from_grid(t, 0, ds);
+  ASSERT_TRUE(with && without);
+  EXPECT_DOUBLE_EQ(with->seconds, without->seconds);
+  // Beyond the largest row: extrapolated either way.
+  auto far = attention_from_grid(t, 0, shape(12000, 16384, 32, kSms));
+  ASSERT_TRUE(far);
+  EXPECT_EQ(far->source, CostSource::Extrapolated);
+}
+
+TEST(PrefillWaveModel, HoldoutWithSms) {
+  auto t = default_grid(32);
+  const size_t base = t.size();
+  for (auto [q, c] : {std::pair<int64_t, int64_t>{470, 558}, {790, 939}, {1328, 13777}}) {
+    AttentionTime a = t.front();
+    a.q_len = q, a.context = c, a.time.median = kernel_s(q, c, 32);
+    t.push_back(a);
+  }
+  const auto with = attention_grid_holdout(t, {base, base + 1, base + 2}, kSms);
+  const auto without = attention_grid_holdout(t, {base, base + 1, base + 2});
+  ASSERT_EQ(with.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_LT(std::abs(with[i]), 0.02) << i;
+    EXPECT_LE(std::abs(with[i]), std::abs(without[i]) + 1e-9) << i;
+  }
+}
+
+}  // namespace

@@ -275,6 +275,34 @@ void CapturedGraph::capture(cudaStream_t s, const std::function<void()>& enqueue
   CUDA_CHECK(cudaGraphUpload(exec_, s));
 }
 
+void CapturedGraph::capture_group(const Stream& lead, const std::vector<const Stream*>& others,
+                                  const std::function<void()>& enqueue) {
+  // Fork / join events outlive the capture (they become graph edges, not nodes).
+  std::vector<Event> forks, joins;
+  forks.emplace_back(lead.device(), cudaEventDisableTiming);
+  for (const Stream* o : others) joins.emplace_back(o->device(), cudaEventDisableTiming);
+  ScopedDevice d(lead.device());
+  capture(lead, [&] {
+    {
+      ScopedDevice dl(lead.device());
+      CUDA_CHECK(cudaEventRecord(forks[0], lead));
+    }
+    for (const Stream* o : others) {
+      ScopedDevice dd(o->device());
+      CUDA_CHECK(cudaStreamWaitEvent(*o, forks[0], 0));
+    }
+    enqueue();
+    for (size_t i = 0; i < others.size(); ++i) {
+      {
+        ScopedDevice dd(others[i]->device());
+        CUDA_CHECK(cudaEventRecord(joins[i], *others[i]));
+      }
+      ScopedDevice dl(lead.device());
+      CUDA_CHECK(cudaStreamWaitEvent(lead, joins[i], 0));
+    }
+  });
+}
+
 void CapturedGraph::launch(cudaStream_t s) const { CUDA_CHECK(cudaGraphLaunch(exec_, s)); }
 
 }  // namespace peerplan::gpu

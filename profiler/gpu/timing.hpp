@@ -53,6 +53,10 @@ class CapturedGraph {
   // Captures `enqueue` on `s`, then instantiates and uploads the graph (replacing any earlier one).
   // A throw inside `enqueue` ends the capture first and propagates.
   void capture(cudaStream_t s, const std::function<void()>& enqueue);
+  // One graph over several GPUs, as the executor captures a tensor-parallel stage (engine_graph.cpp):
+  // captured on `lead`; each of `others` forks from it before `enqueue` and joins it after. Launch
+  // it on `lead`.
+  void capture_group(const Stream& lead, const std::vector<const Stream*>& others, const std::function<void()>& enqueue);
   void launch(cudaStream_t s) const;
   bool empty() const { return exec_ == nullptr; }
 

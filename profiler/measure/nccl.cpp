@@ -3,6 +3,7 @@
 // rank's stream with the others joined (common sweep loop: nccl_sweep.cpp).
 #include <nccl.h>
 
+#include "profiler/gpu/timing.hpp"
 #include "profiler/measure/curve.hpp"
 #include "profiler/measure/nccl_sweep.hpp"
 
@@ -71,6 +72,22 @@ void run_nccl_sweep(Context& ctx, const std::vector<int64_t>& sizes, bool p2p) {
       });
     };
     group.wrong_values = [&](CollOp op, const CollCounts& c) { return in.wrong_values(op, c); };
+    group.graph_samples = [&](CollOp op, const CollCounts& c, int reps, int warmup, int samples) {
+      gpu::CapturedGraph graph;  // the group's calls on every rank's stream, as a decode graph holds them
+      graph.capture_group(in.ranks[0].stream, in.others, [&] {
+        for (int k = 0; k < reps; ++k) in.enqueue(op, c);
+      });
+      auto region = [&] {
+        return gpu::time_region(&gate, in.ranks[0].stream, {}, [&] {
+          gpu::ScopedDevice d(in.devs[0]);
+          graph.launch(in.ranks[0].stream);
+        });
+      };
+      for (int w = 0; w < warmup; ++w) region();
+      std::vector<double> t;
+      for (int k = 0; k < samples; ++k) t.push_back(region() / reps);
+      return t;
+    };
     sweep_collectives(ctx, group, sizes, gi, groups.size());
   }
 }

@@ -117,7 +117,30 @@ void sweep_collectives(Context& ctx, const CollectiveGroup& group, const std::ve
     const size_t bad = group.wrong_values(op, last);
     if (bad)
       throw RuntimeError("NCCL " + curve.op + group.where + ": " + std::to_string(bad) + " wrong values after the timed loop");
+    CollectiveCurve g{curve.op, curve.gpus, curve.p2p, {}, true};
     if (group.records) ctx.ms.collectives.push_back(std::move(curve));
+    if (op == CollOp::AllReduce && group.graph_samples) {
+      try {
+        for (int64_t size : sizes) {
+          CollCounts c = coll_counts(op, group.ranks, size, 4);
+          if (c.size_bytes <= 0 || c.send_count <= 0 || c.size_bytes > kGraphTimedCollectiveMaxBytes) continue;
+          ctx.progress.update(double(index * ops.size() + oi + 1) / double(count * ops.size()),
+                              group.progress_prefix + g.op + " in a graph [" + label + "] " + format_size(c.size_bytes) +
+                                  group.progress_suffix);
+          const int reps = reps_for(c.size_bytes, group.p2p ? 300 : 20, 500e-6, 20);
+          g.points.push_back({c.size_bytes, compute_stats(group.graph_samples(op, c, reps, std::max(1, ctx.plan.warmup),
+                                                                              ctx.plan.samples))});
+          last = c;
+        }
+      } catch (const std::exception& e) {  // not capturable here: decode is priced from the stream curve
+        ctx.not_applicable("nccl all_reduce in a CUDA graph" + group.where, e.what());
+        g.points.clear();
+      }
+      if (const size_t wrong = g.points.empty() ? 0 : group.wrong_values(op, last))
+        throw RuntimeError("NCCL " + g.op + " in a graph" + group.where + ": " + std::to_string(wrong) +
+                           " wrong values after the timed loop");
+      if (group.records && !g.points.empty()) ctx.ms.collectives.push_back(std::move(g));
+    }
   }
 }
 

@@ -42,12 +42,20 @@ struct CollectiveGroup {
   std::function<double(CollOp op, const CollCounts& c, int reps, bool gated)> time_region;
   // Wrong values over the whole group after the timed loop of `op` (its last counts `c`).
   std::function<size_t(CollOp op, const CollCounts& c)> wrong_values;
+  // Optional (one process over the group): `samples` timings, seconds per call, of `reps` calls
+  // captured in one CUDA graph and the graph launched behind the gate (after `warmup` launches),
+  // as the executor's decode graphs run a tensor-parallel all-reduce.
+  std::function<std::vector<double>(CollOp op, const CollCounts& c, int reps, int warmup, int samples)> graph_samples;
 };
+
+// The largest all-reduce timed inside a graph: a decode step's (256 tokens x 8192 hidden x bf16).
+inline constexpr int64_t kGraphTimedCollectiveMaxBytes = int64_t(4) << 20;
 
 // Every collective of all_coll_ops() on `group` over `sizes` (nccl-tests' size convention): per
 // size warm-up regions (the first never gated: NCCL connects lazily inside the first calls), then
-// ctx.plan.samples timed regions, one sample = region / reps; then the check. Appends the curves
-// to ctx.ms.collectives when group.records. `index` of `count` groups places the progress bar.
+// ctx.plan.samples timed regions, one sample = region / reps; then the check. With
+// group.graph_samples, all_reduce again up to kGraphTimedCollectiveMaxBytes inside a CUDA graph (a
+// second curve, graph = true). Appends the curves to ctx.ms.collectives when group.records. `index` of `count` groups places the progress bar.
 void sweep_collectives(Context& ctx, const CollectiveGroup& group, const std::vector<int64_t>& sizes, size_t index,
                        size_t count);
 

@@ -56,6 +56,47 @@ void sweep_group(Context& ctx, gpu::BlockingGate& gate, const std::vector<int>& 
                                          to_string(impl), label, format_size(b), bad, r, gpus[size_t(r)]));
     }
     ctx.ms.peer_allreduce.push_back(peer_allreduce_curve(impl, gpus, std::move(pts)));
+    // Again inside one CUDA graph over the group, at decode sizes: what the executor's decode graphs
+    // run (the stream curve above prices eager iterations).
+    std::vector<CurvePoint> gpts;
+    try {
+      for (size_t i = 0; i < sizes.size() && sizes[i] <= kGraphTimedCollectiveMaxBytes; ++i) {
+        const int64_t b = sizes[i];
+        ctx.progress.update(peer_allreduce_progress(index, count, impl, sizes.size() - 1, sizes.size()),
+                            fmt::format("{} in a graph [{}] {}", to_string(impl), label, format_size(b)));
+        const int reps = reps_for(b, 300, 500e-6, 20);
+        gpu::CapturedGraph graph;
+        graph.capture_group(streams[0], others, [&] {
+          for (int k = 0; k < reps; ++k)
+            for (int r = 0; r < g.size(); ++r) {
+              gpu::ScopedDevice d(g.device(r));
+              kernels::peer_allreduce(impl, g.ranks(), r, g.local(r).out.as<__nv_bfloat16>(), b, streams[size_t(r)]);
+            }
+        });
+        auto region = [&] {
+          return gpu::time_region(&gate, streams[0], {}, [&] {
+            gpu::ScopedDevice d(g.device(0));
+            graph.launch(streams[0]);
+          });
+        };
+        for (int w = 0; w < std::max(1, ctx.plan.warmup); ++w) region();
+        std::vector<double> t;
+        for (int s = 0; s < ctx.plan.samples; ++s) t.push_back(region() / reps);
+        gpts.push_back({b, compute_stats(std::move(t))});
+        for (int r = 0; r < g.size(); ++r)
+          if (int64_t bad = g.mismatches(r, b))
+            throw RuntimeError(fmt::format("peer all-reduce {} in a graph on [{}] at {}: {} wrong sums on rank {}",
+                                           to_string(impl), label, format_size(b), bad, r));
+      }
+    } catch (const gpu::CudaError& e) {  // not capturable here: decode is priced from the stream curve
+      ctx.not_applicable(fmt::format("peer_allreduce {} in a CUDA graph", to_string(impl)), e.what());
+      gpts.clear();
+    }
+    if (!gpts.empty()) {
+      PeerAllReduceCurve gc = peer_allreduce_curve(impl, gpus, std::move(gpts));
+      gc.graph = true;
+      ctx.ms.peer_allreduce.push_back(std::move(gc));
+    }
   }
 }
 

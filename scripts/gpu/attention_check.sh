@@ -42,28 +42,7 @@ if [ "$MODE" = kernels ] || [ "$MODE" = all ]; then
   fi
   if [ -f .gpu-ref/torch_attn_ref.py ]; then
     PYTHONUNBUFFERED=1 timeout 120 python3 .gpu-ref/torch_attn_ref.py "$OUT" 2>&1 | tail -8
-    [ -f "$OUT/chunk_bench.jsonl" ] && python3 - "$OUT" <<'EOF'
-import json, sys, os
-out = sys.argv[1]
-ref = json.load(open(os.path.join(out, "torch_attn_ref.json")))
-ours = {}
-for line in open(os.path.join(out, "chunk_bench.jsonl")):
-    r = json.loads(line)
-    if "q_len" in r and r.get("path") in ("cudnn-paged", "own"):
-        ours.setdefault((r["q_len"], r["ctx"]), {})[r["path"]] = r["ms"]
-ok = True
-print(f"{'q_len':>6} {'ctx':>6} {'exec ms':>8} {'best torch':>18} {'ratio':>6}")
-for c in ref["cases"]:
-    best = min(((v["ms"], k) for k, v in c.items() if isinstance(v, dict) and "ms" in v), default=None)
-    mine = ours.get((c["q_len"], c["ctx"]), {})
-    ms = mine.get("cudnn-paged", mine.get("own"))
-    if best is None or ms is None:
-        print(c["q_len"], c["ctx"], "missing"); ok = False; continue
-    ratio = best[0] / ms
-    ok &= ratio >= 0.9
-    print(f"{c['q_len']:>6} {c['ctx']:>6} {ms:>8.3f} {best[0]:>8.3f} ({best[1]:>9}) {ratio:>6.2f}")
-print(("PASS" if ok else "FAIL") + " executor prefill attention >= 0.9x the fastest torch SDPA backend on every shape")
-EOF
+    [ -f "$OUT/chunk_bench.jsonl" ] && python3 scripts/gpu/attention_vs_torch.py "$OUT"
   fi
   timeout 150 "$B" profile --only attention --model llama-3.1-8b --no-progress --out "$OUT/attention_profile.json" \
     > "$OUT/profile.txt" 2>&1; rc=$?

@@ -15,11 +15,16 @@
 #   session13.sh S1   (~7 min) issue 18's fine prefill study (session12.sh E), then the default profile and
 #                     Llama-3.1-8B's chat runs of X1 (200 requests at 6/s; 40 at 8/s) on this host: X1's eager
 #                     prefill ran at 0.87 of its price on the 2 x H200 host's CPU; is it the host?
+#   session13.sh S2   (~7 min) the executor beside the PyTorch references in one lease (binary 74e1c51's executor,
+#                     unchanged since session 11): 8B decode / prefill steps beside torch_ref.py, FP8 and W4A16
+#                     steps beside the FP8 step reference, prefill attention (bench/attention/chunk_bench.cu as
+#                     .gpu/bin/cb) beside torch_attn_ref.py with the >= 0.9x check
+#   session13.sh S3   (~5 min) routed MoE decode beside torch._grouped_mm (bench/moe/run.sh) and the B = 1 bound
 # Queue: TP2 8B and 70B with NCCL, custom all-reduce and P2P off (issue 17); 8B on one GPU, DP2 (least
 # outstanding, round robin) and TP2 at twice the rate (issue 16); the six (8B single, PP2, PP2 P2P off, Mixtral
 # EP2; TP2 and TP2 P2P off are issue 17's 8B NCCL and P2P-off runs, same workload, requests and rate).
 set -u
-PART=${1:?usage: session13.sh X1|X2|S1}
+PART=${1:?usage: session13.sh X1|X2|S1|S2|S3}
 OUT_DEFAULT=/tmp/peerplan-s13
 source "$(dirname "$0")/call_lib.sh"
 if [ "$PART" = S1 ]; then
@@ -31,6 +36,25 @@ if [ "$PART" = S1 ]; then
   CHAT=$V/workloads/validate-chat.json
   v 8b-single-r6 90 --workload $CHAT --plan $P/llama8b-1gpu.json --model llama-3.1-8b --requests 200 --rate 6
   v six-single 60 --workload $CHAT --plan $P/llama8b-1gpu.json --model llama-3.1-8b --requests 40 --rate 8
+  finish
+fi
+if [ "$PART" = S2 ]; then
+  M=models/hardware/h200x2-nvlink.json  # topology only: bench-steps times this host's GPU 0
+  TAIL=8 step 90 steps-8b $B validate --bench-steps --plan $P/llama8b-1gpu.json --model llama-3.1-8b --machine $M \
+    --allow-other-host --batches 1,8,32,64 --context 1024 --prefill 2048 --out "$W/steps-8b"
+  TAIL=6 step 120 torch-ref python3 .gpu-ref/torch_ref.py "$W"
+  for w in fp8 int4; do
+    TAIL=8 step 60 "steps-8b-$w" $B validate --bench-steps --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights $w \
+      --machine $M --allow-other-host --batches 1,8,32,64 --context 1024 --prefill 0 --out "$W/steps-8b-$w"
+  done
+  left 330 && TAIL=4 step 100 torch-fp8-step python3 bench/quant/torch_fp8_step_ref.py "$W" llama-3.1-8b
+  left 420 && PEERPLAN_PREFILL_ATTENTION=auto TAIL=6 step 120 chunk-bench .gpu/bin/cb "$W/chunk_bench.jsonl"
+  left 480 && TAIL=8 step 100 torch-attn python3 .gpu-ref/torch_attn_ref.py "$W"
+  [ -f "$W/chunk_bench.jsonl" ] && [ -f "$W/torch_attn_ref.json" ] && python3 scripts/gpu/attention_vs_torch.py "$W" | tee -a "$S"
+  finish
+fi
+if [ "$PART" = S3 ]; then
+  OUT=$W/moe MOE_W=$W/moe/w GG_S=45 bash bench/moe/run.sh .gpu 2>&1 | tail -n 40 | tee -a "$S" >/dev/null
   finish
 fi
 L=/tmp/peerplan-lease

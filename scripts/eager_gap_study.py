@@ -26,6 +26,8 @@ itself timed back to back and so holds one g):
   local      max(g, L - d): the GPU waits for the host when the kernel is shorter than one launch
   recur_L    host issues every L; GPU op i starts at max(end of op i-1 + g, host issue of op i)
   recur_h    as recur_L with the host period the run really had (its enqueue time / ops): an oracle, for insight
+  small_g    by op kind: g for the elementwise ops (norms, rotary, activation, routing, residual), L for the rest
+  big_g      by op kind: L for the elementwise ops, g for GEMMs, grouped GEMMs and attention
 Nothing here changes the pricer; the rules are evaluated on the traced op lists."""
 import bisect, gzip, importlib.util, json, math, os, shutil, subprocess, sys, tempfile
 from collections import defaultdict
@@ -36,21 +38,14 @@ rv = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(rv)
 
 STALL_US = 500.0  # a host enqueue this slow (cuDNN building a plan for a new shape) idles the GPU
-RULES = ["head", "gpu_gap", "local", "recur_L", "recur_h"]
+RULES = ["head", "gpu_gap", "local", "recur_L", "recur_h", "small_g", "big_g"]
 
 
 def op_class(name, kind):
-    """Coarse op class from the op graph's names (L<n>.<what>)."""
-    what = name.split(".", 1)[1] if name.startswith("L") and "." in name else name
-    if kind in ("Gemm",) or what in ("qkv", "o", "gate_up", "down", "q", "kv_a", "kv_b", "q_a", "q_b", "lm_head"):
-        return "gemm"
-    if kind == "GroupedGemm" or "expert" in what:
-        return "moe_gemm"
-    if "attn" in what:
-        return "attention"
-    if kind in ("AllReduce", "AllGather", "ReduceScatter", "AllToAll"):
-        return "collective"
-    return "small"  # norms, rope, activation, residual, routing, top-k, embedding, sampling
+    """The op's class from its OpKind (op_graph.hpp to_string): the elementwise ops (norms, residual adds, rotary,
+    activation, MoE routing / combine) and the embedding are "small"."""
+    return {"gemm": "gemm", "grouped_gemm": "moe_gemm", "attention": "attention", "elementwise": "small",
+            "embedding": "small"}.get(kind, "collective")
 
 
 def write_workload(tmp, base_workload, rows, tag):
@@ -111,8 +106,11 @@ def traced_iterations(binary, plan_file, model, machine, workload, extra, tmp, r
     return out
 
 
-def rule_span(rule, durs, L, g, h):
+def rule_span(rule, durs, L, g, h, classes=None):
     """Span of one iteration's ops under a gap rule (us)."""
+    if rule in ("small_g", "big_g"):
+        small = rule == "small_g"
+        return sum(d + ((g if small else L) if c == "small" else (L if small else g)) for d, c in zip(durs, classes))
     if rule == "head":
         return sum(d + L for d in durs)
     if rule == "gpu_gap":
@@ -184,7 +182,8 @@ def study_run(binary, run, plan, model, workload, extra, tmp, only_kinds=None):
                 except ValueError:
                     pass
         h = enq / n if n else L
-        prices = {r: P - head_gaps + (rule_span(r, sd, L, g, h) - sum(sd)) for r in RULES}
+        classes = [c for _, c, _, _ in lst]
+        prices = {r: P - head_gaps + (rule_span(r, sd, L, g, h, classes) - sum(sd)) for r in RULES}
         cls = defaultdict(lambda: [0, 0.0])
         for name, c, d, _ in lst:
             cls[c][0] += 1

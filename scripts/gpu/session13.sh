@@ -20,11 +20,14 @@
 #                     steps beside the FP8 step reference, prefill attention (bench/attention/chunk_bench.cu as
 #                     .gpu/bin/cb) beside torch_attn_ref.py with the >= 0.9x check
 #   session13.sh S3   (~5 min) routed MoE decode beside torch._grouped_mm (bench/moe/run.sh) and the B = 1 bound
+#   session13.sh S4   (~4 min) why one lease's GEMM table is 5-14 % slower than another's (8B qkv at M = 4096: 282 /
+#                     311 / 321 us in session 12 D / S1 / X1; the eager gap study): SM clock, power and throttle
+#                     reasons every 100 ms while the GEMM table is timed twice and 8B serves on the first
 # Queue: TP2 8B and 70B with NCCL, custom all-reduce and P2P off (issue 17); 8B on one GPU, DP2 (least
 # outstanding, round robin) and TP2 at twice the rate (issue 16); the six (8B single, PP2, PP2 P2P off, Mixtral
 # EP2; TP2 and TP2 P2P off are issue 17's 8B NCCL and P2P-off runs, same workload, requests and rate).
 set -u
-PART=${1:?usage: session13.sh X1|X2|S1|S2|S3}
+PART=${1:?usage: session13.sh X1|X2|S1|S2|S3|S4}
 OUT_DEFAULT=/tmp/peerplan-s13
 source "$(dirname "$0")/call_lib.sh"
 if [ "$PART" = S1 ]; then
@@ -55,6 +58,33 @@ if [ "$PART" = S2 ]; then
 fi
 if [ "$PART" = S3 ]; then
   OUT=$W/moe MOE_W=$W/moe/w GG_S=45 bash bench/moe/run.sh .gpu 2>&1 | tail -n 40 | tee -a "$S" >/dev/null
+  finish
+fi
+if [ "$PART" = S4 ]; then
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv -lms 100 > "$W/clocks.csv" 2>&1 &
+  CLK=$!
+  for i in 1 2; do
+    log "clock mark: profile-$i start $(date -u +%T.%N)"
+    TAIL=2 step 150 profile-$i $B profile --no-progress --only launch_overhead,hbm,gemm,attention,elementwise \
+      --dtypes bf16 --model llama-3.1-8b --out "$W/profile-$i.json"
+  done
+  log "clock mark: validate start $(date -u +%T.%N)"
+  CHAT=$V/workloads/validate-chat.json
+  cp "$W/profile-1.json" "$W/profile.json"
+  v six-single 60 --workload $CHAT --plan $P/llama8b-1gpu.json --model llama-3.1-8b --requests 40 --rate 8
+  log "clock mark: end $(date -u +%T.%N)"
+  kill $CLK; gzip -f "$W/clocks.csv"
+  python3 - "$W/profile-1.json" "$W/profile-2.json" <<'PY' | tee -a "$S"
+import json, sys
+a, b = (json.load(open(p))["measurements"]["gemms"] for p in sys.argv[1:])
+kb = {(g["m"], g["n"], g["k"], g.get("dtype"), g.get("batch", 1)): g["median_us"] for g in b}
+r = sorted(kb[k] / g["median_us"] for g in a if (k := (g["m"], g["n"], g["k"], g.get("dtype"), g.get("batch", 1))) in kb)
+print(f"GEMM rows, second profile / first, same lease: n={len(r)} min {r[0]:.3f} median {r[len(r)//2]:.3f} max {r[-1]:.3f}")
+for g in a:
+    if g["m"] == 4096 and g["k"] == 4096 and g["n"] in (6144, 4096):
+        k = (g["m"], g["n"], g["k"], g.get("dtype"), g.get("batch", 1)); print(f"  m=4096 n={g['n']} k=4096: {g['median_us']:.1f} / {kb.get(k, 0):.1f} us")
+PY
   finish
 fi
 L=/tmp/peerplan-lease

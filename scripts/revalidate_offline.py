@@ -106,6 +106,7 @@ RUNS = [
     # The same 8B chat runs on a one-H200 host (session13.sh S1): its CPU enqueues eager prefill ~1.4x slower.
     (f"{S13}/S1/validate-8b-single-r6", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--requests", "200", "--rate", "6"]),
     (f"{S13}/S1/validate-six-single", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--requests", "40", "--rate", "8"]),
+    (f"{S13}/S4/validate-six-single", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--requests", "40", "--rate", "8"]),
 ]
 
 

@@ -137,4 +137,71 @@ TEST(PrefillWaveModel, HoldoutWithSms) {
   }
 }
 
+TEST(PrefillWaveModel, RowsThatDoNotReachTheContextAreNoEdges) {
+  // Rows 128 and 256 from their whole-prompt points, and a held-back row 181 measured at 512 only.
+  // A whole prompt of 200: the 181 row does not reach down to 200 and has no whole-prompt point, so
+  // with the wave model it is skipped (rows 128 and 256, the upper one's edge (256, 256) standing in);
+  // the attended-pairs rule (sms 0, the live rule) still takes its edge at 512 (attention_grid.cpp).
+  std::vector<AttentionTime> t;
+  auto add = [&](int64_t q, int64_t c, double us) {
+    AttentionTime a;
+    a.phase = "prefill", a.batch = 1, a.q_len = q, a.context = c;
+    a.heads = 32, a.kv_heads = 8, a.head_dim = 128;
+    a.time.median = us * 1e-6;
+    t.push_back(a);
+  };
+  add(128, 128, 16.8), add(128, 256, 19.1), add(128, 512, 22.7);
+  add(256, 256, 19.2), add(256, 512, 23.0);
+  add(181, 512, 22.6);
+  auto wm = [](int64_t q, int64_t c) { return prefill_wave_model(1, q, c, 32, kSms); };
+  const double f = std::log(200.0 / 128.0) / std::log(2.0);
+  const double h = std::log(200.0 / 128.0) / std::log(2.0);  // 200 between contexts 128 and 256 of row 128
+  const double lo = std::log(16.8 / wm(128, 128)) + h * (std::log(19.1 / wm(128, 256)) - std::log(16.8 / wm(128, 128)));
+  const double le = lo + f * (std::log(19.2 / wm(256, 256)) - lo);
+  auto m = attention_from_grid(t, 0, shape(200, 200, 32, kSms));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->source, CostSource::Interpolated);
+  EXPECT_NEAR(m->seconds * 1e6, std::exp(le) * wm(200, 200), 1e-9);
+  EXPECT_NEAR(m->seconds * 1e6, 19.1, 0.1) << "between its neighbours' 18.9 and 19.2, as cuDNN runs it";
+  // The attended pairs: the 181 row's (181, 512) point stands in for 200 tokens at 200 (the quirk).
+  auto pairs = [](int64_t q, int64_t c) { return attention_work(shape(q, c, 32, 0)); };
+  const double g = std::log(200.0 / 181.0) / std::log(256.0 / 181.0);
+  const double a = std::log(22.6 / pairs(181, 512));
+  const double lp = a + g * (std::log(19.2 / pairs(256, 256)) - a);
+  auto p = attention_from_grid(t, 0, shape(200, 200, 32, 0));
+  ASSERT_TRUE(p);
+  EXPECT_NEAR(p->seconds * 1e6, std::exp(lp) * pairs(200, 200), 1e-9);
+  EXPECT_LT(p->seconds * 1e6, 12.0) << "below both neighbours";
+  // A chunk the 181 row reaches (200 at 512) is priced between it and the 256 row, with the model too.
+  const double l5 = std::log(22.6 / wm(181, 512)) + g * (std::log(23.0 / wm(256, 512)) - std::log(22.6 / wm(181, 512)));
+  auto c5 = attention_from_grid(t, 0, shape(200, 512, 32, kSms));
+  ASSERT_TRUE(c5);
+  EXPECT_NEAR(c5->seconds * 1e6, std::exp(l5) * wm(200, 512), 1e-9);
+}
+
+TEST(PrefillWaveModel, HeldBackRowsPriceOnlyTheContextsTheyReach) {
+  // The default grid with its held-back points in the table (as a profile has them), timed 30 % off so
+  // that their use shows: whole prompts next to a held-back q_len are priced as without them.
+  const auto grid = default_grid(32);
+  auto with_held = grid;
+  const AttentionGridPlan plan = attention_grid_plan(false, 16384);
+  for (auto [q, c] : plan.held_prefill) {
+    AttentionTime a = grid.front();
+    a.q_len = q, a.context = c, a.time.median = 1.3 * kernel_s(q, c, 32);
+    with_held.push_back(a);
+  }
+  for (int64_t q : {160, 170, 200, 280, 300, 480, 800, 1400}) {
+    auto a = attention_from_grid(with_held, 0, shape(q, q, 32, kSms));
+    auto b = attention_from_grid(grid, 0, shape(q, q, 32, kSms));
+    ASSERT_TRUE(a && b);
+    EXPECT_DOUBLE_EQ(a->seconds, b->seconds) << q;
+    EXPECT_LT(std::abs(b->seconds / kernel_s(q, q, 32) - 1), 0.02) << q;
+  }
+  // Where a held-back row reaches the context (q 166 is measured at 332), it is a row like any other.
+  auto a = attention_from_grid(with_held, 0, shape(170, 332, 32, kSms));
+  auto b = attention_from_grid(grid, 0, shape(170, 332, 32, kSms));
+  ASSERT_TRUE(a && b);
+  EXPECT_GT(a->seconds, 1.1 * b->seconds);
+}
+
 }  // namespace

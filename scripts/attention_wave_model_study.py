@@ -12,7 +12,10 @@ Both rules price each point from the DEFAULT grid's rows only (attention_grid_pl
   scripts/attention_wave_model_study.py                       (the session 12/13 files below)
   scripts/attention_wave_model_study.py --variants            (model variants on the fine data)
   scripts/attention_wave_model_study.py fine.json.gz prof.json.gz ...   (a .json.gz whose
-        extra.attention.held_back is non-empty is read as a profile, else as fine data)"""
+        extra.attention.held_back is non-empty is read as a profile, else as fine data)
+  scripts/attention_wave_model_study.py --whole-prompts [prof.json.gz ...]   (profiles: each row's whole-
+        prompt point (q, q), 100 <= q <= 2100, priced from the other points, held-back ones included as the
+        pricer sees them; both rules with every row, and with only the rows that reach the context)"""
 import collections, functools, gzip, heapq, json, math, os, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -130,8 +133,10 @@ def along(row, c):
             return v0 + (math.log(c) - math.log(c0)) / (math.log(c1) - math.log(c0)) * (v1 - v0)
 
 
-def price(grid, q, c, norm):
-    """grid: {(q, c): seconds}; norm(q, c) -> the work or the model figure."""
+def price(grid, q, c, norm, reach=False):
+    """grid: {(q, c): seconds}; norm(q, c) -> the work or the model figure. reach: only rows that reach c
+    (the pricer's rule with the wave model: a row's first context <= c or its whole-prompt point (q, q),
+    its last >= c or the grid's largest; a held-back row's edge far above c stands in for nothing)."""
     rows = collections.defaultdict(list)
     for (gq, gc), t in grid.items():
         rows[gq].append((gc, math.log(t / norm(gq, gc))))
@@ -140,6 +145,10 @@ def price(grid, q, c, norm):
     if (q, c) in grid:
         return grid[(q, c)]
     xs = sorted(rows)
+    if reach:
+        c_max = max(r[-1][0] for r in rows.values())
+        ok = [x for x in xs if (rows[x][0][0] <= c or rows[x][0][0] == x) and (c <= rows[x][-1][0] or rows[x][-1][0] == c_max)]
+        xs = ok or xs
     lo, hi = [r for r in xs if r <= q], [r for r in xs if r >= q]
     if not lo or not hi:
         le = along(rows[hi[0] if hi else lo[-1]], c)
@@ -186,8 +195,8 @@ def norms(heads, variant):
     return model
 
 
-def errors(grid, test, norm):
-    return [(price(grid, q, c, norm) / t - 1, q, c) for (q, c), t in sorted(test.items())]
+def errors(grid, test, norm, reach=False):
+    return [(price(grid, q, c, norm, reach) / t - 1, q, c) for (q, c), t in sorted(test.items())]
 
 
 def summary(e):
@@ -205,8 +214,32 @@ VARIANTS = [(128, o, 1, 0.0, k) for o in ("tile", "head") for k in (0.0, 2.0, 4.
 BEST = (128, "head", 1, 0.0, 8.0)  # the pricer's (planner/cost/attention_grid.cpp prefill_wave_model)
 
 
+def whole_prompts(paths):
+    for path in paths:
+        cfg, held_cfg, is_profile, sms = load(path)
+        if not is_profile:
+            continue
+        for k in sorted(cfg):
+            pts = dict(cfg[k])
+            pts.update(held_cfg.get(k, {}))
+            rows = sorted(q for (q, c) in pts if q == c and 100 <= q <= 2100)
+            if not rows:
+                continue
+            print(f"{os.path.relpath(path, RUNS)} {k[0]}/{k[1]} d{k[2]}: {len(rows)} whole prompts, own row left out")
+            wave = norms(k[0], BEST)
+            for name, norm, reach in (("pairs, every row", work_pairs, False), ("pairs, rows reaching c", work_pairs, True),
+                                      ("wave, every row", wave, False), ("wave, rows reaching c", wave, True)):
+                e = [(price({p: t for p, t in pts.items() if p[0] != q}, q, q, norm, reach) / pts[(q, q)] - 1, q, q)
+                     for q in rows]
+                mean = 100 * sum(v for v, _, _ in e) / len(e)
+                print(f"  {name:24s} {summary(e)}, mean {mean:+5.1f} %")
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if "--whole-prompts" in sys.argv:
+        return whole_prompts(args or [f"{RUNS}/2026-12-04-session8/D/profile.json.gz",
+                                      f"{RUNS}/2026-12-04-session8/E/profile.json.gz"] + FILES[1:6])
     study_variants = "--variants" in sys.argv
     variant = BEST
     for a in sys.argv[1:]:
@@ -231,7 +264,7 @@ def main():
             print(f"  planner rule (work)     {summary(errors(grid, test, lambda q, c: work_pairs(q, c)))}")
             vs = VARIANTS if study_variants else [variant]
             for v in vs:
-                print(f"  wave model {str(v):26s} {summary(errors(grid, test, norms(heads, v)))}")
+                print(f"  wave model {str(v):26s} {summary(errors(grid, test, norms(heads, v), reach=True))}")
 
 
 if __name__ == "__main__":

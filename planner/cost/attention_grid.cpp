@@ -102,7 +102,7 @@ std::optional<ComputePrice> price(const std::vector<const AttentionTime*>& use, 
   // 166 at 332), and its edge there stood in for whole prompts between the rows around it: with the
   // attended pairs, prompts of 200-240 tokens at 8.6-13.7 us where the rows around measured 18.9-19.2
   // (session 8 E, 32/8 heads); whole prompts priced from the other rows (each row left out in turn) were
-  // -55 % at worst and -11 % on average (sessions 8 D / E, 12 C / D, 13 S1), the wave model +0.0 to +1.4 %
+  // -55 % at worst and -6 to -15 % on average (sessions 8 D / E, 12 A / C / D, 13 S1), the wave model -0.6 to +1.4 %
   // with or without this rule (docs/attention.md "Held-back rows"). The attended-pairs rule keeps every
   // row: it is the live rule and its low whole-prompt prices are what the recorded runs were met with
   // (with the rule, 39 of 57 runs meet their targets instead of 41; session 8 D's Llama-3.1-8B Azure

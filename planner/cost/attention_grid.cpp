@@ -94,19 +94,11 @@ std::optional<ComputePrice> price(const std::vector<const AttentionTime*>& use, 
   if (exact != rows.end())
     for (const Pt& p : exact->second)
       if (p.c == c) return ComputePrice{std::exp(p.log_t) * scale, batch_used == s.batch ? CostSource::Measured : CostSource::Interpolated};
-  // With the wave model, only rows that reach c price it: a row's measured contexts are used where they
-  // cover c, below its first context only when that is the row's own whole-prompt point (q, q) (a row
-  // cannot have contexts below its q_len), beyond its last only at the table's largest context (the
-  // grid's edge, extrapolated as before). A held-back row (points at the middles of every third context
-  // cell, none at (q, q): attention_grid_plan) starts far above its q_len (q 215 at 431, 609 at 1218,
-  // 166 at 332), and its edge there stood in for whole prompts between the rows around it: with the
-  // attended pairs, prompts of 200-240 tokens at 8.6-13.7 us where the rows around measured 18.9-19.2
-  // (session 8 E, 32/8 heads); whole prompts priced from the other rows (each row left out in turn) were
-  // -55 % at worst and -6 to -15 % on average (sessions 8 D / E, 12 A / C / D, 13 S1), the wave model -0.6 to +1.4 %
-  // with or without this rule (docs/attention.md "Held-back rows"). The attended-pairs rule keeps every
-  // row: it is the live rule and its low whole-prompt prices are what the recorded runs were met with
-  // (with the rule, 39 of 57 runs meet their targets instead of 41; session 8 D's Llama-3.1-8B Azure
-  // TTFT p50 +5.3 -> +6.9 %, recorded +3.4), so it moves only with the wave model.
+  // With the wave model, only rows that reach c price it: covering c, or starting at their own
+  // whole-prompt point (q, q), or ending at the table's largest context (the grid's edge). A held-back
+  // row starts far above its q_len, and its edge stood in for whole prompts (8B prompts of 200-240 tokens
+  // priced 8.6-13.7 us where the rows around measured ~19). The live attended-pairs rule keeps every row:
+  // the recorded runs were met with it (docs/attention.md "Held-back rows" has the figures).
   double c_max = 0;
   for (const auto& [rx, r] : rows) c_max = std::max(c_max, r.back().c);
   auto usable = [&](const std::vector<Pt>& r) {

@@ -28,17 +28,19 @@ void sweep_group(Context& ctx, gpu::BlockingGate& gate, const std::vector<int>& 
   for (size_t r = 1; r < streams.size(); ++r) others.push_back(&streams[r]);
   const std::string label = fmt::format("{}", fmt::join(gpus, ","));
   for (ArImpl impl : {ArImpl::OneShot, ArImpl::TwoShot}) {
+    // One all-reduce of b bytes: every rank's kernel on its own stream.
+    auto call_of = [&](int64_t b) {
+      for (int r = 0; r < g.size(); ++r) {
+        gpu::ScopedDevice d(g.device(r));
+        kernels::peer_allreduce(impl, g.ranks(), r, g.local(r).out.as<__nv_bfloat16>(), b, streams[size_t(r)]);
+      }
+    };
     std::vector<CurvePoint> pts;
     for (size_t i = 0; i < sizes.size(); ++i) {
       const int64_t b = sizes[i];
       ctx.progress.update(peer_allreduce_progress(index, count, impl, i, sizes.size()),
                           fmt::format("{} [{}] {}", to_string(impl), label, format_size(b)));
-      auto call = [&] {
-        for (int r = 0; r < g.size(); ++r) {
-          gpu::ScopedDevice d(g.device(r));
-          kernels::peer_allreduce(impl, g.ranks(), r, g.local(r).out.as<__nv_bfloat16>(), b, streams[size_t(r)]);
-        }
-      };
+      auto call = [&] { call_of(b); };
       // As the NCCL sweep: ~0.5 ms regions at an expected ~300 GB/s, at most 20 calls.
       const int reps = reps_for(b, 300, 500e-6, 20);
       auto region = [&](bool gated) {
@@ -67,11 +69,7 @@ void sweep_group(Context& ctx, gpu::BlockingGate& gate, const std::vector<int>& 
         const int reps = reps_for(b, 300, 500e-6, 20);
         gpu::CapturedGraph graph;
         graph.capture_group(streams[0], others, [&] {
-          for (int k = 0; k < reps; ++k)
-            for (int r = 0; r < g.size(); ++r) {
-              gpu::ScopedDevice d(g.device(r));
-              kernels::peer_allreduce(impl, g.ranks(), r, g.local(r).out.as<__nv_bfloat16>(), b, streams[size_t(r)]);
-            }
+          for (int k = 0; k < reps; ++k) call_of(b);
         });
         auto region = [&] {
           return gpu::time_region(&gate, streams[0], {}, [&] {

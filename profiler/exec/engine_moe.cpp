@@ -2,10 +2,11 @@
 // logits in Y), the grouped expert GEMMs over the experts that received rows (gate_up gathers the
 // routed tokens' normed hidden states from Z into Y; the activation writes Z; down reads Z in
 // sorted order into Y), and MoeCombine (Y's rows, weighted, summed per token into Z, which the
-// residual add consumes). Routing state lives on the device only: no host synchronisation, so a
-// decode step stays one CUDA graph. The expert choice is planner/model/routing.hpp's, with the
-// model's RoutingSpec (seed, skew: ModelConfig::moe_routing), so the executor runs what the
-// compiler counted and the simulator priced.
+// residual add consumes). Routing state lives on the device: no host synchronisation, so a decode
+// step stays one CUDA graph; only an eager iteration's prefill-sized grouped GEMM reads the offsets
+// back to run cuBLASLt per expert (kernels/moe_expert_gemm.hpp). The expert choice is
+// planner/model/routing.hpp's, with the model's RoutingSpec (seed, skew: ModelConfig::moe_routing),
+// so the executor runs what the compiler counted and the simulator priced.
 #include <algorithm>
 #include <functional>
 
@@ -14,6 +15,7 @@
 #include "profiler/exec/engine_state.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/elementwise.hpp"
+#include "profiler/kernels/moe_expert_gemm.hpp"
 #include "profiler/kernels/moe_gemm.hpp"
 #include "profiler/kernels/moe_route.hpp"
 
@@ -83,7 +85,8 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
   if (entries * op.n > g.cap_y || entries * op.k > g.cap_z)
     throw RuntimeError(op_where(op) + ": " + std::to_string(entries) + " routed rows x [" + std::to_string(op.k) +
                        "," + std::to_string(op.n) + "] exceed the Y/Z scratch buffers");
-  kn::MoeGemmArgs a;
+  kn::MoeExpertGemmArgs d;
+  kn::MoeGemmArgs& a = d.gemm;
   a.x = g.Z.as<bf16>();
   a.gather = gather ? g.moe.token_of_row : nullptr;
   a.w = it->second.as<bf16>();
@@ -93,7 +96,20 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
   a.entries = entries;
   a.max_rows = op.group_max_rows;
   a.touched = op.batch_count;
-  kn::moe_grouped_gemm(a, g.moe, g.stream);
+  // The grouped kernel, or in an eager iteration with prefill-sized groups cuBLASLt per expert
+  // (moe_use_cublas on the compiler's figures; inside a CUDA graph capture always the grouped
+  // kernel). gate_up's gathered rows go behind the tokens in Z (aligned to 256 bytes): Z holds the
+  // routed tokens' rows [0, T x k) the gather reads and nothing read later (the activation writes
+  // Z anew); where the rest of Z is too small the call stays grouped.
+  d.rows = op.m;
+  d.x_rows = g.moe_tokens;
+  d.cublas = g.gemm.get();
+  if (gather) {
+    const int64_t first = (g.moe_tokens * op.k + 127) / 128 * 128;  // elements: 256-byte aligned
+    d.gathered = g.Z.as<bf16>() + first;
+    d.gathered_cap = std::max<int64_t>(0, g.cap_z - first);
+  }
+  kn::moe_expert_gemm(d, g.moe, g.stream);
 }
 
 void Engine::run_moe_combine(const Op& op, GpuState& g) {

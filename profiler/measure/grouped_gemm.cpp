@@ -1,5 +1,5 @@
-// Grouped expert GEMM times (issue 14) through the executor's own call (kernels/moe_gemm.hpp's
-// moe_grouped_gemm, after a device routing by moe_route), on GPU 0, for every MoE model of the
+// Grouped expert GEMM times (issue 14) through the executor's own call (kernels/moe_expert_gemm.hpp's
+// moe_expert_gemm, after a device routing by moe_route), on GPU 0, for every MoE model of the
 // profile: each expert shape per TP degree with all experts local, and at TP 1 each EP shard of
 // E/ep experts, over the token grid. Tokens are routed as the compiler counts them
 // (planner/model/routing_model.hpp: uniform, the default seed; layer 0, and at decode sizes more
@@ -7,7 +7,13 @@
 // the rows, touched experts and busiest expert the time belongs to. gate_up gathers its tokens,
 // down reads its rows in sorted order, as in the executor. Weights rotate over copies that
 // together exceed L2, so each call reads its experts from HBM as a decode step does.
+// Token counts up to the largest CUDA-graph batch are decode steps, which the executor replays as
+// graphs: the grouped kernel, timed behind a gate. Above it the call is an eager iteration's, and
+// moe_expert_gemm may take cuBLASLt per expert (profiler/common/moe_cublas_rule.hpp): then it is
+// timed as the executor pays it, the offsets' copy, the host synchronisation and the launches after
+// it included (no gate: the synchronisation would wait for the gate's spin kernel).
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <set>
 #include <tuple>
@@ -20,9 +26,11 @@
 #include "profiler/common/profile_models.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/gpu/gemm.hpp"
+#include "profiler/kernels/moe_expert_gemm.hpp"
 #include "profiler/kernels/moe_gemm.hpp"
 #include "profiler/kernels/moe_route.hpp"
 #include "profiler/common/model_shapes.hpp"
+#include "profiler/common/moe_cublas_rule.hpp"
 #include "profiler/measure/curve.hpp"
 #include "profiler/measure/shape_timing.hpp"
 
@@ -34,6 +42,9 @@ namespace kn = peerplan::kernels;
 // many, each with another busiest-expert row count.
 constexpr int64_t kDecodeRoutingTokens = 64;
 constexpr int kRoutingsPerCount = 4;
+// Token counts up to this are decode batches in CUDA graphs (the largest graph batch, as
+// measure/gemm.cpp's kGraphTimedMaxM): the grouped kernel. Above, eager: moe_expert_gemm's choice.
+constexpr int64_t kGraphTimedMaxTokens = 256;
 
 void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, const std::vector<int64_t>& token_counts) {
   std::set<GroupedShapeKey> shapes;
@@ -77,12 +88,17 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
     gpu::launch_fill_bf16(w.back().get(), size_t(max_w), 11 + uint32_t(c), st);
   }
   gpu::DeviceBuffer x(g, size_t(max_in) * 2), y(g, size_t(max_out) * 2), logits(g, size_t(max_tokens * max_e) * 2);
+  // gate_up's gathered rows on the cuBLAS path (the executor puts them behind the tokens in Z).
+  const bool any_eager_gather = max_tokens > kGraphTimedMaxTokens &&
+                                std::any_of(shapes.begin(), shapes.end(), [](const GroupedShapeKey& s) { return s.gather; });
+  gpu::DeviceBuffer xg = any_eager_gather ? gpu::DeviceBuffer(g, size_t(max_in) * 2) : gpu::DeviceBuffer();
   gpu::launch_fill_bf16(x.get(), size_t(max_in), 3, st);
   gpu::launch_fill_bf16(logits.get(), size_t(max_tokens * max_e), 5, st);
   gpu::DeviceBuffer rbuf;
   gpu::BlockingGate gate;
   nlohmann::json kinds = nlohmann::json::array();  // every kernel at small groups: the choice's evidence
   nlohmann::json vs_cublas = nlohmann::json::array();
+  nlohmann::json paths = nlohmann::json::array();  // the eager rows' path (moe_expert_gemm)
   gpu::GemmRunner cublas(g);
   size_t done = 0;
   const size_t total = shapes.size() * token_counts.size();
@@ -117,11 +133,16 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
         ra.expert_first = 0, ra.expert_count = int(s.experts);
         ra.seed = spec.seed, ra.layer = layer;
         kn::moe_route(ra, r, st);
-        kn::MoeGemmArgs a;
+        kn::MoeExpertGemmArgs d;  // the executor's call (engine_moe.cpp), host figures from the routing model
+        kn::MoeGemmArgs& a = d.gemm;
         a.x = x.as<__nv_bfloat16>();
         a.gather = s.gather ? r.token_of_row : nullptr;
         a.y = y.as<__nv_bfloat16>();
         a.n = s.n, a.k = s.k, a.entries = tokens * s.topk, a.max_rows = load.max_rows, a.touched = load.touched;
+        d.rows = load.rows, d.x_rows = tokens;
+        d.allow_cublas = tokens > kGraphTimedMaxTokens;
+        d.cublas = &cublas;
+        if (s.gather && xg.get()) d.gathered = xg.as<__nv_bfloat16>(), d.gathered_cap = max_in;
         const double bytes = double(load.touched) * double(s.n * s.k) * 2;
         const double expect_s = std::max(2.0 * double(load.rows * s.n * s.k) / 400e12, bytes / 4e12) + 5e-6;
         const int reps = std::clamp(int(300e-6 / expect_s), 1, 64);
@@ -129,16 +150,22 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
         // load waits for the device, which the gate's spin kernel holds (the profile then failed
         // with "host stalled > 10 s" on its first grouped GEMM).
         a.w = w[0].as<__nv_bfloat16>();
+        const kn::MoeExpertPath path = kn::moe_expert_gemm_path(d, r, st);
         kn::moe_grouped_gemm(a, r, st);
         for (int kind = 0; kind < kn::kMoeTileKinds; ++kind) kn::moe_grouped_gemm_kind(a, r, kind, st);
+        if (path != kn::MoeExpertPath::Grouped) kn::moe_expert_gemm(d, r, st);  // cuBLASLt's algorithm lookups
         st.synchronize();
+        // kind -1: the executor's call (moe_expert_gemm); -2: the grouped kernel's own choice
+        // (moe_grouped_gemm); 0..2: one grouped kernel forced.
         auto timed = [&](int kind) {
           int c = 0;
+          const bool synchronising = kind == -1 && path != kn::MoeExpertPath::Grouped;
           auto region = [&] {
-            return gpu::time_region(&gate, st, {}, [&] {
+            return gpu::time_region(synchronising ? nullptr : &gate, st, {}, [&] {
               for (int i = 0; i < reps; ++i) {
                 a.w = w[size_t(c++ % copies)].as<__nv_bfloat16>();
-                if (kind < 0) kn::moe_grouped_gemm(a, r, st);
+                if (kind == -1) kn::moe_expert_gemm(d, r, st);
+                else if (kind == -2) kn::moe_grouped_gemm(a, r, st);
                 else kn::moe_grouped_gemm_kind(a, r, kind, st);
               }
             });
@@ -150,9 +177,16 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
         };
         ctx.ms.grouped_gemms.push_back({g, s.n, s.k, s.experts, s.topk, tokens, load.rows, load.touched, load.max_rows,
                                         "bf16", compute_stats(timed(-1))});
+        const double dispatch_s = ctx.ms.grouped_gemms.back().time.median;
+        if (d.allow_cublas)
+          paths.push_back({{"n", s.n}, {"k", s.k}, {"experts", s.experts}, {"tokens", tokens}, {"layer", layer},
+                           {"rows", load.rows}, {"touched", load.touched}, {"max_rows", load.max_rows},
+                           {"gflop_per_expert", kn::moe_gflop_per_expert({load.rows, load.touched, load.max_rows, s.n, s.k})},
+                           {"path", kn::moe_expert_path_name(path)}, {"us", dispatch_s * 1e6}});
         if (layer == 0 && load.max_rows <= 256) {  // the kernels side by side where more than one is plausible
           nlohmann::json e = {{"n", s.n}, {"k", s.k}, {"experts", s.experts}, {"tokens", tokens},
-                              {"max_rows", load.max_rows}, {"chosen", kn::moe_gemm_tile_kind(load.max_rows, s.gather)}};
+                              {"max_rows", load.max_rows}, {"chosen", kn::moe_gemm_tile_kind(load.max_rows, s.gather)},
+                              {"path", kn::moe_expert_path_name(path)}};
           for (int kind = 0; kind < kn::kMoeTileKinds; ++kind)
             e[fmt::format("kind{}_us", kind)] = compute_stats(timed(kind)).median * 1e6;
           e["weights_gbps"] = bytes / ctx.ms.grouped_gemms.back().time.median / 1e9;
@@ -195,19 +229,33 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
           for (int i = 0; i < ctx.plan.warmup; ++i) region();
           std::vector<double> t;
           for (int i = 0; i < ctx.plan.samples; ++i) t.push_back(region() / creps);
+          // ours: the grouped kernel (timed again where the executor's call took cuBLAS); dispatch: the
+          // executor's call, what the profile's row above holds (cuBLAS with the copy, sync and gather).
+          const double ours_s = path == kn::MoeExpertPath::Grouped ? dispatch_s : compute_stats(timed(-2)).median;
           vs_cublas.push_back({{"n", s.n}, {"k", s.k}, {"experts", s.experts}, {"tokens", tokens}, {"rows", load.rows},
-                               {"ours_us", ctx.ms.grouped_gemms.back().time.median * 1e6},
-                               {"cublas_per_expert_us", compute_stats(std::move(t)).median * 1e6}});
+                               {"ours_us", ours_s * 1e6},
+                               {"cublas_per_expert_us", compute_stats(std::move(t)).median * 1e6},
+                               {"dispatch_us", dispatch_s * 1e6}, {"dispatch_path", kn::moe_expert_path_name(path)}});
         }
       }  // layers
     }
   }
+  const char* env_gflop = std::getenv("PEERPLAN_MOE_CUBLAS_MIN_GFLOP");
   ctx.ms.extra["grouped_gemm"] = {
       {"gpu", g}, {"routing", spec.label()}, {"seed", spec.seed},
       {"layers", fmt::format("layer 0's routing; up to {} tokens also the first layers (of 64) whose busiest expert holds "
                              "another row count, up to {} routings per token count", kDecodeRoutingTokens, kRoutingsPerCount)},
-      {"call", "peerplan::kernels::moe_grouped_gemm after moe_route (the executor's call); weights rotate over " +
+      {"call", "peerplan::kernels::moe_expert_gemm after moe_route (the executor's call); weights rotate over " +
                    std::to_string(copies) + " copies"},
+      {"dispatch", {{"function", "peerplan::kernels::moe_expert_gemm (profiler/kernels/moe_expert_gemm.hpp)"},
+                    {"rule", kn::moe_cublas_rule_text()},
+                    {"min_gflop", kn::moe_cublas_min_gflop()},
+                    {"min_gflop_source", env_gflop && *env_gflop ? "PEERPLAN_MOE_CUBLAS_MIN_GFLOP" : "default"},
+                    {"eager_tokens_above", kGraphTimedMaxTokens},
+                    {"timing", "tokens above eager_tokens_above: the executor's call as an eager iteration makes it; "
+                               "on the cuBLAS path without the gate (the host synchronises inside the call), the "
+                               "offsets' copy, the synchronisation and the launches after it included"},
+                    {"paths", paths}}},
       {"layout", "y[rows,n] = x[rows,k] W_e^T per touched expert, W_e [n,k]; bf16, fp32 accumulate"},
       {"kernels", "0: stream 16-row tiles, 1: stream 32-row tiles, 2: tiled 64-row tiles (us per call, median)"},
       {"kernel_choice", kinds},

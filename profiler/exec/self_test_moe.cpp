@@ -2,7 +2,9 @@
 // choice of route_token, renormalised softmax weights, per-expert offsets, a sorted-row permutation
 // consistent with them, tile lists covering every row once), each grouped-GEMM kernel (16/32-row
 // stream tiles and 64-row tiled, with and without the token gather, n off the 16-row and 128-row
-// tiles, k off the unrolled chunk), and the weighted combine. Outputs are poisoned first.
+// tiles, k off the unrolled chunk), the executor's dispatch forced onto cuBLASLt per expert (the
+// offsets read back, gate_up's rows gathered; skewed routings with empty experts) and the weighted
+// combine. Outputs are poisoned first.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -16,7 +18,9 @@
 #include "planner/model/routing.hpp"
 #include "profiler/exec/self_test_util.hpp"
 #include "profiler/gpu/cuda_check.hpp"
+#include "profiler/gpu/gemm.hpp"
 #include "profiler/gpu/raii.hpp"
+#include "profiler/kernels/moe_expert_gemm.hpp"
 #include "profiler/kernels/moe_gemm.hpp"
 #include "profiler/kernels/moe_route.hpp"
 
@@ -177,6 +181,24 @@ void check_route(std::vector<SelfTestResult>& out, const Routed& x) {
   out.push_back(result("moe_route(counts,sort,tiles)", shape + fmt::format(" rows={}", o), double(bad), 0, true, 0));
 }
 
+// y[row] = x[src(row)] . W[e(row)]^T in fp64 for every routed row (sorted by expert), src(row) the
+// row's token when gathering, else the row itself.
+std::vector<double> grouped_reference(const std::vector<int>& off, const std::vector<int>& tor, const std::vector<bf16>& xin,
+                                      const std::vector<bf16>& w, bool gather, int count, int64_t n, int64_t kdim) {
+  std::vector<double> ref(size_t(off[size_t(count)]) * size_t(n));
+  for (int e = 0; e < count; ++e)
+    for (int r = off[size_t(e)]; r < off[size_t(e) + 1]; ++r) {
+      const int64_t src = gather ? tor[size_t(r)] : r;
+      for (int64_t c = 0; c < n; ++c) {
+        double acc = 0;
+        for (int64_t q = 0; q < kdim; ++q)
+          acc += bf16_value(xin[size_t(src * kdim + q)]) * bf16_value(w[size_t((e * n + c) * kdim + q)]);
+        ref[size_t(r * n + c)] = acc;
+      }
+    }
+  return ref;
+}
+
 // y[row] = x[src(row)] . W[e(row)]^T against fp64, for one tile kind.
 void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng, const Routed& x, int64_t n,
                 int64_t kdim, bool gather, int kind, bool split = true, int64_t max_rows_hint = 0, int gemv_shape = -1) {
@@ -199,20 +221,9 @@ void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng,
   a.max_rows = max_rows_hint;                 // 1 to 4 with kind 0 / 1: the gemv kernel
   a.gemv_shape = gemv_shape;
   kn::moe_grouped_gemm_kind(a, x.r, kind, nullptr);
-  std::vector<double> ref(size_t(rows) * size_t(n));
+  const std::vector<double> ref = grouped_reference(off, tor, xin, w, gather, x.count, n, kdim);
   int max_rows = 0;
-  for (int e = 0; e < x.count; ++e) {
-    max_rows = std::max(max_rows, off[size_t(e) + 1] - off[size_t(e)]);
-    for (int r = off[size_t(e)]; r < off[size_t(e) + 1]; ++r) {
-      const int64_t src = gather ? tor[size_t(r)] : r;
-      for (int64_t c = 0; c < n; ++c) {
-        double acc = 0;
-        for (int64_t q = 0; q < kdim; ++q)
-          acc += bf16_value(xin[size_t(src * kdim + q)]) * bf16_value(w[size_t((e * n + c) * kdim + q)]);
-        ref[size_t(r * n + c)] = acc;
-      }
-    }
-  }
+  for (int e = 0; e < x.count; ++e) max_rows = std::max(max_rows, off[size_t(e) + 1] - off[size_t(e)]);
   static const char* names[] = {"moe_gemm(stream16)", "moe_gemm(stream32)", "moe_gemm(tiled64)"};
   const bool gemv = kind < 2 && kn::moe_gemv_rows(max_rows_hint);
   out.push_back(compare(gemv ? (kind == 0 ? "moe_gemm(gemv16)" : "moe_gemm(gemv32)") : names[kind],
@@ -222,6 +233,51 @@ void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng,
                                                        gemv_shape >= 0 ? fmt::format(" shape {}", gemv_shape) : "")
                                          : ""),
                         dy, ref));
+}
+
+// The executor's call (moe_expert_gemm, engine_moe.cpp) eager with threshold `min_gflop` (0: cuBLASLt
+// per expert whatever the rows; huge: the grouped kernel), against the same fp64 reference: the
+// path it must take is checked too (a wrong path fails the row: its error is set to infinity).
+void check_expert_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng, const Routed& x, int64_t n,
+                       int64_t kdim, bool gather, double min_gflop, kn::MoeExpertPath want) {
+  const int64_t entries = x.tokens * x.topk;
+  const auto off = download(x.r.offsets, size_t(x.count + 1));
+  const auto tor = download(x.r.token_of_row, size_t(entries));
+  const int rows = off[size_t(x.count)];
+  int touched = 0, empty = 0, max_rows = 0;
+  for (int e = 0; e < x.count; ++e) {
+    const int c = off[size_t(e) + 1] - off[size_t(e)];
+    touched += c > 0, empty += c == 0, max_rows = std::max(max_rows, c);
+  }
+  const int64_t in_rows = gather ? x.tokens : rows;
+  const auto xin = random_bf16(size_t(std::max<int64_t>(in_rows, 1) * kdim), rng, 1.0);
+  const auto w = random_bf16(size_t(x.count * n * kdim), rng, 0.1);
+  auto dx = upload(dev, xin), dw = upload(dev, w);
+  auto dy = poisoned(dev, size_t(std::max(rows, 1)) * size_t(n));
+  gpu::DeviceBuffer gathered(dev, size_t(std::max<int64_t>(entries, 1) * kdim) * 2);
+  CUDA_CHECK(cudaMemset(gathered.get(), 0xff, gathered.bytes()));  // NaNs: an ungathered row fails
+  gpu::GemmRunner cublas(dev);
+  kn::MoeExpertGemmArgs d;
+  d.gemm.x = dx.as<bf16>();
+  d.gemm.gather = gather ? x.r.token_of_row : nullptr;
+  d.gemm.w = dw.as<bf16>();
+  d.gemm.y = dy.as<bf16>();
+  d.gemm.n = n, d.gemm.k = kdim, d.gemm.entries = entries, d.gemm.max_rows = max_rows, d.gemm.touched = touched;
+  d.rows = rows, d.x_rows = x.tokens;
+  d.min_gflop = min_gflop;
+  d.cublas = &cublas;
+  d.gathered = gathered.as<bf16>(), d.gathered_cap = entries * kdim;
+  const kn::MoeExpertPath path = kn::moe_expert_gemm(d, x.r, nullptr);
+  SelfTestResult res = compare(fmt::format("moe_expert_gemm({})", kn::moe_expert_path_name(want)),
+                               fmt::format("rows={} touched={}/{} empty={} max/expert={} n={} k={}{}{}", rows, touched,
+                                           x.count, empty, max_rows, n, kdim, gather ? " gather" : "",
+                                           x.cdf_host.empty() ? "" : " skewed"),
+                               dy, grouped_reference(off, tor, xin, w, gather, x.count, n, kdim));
+  if (path != want) {
+    res.shape += fmt::format(" TOOK {}", kn::moe_expert_path_name(path));
+    res.rel_error = INFINITY;
+  }
+  out.push_back(res);
 }
 
 void check_combine(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng, const Routed& x, int64_t H) {
@@ -301,6 +357,26 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
     check_gemm(out, dev, rng, a, 72, 2080, true, 0, true, 1, shape);
     check_gemm(out, dev, rng, b, 200, 288, false, 1, true, 2, shape);
   }
+  // The executor's dispatch forced onto cuBLASLt per expert (threshold 0, eager: the default
+  // stream is not capturing), gate_up (gathered) and down (sorted rows), n and k multiples of 128
+  // (the rule's alignment): a popularity with four hot experts and a thin tail (hot experts with
+  // tens of rows, tail experts with a few or none), an EP shard of the tail only, few tokens over
+  // many experts (most empty), Mixtral-like top-2 of 8; then the same call with a huge threshold
+  // must stay on the grouped kernel.
+  std::vector<float> hot(64);
+  for (int e = 0; e < 64; ++e) hot[size_t(e)] = e < 4 ? 0.225f * float(e + 1) : 0.9f + 0.1f * float(e - 3) / 60.f;
+  hot[63] = 1.f;
+  Routed h = route(dev, rng, 96, 64, 6, 0, 64, hot, 0);
+  check_route(out, h);
+  Routed ht = route(dev, rng, 96, 64, 6, 32, 32, hot, 0);
+  Routed few = route(dev, rng, 5, 64, 6, 0, 64, hot, 0);
+  for (const Routed* rt : {&h, &ht, &few, &b}) {
+    check_expert_gemm(out, dev, rng, *rt, 256, 384, true, 0, kn::MoeExpertPath::CublasPerExpert);
+    check_expert_gemm(out, dev, rng, *rt, 384, 256, false, 0, kn::MoeExpertPath::CublasPerExpert);
+  }
+  check_expert_gemm(out, dev, rng, h, 256, 1024, true, 0, kn::MoeExpertPath::CublasPerExpert);
+  check_expert_gemm(out, dev, rng, h, 256, 384, true, 1e30, kn::MoeExpertPath::Grouped);
+  check_expert_gemm(out, dev, rng, h, 384, 256, false, 1e30, kn::MoeExpertPath::Grouped);
   check_combine(out, dev, rng, b, 264);
   check_combine(out, dev, rng, c, 512);  // tokens with no local expert sum to zero
 }

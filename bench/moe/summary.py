@@ -1,7 +1,9 @@
 """Summary of bench/moe/run.sh's outputs (OUT): decode step times of the executor beside the PyTorch
 reference per batch, the B=1 HBM bound (touched bytes / measured HBM bandwidth), and PASS/FAIL for
 issue 14's criteria: executor <= reference at every batch; executor at B=1 <= 1.25 x the bound.
-Also the grouped-GEMM kernel choice evidence from the profile. usage: summary.py OUTDIR"""
+Also the grouped-GEMM kernel choice evidence from the profile, the prefill-sized groups (our kernel,
+cuBLASLt per expert, the executor's dispatch) and the prefill step without the dispatch's cuBLAS path
+(run.sh's PREFILL_AB). usage: summary.py OUTDIR"""
 import json
 import os
 import sys
@@ -31,12 +33,21 @@ for m in MODELS:
         ok_all = False
         continue
     r = ref.get(m, {})
+    # run.sh's A/B: the prefill step with every expert GEMM on the grouped kernel (PEERPLAN_MOE_CUBLAS_MIN_GFLOP=1e30)
+    grouped_only = {}
+    gpath = os.path.join(out, f"steps-{m}-grouped", "steps.json")
+    if os.path.exists(gpath):
+        g = load(gpath) or {}
+        grouped_only = {s.get("context"): s["median_us"] for s in g.get("steps", []) if s.get("step") == "prefill"}
     print(f"\n{m}: decode step, context 1024, CUDA graphs")
     print(f"  {'batch':>5} {'executor ms':>12} {'reference ms':>13} {'ratio':>7} {'HBM MB':>9} {'bound ms':>9}")
     for s in steps["steps"]:
         if s["step"] != "decode":
             if s["step"] == "prefill":
-                print(f"  prefill {s.get('context')} tokens: executor {s['median_us'] / 1e3:.2f} ms")
+                g = grouped_only.get(s.get("context"))
+                ab = (f" (every expert GEMM on the grouped kernel: {g / 1e3:.2f} ms; dispatch speed-up "
+                      f"{g / s['median_us']:.2f}x)" if g else "")
+                print(f"  prefill {s.get('context')} tokens: executor {s['median_us'] / 1e3:.2f} ms{ab}")
             continue
         b = s["batch"]
         ex = s["median_us"] / 1e3
@@ -61,8 +72,18 @@ if gg.get("kernel_choice"):
               f"chosen={e['chosen']} " + " ".join(f"{e.get(f'kind{i}_us', 0):8.1f}" for i in range(3)) +
               f"  weights {e.get('weights_gbps', 0):.0f} GB/s")
 if gg.get("vs_cublas_per_expert"):
-    print("\nprefill-sized groups: our kernel vs cuBLASLt per expert (host-known sizes), us per call")
+    # dispatch: what the executor now runs (profiler/kernels/moe_expert_gemm.hpp): eager calls above the
+    # CUDA-graph batch may take cuBLASLt per expert, paying the offsets' copy, a host sync and gate_up's
+    # row gather, all inside the figure; its path and the rule in force are printed beside it.
+    dsp = gg.get("dispatch", {})
+    print("\nprefill-sized groups: our kernel vs cuBLASLt per expert (host-known sizes) vs the executor's dispatch, "
+          "us per call")
+    if dsp:
+        print(f"  dispatch rule ({dsp.get('min_gflop_source', '?')}: {dsp.get('min_gflop', '?')} GFLOP per expert): "
+              f"{dsp.get('rule', '?')}")
     for e in gg["vs_cublas_per_expert"]:
+        d = e.get("dispatch_us")
+        extra = f"  dispatch {d:9.1f} ({e.get('dispatch_path', '?')}; ours / dispatch {e['ours_us'] / d:.2f})" if d else ""
         print(f"  n={e['n']:>6} k={e['k']:>5} experts={e['experts']:>3} tokens={e['tokens']:>5} rows={e['rows']:>6} "
-              f"ours {e['ours_us']:9.1f}  cublas {e['cublas_per_expert_us']:9.1f}")
+              f"ours {e['ours_us']:9.1f}  cublas {e['cublas_per_expert_us']:9.1f}" + extra)
 print(f"\nOVERALL {'PASS' if ok_all else 'FAIL'}")

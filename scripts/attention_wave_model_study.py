@@ -7,7 +7,9 @@ of c keys (causal, aligned bottom-right) visits ceil((c - q + min((i + 1) 128, q
 the CTAs are dispatched in order to the SMs (list scheduling, `slots` CTAs resident per SM sharing it);
 the model's figure is the makespan in KV blocks plus a per-CTA cost. The rule: today's, with the work
 (attended pairs) replaced by the model's figure, i.e. log(time / model) interpolated in (log q, log c).
-Both rules price each point from the DEFAULT grid's rows only (attention_grid_plan + the wave rows).
+Both rules price each point from the DEFAULT grid's rows only (attention_grid_plan: quarter-octave and tile
+rows, + the wave rows); on the fine data each row the data lacks is snapped to the nearest fine q_len of the
+same tile count (fine_rows). `--no-tile-rows`: the default grid before its tile rows.
 
   scripts/attention_wave_model_study.py                       (the session 12/13 files below)
   scripts/attention_wave_model_study.py --variants            (model variants on the fine data)
@@ -51,8 +53,16 @@ def wave_rows(heads, sms=SMS, max_q=8192):
     return v
 
 
+TILE_ROWS_TO = 16  # attention_grid.hpp kTileRowsTo
+
+
+def tile_rows(tiles=TILE_ROWS_TO):
+    """Both sides of every 128-row tile boundary to `tiles` tiles (attention_grid.cpp attention_tile_rows)."""
+    return [x for t in range(1, tiles + 1) for x in (t * TILE, t * TILE + 1)]
+
+
 def default_grid(heads, max_context=131072):
-    q = set(log_steps(16, 8192, 4, lambda i, x: i % 2 == 0 or x >= 128)) | set(wave_rows(heads))
+    q = set(log_steps(16, 8192, 4, lambda i, x: i % 2 == 0 or x >= 128)) | set(wave_rows(heads)) | set(tile_rows())
     c = set(log_steps(256, max_context, 4, lambda i, x: i % 2 == 0 or x <= 4096))
     return q, c
 
@@ -179,11 +189,30 @@ def load(path):
     return cfg, held_cfg, bool(held), sms
 
 
-def split_default(points, heads):
-    """The points the default grid would have, and the rest (to be priced from them)."""
-    gq, gc = default_grid(heads)
-    grid = {p: t for p, t in points.items() if p[0] in gq and (p[1] in gc or p[1] == p[0])}
-    top = max(gq)
+def snap(q, avail):
+    """The fine q_len nearest q of the same tile count (the fine data has q_len every 8 or 32 tokens)."""
+    t = -(-q // TILE)
+    same = [a for a in avail if -(-a // TILE) == t] or avail
+    return min(same, key=lambda a: (abs(a - q), a))
+
+
+def fine_rows(heads, avail, tiles=TILE_ROWS_TO):
+    """The default grid's rows as the fine data has them: each quarter-octave row snapped to the nearest fine
+    q_len of its tile count, the wave rows and the tile rows (to `tiles` tiles) too where missing (t x 128 + 1
+    -> t x 128 + 8)."""
+    top = max(avail)
+    rows = {snap(q, avail) for q in log_steps(16, 8192, 4, lambda i, x: i % 2 == 0 or x >= 128) if q <= top}
+    rows |= {q if q in avail else snap(q, avail) for q in wave_rows(heads) + tile_rows(tiles) if q <= top}
+    return rows
+
+
+def split_default(points, heads, tiles=TILE_ROWS_TO):
+    """The points the default grid would have (its rows as fine_rows has them, at its contexts and the
+    whole-prompt points), and the rest (to be priced from them)."""
+    _, gc = default_grid(heads)
+    rows = fine_rows(heads, sorted({q for q, _ in points}), tiles)
+    grid = {p: t for p, t in points.items() if p[0] in rows and (p[1] in gc or p[1] == p[0])}
+    top = max(rows)
     rest = {p: t for p, t in points.items() if p not in grid and 16 <= p[0] <= top}
     return grid, rest
 
@@ -257,7 +286,7 @@ def main():
                 if not test:
                     continue
             else:
-                grid, test = split_default(cfg[k], heads)
+                grid, test = split_default(cfg[k], heads, 0 if "--no-tile-rows" in sys.argv else TILE_ROWS_TO)
             label = f"{name} {k[0]}/{k[1]} d{k[2]}" + (f" v{k[3]}" if k[3] != k[2] else "")
             label += " held-back" if is_profile else " fine, off-grid"
             print(label)

@@ -287,16 +287,26 @@ AttentionGridPlan attention_grid_plan(bool quick, int max_context, AttentionGrid
   // - contexts, quarter-octave to 4096 (short decode contexts step with the kernels' 32-64 token
   //   chunks and cuDNN's tiles: 9-13 % between half-octave points), half-octave beyond;
   // - q_lens, half-octave to 128, quarter-octave from 128 (within a wave count cuDNN's time is not
-  //   flat: 32 heads at 27554 context, 1218 -> 1448 tokens +15 %, both 3 waves), plus the wave rows.
+  //   flat: 32 heads at 27554 context, 1218 -> 1448 tokens +15 %, both 3 waves), plus the wave rows;
+  // - and rows on both sides of every query-tile boundary to 16 tiles (128 and 129, 256 and 257, ...,
+  //   2048 and 2049): cuDNN's time moves with the tiles within a wave count too, by the fill of its last
+  //   wave and not monotonically (32 heads at 16384: 10 and 11 tiles 667-678 us, 12 tiles 710-757; 64
+  //   heads at 4096: 3 tiles 132-139, 4 tiles 140), which the wave model does not price; so a q_len to
+  //   2048 is priced between rows of its own tile count (docs/attention.md "Rows at every tile boundary").
   for (int b = 1; b <= 16; ++b) g.batches.push_back(b);
   for (int b = 24; b <= 256; b += 8) g.batches.push_back(b);
-  g.q_lens = log_steps(16, 8192, 4, [](int i, int x) { return i % 2 == 0 || x >= 128; });
+  const std::vector<int> quarter = log_steps(16, 8192, 4, [](int i, int x) { return i % 2 == 0 || x >= 128; });
+  g.q_lens = quarter;
+  for (int q : attention_tile_rows(kTileRowsTo))
+    if (std::find(g.q_lens.begin(), g.q_lens.end(), q) == g.q_lens.end()) g.q_lens.push_back(q);
+  std::sort(g.q_lens.begin(), g.q_lens.end());
   g.contexts = log_steps(256, max_context, 4, [](int i, int x) { return i % 2 == 0 || x <= 4096; });
-  // Held back: the geometric middles of every third cell (q_len rows x contexts), and decode batches
-  // between rows (20, 44, 100: what mixed iterations can have) at the middles of every third context cell.
+  // Held back: the geometric middles of every third cell of the quarter-octave rows (not of the tile
+  // rows: the same points as before them, so profiles compare) x contexts, and decode batches between
+  // rows (20, 44, 100: what mixed iterations can have) at the middles of every third context cell.
   const auto& C = g.contexts;
-  for (size_t i = 1; i + 1 < g.q_lens.size(); i += 3) {
-    const int q = geo_mid(g.q_lens[i], g.q_lens[i + 1]);
+  for (size_t i = 1; i + 1 < quarter.size(); i += 3) {
+    const int q = geo_mid(quarter[i], quarter[i + 1]);
     for (size_t j = 1; j + 1 < C.size(); j += 3)
       if (geo_mid(C[j], C[j + 1]) >= q) g.held_prefill.push_back({q, geo_mid(C[j], C[j + 1])});
   }
@@ -306,6 +316,16 @@ AttentionGridPlan attention_grid_plan(bool quick, int max_context, AttentionGrid
       if (int64_t(b) * c <= g.max_tokens) g.held_decode.push_back({b, c});
     }
   return g;
+}
+
+std::vector<int> attention_tile_rows(int tiles) {
+  constexpr int kTile = 128;
+  std::vector<int> v;
+  for (int t = 1; t <= tiles; ++t) {
+    v.push_back(t * kTile);
+    v.push_back(t * kTile + 1);
+  }
+  return v;
 }
 
 // cuDNN's fused attention runs a CTA per (128-row Q tile, head), so a chunk's time steps up where

@@ -80,6 +80,14 @@ AttentionGridMode attention_grid_mode(const char* env_value);
 // quick: 2 x 2 points per phase (whatever the mode).
 AttentionGridPlan attention_grid_plan(bool quick, int max_context, AttentionGridMode mode = AttentionGridMode::Default);
 
+// Prefill rows on both sides of every 128-row query-tile boundary to `tiles` tiles: 128, 129, 256,
+// 257, ..., tiles x 128, tiles x 128 + 1. The default grid has them to kTileRowsTo tiles (2048 tokens),
+// for every head count: within a wave count cuDNN's time still moves with the tiles (the fill of its last
+// wave; docs/attention.md "Rows at every tile boundary"), so a prefill to 2048 tokens is priced between
+// rows of its own tile count.
+inline constexpr int kTileRowsTo = 16;
+std::vector<int> attention_tile_rows(int tiles);
+
 // Prefill rows on both sides of the first eight wave boundaries of `heads` (cuDNN runs a CTA per
 // (128-row query tile, head); a chunk's time steps where its tiles spill into one more wave of sms).
 std::vector<int> attention_wave_rows(int heads, int sms, int max_q);

@@ -193,9 +193,11 @@ TEST(AttentionGridPlan, DefaultGridIsQuarterOctaveWhereTheStudyNeededIt) {
   EXPECT_EQ(g.contexts[16], 4096);
   EXPECT_EQ(g.contexts[17], 5793);
   EXPECT_EQ(g.contexts.back(), 131072);
-  // q_lens: half-octave to 128, quarter-octave from it.
-  ASSERT_EQ(g.q_lens.size(), 31u);
-  EXPECT_EQ(std::vector<int>(g.q_lens.begin(), g.q_lens.begin() + 9), (std::vector<int>{16, 23, 32, 45, 64, 91, 128, 152, 181}));
+  // q_lens: half-octave to 128, quarter-octave from it, and both sides of every tile boundary to 2048
+  // (27 rows more than the 31 quarter-octave ones: 128, 256, 512, 1024 and 2048 were rows already).
+  ASSERT_EQ(g.q_lens.size(), 58u);
+  EXPECT_EQ(std::vector<int>(g.q_lens.begin(), g.q_lens.begin() + 10),
+            (std::vector<int>{16, 23, 32, 45, 64, 91, 128, 129, 152, 181}));
   EXPECT_EQ(g.q_lens.back(), 8192);
   // Decode: every batch to 16, then multiples of 8 to 256.
   ASSERT_EQ(g.batches.size(), 46u);
@@ -261,7 +263,7 @@ TEST(AttentionGridPlan, HeldBackPointsAreNoGridPoints) {
   EXPECT_TRUE(dec_rows.count(20));
   EXPECT_TRUE(std::count(p.decode.begin(), p.decode.end(), std::tuple<int, int, bool>{28, 332, true}));
   EXPECT_EQ(p.decode.size(), 1681u);
-  EXPECT_EQ(p.prefill.size(), 903u);  // 31 + 16 wave rows, 69 held back
+  EXPECT_EQ(p.prefill.size(), 1342u);  // 58 rows (31 quarter-octave, 27 tile) + the 8 wave rows past 2049, 69 held back
 }
 
 TEST(AttentionGridPlan, WaveRowsAtTheFirstEightBoundaries) {

@@ -365,10 +365,12 @@ void time_attention_shapes(Context& ctx, const std::set<AttentionShapeKey>& keys
     ctx.progress.update(double(step++) / total, fmt::format("MLA {} heads {}", prefill ? "prefill" : "decode", heads));
     time_mla_config(ctx, grid, g, sms, s, gate, heads, prefill, &held);
   }
-  // Interpolation error at the held-back points (priced without any of them).
-  const std::vector<double> err = attention_grid_holdout(ctx.ms.attention, held);
+  // Interpolation error at the held-back points (priced without any of them), by the rule the planner
+  // prices with on this GPU: prefill through the wave model over its SMs (attention_from_table(..., sms)).
+  const std::vector<double> err = attention_grid_holdout(ctx.ms.attention, held, sms);
   nlohmann::json hb = nlohmann::json::array();
   double worst = 0;
+  int over = 0;
   for (size_t i = 0; i < held.size(); ++i) {
     const AttentionTime& a = ctx.ms.attention[held[i]];
     hb.push_back({{"phase", a.phase}, {"batch", a.batch}, {"q_len", a.q_len}, {"context", a.context},
@@ -376,6 +378,7 @@ void time_attention_shapes(Context& ctx, const std::set<AttentionShapeKey>& keys
                   {"interpolation_error", std::isnan(err[i]) ? nlohmann::json() : nlohmann::json(err[i])}});
     if (a.v_dim > 0 && a.v_dim != a.head_dim) hb.back()["v_dim"] = a.v_dim;  // MLA's points
     if (!std::isnan(err[i])) worst = std::max(worst, std::abs(err[i]));
+    if (!std::isnan(err[i]) && std::abs(err[i]) > 0.03) ++over;
   }
   nlohmann::json wave_rows = nlohmann::json::object();  // per head count: the rows added at wave boundaries
   nlohmann::json regime_rows = nlohmann::json::object();  // per head configuration: decode rows at launch steps
@@ -389,8 +392,10 @@ void time_attention_shapes(Context& ctx, const std::set<AttentionShapeKey>& keys
       if (prefill) wave_rows[fmt::format("heads {}", heads)] = attention_wave_rows(heads, sms, grid.q_lens.back());
       else regime_rows[fmt::format("MLA heads {}", heads)] = mla_decode_regime_rows(grid, heads, sms);
     }
-  fmt::print(stderr, "attention grid: {} points, {} held back, worst interpolation error {:.1f} % (target 3 %)\n",
-             ctx.ms.attention.size(), held.size(), 100 * worst);
+  const std::string rule = sms > 0 ? fmt::format("prefill: wave model over {} SMs; decode: attended pairs", sms)
+                                   : std::string("attended pairs (SM count unknown)");
+  fmt::print(stderr, "attention grid: {} points, {} held back, worst interpolation error {:.1f} %, {} over 3 % (target 3 %; {})\n",
+             ctx.ms.attention.size(), held.size(), 100 * worst, over, rule);
   ctx.ms.extra["attention"] = {
       {"gpu", g},
       {"kernels", "peerplan::kernels::decode_attention / prefill_attention (profiler/kernels)"},
@@ -400,6 +405,7 @@ void time_attention_shapes(Context& ctx, const std::set<AttentionShapeKey>& keys
       {"grid", {{"decode_batches", grid.batches}, {"contexts", grid.contexts}, {"prefill_q_lens", grid.q_lens},
                 {"prefill_wave_rows", wave_rows}, {"decode_regime_rows", regime_rows}}},
       {"held_back", hb},
+      {"held_back_rule", rule},
       {"worst_interpolation_error", worst}};
   if (!mla.empty()) {
     nlohmann::json shapes = nlohmann::json::array();

@@ -19,6 +19,9 @@ struct ProfileOptions {
   int64_t nop2p_coll_max_bytes = int64_t(256) << 20;  // P2P-off NCCL is ~10x slower: cap its sweep
   int samples = 20;                        // kept samples per point (>= 20 for a full profile)
   int warmup = 3;
+  // Compute tables (gemm, attention, grouped_gemm, elementwise): the GPU idles after each timed
+  // region so it works this share of the time (1: back to back). docs/profiler.md, "Clocks".
+  double duty = 1.0;
   std::vector<std::string> models;         // config.json paths or names under models/llm
   int64_t max_tokens = 8192;               // GEMM token sweep 1..max_tokens, powers of two
   // Weight formats the GEMMs are timed in ("gemms" rows' dtype) and, with "fp8", attention over an

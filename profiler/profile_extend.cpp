@@ -38,6 +38,7 @@ Measurements measure_shape_set(const Machine& profile, const ShapeSet& shapes, c
   plan.samples = sweep.samples;
   plan.warmup = sweep.warmup;
   plan.quick = sweep.quick;
+  plan.duty = sweep.duty;
   Machine machine = profile;  // GPU 0's SM count sizes the attention workspace
   Measurements ms;
   // Rough seconds on an H200, for the ETA: a GEMM point ~3 ms of samples, an attention grid ~4 s.

@@ -116,6 +116,22 @@ def study(out_dir):
         rec.append({"idle_ms": g, "gemm_us": sorted(d for _, d in ts1)[len(ts1) // 2],
                     "sm_mhz": clock_between(t1, t1 + 0.005)})
     res["recovery"] = rec
+    # 2b. Recovery under memory-bound work (decode steps stream weights at HBM speed): after 1.5 s
+    # sustained, copies of a 1 GiB tensor for g ms, then 10 GEMMs.
+    src = torch.empty(1 << 29, device=dev, dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    light = []
+    for g in [10, 20, 50, 100, 200]:
+        burst(1.5)
+        t_end = time.perf_counter() + g * 1e-3
+        while time.perf_counter() < t_end:
+            dst.copy_(src)
+            torch.cuda.synchronize()
+        t1, ts1 = burst(0.003)
+        light.append({"copy_ms": g, "gemm_us": sorted(d for _, d in ts1)[len(ts1) // 2],
+                      "sm_mhz": clock_between(t1, t1 + 0.005)})
+    res["recovery_under_copies"] = light
+    del src, dst
     time.sleep(0.5)
     # 3. Bursts of L ms at duty cycles 50 % and 20 %, ~2 s each: median GEMM time over the bursts after the first 0.5 s.
     duty = []
@@ -146,6 +162,9 @@ def study(out_dir):
     print("after 1.5 s sustained, idle ms -> GEMM us, SM MHz")
     for r in rec:
         print(f"                   {r['idle_ms']:7.1f}  {r['gemm_us']:8.1f}  {r['sm_mhz']:7d}")
+    print("after 1.5 s sustained, HBM copies for ms -> GEMM us, SM MHz")
+    for r in light:
+        print(f"                   {r['copy_ms']:7.1f}  {r['gemm_us']:8.1f}  {r['sm_mhz']:7d}")
     print("bursts: burst ms  idle ms  GEMM us  SM MHz")
     for r in duty:
         print(f"          {r['burst_ms']:7d}  {r['idle_ms']:7d}  {r['gemm_us']:7.1f}  {r['sm_mhz']:6d}")

@@ -45,7 +45,7 @@ namespace {
 double us(double seconds) { return std::round(seconds * 1e12) / 1e6; }
 
 nlohmann::json stats_json(const SampleStats& s) {
-  return {{"n", s.n},
+  nlohmann::json j = {{"n", s.n},
           {"min_us", us(s.min)},
           {"p10_us", us(s.p10)},
           {"median_us", us(s.median)},
@@ -53,6 +53,8 @@ nlohmann::json stats_json(const SampleStats& s) {
           {"p99_us", us(s.p99)},
           {"max_us", us(s.max)},
           {"mean_us", us(s.mean)}};
+  if (s.sm_mhz > 0) j["sm_mhz"] = s.sm_mhz;
+  return j;
 }
 
 SampleStats parse_stats(const JsonIn& j) {
@@ -65,6 +67,7 @@ SampleStats parse_stats(const JsonIn& j) {
   s.p99 = j.positive("p99_us") * 1e-6;
   s.max = j.positive("max_us") * 1e-6;
   s.mean = j.positive_or("mean_us", s.median * 1e6) * 1e-6;
+  if (j.has("sm_mhz")) s.sm_mhz = j.positive("sm_mhz");  // optional: compute tables since session 14
   if (!(s.min <= s.median && s.median <= s.max)) j.fail("median_us", "expected min_us <= median_us <= max_us");
   if (!(s.max * 1e6 <= kMaxLatencyUs * 1e3))
     j.fail("max_us", fmt::format("a sample time of at most {:g} us (the ceiling), got {:g}", kMaxLatencyUs * 1e3, s.max * 1e6));
@@ -317,6 +320,19 @@ Measurements parse_measurements(const JsonIn& j) {
   m.launch_overhead_s = j.nonnegative_or("launch_overhead_us", 0) * 1e-6;
   if (m.launch_overhead_s * 1e6 > kMaxLatencyUs)
     j.fail("launch_overhead_us", fmt::format("at most {:g} us (the ceiling), got {:g}", kMaxLatencyUs, m.launch_overhead_s * 1e6));
+  if (auto p = j.opt("power_throttle")) {
+    PowerThrottle t;
+    t.onset_s = p->nonnegative_or("onset_ms", 0) * 1e-3;
+    t.factor = p->positive("factor");
+    if (t.factor < 1 || t.factor > 4) p->fail("factor", fmt::format("sustained / boost time in [1, 4], got {:g}", t.factor));
+    if (t.onset_s > 60) p->fail("onset_ms", fmt::format("at most 60000 ms, got {:g}", t.onset_s * 1e3));
+    t.boost_s = p->nonnegative_or("boost_us", 0) * 1e-6;
+    t.sustained_s = p->nonnegative_or("sustained_us", 0) * 1e-6;
+    t.m = p->has("m") ? p->positive_int("m") : 0;
+    t.n = p->has("n") ? p->positive_int("n") : 0;
+    t.k = p->has("k") ? p->positive_int("k") : 0;
+    m.power_throttle = t;
+  }
   if (auto e = j.opt("extra")) m.extra = e->raw();
   return m;
 }
@@ -389,6 +405,10 @@ nlohmann::json measurements_to_json(const Measurements& m) {
   }
   j["hbm_gbps"] = m.hbm_gbps;
   j["launch_overhead_us"] = us(m.launch_overhead_s);
+  if (const auto& t = m.power_throttle)
+    j["power_throttle"] = {{"onset_ms", std::round(t->onset_s * 1e6) / 1e3}, {"factor", t->factor},
+                           {"boost_us", us(t->boost_s)}, {"sustained_us", us(t->sustained_s)},
+                           {"m", t->m}, {"n", t->n}, {"k", t->k}};
   if (!m.extra.empty()) j["extra"] = m.extra;
   return j;
 }

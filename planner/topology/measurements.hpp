@@ -16,6 +16,10 @@ class JsonIn;
 struct SampleStats {
   int n = 0;
   double min = 0, p10 = 0, median = 0, p90 = 0, p99 = 0, max = 0, mean = 0;  // seconds
+  // Compute tables: the median SM clock (NVML) as the samples ended, MHz; 0 unknown (older
+  // profiles, other measurements). A GPU at its power cap times tensor-core work below the clock
+  // it serves at (docs/profiler.md, "Clocks").
+  double sm_mhz = 0;
 };
 // Percentiles by linear interpolation between order statistics (numpy's default).
 SampleStats compute_stats(std::vector<double> samples);
@@ -122,6 +126,17 @@ struct AttentionTime {
 // The value head dim a row, key or op means: v_dim, or head_dim when v_dim is 0 (unset).
 inline int64_t attention_v_dim(int64_t v_dim, int64_t head_dim) { return v_dim > 0 ? v_dim : head_dim; }
 
+// How tensor-core work slows when it runs on (session 14, docs/profiler.md "Clocks"): one bf16 GEMM
+// back to back for ~1.5 s after an idle pause. It runs at boost clock for `onset_s`, then the power
+// cap holds it `factor` x slower (H200: ~50 ms, 1.17x). The compute tables of a paced profile
+// (--duty < 1) are timed at boost; the serving simulation slows prefill work past the onset by it.
+struct PowerThrottle {
+  double onset_s = 0;      // sustained work before the clock drops
+  double factor = 1;       // sustained time / boost time of the same call (>= 1)
+  double boost_s = 0, sustained_s = 0;  // the call's median time in each state
+  int64_t m = 0, n = 0, k = 0;          // the GEMM timed
+};
+
 struct Measurements {
   nlohmann::json meta = nlohmann::json::object();  // host, driver, cuda, nccl, date, how measured
   std::vector<TransferCurve> transfers;
@@ -134,6 +149,7 @@ struct Measurements {
   std::vector<ElementwiseTime> elementwise;  // optional section: absent in older profiles
   std::vector<double> hbm_gbps;            // per GPU, measured device-local copy (read+write)
   double launch_overhead_s = 0;            // measured empty-kernel launch
+  std::optional<PowerThrottle> power_throttle;  // GPU 0's (the parts of one host are alike); absent in older profiles
   nlohmann::json extra = nlohmann::json::object();  // anything else a measurement records
 
   const TransferCurve* find_transfer(int src, int dst, const std::string& mode,

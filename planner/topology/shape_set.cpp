@@ -145,6 +145,8 @@ ShapeSweep shape_sweep_of(const Machine& profile) {
   s.quick = opt.contains("quick") && opt["quick"].is_boolean() && opt["quick"].get<bool>();
   s.samples = int(std::max<int64_t>(1, int_of("samples", s.quick ? 5 : 20)));
   s.warmup = int(std::max<int64_t>(0, int_of("warmup", s.quick ? 1 : 3)));
+  if (opt.contains("duty") && opt["duty"].is_number() && opt["duty"].get<double>() > 0 && opt["duty"].get<double>() <= 1)
+    s.duty = opt["duty"].get<double>();
   if (s.quick) s.samples = std::min(s.samples, 5), s.warmup = std::min(s.warmup, 1);  // as plan_sweep does
   std::set<int64_t> m;
   if (profile.measurements) {

@@ -104,6 +104,7 @@ struct ShapeSweep {
   std::vector<int64_t> tokens;  // GEMM m, grouped-GEMM routed tokens and elementwise rows
   int samples = 20, warmup = 3;
   bool quick = false;
+  double duty = 1.0;  // the profile's --duty: new rows are timed as its others were
 };
 ShapeSweep shape_sweep_of(const Machine& profile);
 

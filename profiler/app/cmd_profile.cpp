@@ -90,6 +90,11 @@ void add_profile_command(CLI::App& app, bool built_with_mpi) {
   sub->add_option("--nop2p-coll-max-size", *nop2p_s, "Largest NCCL size with P2P disabled (slow path)")->capture_default_str();
   sub->add_option("--samples", o->samples, "Timed samples kept per point (>= 20 for a full profile)")->capture_default_str();
   sub->add_option("--warmup", o->warmup, "Untimed warm-up repetitions per point")->capture_default_str();
+  sub->add_option("--duty", o->duty,
+                  "Compute tables (GEMM, attention, grouped GEMM, elementwise): idle after each timed region so the "
+                  "GPU works this share of the time. 1 times back to back, which holds an H200 at its power cap "
+                  "(~8 % below the clock it serves at); the SM clock of each row is recorded either way "
+                  "(docs/profiler.md, Clocks)")->capture_default_str();
   sub->add_option("--model", o->models,
                   "Model(s) whose GEMM/attention shapes to time: shipped name or config.json (default: "
                   "llama-3.1-8b, llama-3.1-70b, mixtral-8x7b)");

@@ -60,7 +60,7 @@ void save_profile(const Machine& m, const std::string& path) { write_file_atomic
 
 nlohmann::json sweep_fingerprint(const ProfileOptions& o) {
   return {{"quick", o.quick}, {"min_bytes", o.min_bytes}, {"max_bytes", o.max_bytes}, {"coll_max_bytes", o.coll_max_bytes},
-          {"nop2p_coll_max_bytes", o.nop2p_coll_max_bytes}, {"samples", o.samples}, {"warmup", o.warmup},
+          {"nop2p_coll_max_bytes", o.nop2p_coll_max_bytes}, {"samples", o.samples}, {"warmup", o.warmup}, {"duty", o.duty},
           {"models", o.models.empty() ? default_profile_models() : o.models}, {"max_tokens", o.max_tokens},
           {"all_groups", o.all_groups}};
 }

@@ -66,7 +66,8 @@ std::string add_models_report(const AddModelsPlan& p, const MergeCount& rows, do
 
 nlohmann::json shape_request_to_json(const ShapeSet& shapes, const ShapeSweep& sweep) {
   return {{"shapes", shapes_to_json(shapes)},
-          {"sweep", {{"tokens", sweep.tokens}, {"samples", sweep.samples}, {"warmup", sweep.warmup}, {"quick", sweep.quick}}}};
+          {"sweep", {{"tokens", sweep.tokens}, {"samples", sweep.samples}, {"warmup", sweep.warmup}, {"quick", sweep.quick},
+                     {"duty", sweep.duty}}}};
 }
 
 ShapeRequest shape_request_from_json(const JsonIn& j) {
@@ -82,6 +83,10 @@ ShapeRequest shape_request_from_json(const JsonIn& j) {
   r.sweep.samples = int(sw.positive_int("samples"));
   r.sweep.warmup = int(sw.nonnegative_int("warmup"));
   r.sweep.quick = sw.boolean("quick");
+  if (sw.has("duty")) {
+    r.sweep.duty = sw.positive("duty");
+    if (r.sweep.duty > 1) sw.fail("duty", "a share of time in (0, 1]");
+  }
   return r;
 }
 

@@ -44,6 +44,7 @@ void append_measurements(Measurements& to, Measurements from) {
   for (size_t i = 0; i < from.hbm_gbps.size(); ++i)
     if (from.hbm_gbps[i] > 0) to.hbm_gbps[i] = from.hbm_gbps[i];
   if (to.launch_overhead_s == 0) to.launch_overhead_s = from.launch_overhead_s;
+  if (!to.power_throttle) to.power_throttle = from.power_throttle;
   to.extra.merge_patch(from.extra);  // object keys (launch.gpuN, not_applicable.x) merge
 }
 

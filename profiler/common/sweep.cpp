@@ -71,6 +71,9 @@ SweepPlan plan_sweep(const ProfileOptions& o) {
   p.quick = o.quick;
   p.samples = o.samples;
   p.warmup = o.warmup;
+  if (!(o.duty > 0) || o.duty > 1)
+    throw InputError("", "--duty", fmt::format("a share of time in (0, 1] (1: back to back), got {:g}", o.duty));
+  p.duty = o.duty;
   p.transfer_sizes = log_sizes(o.min_bytes, o.max_bytes);
   p.collective_sizes = log_sizes(o.min_bytes, std::max(o.min_bytes, o.coll_max_bytes));
   p.nop2p_collective_sizes = log_sizes(o.min_bytes, std::max(o.min_bytes, o.nop2p_coll_max_bytes));
@@ -91,6 +94,11 @@ SweepPlan plan_sweep(const ProfileOptions& o) {
     p.warmup = std::min(p.warmup, 1);
   }
   return p;
+}
+
+double compute_idle_s(double region_s, double duty) {
+  if (!(duty > 0) || duty >= 1 || !(region_s > 0)) return 0;
+  return std::min(region_s * (1.0 / duty - 1.0), 0.05);
 }
 
 int reps_for(int64_t bytes, double expected_gbps, double target_s, int max_reps) {

@@ -29,6 +29,7 @@ struct SweepPlan {
   int samples = 20;                      // kept per point
   int warmup = 3;
   bool quick = false;
+  double duty = 1.0;                     // compute tables: share of time the GPU works (--duty)
 };
 
 // Validates the options (InputError naming the option) and derives the plan. --quick keeps the
@@ -37,6 +38,10 @@ SweepPlan plan_sweep(const ProfileOptions& opts);
 
 // Copies per timed region for a point: enough that one region lasts ~target_s at the expected
 // bandwidth (so event resolution and launch gaps vanish), at least 1, at most max_reps.
+// The idle time after a compute table's region of `region_s` seconds so the GPU works `duty` of
+// the time: region_s (1 / duty - 1), at most 50 ms (beyond that it only lengthens the profile).
+double compute_idle_s(double region_s, double duty);
+
 int reps_for(int64_t bytes, double expected_gbps, double target_s = 200e-6, int max_reps = 1000);
 
 }  // namespace peerplan::profiler

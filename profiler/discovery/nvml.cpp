@@ -102,4 +102,15 @@ NvmlGpuInfo Nvml::query(const std::string& pci) const {
   return info;
 }
 
+std::optional<unsigned> Nvml::sm_clock_mhz(const std::string& pci) const {
+  if (!available()) return std::nullopt;
+  auto by_pci = sym<nvmlReturn_t (*)(const char*, nvmlDevice_t*)>(lib_, "nvmlDeviceGetHandleByPciBusId_v2");
+  auto clock = sym<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*)>(lib_, "nvmlDeviceGetClockInfo");
+  nvmlDevice_t dev = nullptr;
+  unsigned v = 0;
+  if (!by_pci || !clock || by_pci(pci.c_str(), &dev) != NVML_SUCCESS) return std::nullopt;
+  if (clock(dev, NVML_CLOCK_SM, &v) != NVML_SUCCESS || v == 0) return std::nullopt;
+  return v;
+}
+
 }  // namespace peerplan::profiler

@@ -33,6 +33,10 @@ class Nvml {
   const std::string& why_unavailable() const { return why_; }
   std::string driver_version() const;     // "" if unknown
   NvmlGpuInfo query(const std::string& pci_bus_id) const;
+  // The SM clock now (nvmlDeviceGetClockInfo), MHz: what the compute tables record beside each
+  // sample, since a GPU at its power cap times tensor-core work ~8 % slower than it serves
+  // (docs/profiler.md, "Clocks"). nullopt: NVML cannot say.
+  std::optional<unsigned> sm_clock_mhz(const std::string& pci_bus_id) const;
 
  private:
   void* lib_ = nullptr;

@@ -21,6 +21,7 @@
 #include "profiler/common/profile_models.hpp"
 #include "profiler/common/model_shapes.hpp"
 #include "profiler/measure/curve.hpp"
+#include "profiler/measure/pacing.hpp"
 #include "profiler/measure/shape_timing.hpp"
 
 namespace peerplan::profiler {
@@ -59,10 +60,7 @@ std::vector<int> mla_decode_regime_rows(const AttentionGridPlan& grid, int heads
 SampleStats time_eager(Context& ctx, gpu::Stream& s, gpu::BlockingGate& gate, const std::function<void()>& launch) {
   launch();  // first call outside timing (lazy module load, cuDNN graph build)
   s.synchronize();
-  for (int w = 0; w < ctx.plan.warmup; ++w) gpu::time_region(&gate, s, {}, launch);
-  std::vector<double> t;
-  for (int i = 0; i < ctx.plan.samples; ++i) t.push_back(gpu::time_region(&gate, s, {}, launch));
-  return compute_stats(std::move(t));
+  return time_compute_samples(ctx, s.device(), [&] { return gpu::time_region(&gate, s, {}, launch); });
 }
 
 // Decode as the executor runs it: inside a CUDA graph (decode steps are replayed graphs), `reps`
@@ -81,11 +79,8 @@ SampleStats time_in_graph(Context& ctx, gpu::Stream& s, gpu::BlockingGate& gate,
   graph.capture(s, [&] {
     for (int r = 0; r < reps; ++r) launch(r);
   });
-  auto region = [&] { return gpu::time_region(&gate, s, {}, [&] { graph.launch(s); }) / reps; };
-  for (int w = 0; w < ctx.plan.warmup; ++w) region();
-  std::vector<double> t;
-  for (int i = 0; i < ctx.plan.samples; ++i) t.push_back(region());
-  return compute_stats(std::move(t));
+  return time_compute_samples(ctx, s.device(), [&] { return gpu::time_region(&gate, s, {}, [&] { graph.launch(s); }); },
+                              reps);
 }
 
 // One head configuration on GPU g: decode over (batch, context), then prefill chunks over

@@ -30,6 +30,7 @@
 #include "profiler/kernels/moe_route.hpp"
 #include "profiler/kernels/qk_norm.hpp"
 #include "profiler/measure/curve.hpp"
+#include "profiler/measure/pacing.hpp"
 #include "profiler/measure/shape_timing.hpp"
 
 namespace peerplan::profiler {
@@ -198,10 +199,7 @@ void time_elementwise_shapes(Context& ctx, const std::set<ElementwiseShapeKey>& 
       graph.launch(st);
       st.synchronize();
       auto region = [&] { return gpu::time_region(&gate, st, {}, [&] { graph.launch(st); }); };
-      for (int i = 0; i < ctx.plan.warmup; ++i) region();
-      std::vector<double> t;
-      for (int i = 0; i < ctx.plan.samples; ++i) t.push_back(region() / reps);
-      ctx.ms.elementwise.push_back({g, k.kind, r, k.cols, compute_stats(std::move(t))});
+      ctx.ms.elementwise.push_back({g, k.kind, r, k.cols, time_compute_samples(ctx, g, region, reps)});
       max_rows_gbps = c.bytes / ctx.ms.elementwise.back().time.median / 1e9;
     }
     ShapeSet one;

@@ -20,6 +20,7 @@
 #include "profiler/common/profile_models.hpp"
 #include "profiler/common/model_shapes.hpp"
 #include "profiler/measure/curve.hpp"
+#include "profiler/measure/pacing.hpp"
 #include "profiler/measure/shape_timing.hpp"
 
 namespace peerplan::profiler {
@@ -165,10 +166,7 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
         }
         region = [&] { return gpu::time_region(&gate, s, {}, [&] { graph.launch(s); }); };
       }
-      for (int r = 0; r < ctx.plan.warmup; ++r) region();
-      std::vector<double> t;
-      for (int r = 0; r < ctx.plan.samples; ++r) t.push_back(region() / reps);
-      ctx.ms.gemms.push_back({g, p.m, p.n, p.k, dname, compute_stats(std::move(t)), batch});
+      ctx.ms.gemms.push_back({g, p.m, p.n, p.k, dname, time_compute_samples(ctx, g, region, reps), batch});
     }
   }
   if (!skipped.empty())
@@ -185,7 +183,10 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
                           {"quantized_timing", fmt::format("m <= {} (every dtype): each region one CUDA graph of its calls, weights rotating "
                                                            "over copies that together exceed 4x the L2 (up to {} copies); "
                                                            "larger m: eager calls of one weight, as prefill runs",
-                                                           kGraphTimedMaxM, max_copies)}};
+                                                           kGraphTimedMaxM, max_copies)},
+                          {"pacing", fmt::format("duty {:g}: after each timed region the GPU idled {} (--duty); each row's "
+                                                 "sm_mhz is the median SM clock (NVML) as its samples ended",
+                                                 ctx.plan.duty, ctx.plan.duty < 1 ? "region x (1 / duty - 1), at most 50 ms" : "not at all")}};
 }
 
 void measure_gemm(Context& ctx) {
@@ -196,6 +197,9 @@ void measure_gemm(Context& ctx) {
     return;
   }
   time_gemm_shapes(ctx, shapes.gemms, ctx.plan.tokens);
+  // After the table, not before: the table's first rows should not follow 1.5 s at the power cap.
+  ctx.progress.update(1.0, "power throttle (1.5 s of one GEMM)");
+  ctx.ms.power_throttle = measure_power_throttle(ctx.measured_gpus().front());
   nlohmann::json names = nlohmann::json::array();
   for (const auto& m : models) names.push_back(m.name);
   ctx.ms.extra["gemm"]["models"] = names;

@@ -125,6 +125,9 @@ TEST(AddModel, NewPointsTakeTheProfilesOwnTokensSamplesAndFormats) {
   const ShapeSweep q = shape_sweep_of(bare);
   EXPECT_EQ(q.tokens, (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256})) << "none yet: its max_tokens sweep";
   EXPECT_EQ(q.samples, 5) << "a --quick profile keeps quick samples";
+  EXPECT_DOUBLE_EQ(q.duty, 1.0) << "a profile without --duty was timed back to back";
+  bare.meta["profile"]["options"]["duty"] = 0.5;
+  EXPECT_DOUBLE_EQ(shape_sweep_of(bare).duty, 0.5) << "new rows are paced as the profile's others";
 }
 
 TEST(AddModel, MergeAddsRowsOnceAndRecordsWhoAddedWhat) {
@@ -203,7 +206,7 @@ TEST(AddModel, AShapeRequestRoundTripsThroughJson) {
   s.attention_max_context = 32768;
   ShapeSweep sw;
   sw.tokens = {1, 2, 8, 4096};
-  sw.samples = 7, sw.warmup = 2, sw.quick = true;
+  sw.samples = 7, sw.warmup = 2, sw.quick = true, sw.duty = 0.4;
   const nlohmann::json j = nlohmann::json::parse(shape_request_to_json(s, sw).dump());
   const ShapeRequest r = shape_request_from_json(JsonIn(j, "request.json"));
   EXPECT_EQ(r.shapes.gemms, s.gemms);
@@ -215,6 +218,7 @@ TEST(AddModel, AShapeRequestRoundTripsThroughJson) {
   EXPECT_EQ(r.sweep.samples, 7);
   EXPECT_EQ(r.sweep.warmup, 2);
   EXPECT_TRUE(r.sweep.quick);
+  EXPECT_DOUBLE_EQ(r.sweep.duty, 0.4);
 }
 
 TEST(AddModel, ABadShapeRequestNamesTheFileAndField) {

@@ -89,6 +89,26 @@ TEST(Sweep, BadOptionsNameTheOption) {
   }
 }
 
+TEST(Sweep, DutyIsAShareOfTimeAndTheIdleFollowsIt) {
+  ProfileOptions o;
+  EXPECT_DOUBLE_EQ(plan_sweep(o).duty, 1.0) << "back to back unless asked";
+  o.duty = 0.5;
+  EXPECT_DOUBLE_EQ(plan_sweep(o).duty, 0.5);
+  for (double bad : {0.0, -0.5, 1.5}) {
+    o.duty = bad;
+    try {
+      plan_sweep(o);
+      FAIL() << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.field(), "--duty");
+    }
+  }
+  EXPECT_DOUBLE_EQ(compute_idle_s(200e-6, 1.0), 0.0);
+  EXPECT_NEAR(compute_idle_s(200e-6, 0.5), 200e-6, 1e-12) << "half the time idle: as long as the region";
+  EXPECT_NEAR(compute_idle_s(200e-6, 0.25), 600e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(compute_idle_s(0.2, 0.25), 0.05) << "capped: a long region needs no longer rest";
+}
+
 TEST(Sweep, RepsCoverTheTargetDurationForSmallCopies) {
   // 4 KiB at 400 GB/s is ~10 ns: the cap (64) applies. 1 GiB takes 2.7 ms: one copy per region.
   EXPECT_EQ(reps_for(4096, 400, 200e-6, 64), 64);

@@ -97,7 +97,9 @@ TEST(MachineSchema, RoundTripsThroughJsonIncludingMeasurements) {
        {"bytes": 1048576, "n": 20, "min_us": 50, "p10_us": 51, "median_us": 52, "p90_us": 53, "p99_us": 54, "max_us": 55}]}],
     "latencies": [{"src": 0, "dst": 1, "kind": "sm_pingpong", "n": 20, "min_us": 1, "p10_us": 1, "median_us": 1.5,
                    "p90_us": 2, "p99_us": 2, "max_us": 3}],
-    "hbm_gbps": [900, 901, 902, 903]
+    "hbm_gbps": [900, 901, 902, 903],
+    "gemms": [{"gpu": 0, "m": 4096, "n": 6144, "k": 4096, "min_us": 280, "p10_us": 281, "median_us": 282,
+               "p90_us": 283, "p99_us": 284, "max_us": 285, "sm_mhz": 1830}]
   })");
   Machine m = parse(j);
   nlohmann::json once = machine_to_json(m);
@@ -106,6 +108,10 @@ TEST(MachineSchema, RoundTripsThroughJsonIncludingMeasurements) {
   ASSERT_TRUE(again.measured());
   EXPECT_EQ(again.measurements->transfers.size(), 1u);
   EXPECT_NEAR(again.measurements->transfers[0].points[0].time.median, 52e-6, 1e-12);
+  ASSERT_EQ(again.measurements->gemms.size(), 1u);
+  EXPECT_DOUBLE_EQ(again.measurements->gemms[0].time.sm_mhz, 1830) << "the clock a compute row was timed at";
+  EXPECT_DOUBLE_EQ(again.measurements->transfers[0].points[0].time.sm_mhz, 0) << "none recorded: unknown";
+  EXPECT_FALSE(once["measurements"]["transfers"][0]["points"][0].contains("sm_mhz")) << "0 is not written";
   EXPECT_EQ(again.host, "box");
   EXPECT_FALSE(again.p2p[0][2].access);
   EXPECT_TRUE(again.p2p[0][1].functional.value_or(false));

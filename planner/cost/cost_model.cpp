@@ -17,7 +17,19 @@
 
 namespace peerplan {
 
-CostModel::CostModel(const Topology& topo, CostOptions opt) : topo_(topo), opt_(opt) {}
+CostModel::CostModel(const Topology& topo, CostOptions opt) : topo_(topo), opt_(opt) {
+  const Machine& m = topo_.machine();
+  const nlohmann::json* o = nullptr;
+  if (m.meta.contains("profile") && m.meta["profile"].is_object() && m.meta["profile"].contains("options") &&
+      m.meta["profile"]["options"].is_object())
+    o = &m.meta["profile"]["options"];
+  const bool paced = o && o->contains("duty") && (*o)["duty"].is_number() && (*o)["duty"].get<double>() < 1;
+  boost_ = paced && m.measurements && m.measurements->power_throttle.has_value();
+}
+
+const PowerThrottle* CostModel::serving_throttle() const {
+  return boost_ ? &*topo_.machine().measurements->power_throttle : nullptr;
+}
 
 double CostModel::launch_s(bool graph_launch) const {
   if (graph_launch) return opt_.graph_launch_s;
@@ -146,7 +158,10 @@ OpCost CostModel::price_compute(const Op& op) const {
     }
   }
   if (op.kind == OpKind::Attention && meas) {
-    if (auto t = attention_from_table(meas->attention, gpu, op)) {
+    // The wave model with boost tables only: with back-to-back tables the attended-pairs rule's low
+    // whole-prompt prices offset their GEMM over-price (docs/attention.md, "Held-back rows").
+    const int sms = boost_ ? topo_.machine().gpus.at(size_t(gpu)).sm_count : 0;
+    if (auto t = attention_from_table(meas->attention, gpu, op, sms)) {
       c.seconds = t->seconds;
       c.source = t->source;
       return c;
@@ -299,6 +314,12 @@ nlohmann::json CostModel::provenance() const {
                      {"hbm_gbps", !s.hbm_gbps.empty()},
                      {"launch_overhead_us", s.launch_overhead_s * 1e6}};
     if (!s.grouped_gemms.empty()) j["measured"]["grouped_gemm_points"] = s.grouped_gemms.size();
+    if (boost_)  // absent for back-to-back profiles: their outputs stay as they were
+      j["power"] = {{"tables", "boost clock (profile --duty < 1)"},
+                    {"throttle_onset_ms", s.power_throttle->onset_s * 1e3},
+                    {"throttle_factor", s.power_throttle->factor},
+                    {"rule", "prefill iterations past the onset of continuous work run factor x slower; "
+                             "idle refills the budget (docs/simulator.md, Power)"}};
     j["meta"] = s.meta;
   } else {
     j["measured"] = nullptr;

@@ -58,6 +58,14 @@ class CostModel {
   double min_kernel_s(int gpu) const;
   double iteration_overhead_s() const { return opt_.iteration_overhead_s; }
 
+  // The profile timed its compute tables at boost clock (`profile --duty` < 1) and measured the
+  // power throttle: prices are boost-clock prices, prefill attention between grid points follows
+  // the wave model, and serving_throttle() is what the serving simulation slows long prefill work
+  // by. A back-to-back profile's tables carry the power cap already (session 13 S4) and keep the
+  // rules they were validated with. docs/simulator.md, "Power".
+  bool boost_tables() const { return boost_; }
+  const PowerThrottle* serving_throttle() const;
+
   // What the prices rest on: machine origin, host, date, which tables exist, every assumption, and
   // the collectives priced so far that were inferred rather than measured ("inferred_collectives").
   nlohmann::json provenance() const;
@@ -75,6 +83,7 @@ class CostModel {
 
   const Topology& topo_;
   CostOptions opt_;
+  bool boost_ = false;
   // Memo key: the op's priced_fields (op_graph.hpp, so no field can be left out) and the launch
   // mode. Stored with a copy of the op; looked up with a pointer to the caller's (no copy per hit).
   struct MemoKey {

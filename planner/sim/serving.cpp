@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "planner/core/error.hpp"
+#include "planner/sim/power_state.hpp"
 
 namespace peerplan {
 
@@ -31,6 +32,7 @@ struct ReplicaState {
   std::vector<char> stage_busy;
   std::vector<std::deque<int64_t>> stage_queue;
   std::vector<double> stage_start;
+  std::vector<PowerState> power;        // per stage, with a throttle (ReplicaServer::throttle)
   int64_t outstanding = 0;              // requests arrived here and not finished (the router reads it)
 };
 
@@ -73,6 +75,7 @@ struct ServingSim {
       st.stage_busy.assign(size_t(S), 0);
       st.stage_queue.resize(size_t(S));
       st.stage_start.assign(size_t(S), 0);
+      if (sv.throttle) st.power.assign(size_t(S), PowerState(*sv.throttle));
       reps.push_back(std::move(st));
     }
     outstanding.assign(reps.size(), 0);
@@ -127,8 +130,10 @@ struct ServingSim {
     R.stage_queue[size_t(stage)].pop_front();
     R.stage_busy[size_t(stage)] = 1;
     R.stage_start[size_t(stage)] = q.now();
-    const IterationCost& c = *R.flight.at(idx).cost;
-    q.schedule(q.now() + c.stage_s.at(size_t(stage)), dispatch, this, stage_arg(idx, stage, rep));
+    const ReplicaState::InFlight& f = R.flight.at(idx);
+    double d = f.cost->stage_s.at(size_t(stage));
+    if (!R.power.empty()) d = R.power[size_t(stage)].run(q.now(), d, draws_power_cap(f.it.shape));
+    q.schedule(q.now() + d, dispatch, this, stage_arg(idx, stage, rep));
   }
   void stage_done(int rep, int stage, int64_t idx) {
     ReplicaState& R = reps[size_t(rep)];

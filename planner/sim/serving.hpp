@@ -41,6 +41,9 @@ struct ServingRun {
 struct ReplicaServer {
   Scheduler* sched = nullptr;
   IterationPricer* pricer = nullptr;
+  // Its GPUs' power throttle when the costs are at boost clock (CostModel::serving_throttle): each
+  // stage then keeps a PowerState (power_state.hpp). Null: stage times as priced.
+  const PowerThrottle* throttle = nullptr;
 };
 
 // Throws InputError (from the scheduler) for a request that can never fit the KV cache.

@@ -71,7 +71,7 @@ Simulation simulate_with(const Plan& plan, const ModelConfig& cfg, const ModelFi
   std::vector<ReplicaServer> servers;
   for (int r = 0; r < R; ++r) {
     scheds.push_back(std::make_unique<Scheduler>(sim.scheduler));
-    servers.push_back({scheds.back().get(), pricers[size_t(r)].get()});
+    servers.push_back({scheds.back().get(), pricers[size_t(r)].get(), cost.serving_throttle()});
   }
   Router router(router_policy(plan.router), R);
   Slo slo{workload.slo_ttft_s, workload.slo_tpot_s, workload.slo_e2e_p99_s};

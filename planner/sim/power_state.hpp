@@ -1,0 +1,31 @@
+#pragma once
+// A pipeline stage's power state in the serving simulation (session 14, docs/simulator.md "Power").
+// A paced profile times compute at boost clock; an H200 holds boost for ~50 ms of back-to-back
+// tensor-core work, then its 700 W cap slows the same work ~1.17x until it rests (measured by
+// bench/power/clock_response.py: recovered after ~50-100 ms idle). So a stage carries a budget of
+// boost seconds: prefill-sized iterations spend it and pay the factor past it; idle time refills it
+// second for second, decode-only iterations (memory-bound, ~60 % of the cap) at half that rate.
+#include "planner/compile/op_graph.hpp"
+#include "planner/topology/measurements.hpp"
+
+namespace peerplan {
+
+// Work that draws the cap: an iteration with prefill tokens and more than the largest CUDA-graph
+// batch of rows (its GEMMs compute-bound, priced from eager rows).
+bool draws_power_cap(const BatchShape& s);
+
+class PowerState {
+ public:
+  static constexpr double kLightRefill = 0.5;  // budget regained per second of a decode-only iteration
+  explicit PowerState(const PowerThrottle& p) : p_(p), budget_(p.onset_s) {}
+  // A stage execution starting at `start` (>= the previous one's end), priced `priced_s` at boost:
+  // returns its duration.
+  double run(double start, double priced_s, bool heavy);
+  double budget_s() const { return budget_; }
+
+ private:
+  PowerThrottle p_;
+  double budget_ = 0, last_end_ = 0;
+};
+
+}  // namespace peerplan

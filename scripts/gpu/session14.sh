@@ -7,8 +7,11 @@
 #   session14.sh S2   (~9 min) the paced profile (--duty 0.5: compute tables at boost, power throttle measured)
 #                     beside a back-to-back GEMM table of the lease, then S1's runs and the 200-request chat run priced
 #                     from the paced profile
+#   session14.sh S3   (~9 min) issue 14's cuBLAS-per-expert prefill: every kernel's self-test, bench/moe/run.sh (the
+#                     executor beside torch._grouped_mm, the dispatch against the grouped kernel at 2048-token
+#                     prefill), then a paced profile of Qwen1.5-MoE and Mixtral and their long-prompt runs
 set -u
-PART=${1:?usage: session14.sh S1|S2}
+PART=${1:?usage: session14.sh S1|S2|S3}
 OUT_DEFAULT=/tmp/peerplan-s14
 source "$(dirname "$0")/call_lib.sh"
 sampler() { python3 bench/power/clock_response.py --sample "$W/clocks-$1.csv" & SMP=$!; log "clock mark: $1 start $(date +%s.%N)"; }
@@ -33,8 +36,6 @@ fi
 if [ "$PART" = S2 ]; then
   # The paced profile (compute tables at boost, power throttle measured) beside a back-to-back GEMM table of the
   # same lease, then S1's runs priced from the paced one.
-  TAIL=50 step 150 clock-response python3 bench/power/clock_response.py "$W"
-  gzip -f "$W/clock_response.json"
   sampler profile
   TAIL=4 step 240 profile $B profile --no-progress --dtypes bf16 --model llama-3.1-8b --duty 0.5 --out "$W/profile.json"
   TAIL=2 step 120 profile-b2b $B profile --no-progress --only gemm --dtypes bf16 --model llama-3.1-8b --out "$W/profile-b2b.json"
@@ -58,9 +59,21 @@ PY
   log "clock mark: 8k-32k start $(date +%s.%N)"
   v llama8b-8k-32k 110 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload models/workloads/long-prompt-8k-32k.json
   log "clock mark: 64k-100k start $(date +%s.%N)"
-  left 400 && v llama8b-64k-100k 170 --plan $P/llama8b-1gpu.json --model llama-3.1-8b \
+  left 410 && v llama8b-64k-100k 170 --plan $P/llama8b-1gpu.json --model llama-3.1-8b \
     --workload models/workloads/long-prompt-64k-100k.json
   log "clock mark: end $(date +%s.%N)"
   sampler_end
+  finish
+fi
+if [ "$PART" = S3 ]; then
+  CUDA_VISIBLE_DEVICES=0 TAIL=4 step 150 selftest $B validate --self-test
+  grep -iE "fail" "$W/selftest.txt" | head -5 | sed 's/^/  self-test FAIL line: /' | tee -a "$S"
+  grep -iE "moe|expert" "$W/selftest.txt" | tail -8 | sed 's/^/  | /' | tee -a "$S"
+  OUT=$W/moe MOE_W=$W/moe/w GG_S=45 bash bench/moe/run.sh .gpu 2>&1 | tail -n 45 | tee -a "$S" >/dev/null
+  left 420 && TAIL=3 step 150 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --model mixtral-8x7b --dtypes bf16 \
+    --skip nccl,nccl_nop2p --duty 0.5 --out "$W/profile.json"
+  left 470 && v qwen-moe-long 70 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json
+  left 500 && v mixtral-long 90 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json
+  left 470 && TAIL=50 step 100 clock-response python3 bench/power/clock_response.py "$W" && gzip -f "$W/clock_response.json"
   finish
 fi

@@ -32,6 +32,7 @@
 #include "profiler/common/model_shapes.hpp"
 #include "profiler/common/moe_cublas_rule.hpp"
 #include "profiler/measure/curve.hpp"
+#include "profiler/measure/pacing.hpp"
 #include "profiler/measure/shape_timing.hpp"
 
 namespace peerplan::profiler {
@@ -170,13 +171,10 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
               }
             });
           };
-          for (int i = 0; i < ctx.plan.warmup; ++i) region();
-          std::vector<double> t;
-          for (int i = 0; i < ctx.plan.samples; ++i) t.push_back(region() / reps);
-          return t;
+          return time_compute_samples(ctx, g, region, reps);
         };
         ctx.ms.grouped_gemms.push_back({g, s.n, s.k, s.experts, s.topk, tokens, load.rows, load.touched, load.max_rows,
-                                        "bf16", compute_stats(timed(-1))});
+                                        "bf16", timed(-1)});
         const double dispatch_s = ctx.ms.grouped_gemms.back().time.median;
         if (d.allow_cublas)
           paths.push_back({{"n", s.n}, {"k", s.k}, {"experts", s.experts}, {"tokens", tokens}, {"layer", layer},
@@ -188,7 +186,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
                               {"max_rows", load.max_rows}, {"chosen", kn::moe_gemm_tile_kind(load.max_rows, s.gather)},
                               {"path", kn::moe_expert_path_name(path)}};
           for (int kind = 0; kind < kn::kMoeTileKinds; ++kind)
-            e[fmt::format("kind{}_us", kind)] = compute_stats(timed(kind)).median * 1e6;
+            e[fmt::format("kind{}_us", kind)] = timed(kind).median * 1e6;
           e["weights_gbps"] = bytes / ctx.ms.grouped_gemms.back().time.median / 1e9;
           kinds.push_back(e);
         }
@@ -226,15 +224,13 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
               }
             });
           };
-          for (int i = 0; i < ctx.plan.warmup; ++i) region();
-          std::vector<double> t;
-          for (int i = 0; i < ctx.plan.samples; ++i) t.push_back(region() / creps);
+          const SampleStats cublas_t = time_compute_samples(ctx, g, region, creps);
           // ours: the grouped kernel (timed again where the executor's call took cuBLAS); dispatch: the
           // executor's call, what the profile's row above holds (cuBLAS with the copy, sync and gather).
-          const double ours_s = path == kn::MoeExpertPath::Grouped ? dispatch_s : compute_stats(timed(-2)).median;
+          const double ours_s = path == kn::MoeExpertPath::Grouped ? dispatch_s : timed(-2).median;
           vs_cublas.push_back({{"n", s.n}, {"k", s.k}, {"experts", s.experts}, {"tokens", tokens}, {"rows", load.rows},
                                {"ours_us", ours_s * 1e6},
-                               {"cublas_per_expert_us", compute_stats(std::move(t)).median * 1e6},
+                               {"cublas_per_expert_us", cublas_t.median * 1e6},
                                {"dispatch_us", dispatch_s * 1e6}, {"dispatch_path", kn::moe_expert_path_name(path)}});
         }
       }  // layers

@@ -29,6 +29,7 @@ S10 = os.path.join(V, "runs/2026-12-04-session10")
 S11 = os.path.join(V, "runs/2026-12-04-session11")
 S12 = os.path.join(V, "runs/2026-12-04-session12")
 S13 = os.path.join(V, "runs/2026-12-04-session13")
+S14 = os.path.join(V, "runs/2026-12-04-session14")
 LONG_8K = os.path.join(ROOT, "models/workloads/long-prompt-8k-32k.json")
 LONG_64K = os.path.join(ROOT, "models/workloads/long-prompt-64k-100k.json")
 # (run directory, plan, model, workload, extra simulate arguments): as scripts/gpu/session8.sh ran them.
@@ -107,6 +108,10 @@ RUNS = [
     (f"{S13}/S1/validate-8b-single-r6", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--requests", "200", "--rate", "6"]),
     (f"{S13}/S1/validate-six-single", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--requests", "40", "--rate", "8"]),
     (f"{S13}/S4/validate-six-single", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--requests", "40", "--rate", "8"]),
+    # session14.sh S1 (one H200, a back-to-back profile; NVML every 5 ms: profile 1815 MHz, chat 1965, long 1620).
+    (f"{S14}/S1/validate-six-single", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--requests", "40", "--rate", "8"]),
+    (f"{S14}/S1/validate-llama8b-8k-32k", "llama8b-1gpu", "llama-3.1-8b", LONG_8K, []),
+    (f"{S14}/S1/validate-llama8b-64k-100k", "llama8b-1gpu", "llama-3.1-8b", LONG_64K, []),
 ]
 
 

@@ -93,8 +93,9 @@ void add_profile_command(CLI::App& app, bool built_with_mpi) {
   sub->add_option("--duty", o->duty,
                   "Compute tables (GEMM, attention, grouped GEMM, elementwise): idle after each timed region so the "
                   "GPU works this share of the time. 1 times back to back, which holds an H200 at its power cap "
-                  "(~8 % below the clock it serves at); the SM clock of each row is recorded either way "
-                  "(docs/profiler.md, Clocks)")->capture_default_str();
+                  "(large GEMMs ~15 % slower than the boost clock short prefills run at); 0.5 times at boost and "
+                  "lets the simulator apply the measured throttle to long prefills. The SM clock of each row is "
+                  "recorded either way (docs/profiler.md, Clocks)")->capture_default_str();
   sub->add_option("--model", o->models,
                   "Model(s) whose GEMM/attention shapes to time: shipped name or config.json (default: "
                   "llama-3.1-8b, llama-3.1-70b, mixtral-8x7b)");

@@ -122,6 +122,11 @@ void run_simulate(const SimCmd& o) {
   if (const std::string note = unmeasured_note(m.model, m.provenance, o.model); !note.empty()) std::cout << "  " << note;
   if (m.provenance.contains("moe_routing"))
     std::cout << "  MoE routing: " << routing::summary_text(m.provenance["moe_routing"]) << "\n";
+  if (m.provenance.contains("power") && m.provenance["power"].is_object())  // a paced profile (docs/simulator.md, Power)
+    std::cout << fmt::format("  power: tables at boost clock; prefill past {:.0f} ms of continuous work runs {:.2f}x slower "
+                             "(the profile's measured throttle)\n",
+                             m.provenance["power"].value("throttle_onset_ms", 0.0),
+                             m.provenance["power"].value("throttle_factor", 1.0));
   if (!o.out.empty()) std::cout << "  metrics JSON: " << o.out << "\n";
   if (!o.trace.empty()) std::cout << "  trace: " << o.trace << " (open in https://ui.perfetto.dev)\n";
 }

@@ -49,3 +49,62 @@ TEST(PowerState, RestRefillsTheBudgetIdleFasterThanDecode) {
   q.run(10.0, 0.010, false);
   EXPECT_DOUBLE_EQ(q.budget_s(), 0.050) << "never more than the onset";
 }
+
+// End to end: the shipped H200 profile marked as paced (duty 0.5, with a throttle) against the same
+// profile as it was timed (back to back). Long prompts slow past the onset; short ones do not; the
+// prediction says which rule priced it.
+#include "planner/model/model_config.hpp"
+#include "planner/model/model_figures.hpp"
+#include "planner/plan/plan.hpp"
+#include "planner/sim/simulate.hpp"
+#include "planner/topology/machine.hpp"
+
+namespace {
+
+struct SimRun {
+  double ttft_p50 = 0;
+  bool power_noted = false;
+};
+
+SimRun simulate_h200(bool paced, double factor, int64_t prompt) {
+  const ModelConfig cfg = load_model_config(resolve_model_path("llama-3.1-8b"));
+  const ModelFigures fig = derive_figures(cfg);
+  Machine m = load_machine(resolve_machine_path("h200x2-nvlink"));
+  if (paced) {
+    m.meta["profile"]["options"]["duty"] = 0.5;
+    PowerThrottle t;
+    t.onset_s = 0.050, t.factor = factor;
+    m.measurements->power_throttle = t;
+  }
+  const Topology topo{m};
+  Plan p;
+  p.name = "single[0]";
+  PlanStage s;
+  s.gpus = {0};
+  s.layer_begin = 0, s.layer_end = cfg.layers;
+  s.embeddings = s.lm_head = true;
+  p.stages = {s};
+  Workload w;
+  w.name = "one-by-one";
+  w.max_num_seqs = 8;
+  w.max_batched_tokens = 8192;
+  w.chunked_prefill = true;
+  std::vector<Request> reqs;
+  for (int i = 0; i < 4; ++i) reqs.push_back({i, 5.0 * i, prompt, 8});  // far apart: each from rest
+  const Simulation sim = simulate_plan(p, cfg, fig, topo, w, reqs, SimulateOptions{});
+  return {sim.metrics.ttft.p50, sim.metrics.provenance.contains("power")};
+}
+
+}  // namespace
+
+TEST(PowerState, APacedProfileSlowsLongPrefillsOnlyAndSaysSo) {
+  const SimRun b2b = simulate_h200(false, 1, 16384), flat = simulate_h200(true, 1.0, 16384),
+            hot = simulate_h200(true, 1.2, 16384);
+  EXPECT_FALSE(b2b.power_noted);
+  EXPECT_TRUE(hot.power_noted);
+  // 16k tokens are two 8192 chunks of ~0.3 s: all but the first 50 ms at 1.2x.
+  EXPECT_GT(hot.ttft_p50, flat.ttft_p50 * 1.15);
+  EXPECT_LT(hot.ttft_p50, flat.ttft_p50 * 1.2);
+  const SimRun short_flat = simulate_h200(true, 1.0, 200), short_hot = simulate_h200(true, 1.2, 200);
+  EXPECT_DOUBLE_EQ(short_hot.ttft_p50, short_flat.ttft_p50) << "a chat prompt stays within the boost budget";
+}

@@ -28,6 +28,10 @@
 namespace peerplan::kernels {
 
 inline constexpr double kMoeCublasMinGflop = 2.5;
+// Only iterations of more tokens than the largest CUDA-graph batch may take cuBLAS: the profile times
+// the dispatch at those token counts only (measure/grouped_gemm.cpp), so an eager iteration of 256
+// tokens or fewer runs the grouped kernel its row was timed with.
+inline constexpr int64_t kMoeCublasMinTokens = 256;
 
 // What the host knows of a grouped GEMM before its routing is read back: the compiler's (or the
 // profiler's) routed rows, touched experts and busiest expert's rows, and the expert shape.

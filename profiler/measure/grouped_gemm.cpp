@@ -141,7 +141,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
         a.y = y.as<__nv_bfloat16>();
         a.n = s.n, a.k = s.k, a.entries = tokens * s.topk, a.max_rows = load.max_rows, a.touched = load.touched;
         d.rows = load.rows, d.x_rows = tokens;
-        d.allow_cublas = tokens > kGraphTimedMaxTokens;
+        d.allow_cublas = tokens > kn::kMoeCublasMinTokens;  // as the executor (engine_moe.cpp)
         d.cublas = &cublas;
         if (s.gather && xg.get()) d.gathered = xg.as<__nv_bfloat16>(), d.gathered_cap = max_in;
         const double bytes = double(load.touched) * double(s.n * s.k) * 2;

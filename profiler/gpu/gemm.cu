@@ -24,10 +24,7 @@ GemmRunner::~GemmRunner() = default;
 GemmRunner::GemmRunner(GemmRunner&&) noexcept = default;
 GemmRunner& GemmRunner::operator=(GemmRunner&&) noexcept = default;
 
-const GemmRunner::Plan& GemmRunner::plan_for(int64_t M, int64_t n, int64_t k, int64_t batch) {
-  auto key = std::make_tuple(M, n, k, batch);
-  auto it = plans_.find(key);
-  if (it != plans_.end()) return *it->second;
+std::unique_ptr<GemmRunner::Plan> GemmRunner::describe(int64_t M, int64_t n, int64_t k, int64_t batch) const {
   auto p = std::make_unique<Plan>();
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
@@ -48,6 +45,14 @@ const GemmRunner::Plan& GemmRunner::plan_for(int64_t M, int64_t n, int64_t k, in
           cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
     }
   }
+  return p;
+}
+
+const GemmRunner::Plan& GemmRunner::plan_for(int64_t M, int64_t n, int64_t k, int64_t batch) {
+  auto key = std::make_tuple(M, n, k, batch);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return *it->second;
+  std::unique_ptr<Plan> p = describe(M, n, k, batch);
 
   cublasLtMatmulPreference_t pref = nullptr;
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -76,6 +81,32 @@ uint64_t GemmRunner::prepare(int64_t M, int64_t n, int64_t k, int64_t batch) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a over the opaque algorithm words
   for (uint64_t w : p.algo.data) h = (h ^ w) * 1099511628211ull;
   return h;
+}
+
+const GemmRunner::Plan& GemmRunner::plan_for_any_m(int64_t M, int64_t n, int64_t k) {
+  auto key = std::make_tuple(M, n, k);
+  auto it = any_m_.find(key);
+  if (it != any_m_.end()) return *it->second;
+  int64_t bucket = 64;
+  while (bucket < M) bucket *= 2;
+  const Plan& ref = plan_for(bucket, n, k, 1);  // the one heuristic query of the bucket
+  std::unique_ptr<Plan> p = describe(M, n, k, 1);
+  p->algo = ref.algo;
+  cublasLtMatmulHeuristicResult_t check{};
+  const cublasStatus_t st = cublasLtMatmulAlgoCheck(handle_, p->op, p->a, p->b, p->c, p->c, &p->algo, &check);
+  if (st != CUBLAS_STATUS_SUCCESS || check.workspaceSize > workspace_.bytes())
+    p->algo = plan_for(M, n, k, 1).algo;  // this M's own lookup (checked there)
+  auto& out = *p;
+  any_m_.emplace(key, std::move(p));
+  return out;
+}
+
+void GemmRunner::run_any_m(const void* x, const void* w, void* y, int64_t M, int64_t n, int64_t k, cudaStream_t stream) {
+  ScopedDevice d(device_);
+  const Plan& p = plan_for_any_m(M, n, k);
+  const float alpha = 1.0f, beta = 0.0f;
+  CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, y, p.c, y, p.c, &p.algo,
+                              workspace_.get(), workspace_.bytes(), stream));
 }
 
 void GemmRunner::run(const void* x, const void* w, void* y, int64_t M, int64_t n, int64_t k, cudaStream_t stream,

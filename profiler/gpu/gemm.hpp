@@ -41,15 +41,23 @@ class GemmRunner {
   // fingerprint of the chosen algorithm's configuration: shapes of one (n, k) with equal
   // fingerprints run the same kernel, so running one of them loads it for all.
   uint64_t prepare(int64_t M, int64_t n, int64_t k, int64_t batch = 1);
+  // run() for row counts that keep changing (a routed expert's rows, issue 14): the algorithm is
+  // looked up once per bucket of M (the next power of two, at least 64) and reused for every M in
+  // it after cublasLtMatmulAlgoCheck accepts it (else M gets its own lookup). A heuristic query
+  // costs ~0.2 ms: per expert, per layer and per new row count it would outweigh the GEMMs.
+  void run_any_m(const void* x, const void* w, void* y, int64_t M, int64_t n, int64_t k, cudaStream_t stream);
   int device() const { return device_; }
 
  private:
   struct Plan;
   const Plan& plan_for(int64_t M, int64_t n, int64_t k, int64_t batch);
+  const Plan& plan_for_any_m(int64_t M, int64_t n, int64_t k);
+  std::unique_ptr<Plan> describe(int64_t M, int64_t n, int64_t k, int64_t batch) const;  // descriptors, no algorithm
   int device_ = -1;
   CublasLtHandle handle_;
   DeviceBuffer workspace_;
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, std::unique_ptr<Plan>> plans_;  // (M, n, k, batch)
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::unique_ptr<Plan>> any_m_;         // run_any_m's (M, n, k)
 };
 
 }  // namespace peerplan::gpu

@@ -64,7 +64,7 @@ MoeExpertPath moe_expert_gemm(const MoeExpertGemmArgs& a, const MoeRouting& r, c
     const int64_t m = off[size_t(e) + 1] - off[size_t(e)];
     if (m == 0) continue;
     const int64_t r0 = off[size_t(e)];
-    a.cublas->run(x + r0 * g.k, g.w + int64_t(e) * g.n * g.k, g.y + r0 * g.n, m, g.n, g.k, stream);
+    a.cublas->run_any_m(x + r0 * g.k, g.w + int64_t(e) * g.n * g.k, g.y + r0 * g.n, m, g.n, g.k, stream);
   }
   return path;
 }

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "planner/sim/power_state.hpp"
+
 namespace peerplan {
 
 nlohmann::json iteration_report(const ServeResult& res, PlanPricer& pricer, std::string* table) {
@@ -15,10 +17,17 @@ nlohmann::json iteration_report(const ServeResult& res, PlanPricer& pricer, std:
   };
   std::map<std::string, Sum> by;
   std::map<int, double> prev_done;  // per copy: each copy's scheduler waits on its own iterations only
+  // A paced profile's prices are at boost clock: each copy's iterations, at their measured GPU start,
+  // go through the serving simulation's power state, so a long prefill is compared with its
+  // throttled price (docs/simulator.md, "Power"), not with a boost price it cannot run at.
+  const PowerThrottle* throttle = pricer.cost().serving_throttle();
+  std::map<int, PowerState> power;
   for (const IterationRecord& r : res.iterations) {
     const IterationCost& c = pricer.price(r.shape);
     double pred = 0;
     for (double x : c.stage_s) pred += x;
+    if (throttle)
+      pred = power.try_emplace(r.replica, *throttle).first->second.run(r.gpu_start_s, pred, draws_power_cap(r.shape));
     its.push_back({{"index", r.index},
                    {"replica", r.replica},
                    {"prefill_seqs", r.shape.prefill_seqs},

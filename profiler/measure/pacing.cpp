@@ -1,5 +1,6 @@
 #include "profiler/measure/pacing.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -61,13 +62,20 @@ PowerThrottle measure_power_throttle(int gpu) {
   auto call = [&](int i) {
     runner.run(x.get(), static_cast<const char*>(w.get()) + size_t(i % kCopies) * size_t(n * k) * 2, y.get(), m, n, k, s);
   };
-  for (int i = 0; i < 8; ++i) call(i);  // algorithm choice and warm caches, before the pause
+  call(0);  // algorithm choice, outside the timing
   s.synchronize();
+  gpu::Event e0(gpu), e1(gpu);
+  e0.record(s);
+  for (int i = 0; i < 8; ++i) call(i);
+  e1.record(s);
+  e1.synchronize();
+  // ~1.5 s of calls at this GPU's rate (H200 ~0.26 ms a call: ~5600); the host enqueues far faster
+  // than they run.
+  const double per_call = std::max(e1.seconds_since(e0) / 8, 1e-6);
+  const int kCalls = int(std::clamp(1.5 / per_call, 200.0, 20000.0));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the pause: the clock back at boost
-  // ~1.5 s at the boost rate (H200 ~0.26 ms a call); the host enqueues far faster than they run.
-  constexpr int kCalls = 5600;
   std::vector<gpu::Event> ev;
-  ev.reserve(kCalls + 1);
+  ev.reserve(size_t(kCalls) + 1);
   for (int i = 0; i <= kCalls; ++i) ev.emplace_back(gpu);
   ev[0].record(s);
   for (int i = 0; i < kCalls; ++i) {

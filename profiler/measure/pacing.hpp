@@ -15,7 +15,8 @@ namespace peerplan::profiler {
 SampleStats time_compute_samples(Context& ctx, int gpu, const std::function<double()>& region, double per = 1.0);
 
 // The power throttle of GPU `gpu` (Measurements::power_throttle): after 500 ms idle, a bf16 GEMM of
-// Llama-3.1-8B's qkv at M = 4096 back to back for ~1.5 s, each call between events. ~2 s.
+// Llama-3.1-8B's qkv at M = 4096 back to back for ~1.5 s (the call count from 8 timed calls), each
+// call between events. ~2 s.
 PowerThrottle measure_power_throttle(int gpu);
 
 }  // namespace peerplan::profiler

@@ -9,6 +9,9 @@ does not reach down to the context) and the worst and p95 error printed, for the
 (half-octave steps) and the proposed one, with point counts and the estimated profiling time (median x
 (samples + warmup + 1) per point; held-back points included, those outside the study priced from it).
 Also the lease-to-lease repeatability of the same shapes (session 11 A/C/D, session 10 E).
+The session-12 design study: the live grid has since gained prefill rows on both sides of every
+128-token tile boundary to 16 tiles (session 14), which this script does not model; see
+scripts/attention_tile_rows_study.py for the grid as it is.
   scripts/attention_grid_design.py [study.json.gz] [profiles...]"""
 import bisect, collections, gzip, json, math, os, sys
 

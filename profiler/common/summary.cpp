@@ -124,6 +124,13 @@ std::string summary_table(const Machine& m) {
     s += fmt::format("\nGEMM: {} bf16 shapes timed; best {:.0f} TFLOP/s at m={} n={} k={}\n", ms.gemms.size(), best,
                      bg ? bg->m : 0, bg ? bg->n : 0, bg ? bg->k : 0);
   }
+  if (const auto& t = ms.power_throttle) {
+    // The clock the tables were timed at decides which prefills they price right (docs/profiler.md, Clocks).
+    s += t->factor > 1 ? fmt::format("Power throttle: bf16 GEMM m={} n={} k={} {:.1f} us at boost, {:.1f} us ({:.2f}x) "
+                                     "after {:.0f} ms of back-to-back work\n",
+                                     t->m, t->n, t->k, t->boost_s * 1e6, t->sustained_s * 1e6, t->factor, t->onset_s * 1e3)
+                       : fmt::format("Power throttle: none within {:.1f} s of back-to-back GEMMs\n", t->onset_s);
+  }
   if (!ms.attention.empty()) s += fmt::format("Attention: {} kernel timings\n", ms.attention.size());
   if (ms.extra.contains("not_applicable"))
     for (const auto& [k, v] : ms.extra["not_applicable"].items())

@@ -18,6 +18,16 @@ TEST(Summary, ShowsMeasuredFiguresInReadableUnits) {
   EXPECT_NE(s.find("ok r0"), std::string::npos) << "verified peer access with its rank:\n" << s;
 }
 
+TEST(Summary, ShowsThePowerThrottle) {
+  auto m = proftest::two_gpu_profile();
+  EXPECT_EQ(summary_table(m).find("Power throttle"), std::string::npos) << "not measured: not shown";
+  PowerThrottle t;
+  t.onset_s = 0.05, t.factor = 1.175, t.boost_s = 262e-6, t.sustained_s = 307.9e-6, t.m = 4096, t.n = 6144, t.k = 4096;
+  m.measurements->power_throttle = t;
+  const std::string s = summary_table(m);
+  EXPECT_NE(s.find("262.0 us at boost, 307.9 us (1.18x) after 50 ms"), std::string::npos) << s;
+}
+
 TEST(Summary, BrokenPairIsShouted) {
   auto m = proftest::two_gpu_profile();
   m.p2p[0][1].functional = false;

@@ -12,6 +12,12 @@
 
 namespace peerplan {
 
+// Rows (tokens) up to this are decode-sized: the profiler times GEMM and grouped-GEMM rows of at
+// most this many in CUDA graphs, as decode steps run, and larger ones eagerly, as prefill runs; the
+// executor takes cuBLAS per expert only above it and the serving simulation counts only larger
+// prefill iterations as drawing the power cap. (vLLM's largest default capture size.)
+inline constexpr int64_t kGraphTimedMaxRows = 256;
+
 inline int64_t cuda_graph_batch(int64_t b) {
   if (b <= 1) return 1;
   if (b <= 2) return 2;

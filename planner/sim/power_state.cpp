@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
+#include "planner/compile/graph_batch.hpp"
+
 namespace peerplan {
 
-// 256: the largest CUDA-graph decode batch, above which the profiler times GEMM rows eagerly as
-// prefill runs (profiler/measure/gemm.cpp kGraphTimedMaxM).
-bool draws_power_cap(const BatchShape& s) { return s.prefill_tokens > 0 && s.tokens() > 256; }
+bool draws_power_cap(const BatchShape& s) { return s.prefill_tokens > 0 && s.tokens() > kGraphTimedMaxRows; }
 
 double PowerState::run(double start, double priced_s, bool heavy) {
   budget_ = std::min(p_.onset_s, budget_ + std::max(0.0, start - last_end_));  // idle: one second per second

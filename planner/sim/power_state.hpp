@@ -10,8 +10,8 @@
 
 namespace peerplan {
 
-// Work that draws the cap: an iteration with prefill tokens and more than the largest CUDA-graph
-// batch of rows (its GEMMs compute-bound, priced from eager rows).
+// Work that draws the cap: an iteration with prefill tokens and more than kGraphTimedMaxRows rows
+// (graph_batch.hpp; its GEMMs compute-bound, priced from eager rows).
 bool draws_power_cap(const BatchShape& s);
 
 class PowerState {

@@ -25,13 +25,14 @@
 #include <cstdint>
 #include <string>
 
+#include "planner/compile/graph_batch.hpp"
+
 namespace peerplan::kernels {
 
 inline constexpr double kMoeCublasMinGflop = 2.5;
-// Only iterations of more tokens than the largest CUDA-graph batch may take cuBLAS: the profile times
-// the dispatch at those token counts only (measure/grouped_gemm.cpp), so an eager iteration of 256
-// tokens or fewer runs the grouped kernel its row was timed with.
-inline constexpr int64_t kMoeCublasMinTokens = 256;
+// Only iterations of more than kGraphTimedMaxRows tokens (planner/compile/graph_batch.hpp) may take
+// cuBLAS: the profile times the dispatch at those token counts only (measure/grouped_gemm.cpp), so an
+// eager iteration of fewer runs the grouped kernel its row was timed with.
 
 // What the host knows of a grouped GEMM before its routing is read back: the compiler's (or the
 // profiler's) routed rows, touched experts and busiest expert's rows, and the expert shape.

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/compile/graph_batch.hpp"
 #include "planner/core/files.hpp"
 #include "planner/model/model_config.hpp"
 #include "profiler/common/gemm_shapes.hpp"
@@ -25,9 +26,8 @@
 
 namespace peerplan::profiler {
 
-// Rows up to this M (the largest CUDA-graph decode batch) are timed in a graph over rotating
+// Rows up to kGraphTimedMaxRows (planner/compile/graph_batch.hpp) are timed in a graph over rotating
 // weights, as decode steps run; above it eagerly, as prefill runs (time_gemm_shapes).
-constexpr int64_t kGraphTimedMaxM = 256;
 
 
 void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const std::vector<int64_t>& tokens) {
@@ -89,7 +89,7 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
     // mixed iterations, which the executor launches eagerly) rows keep the eager timing, which the
     // graph timing undercut by 10-17 % at M = 2048 for FP8 (compute-bound: the eager path's own
     // cost) and made prefill iterations run 1.063x their price (H200, 2026-12-04, session 8 C).
-    // bf16 rows at decode sizes are timed the same way (copies cut from one pool). kGraphTimedMaxM.
+    // bf16 rows at decode sizes are timed the same way (copies cut from one pool). kGraphTimedMaxRows.
     std::vector<gpu::QuantWeight> qws;  // copies of the quantized weight of the current (dtype, n, k)
     gpu::BlockingGate gate;
     size_t step = 0;
@@ -129,7 +129,7 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
       int reps = std::clamp(int(200e-6 / expect_s), 1, 64);
       std::function<double()> region;
       gpu::CapturedGraph graph;
-      if (p.m > kGraphTimedMaxM) {
+      if (p.m > kGraphTimedMaxRows) {
         region = [&] { return gpu::time_region(&gate, s, {}, [&] { for (int r = 0; r < reps; ++r) call(); }); };
       } else if (dt == DType::BF16) {
         // Copies of the weight in the pool, 256-byte aligned: a weight that fits the L2 (Qwen1.5-MoE's
@@ -183,7 +183,7 @@ void time_gemm_shapes(Context& ctx, const std::set<GemmShapeKey>& keys, const st
                           {"quantized_timing", fmt::format("m <= {} (every dtype): each region one CUDA graph of its calls, weights rotating "
                                                            "over copies that together exceed 4x the L2 (up to {} copies); "
                                                            "larger m: eager calls of one weight, as prefill runs",
-                                                           kGraphTimedMaxM, max_copies)},
+                                                           kGraphTimedMaxRows, max_copies)},
                           {"pacing", fmt::format("duty {:g}: after each timed region the GPU idled {} (--duty); each row's "
                                                  "sm_mhz is the median SM clock (NVML) as its samples ended",
                                                  ctx.plan.duty, ctx.plan.duty < 1 ? "region x (1 / duty - 1), at most 50 ms" : "not at all")}};

@@ -30,6 +30,7 @@
 #include "profiler/kernels/moe_gemm.hpp"
 #include "profiler/kernels/moe_route.hpp"
 #include "profiler/common/model_shapes.hpp"
+#include "planner/compile/graph_batch.hpp"
 #include "profiler/common/moe_cublas_rule.hpp"
 #include "profiler/measure/curve.hpp"
 #include "profiler/measure/pacing.hpp"
@@ -43,9 +44,8 @@ namespace kn = peerplan::kernels;
 // many, each with another busiest-expert row count.
 constexpr int64_t kDecodeRoutingTokens = 64;
 constexpr int kRoutingsPerCount = 4;
-// Token counts up to this are decode batches in CUDA graphs (the largest graph batch, as
-// measure/gemm.cpp's kGraphTimedMaxM): the grouped kernel. Above, eager: moe_expert_gemm's choice.
-constexpr int64_t kGraphTimedMaxTokens = 256;
+// Token counts up to kGraphTimedMaxRows (planner/compile/graph_batch.hpp) are decode batches in CUDA
+// graphs: the grouped kernel. Above, eager: moe_expert_gemm's choice.
 
 void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, const std::vector<int64_t>& token_counts) {
   std::set<GroupedShapeKey> shapes;
@@ -90,7 +90,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
   }
   gpu::DeviceBuffer x(g, size_t(max_in) * 2), y(g, size_t(max_out) * 2), logits(g, size_t(max_tokens * max_e) * 2);
   // gate_up's gathered rows on the cuBLAS path (the executor puts them behind the tokens in Z).
-  const bool any_eager_gather = max_tokens > kGraphTimedMaxTokens &&
+  const bool any_eager_gather = max_tokens > kGraphTimedMaxRows &&
                                 std::any_of(shapes.begin(), shapes.end(), [](const GroupedShapeKey& s) { return s.gather; });
   gpu::DeviceBuffer xg = any_eager_gather ? gpu::DeviceBuffer(g, size_t(max_in) * 2) : gpu::DeviceBuffer();
   gpu::launch_fill_bf16(x.get(), size_t(max_in), 3, st);
@@ -141,7 +141,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
         a.y = y.as<__nv_bfloat16>();
         a.n = s.n, a.k = s.k, a.entries = tokens * s.topk, a.max_rows = load.max_rows, a.touched = load.touched;
         d.rows = load.rows, d.x_rows = tokens;
-        d.allow_cublas = tokens > kn::kMoeCublasMinTokens;  // as the executor (engine_moe.cpp)
+        d.allow_cublas = tokens > kGraphTimedMaxRows;  // as the executor (engine_moe.cpp)
         d.cublas = &cublas;
         if (s.gather && xg.get()) d.gathered = xg.as<__nv_bfloat16>(), d.gathered_cap = max_in;
         const double bytes = double(load.touched) * double(s.n * s.k) * 2;
@@ -247,7 +247,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
                     {"rule", kn::moe_cublas_rule_text()},
                     {"min_gflop", kn::moe_cublas_min_gflop()},
                     {"min_gflop_source", env_gflop && *env_gflop ? "PEERPLAN_MOE_CUBLAS_MIN_GFLOP" : "default"},
-                    {"eager_tokens_above", kGraphTimedMaxTokens},
+                    {"eager_tokens_above", kGraphTimedMaxRows},
                     {"timing", "tokens above eager_tokens_above: the executor's call as an eager iteration makes it; "
                                "on the cuBLAS path without the gate (the host synchronises inside the call), the "
                                "offsets' copy, the synchronisation and the launches after it included"},

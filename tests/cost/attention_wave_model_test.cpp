@@ -45,16 +45,16 @@ double kernel_s(int64_t q, int64_t c, int64_t heads) {
   return (16.0 + 1.9 * (prefill_wave_model(1, q, c, heads, kSms) - 8.0)) * (1.0 + 0.015 * tiles) * 1e-6;
 }
 
-std::vector<AttentionTime> default_grid(int64_t heads) {
-  AttentionGridPlan plan = attention_grid_plan(false, 16384);
-  std::vector<int> q_lens = plan.q_lens;
-  for (int q : attention_wave_rows(int(heads), kSms, 8192)) q_lens.push_back(q);
+// Prefill rows of `q_lens` at the diagonal and every default-grid context above it, timed by `kernel`.
+std::vector<AttentionTime> grid_timed(const std::vector<int>& q_lens, int64_t heads,
+                                      double (*kernel)(int64_t, int64_t, int64_t)) {
+  const AttentionGridPlan plan = attention_grid_plan(false, 16384);
   std::vector<AttentionTime> t;
   auto add = [&](int64_t q, int64_t c) {
     AttentionTime a;
     a.phase = "prefill", a.batch = 1, a.q_len = q, a.context = c;
     a.heads = heads, a.kv_heads = 8, a.head_dim = 128;
-    a.time.median = kernel_s(q, c, heads);
+    a.time.median = kernel(q, c, heads);
     t.push_back(a);
   };
   for (int q : q_lens) {
@@ -63,6 +63,12 @@ std::vector<AttentionTime> default_grid(int64_t heads) {
       if (c > q) add(q, c);
   }
   return t;
+}
+
+std::vector<AttentionTime> default_grid(int64_t heads) {
+  std::vector<int> q_lens = attention_grid_plan(false, 16384).q_lens;
+  for (int q : attention_wave_rows(int(heads), kSms, 8192)) q_lens.push_back(q);
+  return grid_timed(q_lens, heads, kernel_s);
 }
 
 AttentionShape shape(int64_t q, int64_t c, int64_t heads, int sms) {
@@ -235,21 +241,7 @@ double fill_kernel_s(int64_t q, int64_t c, int64_t heads) {
 }
 
 std::vector<AttentionTime> grid_of(const std::vector<int>& q_lens, int64_t heads) {
-  const AttentionGridPlan plan = attention_grid_plan(false, 16384);
-  std::vector<AttentionTime> t;
-  auto add = [&](int64_t q, int64_t c) {
-    AttentionTime a;
-    a.phase = "prefill", a.batch = 1, a.q_len = q, a.context = c;
-    a.heads = heads, a.kv_heads = 8, a.head_dim = 128;
-    a.time.median = fill_kernel_s(q, c, heads);
-    t.push_back(a);
-  };
-  for (int q : q_lens) {
-    add(q, q);
-    for (int c : plan.contexts)
-      if (c > q) add(q, c);
-  }
-  return t;
+  return grid_timed(q_lens, heads, fill_kernel_s);
 }
 
 TEST(AttentionTileRows, PriceAQLenBetweenRowsOfItsOwnTileCount) {

@@ -58,6 +58,7 @@ TEST(PowerState, RestRefillsTheBudgetIdleFasterThanDecode) {
 #include "planner/plan/plan.hpp"
 #include "planner/sim/simulate.hpp"
 #include "planner/topology/machine.hpp"
+#include "tests/plan_fixtures.hpp"
 
 namespace {
 
@@ -77,13 +78,7 @@ SimRun simulate_h200(bool paced, double factor, int64_t prompt) {
     m.measurements->power_throttle = t;
   }
   const Topology topo{m};
-  Plan p;
-  p.name = "single[0]";
-  PlanStage s;
-  s.gpus = {0};
-  s.layer_begin = 0, s.layer_end = cfg.layers;
-  s.embeddings = s.lm_head = true;
-  p.stages = {s};
+  const Plan p = test_plans::tp({0}, int(cfg.layers), "single[0]");
   Workload w;
   w.name = "one-by-one";
   w.max_num_seqs = 8;

@@ -442,6 +442,10 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
     return c > 0 ? c : 132;
   };
 
+  // The norms as the executor that timed the profile ran them (machine.hpp fused_add_norm).
+  const bool fuse = fused_add_norm(machine);
+  auto norm = [&](int64_t rows) { return Builder::Ew{fuse ? EwKind::AddRmsNorm : EwKind::RmsNorm, rows, H}; };
+
   for (size_t si = 0; si < plan.stages.size(); ++si) {
     const PlanStage& st = plan.stages[si];
     const CompileCacheData::Stage& cs = C.stages[si];
@@ -463,7 +467,9 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
         Op& op = B.begin(OpKind::Send, "", "", s - 1, -1, {src, gpu});
         if (nr > 1) fmt::format_to(std::back_inserter(op.name), "stage{}->{}.r{}", s - 1, s, r);
         else fmt::format_to(std::back_inserter(op.name), "stage{}->{}", s - 1, s);
-        op.bytes = T * H * d;
+        // Fused norms: the hidden states and the residual stream, not yet summed (the next norm adds
+        // them), as vLLM's and SGLang's pipeline stages pass both tensors.
+        op.bytes = (fuse ? 2 : 1) * T * H * d;
         op.mode = mode;
         B.commit(op);
       });
@@ -471,7 +477,10 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
     if (st.embeddings) {
       each([&](int, int gpu) {
         Op& op = B.begin(OpKind::Embedding, "", "embed", s, -1, {gpu});
-        op.mem_bytes = double(2 * T * H * d);  // gather rows, write hidden states
+        // Gather rows into the hidden states; fused norms: into the block-output buffer, the residual
+        // stream zeroed, so the first layer's fused norm adds them (vLLM's first layer runs a plain norm
+        // instead: one read fewer).
+        op.mem_bytes = double((fuse ? 3 : 2) * T * H * d);
         B.commit(op);
       });
       if (lay.tp > 1) B.collective(OpKind::AllReduce, "", "embed_allreduce", s, -1, st.gpus, T * H * d);
@@ -492,7 +501,11 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
         if (const MatrixShard* ms = find(r, name)) B.gemm(L, name, s, l, gpu, m, ms->n, ms->k, ms->count);
       };
       // --- attention block ---
-      each([&](int, int gpu) { B.elementwise(L, "attn_norm", {EwKind::RmsNorm, T, H}, s, l, gpu, T * H, 2, 4.0, H); });
+      // Fused: each block opens with the add + norm (vLLM's fused_add_rms_norm): the block output
+      // before it (or the embedding, or the previous stage's) added into the residual stream, then
+      // normalised; read x and residual, write residual and out. Every layer alike, so the reduced
+      // model's one layer per kind stands for all of them.
+      each([&](int, int gpu) { B.elementwise(L, "attn_norm", norm(T), s, l, gpu, T * H, fuse ? 4 : 2, 4.0, H); });
       if (cfg.mla) {
         each([&](int r, int gpu) {
           gemm_named(r, gpu, "q", T);  // full-rank q (DeepSeek-V2-Lite), or q_a, its norm, q_b
@@ -531,10 +544,11 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
         each([&](int r, int gpu) { gemm_named(r, gpu, "o", T); });
       }
       if (lay.tp > 1) B.collective(OpKind::AllReduce, L, "attn_allreduce", s, l, st.gpus, T * H * d);
-      each([&](int, int gpu) {
-        B.elementwise(L, "attn_residual", {EwKind::Residual, T, H}, s, l, gpu, T * H, 3, 1.0);
-      });
-      each([&](int, int gpu) { B.elementwise(L, "mlp_norm", {EwKind::RmsNorm, T, H}, s, l, gpu, T * H, 2, 4.0, H); });
+      if (!fuse)
+        each([&](int, int gpu) {
+          B.elementwise(L, "attn_residual", {EwKind::Residual, T, H}, s, l, gpu, T * H, 3, 1.0);
+        });
+      each([&](int, int gpu) { B.elementwise(L, "mlp_norm", norm(T), s, l, gpu, T * H, fuse ? 4 : 2, 4.0, H); });
       // --- MLP block ---
       if (!lf.moe) {
         each([&](int r, int gpu) {
@@ -602,14 +616,16 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
                        T * H * d);
         }
       }
-      each([&](int, int gpu) {
-        B.elementwise(L, "mlp_residual", {EwKind::Residual, T, H}, s, l, gpu, T * H, 3, 1.0);
-      });
+      // Fused: the next block's norm (or final_norm, or the next stage's first) adds this MLP output.
+      if (!fuse)
+        each([&](int, int gpu) {
+          B.elementwise(L, "mlp_residual", {EwKind::Residual, T, H}, s, l, gpu, T * H, 3, 1.0);
+        });
     }
     if (st.lm_head) {
       const int64_t vocab_local = ceil_div(cfg.vocab, lay.tp);
       each([&](int, int gpu) {
-        B.elementwise("", "final_norm", {EwKind::RmsNorm, T, H}, s, -1, gpu, T * H, 2, 4.0, H);
+        B.elementwise("", "final_norm", norm(T), s, -1, gpu, T * H, fuse ? 4 : 2, 4.0, H);
         // Logits only for each sequence's last position (what the sampler needs, as vLLM).
         B.gemm("", "lm_head", s, -1, gpu, rb.seqs(), vocab_local, H);
       });

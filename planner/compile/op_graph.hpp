@@ -46,7 +46,7 @@ CollOp coll_op(OpKind k);
 // from the op rather than from its name. Prices do not depend on it (memory-bound: mem_bytes).
 enum class EwKind {
   None,      // not an elementwise op
-  RmsNorm,   // each of [rows][cols] rows normalised (attn_norm, mlp_norm, final_norm)
+  RmsNorm,   // each of [rows][cols] rows normalised (MLA's q_a_norm and kv_norm)
   QkNorm,    // Qwen3's per-head RMSNorm of q and k (q_norm, k_norm: one head_dim weight each), in
              // place on the qkv GEMM's output before rotary: [rows][cols], cols = (q heads + kv
              // heads of the shard) * head_dim, each head_dim run normalised on its own
@@ -56,12 +56,16 @@ enum class EwKind {
               // latent row written into the latent cache (mla_rope_and_cache), cols = (heads + 1) *
               // rope_dim. Its own kind, not Rotary: another kernel, whose cols can equal a standard
               // model's (17 x 64 is also 16 q + 1 kv heads of 64), so the profile keys it apart.
-  Residual,  // residual add over [rows][cols]
+  Residual,  // residual add over [rows][cols]: no longer emitted (AddRmsNorm does it); profiles keep its
+             // rows, which price AddRmsNorm with rms_norm's where a profile has no add_rms_norm row
   Act,       // MLP activation, [rows][cols] out: SiLU(gate) * up for a gated MLP (input [rows][2*cols])
   MoeRoute,  // MoE routing of [rows] tokens over [cols] experts: softmax of the router logits, top-k
              // (planner/model/routing.hpp), per-expert counts and offsets, tokens sorted by expert
   MoeCombine,  // MoE combine: each of [rows] tokens sums its k expert outputs of width [cols],
                // weighted by its router probabilities
+  AddRmsNorm,  // residual += x, then the residual row normalised into out, over [rows][cols] (vLLM's
+               // fused_add_rms_norm): attn_norm, mlp_norm and final_norm each add the block output
+               // before them, so a layer has no separate residual add (docs/simulator.md)
 };
 
 struct Op {

@@ -15,6 +15,7 @@ std::string ew_kind_name(EwKind k) {
     case EwKind::Act: return "act";
     case EwKind::MoeRoute: return "moe_route";
     case EwKind::MoeCombine: return "moe_combine";
+    case EwKind::AddRmsNorm: return "add_rms_norm";
   }
   return "";
 }

@@ -83,6 +83,14 @@ double link_latency_s(const LinkSpec& l) {
   return 0;
 }
 
+bool fused_add_norm(const Machine& m) {
+  if (!m.measurements) return true;
+  if (m.meta.value(kExecutorNormsKey, std::string()) == kFusedAddNorm) return true;
+  for (const ElementwiseTime& e : m.measurements->elementwise)
+    if (e.kind == "add_rms_norm") return true;
+  return false;
+}
+
 namespace {
 
 const std::set<std::string> kPolicies = {"all", "nvlink_only", "same_switch", "none"};

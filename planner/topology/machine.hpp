@@ -126,4 +126,14 @@ double link_capacity_gbps(const LinkSpec& l);
 // One-way latency of a hop in seconds: latency_us if given, else the nominal default of its kind.
 double link_latency_s(const LinkSpec& l);
 
+// Whether plans on this machine run the residual add inside the next norm (vLLM's and SGLang's
+// fused_add_rms_norm; the executor since session 15): true for a machine without measurements, for a
+// profile whose meta says its executor fuses (kExecutorNormsKey, written by `peerplan profile` since
+// then, whatever it measured) and for one that timed add_rms_norm; false for a profile of the
+// executor before it, whose prices, and the runs validated with them, rest on the two kernels. The
+// compiler emits the norms accordingly, so a profile prices what timed it.
+inline constexpr const char* kExecutorNormsKey = "executor_norms";
+inline constexpr const char* kFusedAddNorm = "fused_add_rms_norm";
+bool fused_add_norm(const Machine& m);
+
 }  // namespace peerplan

@@ -109,7 +109,8 @@ struct ElementwiseTime {
   SampleStats time;
 };
 inline const std::vector<std::string> kElementwiseKinds = {"rms_norm", "qk_norm", "rotary", "mla_rotary",
-                                                           "residual", "act", "moe_route", "moe_combine"};
+                                                           "residual", "act", "moe_route", "moe_combine",
+                                                           "add_rms_norm"};
 
 struct AttentionTime {
   int gpu = 0;

@@ -26,6 +26,8 @@ ElementwiseCall elementwise_call(const ElementwiseShapeKey& k, int64_t rows) {
   const double r = double(rows), n = double(k.cols);
   if (k.kind == "rms_norm") {
     c.bytes = (2 * r * n + n) * 2;  // read x, write out, the weight
+  } else if (k.kind == "add_rms_norm") {
+    c.bytes = (4 * r * n + n) * 2;  // read x and the residual, write both, the weight
   } else if (k.kind == "residual") {
     c.bytes = 3 * r * n * 2;  // read a and b, write a
   } else if (k.kind == "qk_norm") {
@@ -79,7 +81,7 @@ ElementwiseBuffers elementwise_buffers(const std::vector<ElementwiseShapeKey>& k
   const int64_t R = b.max_rows;
   for (const ElementwiseShapeKey& k : keys) {
     const ElementwiseCall c = elementwise_call(k, R);
-    if (k.kind == "rms_norm" || k.kind == "residual") {
+    if (k.kind == "rms_norm" || k.kind == "residual" || k.kind == "add_rms_norm") {
       b.hidden = std::max(b.hidden, R * k.cols);
       b.z = std::max(b.z, R * k.cols);
       b.norm_w = std::max(b.norm_w, k.cols);

@@ -52,8 +52,8 @@ RotaryPlace rotary_place(int64_t t, int64_t rows, const RotaryLayout& l);
 // key and rows of all it times.
 struct ElementwiseBuffers {
   int64_t max_rows = 0;
-  int64_t hidden = 0;   // X: rms_norm's input, residual's accumulator [rows][H]
-  int64_t z = 0;        // Z: rms_norm's, act's and moe_combine's output, residual's addend
+  int64_t hidden = 0;   // X: rms_norm's input, residual's and add_rms_norm's accumulator [rows][H]
+  int64_t z = 0;        // Z: rms_norm's, act's and moe_combine's output, residual's addend, add_rms_norm's both
   int64_t y = 0;        // Y: act's input [rows][2 cols], moe_combine's routed rows [rows*k][H]
   int64_t logits = 0;   // moe_route's router logits [rows][E] (moe_combine's routing too)
   int64_t qkv = 0;      // qk_norm's and rotary's fused rows [rows][(heads + 2 kv) head_dim]

@@ -138,6 +138,7 @@ Machine discover_machine() {
 
   Nvml nvml;
   m.meta["tool"] = "peerplan profile";
+  m.meta[kExecutorNormsKey] = kFusedAddNorm;  // the executor timed here runs them (machine.hpp fused_add_norm)
   m.meta.update(gpu_stack_versions());
   m.meta["hwloc"] = HWLOC_VERSION;
   m.meta["driver"] = nvml.available() ? nvml.driver_version() : "unknown (NVML unavailable)";

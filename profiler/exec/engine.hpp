@@ -141,6 +141,9 @@ class Engine {
   const ModelConfig& cfg_;
   const ModelFigures& fig_;
   const Machine& machine_;
+  // The norms add the residual (machine.hpp fused_add_norm): the embedding writes Z and zeroes the
+  // residual stream, and a stage boundary sends both.
+  bool fused_norm_ = true;
   ExecOptions opt_;
   int64_t kv_slots_, max_ctx_, max_tokens_;
   int in_flight_;

@@ -139,11 +139,11 @@ void Engine::allocate(GpuState& g, const ScratchNeed& need) {
   }
   allocate_metadata(g, tok_cap, seq_cap);
   for (int s = 0; s < in_flight_; ++s) {
-    g.recv.emplace_back(dev, size_t(tok_cap * H) * 2);
+    g.recv.emplace_back(dev, size_t(tok_cap * H) * 2 * 2);  // fused norms send two [tokens][H] parts
     g.start.emplace_back(dev);
     g.done.emplace_back(dev);
   }
-  g.staging = gpu::PinnedHostBuffer(size_t(tok_cap * H) * 2);
+  g.staging = gpu::PinnedHostBuffer(size_t(tok_cap * H) * 2 * 2);
   g.epoch = gpu::Event(dev);
   if (bus_) {
     g.finish = gpu::Stream(dev);

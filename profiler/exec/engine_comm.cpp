@@ -45,9 +45,21 @@ void enqueue_collective(const Op& op, GpuState& g, ncclComm_t c, int n) {
   }
 }
 
+// What a stage boundary sends, in order. Fused norms (machine.hpp fused_add_norm): the compiler's
+// Send carries the residual stream and the last block's output, not yet added (vLLM's hidden_states
+// and residual); else the hidden states alone.
+struct SendPart {
+  const char* src;
+  size_t bytes;
+};
+std::vector<SendPart> send_parts(GpuState& g, size_t bytes, bool fused) {
+  if (!fused) return {{g.hidden.as<char>(), bytes}};
+  return {{g.hidden.as<char>(), bytes / 2}, {g.Z.as<char>(), bytes - bytes / 2}};
+}
+
 // Device -> pinned host -> device in chunks over two streams per side, so the PCIe directions
-// overlap (what an application does without P2P).
-void staged_copy(GpuState& src, GpuState& dst, void* to, size_t bytes) {
+// overlap (what an application does without P2P). The parts land one after the other in `to`.
+void staged_copy(GpuState& src, GpuState& dst, void* to, const std::vector<SendPart>& parts) {
   {
     gpu::ScopedDevice d(src.dev);
     cudaEvent_t ready = src.next_event();
@@ -57,18 +69,23 @@ void staged_copy(GpuState& src, GpuState& dst, void* to, size_t bytes) {
   }
   char* host = src.staging.as<char>();
   int c = 0;
-  for (size_t off = 0; off < bytes; off += size_t(kStageChunk), ++c) {
-    const size_t n = std::min(size_t(kStageChunk), bytes - off);
-    cudaEvent_t down;
-    {
-      gpu::ScopedDevice d(src.dev);
-      CUDA_CHECK(cudaMemcpyAsync(host + off, src.hidden.as<char>() + off, n, cudaMemcpyDeviceToHost, src.copy[c % 2]));
-      down = src.next_event();
-      CUDA_CHECK(cudaEventRecord(down, src.copy[c % 2]));
+  size_t base = 0;  // the part's offset in the staging buffer and in `to`
+  for (const SendPart& p : parts) {
+    for (size_t off = 0; off < p.bytes; off += size_t(kStageChunk), ++c) {
+      const size_t n = std::min(size_t(kStageChunk), p.bytes - off);
+      cudaEvent_t down;
+      {
+        gpu::ScopedDevice d(src.dev);
+        CUDA_CHECK(cudaMemcpyAsync(host + base + off, p.src + off, n, cudaMemcpyDeviceToHost, src.copy[c % 2]));
+        down = src.next_event();
+        CUDA_CHECK(cudaEventRecord(down, src.copy[c % 2]));
+      }
+      gpu::ScopedDevice d(dst.dev);
+      CUDA_CHECK(cudaStreamWaitEvent(dst.copy[c % 2], down, 0));
+      CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(to) + base + off, host + base + off, n, cudaMemcpyHostToDevice,
+                                 dst.copy[c % 2]));
     }
-    gpu::ScopedDevice d(dst.dev);
-    CUDA_CHECK(cudaStreamWaitEvent(dst.copy[c % 2], down, 0));
-    CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(to) + off, host + off, n, cudaMemcpyHostToDevice, dst.copy[c % 2]));
+    base += p.bytes;
   }
   gpu::ScopedDevice d(dst.dev);
   for (int i = 0; i < 2; ++i) {
@@ -76,7 +93,7 @@ void staged_copy(GpuState& src, GpuState& dst, void* to, size_t bytes) {
     CUDA_CHECK(cudaEventRecord(e, dst.copy[i]));
     CUDA_CHECK(cudaStreamWaitEvent(dst.stream, e, 0));
   }
-  // The source may overwrite `hidden` only after the staging copies read it.
+  // The source may overwrite its parts only after the staging copies read them.
   gpu::ScopedDevice d3(src.dev);
   for (int i = 0; i < 2; ++i) {
     cudaEvent_t e = src.next_event();
@@ -230,18 +247,30 @@ void Engine::send_between_ranks(const Op& op, int slot) {
   const int peer = (me == src ? dst : src) == std::min(src, dst) ? 0 : 1;
   GpuState& g = gpu(me);
   gpu::ScopedDevice d(g.dev);
-  if (me == src) NCCL_CHECK(ncclSend(g.hidden.get(), size_t(op.bytes), ncclInt8, peer, c, g.stream));
-  else NCCL_CHECK(ncclRecv(g.recv[size_t(slot)].get(), size_t(op.bytes), ncclInt8, peer, c, g.stream));
+  // Part by part, as vLLM sends its intermediate tensors; the receiver posts the same sizes.
+  char* to = g.recv[size_t(slot)].as<char>();
+  NCCL_CHECK(ncclGroupStart());
+  for (const SendPart& p : send_parts(g, size_t(op.bytes), fused_norm_)) {
+    if (me == src) NCCL_CHECK(ncclSend(p.src, p.bytes, ncclInt8, peer, c, g.stream));
+    else NCCL_CHECK(ncclRecv(to, p.bytes, ncclInt8, peer, c, g.stream));
+    to += p.bytes;
+  }
+  NCCL_CHECK(ncclGroupEnd());
 }
+
 
 void Engine::send_in_process(const Op& op, int slot, std::vector<cudaEvent_t>* send_done) {
   GpuState& src = gpu(op.gpus[0]);
   GpuState& dst = gpu(op.gpus[1]);
   const size_t bytes = size_t(op.bytes);
-  void* to = dst.recv[size_t(slot)].get();
-  if (op.mode == TransferMode::HostStaged) return staged_copy(src, dst, to, bytes);
+  char* to = dst.recv[size_t(slot)].as<char>();
+  const std::vector<SendPart> parts = send_parts(src, bytes, fused_norm_);
+  if (op.mode == TransferMode::HostStaged) return staged_copy(src, dst, to, parts);
   gpu::ScopedDevice d(src.dev);
-  CUDA_CHECK(cudaMemcpyPeerAsync(to, dst.id, src.hidden.get(), src.id, bytes, src.stream));
+  for (const SendPart& p : parts) {
+    CUDA_CHECK(cudaMemcpyPeerAsync(to, dst.id, p.src, src.id, p.bytes, src.stream));
+    to += p.bytes;
+  }
   cudaEvent_t e = src.next_event();
   CUDA_CHECK(cudaEventRecord(e, src.stream));
   if (send_done) send_done->push_back(e);

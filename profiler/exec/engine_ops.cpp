@@ -65,7 +65,13 @@ void Engine::run_embedding(GpuState& g) {
     kn::fill_random(w.as<bf16>(), vocab_local * H, opt_.seed * 7919 + g.id, 0.02f, g.stream);
     it = g.weights.emplace("embed", std::move(w)).first;
   }
-  kn::embedding_gather(g.m(g.o_ids), it->second.as<bf16>(), g.hidden.as<bf16>(), g.ntok, vocab_local, H, g.stream);
+  // Fused norms: the rows into Z and the residual stream zeroed, so the first layer's add_rmsnorm
+  // adds them (the compiler's Embedding bytes); else into the residual stream.
+  if (fused_norm_)
+    kn::embedding_gather(g.m(g.o_ids), it->second.as<bf16>(), g.Z.as<bf16>(), g.ntok, vocab_local, H, g.stream,
+                         g.hidden.as<bf16>());
+  else
+    kn::embedding_gather(g.m(g.o_ids), it->second.as<bf16>(), g.hidden.as<bf16>(), g.ntok, vocab_local, H, g.stream);
 }
 
 namespace {
@@ -135,6 +141,9 @@ void Engine::run_elementwise(const Op& op, GpuState& g) {
   switch (op.ew) {
     case EwKind::RmsNorm:
       return kn::rmsnorm(g.hidden.as<bf16>(), g.normw.as<bf16>(), g.Z.as<bf16>(), g.ntok, op.ew_cols, 1e-5f, s);
+    case EwKind::AddRmsNorm:  // the block output (Z) into the residual stream, normalised back into Z
+      return kn::add_rmsnorm(g.Z.as<bf16>(), g.hidden.as<bf16>(), g.normw.as<bf16>(), g.Z.as<bf16>(), g.ntok,
+                             op.ew_cols, 1e-5f, s);
     case EwKind::Residual: return kn::residual_add(g.hidden.as<bf16>(), g.Z.as<bf16>(), g.ntok * op.ew_cols, s);
     case EwKind::QkNorm: {
       // Qwen3: q and k heads of the qkv rows normalised in place before rotary (eps: Qwen3's

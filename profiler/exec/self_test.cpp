@@ -470,6 +470,13 @@ void mlp_and_embedding_cases(std::vector<SelfTestResult>& out, int dev, std::mt1
     if (ids[t] < vocab)
       for (int i = 0; i < Hd; ++i) re[t * Hd + size_t(i)] = table.d[size_t(ids[t] * Hd + i)];
   out.push_back(compare("embedding_gather", "5 ids x 256", de, re));
+  // With fused norms the executor gathers into the block-output buffer and zeroes the residual stream
+  // in the same pass (engine_ops.cpp run_embedding).
+  auto de2 = poisoned(dev, ids.size() * Hd), dz = poisoned(dev, ids.size() * Hd);
+  kn::embedding_gather(di.as<int>(), dt.as<bf16>(), de2.as<bf16>(), int64_t(ids.size()), vocab, Hd, nullptr,
+                       dz.as<bf16>());
+  out.push_back(compare("embedding_gather", "5 ids x 256, rows", de2, re));
+  out.push_back(compare("embedding_gather", "5 ids x 256, residual zeroed", dz, std::vector<double>(re.size(), 0.0)));
 }
 
 // ---- rotary + KV-cache write: check the rotated q and the cached k and v ----

@@ -119,12 +119,13 @@ __global__ void silu_mul_kernel(const __nv_bfloat16* in, __nv_bfloat16* out, int
   }
 }
 
-__global__ void embed_kernel(const int* ids, const __nv_bfloat16* table, __nv_bfloat16* out, int64_t vocab,
-                             int64_t hidden) {
+__global__ void embed_kernel(const int* ids, const __nv_bfloat16* table, __nv_bfloat16* out, __nv_bfloat16* zero,
+                             int64_t vocab, int64_t hidden) {
   const int64_t t = blockIdx.x;
   const int id = ids[t];
   for (int64_t c = threadIdx.x * 8; c < hidden; c += blockDim.x * 8) {
     uint4 v = make_uint4(0, 0, 0, 0);
+    if (zero) *reinterpret_cast<uint4*>(zero + t * hidden + c) = v;
     if (id >= 0 && id < vocab) v = *reinterpret_cast<const uint4*>(table + int64_t(id) * hidden + c);
     *reinterpret_cast<uint4*>(out + t * hidden + c) = v;
   }
@@ -270,10 +271,10 @@ void silu_mul(const __nv_bfloat16* in, __nv_bfloat16* out, int64_t tokens, int64
 }
 
 void embedding_gather(const int* ids, const __nv_bfloat16* table, __nv_bfloat16* out, int64_t tokens, int64_t vocab,
-                      int64_t hidden, cudaStream_t stream) {
+                      int64_t hidden, cudaStream_t stream, __nv_bfloat16* zero) {
   require_multiple_of_8(hidden, "hidden", "embedding_gather");
   if (tokens == 0) return;
-  embed_kernel<<<unsigned(tokens), 128, 0, stream>>>(ids, table, out, vocab, hidden);
+  embed_kernel<<<unsigned(tokens), 128, 0, stream>>>(ids, table, out, zero, vocab, hidden);
   CUDA_CHECK_LAUNCH("embedding_gather");
 }
 

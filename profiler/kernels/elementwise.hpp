@@ -21,9 +21,11 @@ void add_rmsnorm(const __nv_bfloat16* x, __nv_bfloat16* residual, const __nv_bfl
 void residual_add(__nv_bfloat16* a, const __nv_bfloat16* b, int64_t n, cudaStream_t stream);
 // out[t][i] = silu(in[t][i]) * in[t][inter + i]   (in: [tokens][2*inter], gate then up)
 void silu_mul(const __nv_bfloat16* in, __nv_bfloat16* out, int64_t tokens, int64_t inter, cudaStream_t stream);
-// out[t] = table[ids[t]]   (table: [vocab][hidden]); ids outside [0, vocab) give zeros
+// out[t] = table[ids[t]]   (table: [vocab][hidden]); ids outside [0, vocab) give zeros. `zero`, when
+// given, is a second [tokens][hidden] buffer set to 0 in the same pass: the residual stream that the
+// first layer's add_rmsnorm then adds the embeddings into.
 void embedding_gather(const int* ids, const __nv_bfloat16* table, __nv_bfloat16* out, int64_t tokens,
-                      int64_t vocab, int64_t hidden, cudaStream_t stream);
+                      int64_t vocab, int64_t hidden, cudaStream_t stream, __nv_bfloat16* zero = nullptr);
 
 // Rotary embedding (rotate-half, as Llama) applied in place to the q and k heads of a fused QKV row
 // [heads q | kv_heads k | kv_heads v] x head_dim, then K and V written into the KV cache

@@ -120,6 +120,8 @@ void time_elementwise_shapes(Context& ctx, const std::set<ElementwiseShapeKey>& 
       std::function<void()> call;
       if (k.kind == "rms_norm") {
         call = [&, r] { kn::rmsnorm(X.as<bf16>(), normw.as<bf16>(), Z.as<bf16>(), r, k.cols, 1e-5f, st); };
+      } else if (k.kind == "add_rms_norm") {  // the block output in Z, the residual stream in X
+        call = [&, r] { kn::add_rmsnorm(Z.as<bf16>(), X.as<bf16>(), normw.as<bf16>(), Z.as<bf16>(), r, k.cols, 1e-5f, st); };
       } else if (k.kind == "residual") {
         call = [&, r] { kn::residual_add(X.as<bf16>(), Z.as<bf16>(), r * k.cols, st); };
       } else if (k.kind == "qk_norm") {

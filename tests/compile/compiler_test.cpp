@@ -132,10 +132,12 @@ TEST(Compiler, PipelineBoundarySendsTheActivationInThePlansMode) {
   ASSERT_TRUE(send);
   EXPECT_EQ(send->kind, OpKind::Send);
   EXPECT_EQ(send->gpus, (std::vector<int>{0, 4}));
-  EXPECT_EQ(send->bytes, 528 * 4096 * 2);
+  // The hidden states and the residual stream (the next stage's first norm adds them), as vLLM.
+  EXPECT_EQ(send->bytes, 2 * 528 * 4096 * 2);
   EXPECT_EQ(send->mode, TransferMode::HostStaged);
   EXPECT_EQ(g.num_stages, 2);
-  EXPECT_TRUE(op(g, "L15.mlp_residual", 0));
+  EXPECT_TRUE(op(g, "L15.mlp_norm", 0));
+  EXPECT_FALSE(op(g, "L15.mlp_residual", 0));
   EXPECT_TRUE(op(g, "L16.attn_norm", 4));
   EXPECT_FALSE(op(g, "L16.attn_norm", 0));
   EXPECT_EQ(count(g, OpKind::AllReduce), 0);

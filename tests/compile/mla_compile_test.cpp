@@ -37,12 +37,12 @@ OpGraph compile_tp(const ModelConfig& c, const std::vector<int>& gpus, const Bat
   return compile_iteration(test_plans::tp(gpus, int(c.layers)), c, derive_figures(c), topo->machine(), b);
 }
 
-// The names of layer 0's ops on GPU 0, in graph order, up to the attention all-reduce or residual.
+// The names of layer 0's ops on GPU 0, in graph order, up to the attention all-reduce or the MLP's norm.
 std::vector<std::string> attention_chain(const OpGraph& g) {
   std::vector<std::string> v;
   for (const auto& o : g.ops) {
     if (o.layer != 0 || o.gpus[0] != 0) continue;
-    if (o.name == "L0.attn_residual" || o.name == "L0.attn_allreduce") break;
+    if (o.name == "L0.mlp_norm" || o.name == "L0.attn_residual" || o.name == "L0.attn_allreduce") break;
     v.push_back(o.name);
   }
   return v;

@@ -16,7 +16,12 @@ OUT=${OUT:-/tmp/peerplan-moe}
 W=${MOE_W:-$OUT/w}; mkdir -p "$W"   # every output; packed into $OUT/moe.tgz after each step (the device
                                      # tool returns at most 8 files)
 export NCCL_NVLS_ENABLE=0 PEERPLAN_HOME=$PWD
-M=models/hardware/h200x2-nvlink.json   # topology only: bench-steps times this host's GPU 0
+# bench-steps times this host's GPU 0 on the plan compiled for the machine file: the lease's own
+# profile-hbm.json (written first; its meta says the executor fuses the residual add into the norm,
+# machine.hpp fused_add_norm), and for the A/B at batch 1 the shipped h200x2 profile, from before
+# that executor, whose plans keep the two residual-add kernels a layer.
+M=$W/profile-hbm.json
+M_UNFUSED=models/hardware/h200x2-nvlink.json
 here=$(cd "$(dirname "$0")" && pwd)
 step() { local t=$1 name=$2; shift 2; echo "+ [$name] $*"; local t0=$(date +%s)
   timeout "$t" "$@" > "$W/$name.txt" 2>&1; local rc=$?
@@ -29,6 +34,14 @@ for m in qwen1.5-moe-a2.7b:$here/qwen1.5-moe-1gpu.json mixtral-8x7b:docs/validat
   TAIL=8 step "${STEP_S:-75}" "steps-${m%%:*}" $B validate --bench-steps --plan "${m#*:}" --model "${m%%:*}" \
     --machine $M --allow-other-host --batches 1,8,32,64 --context 1024 --prefill 2048 --out "$W/steps-${m%%:*}"
 done
+# Batch 1 with the residual adds as kernels of their own (the executor before session 15): the fused
+# norm's gain on the step. UNFUSED_AB=0 skips it.
+if [ "${UNFUSED_AB:-1}" = 1 ]; then
+  for m in qwen1.5-moe-a2.7b:$here/qwen1.5-moe-1gpu.json mixtral-8x7b:docs/validation/plans/mixtral-1gpu.json; do
+    TAIL=4 step "${AB_S:-50}" "steps-${m%%:*}-unfused" $B validate --bench-steps --plan "${m#*:}" --model "${m%%:*}" \
+      --machine $M_UNFUSED --allow-other-host --batches 1 --context 1024 --out "$W/steps-${m%%:*}-unfused"
+  done
+fi
 # The prefill step again with every grouped GEMM on the grouped kernel (the executor before the
 # cuBLAS-per-expert dispatch, PEERPLAN_MOE_CUBLAS_MIN_GFLOP=1e30): the dispatch's end-to-end gain.
 # PREFILL_AB=0 skips it.

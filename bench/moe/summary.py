@@ -3,7 +3,7 @@ reference per batch, the B=1 HBM bound (touched bytes / measured HBM bandwidth),
 issue 14's criteria: executor <= reference at every batch; executor at B=1 <= 1.25 x the bound.
 Also the grouped-GEMM kernel choice evidence from the profile, the prefill-sized groups (our kernel,
 cuBLASLt per expert, the executor's dispatch) and the prefill step without the dispatch's cuBLAS path
-(run.sh's PREFILL_AB). usage: summary.py OUTDIR"""
+(run.sh's PREFILL_AB), and batch 1 with the residual adds unfused (UNFUSED_AB). usage: summary.py OUTDIR"""
 import json
 import os
 import sys
@@ -39,6 +39,12 @@ for m in MODELS:
     if os.path.exists(gpath):
         g = load(gpath) or {}
         grouped_only = {s.get("context"): s["median_us"] for s in g.get("steps", []) if s.get("step") == "prefill"}
+    # run.sh's UNFUSED_AB: batch 1 with the residual adds as kernels of their own (the executor before session 15)
+    unfused = {}
+    upath = os.path.join(out, f"steps-{m}-unfused", "steps.json")
+    if os.path.exists(upath):
+        u = load(upath) or {}
+        unfused = {s["batch"]: s["median_us"] for s in u.get("steps", []) if s.get("step") == "decode"}
     print(f"\n{m}: decode step, context 1024, CUDA graphs")
     print(f"  {'batch':>5} {'executor ms':>12} {'reference ms':>13} {'ratio':>7} {'HBM MB':>9} {'bound ms':>9}")
     for s in steps["steps"]:
@@ -59,6 +65,9 @@ for m in MODELS:
             ok = ex <= rr
             ok_all &= ok
             print(f"  {'PASS' if ok else 'FAIL'} {m} b={b}: executor {ex:.3f} ms vs reference {rr:.3f} ms")
+        if b in unfused:
+            print(f"  b={b} with separate residual-add kernels: {unfused[b] / 1e3:.3f} ms (the fused norm saves "
+                  f"{(unfused[b] - s['median_us']) / 1e3:.3f} ms, {100 * (1 - s['median_us'] / unfused[b]):.1f} %)")
         if b == 1 and bound > 0:
             ok = ex <= 1.25 * bound
             ok_all &= ok

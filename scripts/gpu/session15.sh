@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Session 15's prepared calls, one H200 (kind nvidia-h200); no device was lent in session 15, so
+# session 14's S2 and S3 still wait, now with the fused residual add + norm in the executor (every
+# fresh profile compiles it; docs/simulator.md). Binary: scripts/gpu/build.sh from committed code,
+# packed as .gpu-pack (docs/DEVELOPING.md). Each call <= 600 s.
+#   session15.sh S2   (~9 min) session 14 S2: the paced profile (--duty 0.5: compute tables at boost, power
+#                     throttle measured) beside a back-to-back GEMM table of the lease, then 8B chat (40 and 200
+#                     requests), 8k-32k and 64k-100k priced from the paced one (fused norms)
+#   session15.sh S3   (~9 min) every kernel's self-test; 8B decode steps fused vs separate residual adds
+#                     (bench-steps, batch 1/8/32/64, beside the torch reference's dense rows); bench/moe/run.sh
+#                     (issue 14: executor beside torch._grouped_mm, the cuBLAS-per-expert prefill gain, batch 1
+#                     unfused A/B)
+#   session15.sh S4   (~6 min) a paced profile of Qwen1.5-MoE and Mixtral (it times the cuBLAS-per-expert dispatch
+#                     and the fused norm) and their long-prompt runs priced from it; then the clock study if time
+set -u
+PART=${1:?usage: session15.sh S2|S3|S4}
+OUT_DEFAULT=/tmp/peerplan-s15
+source "$(dirname "$0")/call_lib.sh"
+sampler() { python3 bench/power/clock_response.py --sample "$W/clocks-$1.csv" & SMP=$!; log "clock mark: $1 start $(date +%s.%N)"; }
+sampler_end() { kill -TERM $SMP; wait $SMP 2>/dev/null; gzip -f "$W"/clocks-*.csv; }
+if [ "$PART" = S2 ]; then
+  # The paced profile (compute tables at boost, power throttle measured) beside a back-to-back GEMM table of the
+  # same lease, then S1's runs priced from the paced one.
+  sampler profile
+  TAIL=4 step 240 profile $B profile --no-progress --dtypes bf16 --model llama-3.1-8b --duty 0.5 --out "$W/profile.json"
+  TAIL=2 step 120 profile-b2b $B profile --no-progress --only gemm --dtypes bf16 --model llama-3.1-8b --out "$W/profile-b2b.json"
+  python3 - "$W/profile.json" "$W/profile-b2b.json" <<'PY' | tee -a "$S"
+import json, sys
+a, b = (json.load(open(p))["measurements"] for p in sys.argv[1:])
+print("power_throttle (paced profile):", a.get("power_throttle"), " (back to back):", b.get("power_throttle"))
+kb = {(g["m"], g["n"], g["k"]): g for g in b["gemms"]}
+r = sorted((kb[k]["median_us"] / g["median_us"], k) for g in a["gemms"] if (k := (g["m"], g["n"], g["k"])) in kb)
+print(f"GEMM rows, back to back / paced: n={len(r)} min {r[0][0]:.3f} median {r[len(r)//2][0]:.3f} max {r[-1][0]:.3f}")
+for g in a["gemms"]:
+    k = (g["m"], g["n"], g["k"])
+    if g["m"] in (256, 1024, 4096, 8192) and k in kb:
+        print(f"  m={g['m']} n={g['n']} k={g['k']}: paced {g['median_us']:.1f} us at {g.get('sm_mhz', 0):.0f} MHz, "
+              f"back to back {kb[k]['median_us']:.1f} at {kb[k].get('sm_mhz', 0):.0f}")
+PY
+  CHAT=$V/workloads/validate-chat.json
+  log "clock mark: chat start $(date +%s.%N)"
+  v six-single 60 --workload $CHAT --plan $P/llama8b-1gpu.json --model llama-3.1-8b --requests 40 --rate 8
+  v 8b-single-r6 90 --workload $CHAT --plan $P/llama8b-1gpu.json --model llama-3.1-8b --requests 200 --rate 6
+  log "clock mark: 8k-32k start $(date +%s.%N)"
+  v llama8b-8k-32k 110 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload models/workloads/long-prompt-8k-32k.json
+  log "clock mark: 64k-100k start $(date +%s.%N)"
+  left 410 && v llama8b-64k-100k 170 --plan $P/llama8b-1gpu.json --model llama-3.1-8b \
+    --workload models/workloads/long-prompt-64k-100k.json
+  log "clock mark: end $(date +%s.%N)"
+  sampler_end
+  finish
+fi
+if [ "$PART" = S3 ]; then
+  CUDA_VISIBLE_DEVICES=0 TAIL=4 step 150 selftest $B validate --self-test
+  grep -iE "fail" "$W/selftest.txt" | head -5 | sed 's/^/  self-test FAIL line: /' | tee -a "$S"
+  grep -iE "moe|expert|embedding|add_rmsnorm" "$W/selftest.txt" | tail -12 | sed 's/^/  | /' | tee -a "$S"
+  # 8B decode steps with the fused norm (a machine file of this executor: profile-hbm.json's meta) and with the
+  # residual adds as kernels of their own (the shipped h200x2 profile, from before it), then the torch reference.
+  TAIL=3 step 30 profile-hbm $B profile --only hbm --no-progress --out "$W/profile-hbm.json"
+  TAIL=8 step 60 steps-8b $B validate --bench-steps --plan $P/llama8b-1gpu.json --model llama-3.1-8b \
+    --machine "$W/profile-hbm.json" --allow-other-host --batches 1,8,32,64 --context 1024 --out "$W/steps-8b"
+  TAIL=8 step 60 steps-8b-unfused $B validate --bench-steps --plan $P/llama8b-1gpu.json --model llama-3.1-8b \
+    --machine models/hardware/h200x2-nvlink.json --allow-other-host --batches 1,8,32,64 --context 1024 \
+    --out "$W/steps-8b-unfused"
+  OUT=$W/moe MOE_W=$W/moe/w GG_S=45 bash bench/moe/run.sh .gpu 2>&1 | tail -n 50 | tee -a "$S" >/dev/null
+  python3 - "$W" <<'PY' | tee -a "$S"
+import json, os, sys
+w = sys.argv[1]
+def steps(d):
+    try:
+        return {s["batch"]: s["median_us"] / 1e3 for s in json.load(open(os.path.join(w, d, "steps.json")))["steps"]
+                if s.get("step") == "decode"}
+    except (OSError, ValueError, KeyError):
+        return {}
+f, u = steps("steps-8b"), steps("steps-8b-unfused")
+try:
+    ref = json.load(open(os.path.join(w, "moe/w/torch_moe_fp8_ref.json"))).get("llama-3.1-8b", {})
+except (OSError, ValueError):
+    ref = {}
+print("Llama-3.1-8B decode, context 1024, graphs: batch, fused norm ms, separate adds ms, torch reference ms")
+for b in sorted(f):
+    r = ref.get(f"decode_b{b}_ctx1024", {}).get("graph", {}).get("median_ms")
+    print(f"  {b:>3} {f[b]:8.3f} {u.get(b, float('nan')):8.3f} {r if r else float('nan'):8.3f}")
+PY
+  finish
+fi
+if [ "$PART" = S4 ]; then
+  TAIL=3 step 150 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --model mixtral-8x7b --dtypes bf16 \
+    --skip nccl,nccl_nop2p --duty 0.5 --out "$W/profile.json"
+  v qwen-moe-long 70 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json
+  v mixtral-long 90 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json
+  left 470 && TAIL=50 step 100 clock-response python3 bench/power/clock_response.py "$W" && gzip -f "$W/clock_response.json"
+  finish
+fi

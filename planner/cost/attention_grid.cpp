@@ -245,7 +245,9 @@ AttentionGridMode attention_grid_mode(const char* env_value) {
   if (v.empty()) return AttentionGridMode::Default;
   if (v == "study") return AttentionGridMode::Study;
   if (v == "fine-prefill") return AttentionGridMode::FinePrefill;
-  throw InputError("", "PEERPLAN_ATTENTION_GRID", "study, fine-prefill or unset (the default grid), not '" + v + "'");
+  if (v == "fine-prefill-long") return AttentionGridMode::FinePrefillLong;
+  throw InputError("", "PEERPLAN_ATTENTION_GRID",
+                   "study, fine-prefill, fine-prefill-long or unset (the default grid), not '" + v + "'");
 }
 
 AttentionGridPlan attention_grid_plan(bool quick, int max_context, AttentionGridMode mode) {
@@ -265,6 +267,14 @@ AttentionGridPlan attention_grid_plan(bool quick, int max_context, AttentionGrid
     for (int q = 8; q <= 1024; q += 8) g.q_lens.push_back(q);
     for (int q = 1056; q <= 2048; q += 32) g.q_lens.push_back(q);
     for (int c : {512, 558, 609, 724, 1024, 1579, 4096, 16384})
+      if (c <= max_context) g.contexts.push_back(c);
+    return g;
+  }
+  if (mode == AttentionGridMode::FinePrefillLong) {  // the held-back misses past the tile rows (q 2233-6317)
+    g.batches = {1};
+    for (int t = 16; t < 64; ++t)
+      for (int q : {t * 128 + 1, t * 128 + 64, (t + 1) * 128}) g.q_lens.push_back(q);
+    for (int c : {8192, 16384})
       if (c <= max_context) g.contexts.push_back(c);
     return g;
   }

@@ -73,8 +73,11 @@ struct AttentionGridPlan {
 //   FinePrefill: prefill q_lens every 8 tokens to 1024 and every 32 to 2048 over a few short and
 //                medium contexts (cuDNN's time steps with its 128-token tiles, and between the steps
 //                it is not smooth either: docs/attention.md "The grid on the GPU"), decode at batch 1.
-enum class AttentionGridMode { Default, Study, FinePrefill };
-// The mode PEERPLAN_ATTENTION_GRID names ("study", "fine-prefill"; unset or "": the default);
+//   FinePrefillLong: past the tile rows (16 to 64 tiles, q 2049..8192: where the default grid's held-back
+//                points still miss 3 %, docs/attention.md "Rows at every tile boundary"), three q_lens a
+//                tile, just past its start, its middle and its end, over contexts 8192 and 16384.
+enum class AttentionGridMode { Default, Study, FinePrefill, FinePrefillLong };
+// The mode PEERPLAN_ATTENTION_GRID names ("study", "fine-prefill", "fine-prefill-long"; unset or "": the default);
 // InputError for another value.
 AttentionGridMode attention_grid_mode(const char* env_value);
 // quick: 2 x 2 points per phase (whatever the mode).

@@ -10,8 +10,9 @@
 #                     (bench-steps, batch 1/8/32/64, beside the torch reference's dense rows); bench/moe/run.sh
 #                     (issue 14: executor beside torch._grouped_mm, the cuBLAS-per-expert prefill gain, batch 1
 #                     unfused A/B)
-#   session15.sh S4   (~6 min) a paced profile of Qwen1.5-MoE and Mixtral (it times the cuBLAS-per-expert dispatch
-#                     and the fused norm) and their long-prompt runs priced from it; then the clock study if time
+#   session15.sh S4   (~8 min) a paced profile of Qwen1.5-MoE and Mixtral (it times the cuBLAS-per-expert dispatch
+#                     and the fused norm) and their long-prompt runs priced from it; issue 18's fine prefill study
+#                     past the tile rows (PEERPLAN_ATTENTION_GRID=fine-prefill-long); the clock study if time
 set -u
 PART=${1:?usage: session15.sh S2|S3|S4}
 OUT_DEFAULT=/tmp/peerplan-s15
@@ -89,6 +90,11 @@ if [ "$PART" = S4 ]; then
     --skip nccl,nccl_nop2p --duty 0.5 --out "$W/profile.json"
   v qwen-moe-long 70 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json
   v mixtral-long 90 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json
-  left 470 && TAIL=50 step 100 clock-response python3 bench/power/clock_response.py "$W" && gzip -f "$W/clock_response.json"
+  # Issue 18: prefill attention past the tile rows (17-64 tiles, three q_lens a tile, contexts 8192 and 16384), the
+  # data for the held-back misses at q 2233-6317 (docs/attention.md), as session 13 S1's fine study was for <= 16.
+  left 430 && PEERPLAN_ATTENTION_GRID=fine-prefill-long TAIL=2 step 150 fine-prefill-long $B profile --no-progress \
+    --only attention --model llama-3.1-8b --model llama-3.1-70b --model qwen1.5-moe-a2.7b --samples 10 --warmup 2 \
+    --out "$W/fine-prefill-long.json" && gzip -f "$W/fine-prefill-long.json"
+  left 500 && TAIL=50 step 90 clock-response python3 bench/power/clock_response.py "$W" && gzip -f "$W/clock_response.json"
   finish
 fi

@@ -228,6 +228,17 @@ TEST(AttentionGridPlan, DefaultGridIsQuarterOctaveWhereTheStudyNeededIt) {
   EXPECT_EQ(attention_grid_mode(nullptr), AttentionGridMode::Default);
   EXPECT_EQ(attention_grid_mode(""), AttentionGridMode::Default);
   EXPECT_EQ(attention_grid_mode("fine-prefill"), AttentionGridMode::FinePrefill);
+  // Past the tile rows: 48 tiles (17..64) x 3 q_lens, both sides of every boundary from 2048 to 8192.
+  const AttentionGridPlan fl = attention_grid_plan(false, 131072, AttentionGridMode::FinePrefillLong);
+  EXPECT_EQ(fl.q_lens.size(), 48u * 3u);
+  EXPECT_EQ(fl.q_lens.front(), 2049);
+  EXPECT_EQ(fl.q_lens[1], 2112);
+  EXPECT_EQ(fl.q_lens[2], 2176);
+  EXPECT_EQ(fl.q_lens.back(), 8192);
+  EXPECT_TRUE(std::is_sorted(fl.q_lens.begin(), fl.q_lens.end()));
+  EXPECT_EQ(fl.contexts, (std::vector<int>{8192, 16384}));
+  EXPECT_TRUE(fl.held_prefill.empty() && fl.held_decode.empty());
+  EXPECT_EQ(attention_grid_mode("fine-prefill-long"), AttentionGridMode::FinePrefillLong);
   EXPECT_THROW(attention_grid_mode("fine"), InputError);
   EXPECT_EQ(attention_grid_plan(true, 131072).batches, (std::vector<int>{1, 32}));
 }

@@ -321,6 +321,8 @@ nlohmann::json CostModel::provenance() const {
                     {"rule", "prefill iterations past the onset of continuous work run factor x slower; "
                              "idle refills the budget (docs/simulator.md, Power)"}};
     j["meta"] = s.meta;
+    if (!fused_add_norm(m))  // compiler.cpp: such a profile keeps the earlier executor's two residual-add kernels
+      j["norms"] = "residual adds as kernels of their own (a profile from before the fused add + RMSNorm: re-profile)";
   } else {
     j["measured"] = nullptr;
   }

@@ -75,6 +75,16 @@ TEST(ElementwiseCost, RowsBetweenPointsInterpolateInLogSpace) {
   EXPECT_EQ(c.source, CostSource::Interpolated);
 }
 
+TEST(ElementwiseCost, AProfileOfTheEarlierExecutorSaysItsNormsAreNotFused) {
+  // Such a profile compiles the residual adds as kernels of their own (machine.hpp fused_add_norm):
+  // the provenance says so, and `simulate` prints it, so a reader knows why it prices 2 kernels a
+  // layer more than a fresh profile would.
+  Topology old(with_table({point("rms_norm", 1, 4096, 5.0)}));
+  EXPECT_TRUE(CostModel(old).provenance().contains("norms"));
+  Topology fresh(with_table({point("add_rms_norm", 1, 4096, 5.0)}));
+  EXPECT_FALSE(CostModel(fresh).provenance().contains("norms"));
+}
+
 TEST(ElementwiseCost, OtherColsOrKindFallsBackToTheRoofline) {
   Topology topo(with_table({point("rotary", 1, 4096, 7.0), point("rms_norm", 1, 3072, 5.0)}));
   CostModel cost(topo);

@@ -33,8 +33,8 @@ void check_model_executable(const ModelConfig& cfg) {
 
 Engine::Engine(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,
                const ExecOptions& opt, int64_t kv_slots, int64_t max_ctx, int64_t max_tokens, int in_flight)
-    : plan_(plan), cfg_(cfg), fig_(fig), machine_(machine), fused_norm_(fused_add_norm(machine)), opt_(opt), kv_slots_(kv_slots), max_ctx_(max_ctx),
-      max_tokens_(max_tokens), in_flight_(std::max(1, in_flight)) {
+    : plan_(plan), cfg_(cfg), fig_(fig), machine_(machine), fused_norm_(fused_add_norm(machine)), opt_(opt),
+      kv_slots_(kv_slots), max_ctx_(max_ctx), max_tokens_(max_tokens), in_flight_(std::max(1, in_flight)) {
   check_model_executable(cfg);
   // Never NVLink multicast (it can take a shared host's GPUs out of service); P2P off is set
   // before any communicator exists, as NCCL reads it at init.

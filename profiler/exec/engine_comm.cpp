@@ -258,7 +258,6 @@ void Engine::send_between_ranks(const Op& op, int slot) {
   NCCL_CHECK(ncclGroupEnd());
 }
 
-
 void Engine::send_in_process(const Op& op, int slot, std::vector<cudaEvent_t>* send_done) {
   GpuState& src = gpu(op.gpus[0]);
   GpuState& dst = gpu(op.gpus[1]);

@@ -20,15 +20,16 @@ std::string ew_kind_name(EwKind k) {
   return "";
 }
 
-std::optional<CurveTime> elementwise_from_table(const std::vector<ElementwiseTime>& table, int gpu, const Op& op) {
-  if (op.kind != OpKind::Elementwise || op.ew == EwKind::None || op.ew_rows <= 0 || table.empty()) return std::nullopt;
-  const std::string kind = ew_kind_name(op.ew);
+namespace {
+
+// The curve of (kind, cols): the op's own GPU first, else any GPU's points (the profiler times GPU 0
+// only; the GPUs of one host are the same part), as the GEMM and grouped-GEMM tables are looked up.
+std::optional<CurveTime> curve_of(const std::vector<ElementwiseTime>& table, int gpu, const std::string& kind,
+                                  int64_t cols, int64_t rows) {
   std::vector<CurvePoint> pts;
-  // The op's own GPU first, else any GPU's points: the profiler times GPU 0 only (the GPUs of one
-  // host are the same part), as the GEMM and grouped-GEMM tables are looked up.
   for (int pass = 0; pass < 2 && pts.empty(); ++pass)
     for (const ElementwiseTime& e : table)
-      if ((pass == 1 || e.gpu == gpu) && e.kind == kind && e.cols == op.ew_cols && e.time.median > 0) {
+      if ((pass == 1 || e.gpu == gpu) && e.kind == kind && e.cols == cols && e.time.median > 0) {
         CurvePoint p;
         p.bytes = e.rows;  // the curve's size axis is rows here
         p.time = e.time;
@@ -39,7 +40,23 @@ std::optional<CurveTime> elementwise_from_table(const std::vector<ElementwiseTim
   // Repeated rows (a profile merged with a validate extension): keep the first of each.
   pts.erase(std::unique(pts.begin(), pts.end(), [](const CurvePoint& a, const CurvePoint& b) { return a.bytes == b.bytes; }),
             pts.end());
-  return curve_time(pts, double(op.ew_rows));
+  return curve_time(pts, double(rows));
+}
+
+}  // namespace
+
+std::optional<CurveTime> elementwise_from_table(const std::vector<ElementwiseTime>& table, int gpu, const Op& op) {
+  if (op.kind != OpKind::Elementwise || op.ew == EwKind::None || op.ew_rows <= 0 || table.empty()) return std::nullopt;
+  if (auto t = curve_of(table, gpu, ew_kind_name(op.ew), op.ew_cols, op.ew_rows)) return t;
+  // A fused norm at a width the profile timed only as its two parts (an older profile extended by
+  // `profile --add-model` with this executor, whose add_rms_norm rows make it compile fused): the two
+  // kernels' sum, at most Interpolated, rather than the bytes' price.
+  if (op.ew == EwKind::AddRmsNorm) {
+    auto n = curve_of(table, gpu, "rms_norm", op.ew_cols, op.ew_rows);
+    auto r = curve_of(table, gpu, "residual", op.ew_cols, op.ew_rows);
+    if (n && r) return CurveTime{n->seconds + r->seconds, weaker(weaker(n->source, r->source), CostSource::Interpolated)};
+  }
+  return std::nullopt;
 }
 
 }  // namespace peerplan

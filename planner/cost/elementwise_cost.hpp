@@ -19,7 +19,8 @@ std::string ew_kind_name(EwKind k);
 // Time of an elementwise op from the points of (gpu, kind, ew_cols), else of (kind, ew_cols) on any
 // GPU (the profiler times GPU 0; a host's GPUs are one part, as for GEMMs): interpolated over rows in
 // log space (curve_time: exact rows Measured, between Interpolated, outside Extrapolated). nullopt
-// when the op is not elementwise, or the table has no point of that (kind, cols).
+// when the op is not elementwise, or the table has no point of that (kind, cols). An AddRmsNorm whose
+// cols have rms_norm and residual rows but none of its own: their sum, at most Interpolated.
 std::optional<CurveTime> elementwise_from_table(const std::vector<ElementwiseTime>& table, int gpu, const Op& op);
 
 }  // namespace peerplan

@@ -85,6 +85,24 @@ TEST(ElementwiseCost, AProfileOfTheEarlierExecutorSaysItsNormsAreNotFused) {
   EXPECT_FALSE(CostModel(fresh).provenance().contains("norms"));
 }
 
+TEST(ElementwiseCost, AFusedNormWithoutRowsOfItsOwnIsItsTwoPartsSummed) {
+  // An older profile extended with this executor's rows for one model: another model's fused norm
+  // has only the two kernels' rows at its width. Their sum prices it, marked no better than
+  // interpolated; its own rows win where they exist.
+  Op add = rotary(8, 4096);
+  add.ew = EwKind::AddRmsNorm;
+  Topology parts(with_table({point("rms_norm", 8, 4096, 5.0), point("residual", 8, 4096, 4.0),
+                             point("add_rms_norm", 8, 2048, 3.0)}));
+  const OpCost& c = CostModel(parts).price(add, true);
+  EXPECT_NEAR(c.seconds, 9e-6, 1e-12);
+  EXPECT_EQ(c.source, CostSource::Interpolated);
+  Topology own(with_table({point("rms_norm", 8, 4096, 5.0), point("residual", 8, 4096, 4.0),
+                           point("add_rms_norm", 8, 4096, 6.0)}));
+  EXPECT_NEAR(CostModel(own).price(add, true).seconds, 6e-6, 1e-12);
+  Topology one(with_table({point("rms_norm", 8, 4096, 5.0)}));  // one part only: the bytes' price
+  EXPECT_NE(CostModel(one).price(add, true).source, CostSource::Interpolated);
+}
+
 TEST(ElementwiseCost, OtherColsOrKindFallsBackToTheRoofline) {
   Topology topo(with_table({point("rotary", 1, 4096, 7.0), point("rms_norm", 1, 3072, 5.0)}));
   CostModel cost(topo);

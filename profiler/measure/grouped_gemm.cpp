@@ -194,11 +194,14 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
           // cuBLASLt per touched expert over rows already sorted, with the group sizes known on the
           // host (what cuBLAS's grouped GEMM needs, and a device-side routing cannot give without a
           // synchronisation): the alternative for prefill-sized groups, recorded beside our kernel.
-          std::vector<std::pair<int64_t, int64_t>> groups;  // (first row, rows) of each touched expert
+          struct Group {
+            int64_t expert, first, rows;
+          };
+          std::vector<Group> groups;  // each touched expert: its index, first row and rows
           int64_t row = 0;
           for (int64_t e = 0; e < s.experts; ++e) {
             const int64_t c = counts[size_t(e)];
-            if (c > 0) groups.push_back({row, c});
+            if (c > 0) groups.push_back({e, row, c});
             row += c;
           }
           // At most ~256 launches behind the gate: the launch queue holds about a thousand, and a full
@@ -209,8 +212,8 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
             for (int i = 0; i < creps; ++i) {
               const auto* wc = w[size_t(c++ % copies)].as<__nv_bfloat16>();
               for (size_t q = 0; q < groups.size(); ++q)
-                cublas.run(x.as<__nv_bfloat16>() + groups[q].first * s.k, wc + int64_t(q) * s.n * s.k,
-                           y.as<__nv_bfloat16>() + groups[q].first * s.n, groups[q].second, s.n, s.k, st);
+                cublas.run(x.as<__nv_bfloat16>() + groups[q].first * s.k, wc + groups[q].expert * s.n * s.k,
+                           y.as<__nv_bfloat16>() + groups[q].first * s.n, groups[q].rows, s.n, s.k, st);
             }
           };
           enqueue();  // cuBLASLt's algorithm lookups, outside the gate
@@ -219,8 +222,8 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
               for (int i = 0; i < creps; ++i) {
                 const auto* wc = w[size_t(c++ % copies)].as<__nv_bfloat16>();
                 for (size_t q = 0; q < groups.size(); ++q)
-                  cublas.run(x.as<__nv_bfloat16>() + groups[q].first * s.k, wc + int64_t(q) * s.n * s.k,
-                             y.as<__nv_bfloat16>() + groups[q].first * s.n, groups[q].second, s.n, s.k, st);
+                  cublas.run(x.as<__nv_bfloat16>() + groups[q].first * s.k, wc + groups[q].expert * s.n * s.k,
+                             y.as<__nv_bfloat16>() + groups[q].first * s.n, groups[q].rows, s.n, s.k, st);
               }
             });
           };

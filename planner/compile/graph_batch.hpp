@@ -15,10 +15,15 @@ namespace peerplan {
 // Rows (tokens) up to this are decode-sized: the profiler times GEMM and grouped-GEMM rows of at
 // most this many in CUDA graphs, as decode steps run, and larger ones eagerly, as prefill runs; the
 // executor takes cuBLAS per expert only above it and the serving simulation counts only larger
-// prefill iterations as drawing the power cap. (vLLM's largest default capture size.)
+// prefill iterations as drawing the power cap. (vLLM's largest capture size before V1; V1 captures
+// up to 512 in steps of 16.) Decode batches above it run eagerly and unpadded, in the executor and
+// in the pricer alike, so a step of more rows runs what the profile timed for it (eager rows; MoE:
+// the cuBLAS-per-expert dispatch a graph capture cannot take).
 inline constexpr int64_t kGraphTimedMaxRows = 256;
 
+// A decode batch's CUDA-graph batch; itself where it runs eagerly (above kGraphTimedMaxRows).
 inline int64_t cuda_graph_batch(int64_t b) {
+  if (b > kGraphTimedMaxRows) return b;
   if (b <= 1) return 1;
   if (b <= 2) return 2;
   if (b <= 4) return 4;
@@ -28,6 +33,11 @@ inline int64_t cuda_graph_batch(int64_t b) {
 // A decode-only shape padded to its graph batch: the padding sequences hold one token of context
 // each, as the executor's (decode_context is the mean context; decode_real_seqs keeps how many are
 // real, the min / max stay theirs). Other shapes run eagerly: unchanged.
+// Whether an iteration of this shape runs as a CUDA graph: decode-only, at most kGraphTimedMaxRows.
+inline bool runs_as_graph(const BatchShape& s) {
+  return s.prefill_seqs == 0 && s.prefill_tokens == 0 && s.decode_seqs > 0 && s.decode_seqs <= kGraphTimedMaxRows;
+}
+
 inline BatchShape graph_padded(BatchShape s) {
   if (s.prefill_seqs != 0 || s.prefill_tokens != 0 || s.decode_seqs <= 0) return s;
   const int64_t p = cuda_graph_batch(s.decode_seqs);

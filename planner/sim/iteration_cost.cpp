@@ -209,7 +209,7 @@ IterationCost PlanPricer::price_exact(const BatchShape& unpadded) const {
   const OpGraph& g = opt_.reuse_layers ? compile_iteration(compile_, rplan_, rcfg_, rfig_, topo.machine(), shape,
                                                            CompileOptions{&routing_layers_})
                                         : compile_iteration(compile_, plan_, cfg_, fig_, topo.machine(), shape);
-  const bool graph_launch = shape.prefill_tokens == 0;  // decode iterations run as CUDA graphs
+  const bool graph_launch = runs_as_graph(shape);  // decode iterations up to 256 run as CUDA graphs
   const int ngpu = topo.gpu_count();
   const int nedge = topo.edge_count();
   if (capacity_.size() != size_t(nedge)) {

@@ -1,6 +1,7 @@
 // Plan + model + batch shape -> the op graph of one serving iteration, and the per-GPU memory
 // check. Formulas are listed in planner/compile/README.md; the code follows them line by line.
 #include "planner/compile/compiler.hpp"
+#include "planner/compile/graph_batch.hpp"
 
 #include <algorithm>
 #include <array>
@@ -705,6 +706,8 @@ MemoryReport check_memory(const Plan& plan, const ModelConfig& cfg, const ModelF
       g.activations = d * (A * (4 * H + widest_attn + widest_mlp) + moe_rows_width);
       // EP all-to-all: the top-k copies of this rank's tokens sent, the worst case received.
       if (lay.ep > 1 && lay.dp > 1) g.activations += (A * cfg.experts_per_token + moe_rows) * H * d;
+      // Prefill-sized iterations: gate_up's rows gathered for cuBLAS per expert (the executor's Z).
+      if (moe_rows > 0 && A > kGraphTimedMaxRows) g.activations += moe_rows * H * d;
       if (st.lm_head) g.activations += seqs * ceil_div(cfg.vocab, lay.tp) * 4;
       // MLA: the executor's expansion scratch, kv_b output, absorbed rows and decode workspace, at
       // the executor's limits (every slot and the whole token budget on each GPU of the stage).

@@ -120,6 +120,10 @@ class Engine {
   void ensure_moe_state(const Op& op, GpuState& g);
   void run_moe_route(const Op& op, GpuState& g);
   void run_grouped_gemm(const Op& op, GpuState& g);
+  // A grouped GEMM that gathers its rows' tokens (gate_up; down reads sorted rows), and where in Z
+  // its gathered copy starts for T routed tokens: behind the tokens' rows, 256-byte aligned.
+  static bool gathers_tokens(const Op& op);
+  static int64_t gathered_first(int64_t tokens, int64_t k) { return (tokens * k + 127) / 128 * 128; }
   void run_moe_combine(const Op& op, GpuState& g);
   // Collectives and stage boundaries (engine_comm.cpp).
   void ncclgroup_collective(const Op& op);

@@ -3,6 +3,7 @@
 // metadata (token positions, cache slots, sequence lengths) and its upload.
 #include <algorithm>
 
+#include "planner/compile/graph_batch.hpp"
 #include "planner/plan/sharding.hpp"
 #include "profiler/exec/engine_state.hpp"
 #include "profiler/gpu/cuda_check.hpp"
@@ -55,6 +56,7 @@ void Engine::enable_peer_access() {
 std::map<int, Engine::ScratchNeed> Engine::scratch_needs(const std::vector<OpGraph>& worst) const {
   std::map<int, ScratchNeed> need;
   std::map<int, int64_t> moe_entries;  // per GPU: (token, expert) entries of its last MoeRoute
+  std::map<int, int64_t> moe_tokens;   // per GPU: tokens of its last MoeRoute
   for (const OpGraph& g : worst)
     for (const Op& op : g.ops)
       for (int id : op.gpus) {
@@ -69,6 +71,10 @@ std::map<int, Engine::ScratchNeed> Engine::scratch_needs(const std::vector<OpGra
           const int64_t rows = std::max(op.m, moe_entries[id]);
           n.y = std::max(n.y, rows * op.n);
           n.z = std::max(n.z, rows * op.k);
+          // Prefill-sized gate_up may take cuBLAS per expert (engine_moe.cpp), which gathers the
+          // rows behind the tokens in Z; sized here so the executor runs the path the profile timed.
+          if (gathers_tokens(op) && moe_tokens[id] > kGraphTimedMaxRows)
+            n.z = std::max(n.z, gathered_first(moe_tokens[id], op.k) + rows * op.k);
         } else if (is_collective(op.kind)) {
           n.y = std::max(n.y, op.bytes / 2 + 8);
           n.z = std::max(n.z, op.bytes / 2 + 8);
@@ -78,7 +84,10 @@ std::map<int, Engine::ScratchNeed> Engine::scratch_needs(const std::vector<OpGra
         } else if (op.kind == OpKind::Elementwise) {
           n.z = std::max(n.z, int64_t(op.mem_bytes / 2) + 8);
           if (op.ew == EwKind::MoeCombine) n.z = std::max(n.z, op.ew_rows * op.ew_cols + 8);
-          if (op.ew == EwKind::MoeRoute) moe_entries[id] = op.ew_rows * cfg_.experts_per_token;
+          if (op.ew == EwKind::MoeRoute) {
+            moe_entries[id] = op.ew_rows * cfg_.experts_per_token;
+            moe_tokens[id] = op.ew_rows;
+          }
         }
       }
   return need;

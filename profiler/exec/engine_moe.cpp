@@ -66,6 +66,10 @@ void Engine::run_moe_route(const Op& op, GpuState& g) {
   g.moe_tokens = op.ew_rows;
 }
 
+bool Engine::gathers_tokens(const Op& op) {
+  return op.name.size() < 4 || op.name.compare(op.name.size() - 4, 4, "down") != 0;
+}
+
 void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
   if (!g.moe_buf.get() || g.moe.local_experts != int(op.expert_count))
     throw RuntimeError(op_where(op) + ": a grouped GEMM without a MoeRoute of the same " +
@@ -81,7 +85,7 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
   const int64_t entries = g.moe_tokens * topk;
   // gate_up gathers each routed row's token from the normed hidden states (Z); down reads the
   // activation rows (Z) in their sorted order. Both write sorted rows into Y.
-  const bool gather = op.name.size() < 4 || op.name.compare(op.name.size() - 4, 4, "down") != 0;
+  const bool gather = gathers_tokens(op);
   if (entries * op.n > g.cap_y || entries * op.k > g.cap_z)
     throw RuntimeError(op_where(op) + ": " + std::to_string(entries) + " routed rows x [" + std::to_string(op.k) +
                        "," + std::to_string(op.n) + "] exceed the Y/Z scratch buffers");
@@ -106,7 +110,7 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
   d.cublas = g.gemm.get();
   d.allow_cublas = g.moe_tokens > kGraphTimedMaxRows;  // where the profile times the dispatch
   if (gather) {
-    const int64_t first = (g.moe_tokens * op.k + 127) / 128 * 128;  // elements: 256-byte aligned
+    const int64_t first = gathered_first(g.moe_tokens, op.k);  // elements (scratch_needs sizes Z for it)
     d.gathered = g.Z.as<bf16>() + first;
     d.gathered_cap = std::max<int64_t>(0, g.cap_z - first);
   }

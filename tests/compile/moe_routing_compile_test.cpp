@@ -256,10 +256,11 @@ TEST(MoeCompile, MemorySizesRoutedRowsForTheWorstCase) {
   const MemoryReport rep = check_memory(p, m.cfg, m.fig, topo->machine(), mo);
   // Per rank 8192 / 4 = 2048 tokens: 4 x hidden + qkv (32 + 16 heads x 128); no dense MLP. Experts:
   // every one of the group's 8192 tokens may send min(top-2, 2 local) = 2 rows here, each
-  // 2 x 14336 wide; all-to-all buffers: 2048 x 2 rows sent + 16384 received, x hidden.
+  // 2 x 14336 wide; all-to-all buffers: 2048 x 2 rows sent + 16384 received, x hidden; the rows
+  // gathered for cuBLAS per expert (a prefill of more than 256 tokens), x hidden.
   const int64_t A = 2048, rows = 8192 * 2;
   const int64_t want = 2 * (A * (4 * 4096 + 48 * 128) + rows * 2 * 14336) + (A * 2 + rows) * 4096 * 2 +
-                       4 * 32000 * 4;  // fp32 logits of max_seqs / dp = 4 sequences
+                       rows * 4096 * 2 + 4 * 32000 * 4;  // fp32 logits of max_seqs / dp = 4 sequences
   EXPECT_EQ(rep.gpus[0].activations, want);
 }
 

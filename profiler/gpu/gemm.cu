@@ -48,8 +48,8 @@ std::unique_ptr<GemmRunner::Plan> GemmRunner::describe(int64_t M, int64_t n, int
   return p;
 }
 
-const GemmRunner::Plan& GemmRunner::plan_for(int64_t M, int64_t n, int64_t k, int64_t batch) {
-  auto key = std::make_tuple(M, n, k, batch);
+const GemmRunner::Plan& GemmRunner::plan_for(int64_t M, int64_t n, int64_t k, int64_t batch, uint32_t align) {
+  auto key = std::make_tuple(M, n, k, batch, align);
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
   std::unique_ptr<Plan> p = describe(M, n, k, batch);
@@ -60,6 +60,10 @@ const GemmRunner::Plan& GemmRunner::plan_for(int64_t M, int64_t n, int64_t k, in
   cublasLtMatmulHeuristicResult_t res{};
   int found = 0;
   cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+  if (align < 256)
+    for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+      if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof(align));
   if (st == CUBLAS_STATUS_SUCCESS)
     st = cublasLtMatmulAlgoGetHeuristic(handle_, p->op, p->a, p->b, p->c, p->c, pref, 1, &res, &found);
   cublasLtMatmulPreferenceDestroy(pref);
@@ -83,19 +87,19 @@ uint64_t GemmRunner::prepare(int64_t M, int64_t n, int64_t k, int64_t batch) {
   return h;
 }
 
-const GemmRunner::Plan& GemmRunner::plan_for_any_m(int64_t M, int64_t n, int64_t k) {
-  auto key = std::make_tuple(M, n, k);
+const GemmRunner::Plan& GemmRunner::plan_for_any_m(int64_t M, int64_t n, int64_t k, uint32_t align) {
+  auto key = std::make_tuple(M, n, k, align);
   auto it = any_m_.find(key);
   if (it != any_m_.end()) return *it->second;
   int64_t bucket = 64;
   while (bucket < M) bucket *= 2;
-  const Plan& ref = plan_for(bucket, n, k, 1);  // the one heuristic query of the bucket
+  const Plan& ref = plan_for(bucket, n, k, 1, align);  // the one heuristic query of the bucket
   std::unique_ptr<Plan> p = describe(M, n, k, 1);
   p->algo = ref.algo;
   cublasLtMatmulHeuristicResult_t check{};
   const cublasStatus_t st = cublasLtMatmulAlgoCheck(handle_, p->op, p->a, p->b, p->c, p->c, &p->algo, &check);
   if (st != CUBLAS_STATUS_SUCCESS || check.workspaceSize > workspace_.bytes())
-    p->algo = plan_for(M, n, k, 1).algo;  // this M's own lookup (checked there)
+    p->algo = plan_for(M, n, k, 1, align).algo;  // this M's own lookup (checked there)
   auto& out = *p;
   any_m_.emplace(key, std::move(p));
   return out;
@@ -103,7 +107,12 @@ const GemmRunner::Plan& GemmRunner::plan_for_any_m(int64_t M, int64_t n, int64_t
 
 void GemmRunner::run_any_m(const void* x, const void* w, void* y, int64_t M, int64_t n, int64_t k, cudaStream_t stream) {
   ScopedDevice d(device_);
-  const Plan& p = plan_for_any_m(M, n, k);
+  uint32_t align = 256;  // the largest power of two (at most 256) dividing every operand's address
+  for (const void* ptr : {x, w, static_cast<const void*>(y)}) {
+    const auto a = reinterpret_cast<uintptr_t>(ptr);
+    if (a) align = uint32_t(std::min<uintptr_t>(align, a & (~a + 1)));
+  }
+  const Plan& p = plan_for_any_m(M, n, k, align);
   const float alpha = 1.0f, beta = 0.0f;
   CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, y, p.c, y, p.c, &p.algo,
                               workspace_.get(), workspace_.bytes(), stream));

@@ -45,19 +45,22 @@ class GemmRunner {
   // looked up once per bucket of M (the next power of two, at least 64) and reused for every M in
   // it after cublasLtMatmulAlgoCheck accepts it (else M gets its own lookup). A heuristic query
   // costs ~0.2 ms: per expert, per layer and per new row count it would outweigh the GEMMs.
+  // Operands less than 256-byte aligned (an expert's rows at an offset of rows x k elements) get an
+  // algorithm chosen for their alignment (cuBLASLt's heuristic otherwise assumes 256 bytes).
   void run_any_m(const void* x, const void* w, void* y, int64_t M, int64_t n, int64_t k, cudaStream_t stream);
   int device() const { return device_; }
 
  private:
   struct Plan;
-  const Plan& plan_for(int64_t M, int64_t n, int64_t k, int64_t batch);
-  const Plan& plan_for_any_m(int64_t M, int64_t n, int64_t k);
+  const Plan& plan_for(int64_t M, int64_t n, int64_t k, int64_t batch, uint32_t align = 256);
+  const Plan& plan_for_any_m(int64_t M, int64_t n, int64_t k, uint32_t align);
   std::unique_ptr<Plan> describe(int64_t M, int64_t n, int64_t k, int64_t batch) const;  // descriptors, no algorithm
   int device_ = -1;
   CublasLtHandle handle_;
   DeviceBuffer workspace_;
-  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, std::unique_ptr<Plan>> plans_;  // (M, n, k, batch)
-  std::map<std::tuple<int64_t, int64_t, int64_t>, std::unique_ptr<Plan>> any_m_;         // run_any_m's (M, n, k)
+  // (M, n, k, batch, operands' alignment in bytes, at most 256)
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, uint32_t>, std::unique_ptr<Plan>> plans_;
+  std::map<std::tuple<int64_t, int64_t, int64_t, uint32_t>, std::unique_ptr<Plan>> any_m_;  // run_any_m's
 };
 
 }  // namespace peerplan::gpu

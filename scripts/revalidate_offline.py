@@ -30,6 +30,7 @@ S11 = os.path.join(V, "runs/2026-12-04-session11")
 S12 = os.path.join(V, "runs/2026-12-04-session12")
 S13 = os.path.join(V, "runs/2026-12-04-session13")
 S14 = os.path.join(V, "runs/2026-12-04-session14")
+S16 = os.path.join(V, "runs/2026-12-05-session16")
 LONG_8K = os.path.join(ROOT, "models/workloads/long-prompt-8k-32k.json")
 LONG_64K = os.path.join(ROOT, "models/workloads/long-prompt-64k-100k.json")
 # (run directory, plan, model, workload, extra simulate arguments): as scripts/gpu/session8.sh ran them.
@@ -112,6 +113,14 @@ RUNS = [
     (f"{S14}/S1/validate-six-single", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--requests", "40", "--rate", "8"]),
     (f"{S14}/S1/validate-llama8b-8k-32k", "llama8b-1gpu", "llama-3.1-8b", LONG_8K, []),
     (f"{S14}/S1/validate-llama8b-64k-100k", "llama8b-1gpu", "llama-3.1-8b", LONG_64K, []),
+    # As scripts/gpu/session15.sh S2 (= session14.sh S2) and S4 ran them (2026-12-05, session 16): priced
+    # from paced profiles (--duty 0.5: boost tables and the power throttle; docs/simulator.md "Power").
+    (f"{S16}/S2/validate-six-single", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--requests", "40", "--rate", "8"]),
+    (f"{S16}/S2/validate-8b-single-r6", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--requests", "200", "--rate", "6"]),
+    (f"{S16}/S2/validate-llama8b-8k-32k", "llama8b-1gpu", "llama-3.1-8b", LONG_8K, []),
+    (f"{S16}/S2/validate-llama8b-64k-100k", "llama8b-1gpu", "llama-3.1-8b", LONG_64K, []),
+    (f"{S16}/S4/validate-qwen-moe-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
+    (f"{S16}/S4/validate-mixtral-long", "mixtral-1gpu", "mixtral-8x7b", LONG, []),
 ]
 
 

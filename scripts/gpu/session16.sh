@@ -4,8 +4,9 @@
 #   session16.sh S5   (~6 min) session 15's S5 (8B decode steps, fused norm and separate residual adds, beside
 #                     .gpu-ref/torch_ref.py), then where the GPU host has Nsight Systems, Qwen1.5-MoE's batch-1
 #                     decode step kernel by kernel inside its CUDA graph (issue 14: 2.2x the HBM time of its bytes)
+#   session16.sh P    (~2 min) bench/power/mix_throttle.py: each class's throttle factor at five attention shares
 set -u
-PART=${1:?usage: session16.sh S5}
+PART=${1:?usage: session16.sh S5|P}
 OUT_DEFAULT=/tmp/peerplan-s16
 if [ "$PART" = S5 ]; then
   bash "$(dirname "$0")/session15.sh" S5
@@ -19,5 +20,11 @@ if [ "$PART" = S5 ]; then
     TAIL=60 step 90 nsys-qwen-b1-kernels "$NSYS" stats --report cuda_gpu_kern_sum --format csv -o "$W/qwen-b1" "$W/qwen-b1.nsys-rep"
     rm -f "$W"/qwen-b1.nsys-rep "$W"/qwen-b1.sqlite
   fi
+  finish
+fi
+if [ "$PART" = P ]; then
+  # (~1.5 min) the throttle of each class at five attention/GEMM mixes: the data for a per-class power model.
+  source "$(dirname "$0")/call_lib.sh"
+  TAIL=12 step 120 mix-throttle python3 bench/power/mix_throttle.py "$W"
   finish
 fi

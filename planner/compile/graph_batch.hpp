@@ -30,14 +30,17 @@ inline int64_t cuda_graph_batch(int64_t b) {
   return (b + 7) / 8 * 8;
 }
 
+// Whether a decode-only iteration of this many sequences runs as a CUDA graph (the executor's rule).
+inline bool decode_runs_as_graph(int64_t decode_seqs) { return decode_seqs > 0 && decode_seqs <= kGraphTimedMaxRows; }
+
+// Whether an iteration of this shape runs as a CUDA graph: decode-only, at most kGraphTimedMaxRows.
+inline bool runs_as_graph(const BatchShape& s) {
+  return s.prefill_seqs == 0 && s.prefill_tokens == 0 && decode_runs_as_graph(s.decode_seqs);
+}
+
 // A decode-only shape padded to its graph batch: the padding sequences hold one token of context
 // each, as the executor's (decode_context is the mean context; decode_real_seqs keeps how many are
 // real, the min / max stay theirs). Other shapes run eagerly: unchanged.
-// Whether an iteration of this shape runs as a CUDA graph: decode-only, at most kGraphTimedMaxRows.
-inline bool runs_as_graph(const BatchShape& s) {
-  return s.prefill_seqs == 0 && s.prefill_tokens == 0 && s.decode_seqs > 0 && s.decode_seqs <= kGraphTimedMaxRows;
-}
-
 inline BatchShape graph_padded(BatchShape s) {
   if (s.prefill_seqs != 0 || s.prefill_tokens != 0 || s.decode_seqs <= 0) return s;
   const int64_t p = cuda_graph_batch(s.decode_seqs);

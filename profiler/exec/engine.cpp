@@ -122,7 +122,7 @@ void Engine::launch(const std::vector<SeqRun>& seqs_in, int slot) {
   bool decode_only = !seqs.empty() && std::none_of(seqs.begin(), seqs.end(), [](const SeqRun& s) { return s.prefill; });
   int64_t padded = int64_t(seqs.size());
   // Decode batches above kGraphTimedMaxRows run eagerly, as the pricer prices them (graph_batch.hpp).
-  const bool use_graph = opt_.cuda_graphs && decode_only && int64_t(seqs.size()) <= kGraphTimedMaxRows;
+  const bool use_graph = opt_.cuda_graphs && decode_only && decode_runs_as_graph(int64_t(seqs.size()));
   if (use_graph) {
     padded = padded_batch(int64_t(seqs.size()));
     while (int64_t(seqs.size()) < padded) seqs.push_back(SeqRun{int(kv_slots_), 1, 1, false});

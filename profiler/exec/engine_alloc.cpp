@@ -55,8 +55,7 @@ void Engine::enable_peer_access() {
 
 std::map<int, Engine::ScratchNeed> Engine::scratch_needs(const std::vector<OpGraph>& worst) const {
   std::map<int, ScratchNeed> need;
-  std::map<int, int64_t> moe_entries;  // per GPU: (token, expert) entries of its last MoeRoute
-  std::map<int, int64_t> moe_tokens;   // per GPU: tokens of its last MoeRoute
+  std::map<int, int64_t> moe_tokens;  // per GPU: tokens of its last MoeRoute (x top-k: its entries)
   for (const OpGraph& g : worst)
     for (const Op& op : g.ops)
       for (int id : op.gpus) {
@@ -68,7 +67,7 @@ std::map<int, Engine::ScratchNeed> Engine::scratch_needs(const std::vector<OpGra
           // Routed rows: gate_up reads Z's tokens and writes Y, down reads Z's rows (engine_moe.cpp).
           // The device may route up to every (token, expert) entry here (the compiler's rows can be
           // a mean over layers), so the buffers take all of them.
-          const int64_t rows = std::max(op.m, moe_entries[id]);
+          const int64_t rows = std::max(op.m, moe_tokens[id] * cfg_.experts_per_token);
           n.y = std::max(n.y, rows * op.n);
           n.z = std::max(n.z, rows * op.k);
           // Prefill-sized gate_up may take cuBLAS per expert (engine_moe.cpp), which gathers the
@@ -84,10 +83,7 @@ std::map<int, Engine::ScratchNeed> Engine::scratch_needs(const std::vector<OpGra
         } else if (op.kind == OpKind::Elementwise) {
           n.z = std::max(n.z, int64_t(op.mem_bytes / 2) + 8);
           if (op.ew == EwKind::MoeCombine) n.z = std::max(n.z, op.ew_rows * op.ew_cols + 8);
-          if (op.ew == EwKind::MoeRoute) {
-            moe_entries[id] = op.ew_rows * cfg_.experts_per_token;
-            moe_tokens[id] = op.ew_rows;
-          }
+          if (op.ew == EwKind::MoeRoute) moe_tokens[id] = op.ew_rows;
         }
       }
   return need;

@@ -37,9 +37,12 @@ def run(out_dir):
     k = torch.randn(1, KV, CTX, D, device=dev, dtype=torch.bfloat16)
     v = torch.randn_like(k)
     gemm = lambda i: torch.matmul(x, ws[i % COPIES].t())
+    # A memory-bound elementwise call (a SiLU-mul of 4096 x 14336, ~350 MB moved) once a round: the third class.
+    ea, eb = torch.randn(4096, 14336, device=dev, dtype=torch.bfloat16), torch.randn(4096, 14336, device=dev, dtype=torch.bfloat16)
+    elem = lambda i: F.silu(ea) * eb
     # Causal prefill of 8192 tokens (torch's fastest backend: flash or cuDNN), grouped-query heads.
     attn = lambda i: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-    for f in (gemm, attn):
+    for f in (gemm, attn, elem):
         for i in range(3):
             f(i)
     torch.cuda.synchronize()
@@ -72,7 +75,7 @@ def run(out_dir):
         calls = []  # (class, start event, end event)
         n = 0
         for _ in range(rounds):
-            for cls, f, cnt in (("gemm", gemm, G), ("attention", attn, A)):
+            for cls, f, cnt in (("gemm", gemm, G), ("attention", attn, A), ("elementwise", elem, 1)):
                 for _ in range(cnt):
                     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                     e0.record()
@@ -85,8 +88,8 @@ def run(out_dir):
         smp.join()
         t0 = calls[0][1]
         row = {"target_share": share, "gemms_per_round": G, "attentions_per_round": A, "rounds": rounds}
-        total = {"gemm": 0.0, "attention": 0.0}
-        for cls in ("gemm", "attention"):
+        total = {"gemm": 0.0, "attention": 0.0, "elementwise": 0.0}
+        for cls in ("gemm", "attention", "elementwise"):
             c = [(t0.elapsed_time(e0), e0.elapsed_time(e1)) for k_, e0, e1 in calls if k_ == cls]
             if not c:
                 continue
@@ -106,12 +109,12 @@ def run(out_dir):
     with open(os.path.join(out_dir, "mix_throttle.json"), "w") as f:
         json.dump(doc, f, indent=1)
     print(f"GEMM {g_ms:.3f} ms, attention {a_ms:.3f} ms a call at start")
-    print("attention share   GEMM factor   attention factor   SM MHz   W   (sustained: last 40 % of ~1.5 s)")
+    print("attention share   GEMM factor   attention factor   elementwise factor   SM MHz   W   (sustained: last 40 % of ~1.5 s)")
+    fmt = lambda v: "-" if v is None else f"{v:.3f}"
     for r in results:
-        gf = r.get("gemm", {}).get("factor")
-        af = r.get("attention", {}).get("factor")
-        print(f"  {r['attention_share']:6.2f}        {gf if gf is None else f'{gf:.3f}':>8}      "
-              f"{af if af is None else f'{af:.3f}':>8}        {r['sustained_sm_mhz']}   {r['sustained_power_w']}")
+        gf, af, ef = (r.get(c, {}).get("factor") for c in ("gemm", "attention", "elementwise"))
+        print(f"  {r['attention_share']:6.2f}        {fmt(gf):>8}      {fmt(af):>8}          {fmt(ef):>8}        "
+              f"{r['sustained_sm_mhz']}   {r['sustained_power_w']}")
 
 
 if __name__ == "__main__":

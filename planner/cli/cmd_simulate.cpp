@@ -123,10 +123,14 @@ void run_simulate(const SimCmd& o) {
   if (m.provenance.contains("moe_routing"))
     std::cout << "  MoE routing: " << routing::summary_text(m.provenance["moe_routing"]) << "\n";
   if (m.provenance.contains("power") && m.provenance["power"].is_object())  // a paced profile (docs/simulator.md, Power)
-    std::cout << fmt::format("  power: tables at boost clock; prefill past {:.0f} ms of continuous work runs {:.2f}x slower "
-                             "(the profile's measured throttle)\n",
-                             m.provenance["power"].value("throttle_onset_ms", 0.0),
-                             m.provenance["power"].value("throttle_factor", 1.0));
+    std::cout << (m.provenance["power"].value("throttle_by_class", false)
+                      ? fmt::format("  power: tables at boost clock; prefill past {:.0f} ms of continuous work runs slower, each "
+                                    "class by its factor at the iteration's attention share (the profile's measured mixes)\n",
+                                    m.provenance["power"].value("throttle_onset_ms", 0.0))
+                      : fmt::format("  power: tables at boost clock; prefill past {:.0f} ms of continuous work runs {:.2f}x "
+                                    "slower (the profile's measured throttle)\n",
+                                    m.provenance["power"].value("throttle_onset_ms", 0.0),
+                                    m.provenance["power"].value("throttle_factor", 1.0)));
   if (m.provenance.contains("norms")) std::cout << "  norms: " << m.provenance["norms"].get<std::string>() << "\n";
   if (!o.out.empty()) std::cout << "  metrics JSON: " << o.out << "\n";
   if (!o.trace.empty()) std::cout << "  trace: " << o.trace << " (open in https://ui.perfetto.dev)\n";

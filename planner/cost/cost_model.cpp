@@ -318,8 +318,13 @@ nlohmann::json CostModel::provenance() const {
       j["power"] = {{"tables", "boost clock (profile --duty < 1)"},
                     {"throttle_onset_ms", s.power_throttle->onset_s * 1e3},
                     {"throttle_factor", s.power_throttle->factor},
-                    {"rule", "prefill iterations past the onset of continuous work run factor x slower; "
-                             "idle refills the budget (docs/simulator.md, Power)"}};
+                    {"throttle_by_class", !s.power_throttle->mixes.empty()},
+                    {"rule", s.power_throttle->mixes.empty()
+                                 ? "prefill iterations past the onset of continuous work run factor x slower; idle refills "
+                                   "the budget (docs/simulator.md, Power)"
+                                 : "prefill iterations past the onset of continuous work run slower, each class (GEMM, "
+                                   "attention, elementwise) by its factor at the iteration's attention share, between "
+                                   "the measured mixes; idle refills the budget (docs/simulator.md, Power)"}};
     j["meta"] = s.meta;
     if (!fused_add_norm(m))  // compiler.cpp: such a profile keeps the earlier executor's two residual-add kernels
       j["norms"] = "residual adds as kernels of their own (a profile from before the fused add + RMSNorm: re-profile)";

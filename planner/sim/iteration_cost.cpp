@@ -220,6 +220,7 @@ IterationCost PlanPricer::price_exact(const BatchShape& unpadded) const {
   const size_t S = plan_.stages.size();
   IterationCost r;
   r.stage_s.assign(S, 0.0);
+  r.stage_class_s.assign(S, ClassSeconds{});
   r.gpu.assign(size_t(ngpu), TimeSplit{});
   r.edge_bytes.assign(size_t(nedge), 0.0);
   r.edge_busy_s.assign(size_t(nedge), 0.0);
@@ -264,7 +265,14 @@ IterationCost PlanPricer::price_exact(const BatchShape& unpadded) const {
       for (size_t i = 0; i < len; ++i) {
         const OpCost& c = *costs[i];
         ++n[size_t(c.source)];
-        secs[size_t(c.source)] += run.timing[i].end - run.timing[i].start;
+        const double d = run.timing[i].end - run.timing[i].start;
+        secs[size_t(c.source)] += d;
+        switch (g.ops[size_t(seg[i])].kind) {
+          case OpKind::Gemm: case OpKind::GroupedGemm: r.stage_class_s[s].gemm += w * d; break;
+          case OpKind::Attention: r.stage_class_s[s].attention += w * d; break;
+          case OpKind::Elementwise: case OpKind::Embedding: r.stage_class_s[s].elementwise += w * d; break;
+          default: break;  // transfers and collectives: not the SMs' clock
+        }
       }
       r.stage_s[s] += w * run.makespan;
       // Only GPUs and edges the segment used (w * 0 added changes no sum).

@@ -28,12 +28,14 @@
 #include "planner/cost/cost_model.hpp"
 #include "planner/model/model_figures.hpp"
 #include "planner/sim/engine.hpp"
+#include "planner/sim/power_state.hpp"
 #include "planner/plan/plan.hpp"
 
 namespace peerplan {
 
 struct IterationCost {
   std::vector<double> stage_s;                 // each stage's time for this batch
+  std::vector<ClassSeconds> stage_class_s;     // each stage's compute by class (its power throttle's mix)
   std::vector<std::vector<int>> stage_gpus;    // GPUs of each stage (for the time split)
   std::vector<TimeSplit> gpu;                  // per GPU, summed over stages (idle excluded)
   std::vector<double> edge_bytes, edge_busy_s; // per directed edge

@@ -8,11 +8,31 @@ namespace peerplan {
 
 bool draws_power_cap(const BatchShape& s) { return s.prefill_tokens > 0 && s.tokens() > kGraphTimedMaxRows; }
 
-double PowerState::run(double start, double priced_s, bool heavy) {
+double throttle_factor(const PowerThrottle& p, const ClassSeconds& c) {
+  const std::vector<ThrottleMix>& m = p.mixes;
+  const double total = c.gemm + c.attention + c.elementwise;
+  if (m.empty() || total <= 0) return p.factor;
+  const double share = c.gemm + c.attention > 0 ? c.attention / (c.gemm + c.attention) : 0.0;
+  ThrottleMix f = m.front();
+  if (share >= m.back().attention_share) {
+    f = m.back();
+  } else if (share > m.front().attention_share) {
+    size_t i = 1;
+    while (m[i].attention_share < share) ++i;
+    const ThrottleMix &a = m[i - 1], &b = m[i];
+    const double t = (share - a.attention_share) / (b.attention_share - a.attention_share);
+    f.gemm = a.gemm + t * (b.gemm - a.gemm);
+    f.attention = a.attention + t * (b.attention - a.attention);
+    f.elementwise = a.elementwise + t * (b.elementwise - a.elementwise);
+  }
+  return (c.gemm * f.gemm + c.attention * f.attention + c.elementwise * f.elementwise) / total;
+}
+
+double PowerState::run(double start, double priced_s, bool heavy, double factor) {
   budget_ = std::min(p_.onset_s, budget_ + std::max(0.0, start - last_end_));  // idle: one second per second
   double d = priced_s;
   if (heavy) {
-    d += std::max(0.0, priced_s - budget_) * (p_.factor - 1.0);
+    d += std::max(0.0, priced_s - budget_) * (factor - 1.0);
     budget_ = std::max(0.0, budget_ - priced_s);
   } else {
     budget_ = std::min(p_.onset_s, budget_ + priced_s * kLightRefill);

@@ -5,6 +5,7 @@
 // bench/power/clock_response.py: recovered after ~50-100 ms idle). So a stage carries a budget of
 // boost seconds: prefill-sized iterations spend it and pay the factor past it; idle time refills it
 // second for second, decode-only iterations (memory-bound, ~60 % of the cap) at half that rate.
+// The factor is the iteration's own: its mix of classes (session 17, throttle_factor).
 #include "planner/compile/op_graph.hpp"
 #include "planner/topology/measurements.hpp"
 
@@ -14,13 +15,28 @@ namespace peerplan {
 // (graph_batch.hpp; its GEMMs compute-bound, priced from eager rows).
 bool draws_power_cap(const BatchShape& s);
 
+// Boost-priced seconds of one stage's compute by the class its time slows with under the cap:
+// GEMMs (grouped too), attention, elementwise (norms, rotary, activation, routing, embedding).
+struct ClassSeconds {
+  double gemm = 0, attention = 0, elementwise = 0;
+};
+
+// The slowdown past the onset of work that splits as `c`: each class by its factor at the work's
+// attention share (attention / (GEMM + attention)), linear between the profile's mixes and held
+// at the ends, weighted by the class's seconds. A throttle without mixes (older profiles): `factor`.
+double throttle_factor(const PowerThrottle& p, const ClassSeconds& c);
+
 class PowerState {
  public:
   static constexpr double kLightRefill = 0.5;  // budget regained per second of a decode-only iteration
   explicit PowerState(const PowerThrottle& p) : p_(p), budget_(p.onset_s) {}
-  // A stage execution starting at `start` (>= the previous one's end), priced `priced_s` at boost:
-  // returns its duration.
-  double run(double start, double priced_s, bool heavy);
+  // A stage execution starting at `start` (>= the previous one's end), priced `priced_s` at boost,
+  // slowed by `factor` (throttle_factor) past the onset when heavy: returns its duration.
+  double run(double start, double priced_s, bool heavy, double factor);
+  double run(double start, double priced_s, bool heavy) { return run(start, priced_s, heavy, p_.factor); }
+  double run(double start, double priced_s, bool heavy, const ClassSeconds& mix) {
+    return run(start, priced_s, heavy, throttle_factor(p_, mix));
+  }
   double budget_s() const { return budget_; }
 
  private:

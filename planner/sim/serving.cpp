@@ -132,7 +132,11 @@ struct ServingSim {
     R.stage_start[size_t(stage)] = q.now();
     const ReplicaState::InFlight& f = R.flight.at(idx);
     double d = f.cost->stage_s.at(size_t(stage));
-    if (!R.power.empty()) d = R.power[size_t(stage)].run(q.now(), d, draws_power_cap(f.it.shape));
+    if (!R.power.empty()) {
+      const auto& cls = f.cost->stage_class_s;  // empty in hand-made costs: the throttle's one factor
+      d = R.power[size_t(stage)].run(q.now(), d, draws_power_cap(f.it.shape),
+                                     size_t(stage) < cls.size() ? cls[size_t(stage)] : ClassSeconds{});
+    }
     q.schedule(q.now() + d, dispatch, this, stage_arg(idx, stage, rep));
   }
   void stage_done(int rep, int stage, int64_t idx) {

@@ -331,6 +331,24 @@ Measurements parse_measurements(const JsonIn& j) {
     t.m = p->has("m") ? p->positive_int("m") : 0;
     t.n = p->has("n") ? p->positive_int("n") : 0;
     t.k = p->has("k") ? p->positive_int("k") : 0;
+    if (p->has("mixes")) {
+      const JsonIn mixes = p->array("mixes");
+      double prev = -1;
+      for (size_t i = 0; i < mixes.size(); ++i) {
+        const JsonIn x = mixes[i];
+        ThrottleMix c;
+        c.attention_share = x.nonnegative("attention_share");
+        if (c.attention_share > 1 || c.attention_share <= prev)
+          x.fail("attention_share", fmt::format("in [0, 1], ascending along mixes (previous {:g}), got {:g}", prev,
+                                                c.attention_share));
+        prev = c.attention_share;
+        for (auto [key, v] : {std::pair{"gemm", &c.gemm}, {"attention", &c.attention}, {"elementwise", &c.elementwise}}) {
+          *v = x.positive(key);
+          if (*v < 1 || *v > 4) x.fail(key, fmt::format("sustained / boost time in [1, 4], got {:g}", *v));
+        }
+        t.mixes.push_back(c);
+      }
+    }
     m.power_throttle = t;
   }
   if (auto e = j.opt("extra")) m.extra = e->raw();
@@ -409,6 +427,11 @@ nlohmann::json measurements_to_json(const Measurements& m) {
     j["power_throttle"] = {{"onset_ms", std::round(t->onset_s * 1e6) / 1e3}, {"factor", t->factor},
                            {"boost_us", us(t->boost_s)}, {"sustained_us", us(t->sustained_s)},
                            {"m", t->m}, {"n", t->n}, {"k", t->k}};
+  if (const auto& t = m.power_throttle; t && !t->mixes.empty())
+    for (const ThrottleMix& c : t->mixes)
+      j["power_throttle"]["mixes"].push_back({{"attention_share", std::round(c.attention_share * 1e4) / 1e4},
+                                              {"gemm", c.gemm}, {"attention", c.attention},
+                                              {"elementwise", c.elementwise}});
   if (!m.extra.empty()) j["extra"] = m.extra;
   return j;
 }

@@ -131,11 +131,21 @@ inline int64_t attention_v_dim(int64_t v_dim, int64_t head_dim) { return v_dim >
 // back to back for ~1.5 s after an idle pause. It runs at boost clock for `onset_s`, then the power
 // cap holds it `factor` x slower (H200: ~50 ms, 1.17x). The compute tables of a paced profile
 // (--duty < 1) are timed at boost; the serving simulation slows prefill work past the onset by it.
+// Under the cap a mix of kernels settles at a clock of its own and each class slows by its own
+// factor (session 16: a long chunk, 75 % attention, held ~1665 MHz where GEMMs alone sit at 1545;
+// attention slowed 1.18x, GEMMs 1.11x, elementwise 1.05x). One mix, timed back to back after a pause.
+struct ThrottleMix {
+  double attention_share = 0;  // attention's share of the mix's GEMM + attention time at boost
+  double gemm = 1, attention = 1, elementwise = 1;  // each class's sustained / boost time (>= 1)
+};
 struct PowerThrottle {
   double onset_s = 0;      // sustained work before the clock drops
   double factor = 1;       // sustained time / boost time of the same call (>= 1)
   double boost_s = 0, sustained_s = 0;  // the call's median time in each state
   int64_t m = 0, n = 0, k = 0;          // the GEMM timed
+  // Per-class factors at several attention shares, ascending (profiles from session 17 on); empty:
+  // every class slows by `factor` (planner/sim/power_state.hpp throttle_factor).
+  std::vector<ThrottleMix> mixes;
 };
 
 struct Measurements {

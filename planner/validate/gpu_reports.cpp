@@ -26,8 +26,12 @@ nlohmann::json iteration_report(const ServeResult& res, PlanPricer& pricer, std:
     const IterationCost& c = pricer.price(r.shape);
     double pred = 0;
     for (double x : c.stage_s) pred += x;
-    if (throttle)
-      pred = power.try_emplace(r.replica, *throttle).first->second.run(r.gpu_start_s, pred, draws_power_cap(r.shape));
+    if (throttle) {  // one pipeline stage per replica here: its mix is the stages' sum
+      ClassSeconds mix;
+      for (const ClassSeconds& x : c.stage_class_s)
+        mix.gemm += x.gemm, mix.attention += x.attention, mix.elementwise += x.elementwise;
+      pred = power.try_emplace(r.replica, *throttle).first->second.run(r.gpu_start_s, pred, draws_power_cap(r.shape), mix);
+    }
     its.push_back({{"index", r.index},
                    {"replica", r.replica},
                    {"prefill_seqs", r.shape.prefill_seqs},

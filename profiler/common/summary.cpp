@@ -130,6 +130,9 @@ std::string summary_table(const Machine& m) {
                                      "after {:.0f} ms of back-to-back work\n",
                                      t->m, t->n, t->k, t->boost_s * 1e6, t->sustained_s * 1e6, t->factor, t->onset_s * 1e3)
                        : fmt::format("Power throttle: none within {:.1f} s of back-to-back GEMMs\n", t->onset_s);
+    for (const ThrottleMix& x : t->mixes)
+      s += fmt::format("  at {:3.0f} % attention: GEMM {:.3f}x, attention {:.3f}x, elementwise {:.3f}x\n",
+                       100 * x.attention_share, x.gemm, x.attention, x.elementwise);
   }
   if (!ms.attention.empty()) s += fmt::format("Attention: {} kernel timings\n", ms.attention.size());
   if (ms.extra.contains("not_applicable"))

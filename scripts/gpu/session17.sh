@@ -4,8 +4,11 @@
 #   session17.sh A   (~4 min) bench/power/mix_throttle.py (GEMM / attention / elementwise throttle at five
 #                    attention shares: the per-class power model's data, issue 18), then where the host has
 #                    Nsight Systems, Qwen1.5-MoE's batch-1 decode step kernel by kernel in its CUDA graph (issue 14)
+#   session17.sh B   (~8 min) a paced 8B profile (--duty 0.5: boost tables, the power throttle by class) and the
+#                    8B runs of issue 18 priced from it: 8k-32k, 64k-100k prompts, chat (40 requests at 8/s)
+#   session17.sh C   (~6 min) a paced Qwen1.5-MoE + Mixtral profile and their long-prompt runs priced from it
 set -u
-PART=${1:?usage: session17.sh A}
+PART=${1:?usage: session17.sh A|B|C}
 OUT_DEFAULT=/tmp/peerplan-s17
 source "$(dirname "$0")/call_lib.sh"
 if [ "$PART" = A ]; then
@@ -25,5 +28,23 @@ if [ "$PART" = A ]; then
     TAIL=8 step 60 steps-qwen $B validate --bench-steps --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
       --machine "$W/profile-hbm.json" --allow-other-host --batches 1,8 --context 1024 --out "$W/steps-qwen"
   fi
+  finish
+fi
+if [ "$PART" = B ]; then
+  TAIL=12 step 260 profile $B profile --no-progress --dtypes bf16 --model llama-3.1-8b --duty 0.5 --out "$W/profile.json"
+  grep -A5 "Power throttle" "$W/profile.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  v llama8b-8k-32k 110 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload models/workloads/long-prompt-8k-32k.json
+  left 400 && v llama8b-64k-100k 170 --plan $P/llama8b-1gpu.json --model llama-3.1-8b \
+    --workload models/workloads/long-prompt-64k-100k.json
+  left 520 && v six-single 60 --workload $V/workloads/validate-chat.json --plan $P/llama8b-1gpu.json \
+    --model llama-3.1-8b --requests 40 --rate 8
+  finish
+fi
+if [ "$PART" = C ]; then
+  TAIL=12 step 200 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --model mixtral-8x7b --dtypes bf16 \
+    --skip nccl,nccl_nop2p --duty 0.5 --out "$W/profile.json"
+  grep -A5 "Power throttle" "$W/profile.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  v qwen-moe-long 80 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json
+  v mixtral-long 100 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json
   finish
 fi

@@ -45,3 +45,45 @@ TEST(PowerThrottle, NoSlowdownMeansNoThrottle) {
 TEST(PowerThrottle, TooFewCallsIsAnError) {
   EXPECT_THROW(analyse_power_throttle(std::vector<double>(5, 1e-3)), RuntimeError);
 }
+
+namespace {
+// Rounds of G GEMMs, A attentions and one elementwise call; every class at boost until `onset`,
+// then slowed by its own factor.
+std::vector<MixCall> mix_calls(int G, int A, double onset, double fg, double fa, double fe) {
+  std::vector<MixCall> v;
+  double t = 0;
+  auto add = [&](MixClass c, double boost, double f) {
+    const double d = t < onset ? boost : boost * f;
+    v.push_back({c, t, d});
+    t += d;
+  };
+  while (t < 1.5) {
+    for (int i = 0; i < G; ++i) add(MixClass::Gemm, 250e-6, fg);
+    for (int i = 0; i < A; ++i) add(MixClass::Attention, 1000e-6, fa);
+    add(MixClass::Elementwise, 100e-6, fe);
+  }
+  return v;
+}
+}  // namespace
+
+TEST(PowerThrottle, EachClassOfAMixGetsItsOwnFactor) {
+  const ThrottleMix m = analyse_throttle_mix(mix_calls(4, 3, 0.050, 1.11, 1.18, 1.05));
+  EXPECT_NEAR(m.gemm, 1.11, 1e-9);
+  EXPECT_NEAR(m.attention, 1.18, 1e-9);
+  EXPECT_NEAR(m.elementwise, 1.05, 1e-9);
+  EXPECT_NEAR(m.attention_share, 3.0 / 4.0, 1e-9) << "attention / (GEMM + attention) at boost";
+  const ThrottleMix g = analyse_throttle_mix(mix_calls(4, 0, 0.050, 1.19, 1.0, 1.06));
+  EXPECT_EQ(g.attention_share, 0.0);
+  EXPECT_EQ(g.attention, 1.0) << "no attention ran: factor left for complete_mixes";
+}
+
+TEST(PowerThrottle, CompleteMixesFillsClassesAMixDidNotRunFromTheNearestMix) {
+  std::vector<ThrottleMix> m = {{1.0, 1.0, 1.17, 1.05}, {0.0, 1.19, 1.0, 1.06}, {0.5, 1.13, 1.2, 1.05}};
+  const auto c = complete_mixes(m, {{false, true, true}, {true, false, true}, {true, true, true}});
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].attention_share, 0.0);
+  EXPECT_EQ(c[0].attention, 1.2) << "share 0 ran no attention: the share-0.5 mix's";
+  EXPECT_EQ(c[2].gemm, 1.13) << "share 1 ran no GEMM: the share-0.5 mix's";
+  EXPECT_EQ(c[1].gemm, 1.13);
+  EXPECT_THROW(complete_mixes(m, {}), RuntimeError);
+}

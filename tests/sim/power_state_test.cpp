@@ -103,3 +103,41 @@ TEST(PowerState, APacedProfileSlowsLongPrefillsOnlyAndSaysSo) {
   const SimRun short_flat = simulate_h200(true, 1.0, 200), short_hot = simulate_h200(true, 1.2, 200);
   EXPECT_DOUBLE_EQ(short_hot.ttft_p50, short_flat.ttft_p50) << "a chat prompt stays within the boost budget";
 }
+
+namespace {
+// Session 16's long-chunk figures (H200): GEMMs alone 1.19x; at a 75 % attention mix attention
+// 1.18x, GEMMs 1.11x, elementwise 1.05x.
+PowerThrottle h200_by_class() {
+  PowerThrottle p = h200();
+  p.factor = 1.186;
+  p.mixes = {{0.0, 1.186, 1.25, 1.06}, {0.75, 1.11, 1.18, 1.05}, {1.0, 1.10, 1.17, 1.05}};
+  return p;
+}
+}  // namespace
+
+TEST(PowerState, ClassFactorsAtTheIterationsMix) {
+  const PowerThrottle p = h200_by_class();
+  EXPECT_DOUBLE_EQ(throttle_factor(p, {1.0, 0.0, 0.0}), 1.186) << "GEMMs alone: the GEMM-only mix";
+  EXPECT_NEAR(throttle_factor(p, {0.25, 0.75, 0.0}), 0.25 * 1.11 + 0.75 * 1.18, 1e-12) << "a measured mix";
+  // Half attention: each class linear between shares 0 and 0.75 (2/3 of the way).
+  const double g = 1.186 + (1.11 - 1.186) * 2 / 3, a = 1.25 + (1.18 - 1.25) * 2 / 3;
+  const double e = 1.06 + (1.05 - 1.06) * 2 / 3;
+  EXPECT_NEAR(throttle_factor(p, {0.4, 0.4, 0.2}), 0.4 * g + 0.4 * a + 0.2 * e, 1e-12);
+  EXPECT_NEAR(throttle_factor(p, {0.0, 2.0, 0.0}), 1.17, 1e-12) << "attention alone: the share-1 mix";
+  EXPECT_DOUBLE_EQ(throttle_factor(p, {0, 0, 0}), 1.186) << "no compute priced: the throttle's one factor";
+  PowerThrottle one = h200();
+  EXPECT_DOUBLE_EQ(throttle_factor(one, {0.3, 0.6, 0.1}), 1.175) << "a profile without mixes: one factor for all";
+}
+
+TEST(PowerState, AnAttentionHeavyChunkSlowsLessThanTheGemmFactor) {
+  // The 64k-100k chunks of session 16: the GEMM factor priced them 3-4 % slow.
+  PowerThrottle p = h200_by_class();
+  PowerState one(p), by_class(p);
+  const ClassSeconds chunk{0.06, 0.18, 0.01};
+  const double priced = chunk.gemm + chunk.attention + chunk.elementwise;
+  const double d1 = one.run(10.0, priced, true, p.factor);
+  const double d2 = by_class.run(10.0, priced, true, chunk);
+  EXPECT_NEAR(d1, 0.050 + (priced - 0.050) * 1.186, 1e-12);
+  EXPECT_LT(d2, d1);
+  EXPECT_NEAR(d2, 0.050 + (priced - 0.050) * throttle_factor(p, chunk), 1e-12);
+}

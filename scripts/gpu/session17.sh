@@ -5,7 +5,8 @@
 #                    attention shares: the per-class power model's data, issue 18), then where the host has
 #                    Nsight Systems, Qwen1.5-MoE's batch-1 decode step kernel by kernel in its CUDA graph (issue 14)
 #   session17.sh B   (~8 min) a paced 8B profile (--duty 0.5: boost tables, the power throttle by class) and the
-#                    8B runs of issue 18 priced from it: 8k-32k, 64k-100k prompts, chat (40 requests at 8/s)
+#                    8B runs of issue 18 priced from it: 8k-32k, 64k-100k prompts, chat (40 requests at 8/s), then
+#                    bench/power/mix_throttle.py (torch's view of the same mixes, ~30 s)
 #   session17.sh C   (~6 min) a paced Qwen1.5-MoE + Mixtral profile and their long-prompt runs priced from it
 set -u
 PART=${1:?usage: session17.sh A|B|C}
@@ -36,8 +37,9 @@ if [ "$PART" = B ]; then
   v llama8b-8k-32k 110 --plan $P/llama8b-1gpu.json --model llama-3.1-8b --workload models/workloads/long-prompt-8k-32k.json
   left 400 && v llama8b-64k-100k 170 --plan $P/llama8b-1gpu.json --model llama-3.1-8b \
     --workload models/workloads/long-prompt-64k-100k.json
-  left 520 && v six-single 60 --workload $V/workloads/validate-chat.json --plan $P/llama8b-1gpu.json \
+  left 500 && v six-single 60 --workload $V/workloads/validate-chat.json --plan $P/llama8b-1gpu.json \
     --model llama-3.1-8b --requests 40 --rate 8
+  left 520 && TAIL=12 step 60 mix-throttle python3 bench/power/mix_throttle.py "$W"
   finish
 fi
 if [ "$PART" = C ]; then

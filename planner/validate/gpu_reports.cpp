@@ -24,13 +24,15 @@ nlohmann::json iteration_report(const ServeResult& res, PlanPricer& pricer, std:
   std::map<int, PowerState> power;
   for (const IterationRecord& r : res.iterations) {
     const IterationCost& c = pricer.price(r.shape);
-    double pred = 0;
+    double pred = 0, boost = 0, factor = 1;
     for (double x : c.stage_s) pred += x;
+    boost = pred;
     if (throttle) {  // one pipeline stage per replica here: its mix is the stages' sum
       ClassSeconds mix;
       for (const ClassSeconds& x : c.stage_class_s)
         mix.gemm += x.gemm, mix.attention += x.attention, mix.elementwise += x.elementwise;
-      pred = power.try_emplace(r.replica, *throttle).first->second.run(r.gpu_start_s, pred, draws_power_cap(r.shape), mix);
+      factor = throttle_factor(*throttle, mix);
+      pred = power.try_emplace(r.replica, *throttle).first->second.run(r.gpu_start_s, pred, draws_power_cap(r.shape), factor);
     }
     its.push_back({{"index", r.index},
                    {"replica", r.replica},
@@ -49,6 +51,10 @@ nlohmann::json iteration_report(const ServeResult& res, PlanPricer& pricer, std:
                    {"predicted_us", pred * 1e6},
                    {"compile_us", r.compile_s * 1e6},
                    {"slowest_enqueues", r.slowest_enqueues}});
+    if (throttle) {  // a paced profile: the boost price and the factor the power state would apply past the onset
+      its.back()["boost_predicted_us"] = boost * 1e6;
+      its.back()["throttle_factor"] = factor;
+    }
     const std::string kind = r.shape.prefill_seqs == 0 ? (r.graph ? "decode (graph)" : "decode (eager)")
                              : r.new_tokens_count    ? "prefill/mixed, new size"
                                                      : "prefill/mixed, size seen";

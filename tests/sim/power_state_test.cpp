@@ -67,7 +67,7 @@ struct SimRun {
   bool power_noted = false;
 };
 
-SimRun simulate_h200(bool paced, double factor, int64_t prompt) {
+SimRun simulate_h200(bool paced, double factor, int64_t prompt, std::vector<ThrottleMix> mixes = {}) {
   const ModelConfig cfg = load_model_config(resolve_model_path("llama-3.1-8b"));
   const ModelFigures fig = derive_figures(cfg);
   Machine m = load_machine(resolve_machine_path("h200x2-nvlink"));
@@ -75,6 +75,7 @@ SimRun simulate_h200(bool paced, double factor, int64_t prompt) {
     m.meta["profile"]["options"]["duty"] = 0.5;
     PowerThrottle t;
     t.onset_s = 0.050, t.factor = factor;
+    t.mixes = std::move(mixes);
     m.measurements->power_throttle = t;
   }
   const Topology topo{m};
@@ -140,4 +141,16 @@ TEST(PowerState, AnAttentionHeavyChunkSlowsLessThanTheGemmFactor) {
   EXPECT_NEAR(d1, 0.050 + (priced - 0.050) * 1.186, 1e-12);
   EXPECT_LT(d2, d1);
   EXPECT_NEAR(d2, 0.050 + (priced - 0.050) * throttle_factor(p, chunk), 1e-12);
+}
+
+TEST(PowerState, TheSimulationSlowsEachClassByItsOwnFactor) {
+  // Every class at 1.2 is the one factor 1.2: the stage's class seconds cover its compute.
+  const std::vector<ThrottleMix> even = {{0.0, 1.2, 1.2, 1.2}, {1.0, 1.2, 1.2, 1.2}};
+  const SimRun one = simulate_h200(true, 1.2, 32768), by_class = simulate_h200(true, 1.2, 32768, even);
+  EXPECT_NEAR(by_class.ttft_p50, one.ttft_p50, 1e-9 * one.ttft_p50);
+  // Attention not slowed: a 32k prompt (attention a large share of its chunks) lands between.
+  const std::vector<ThrottleMix> gemm_only = {{0.0, 1.2, 1.0, 1.0}, {1.0, 1.2, 1.0, 1.0}};
+  const SimRun flat = simulate_h200(true, 1.0, 32768), part = simulate_h200(true, 1.2, 32768, gemm_only);
+  EXPECT_GT(part.ttft_p50, flat.ttft_p50 * 1.03);
+  EXPECT_LT(part.ttft_p50, one.ttft_p50 * 0.97);
 }

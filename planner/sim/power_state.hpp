@@ -19,6 +19,10 @@ bool draws_power_cap(const BatchShape& s);
 // GEMMs (grouped too), attention, elementwise (norms, rotary, activation, routing, embedding).
 struct ClassSeconds {
   double gemm = 0, attention = 0, elementwise = 0;
+  ClassSeconds& operator+=(const ClassSeconds& o) {
+    gemm += o.gemm, attention += o.attention, elementwise += o.elementwise;
+    return *this;
+  }
 };
 
 // The slowdown past the onset of work that splits as `c`: each class by its factor at the work's

@@ -24,13 +24,11 @@ nlohmann::json iteration_report(const ServeResult& res, PlanPricer& pricer, std:
   std::map<int, PowerState> power;
   for (const IterationRecord& r : res.iterations) {
     const IterationCost& c = pricer.price(r.shape);
-    double pred = 0, boost = 0, factor = 1;
-    for (double x : c.stage_s) pred += x;
-    boost = pred;
+    const double boost = c.total_s();
+    double pred = boost, factor = 1;
     if (throttle) {  // one pipeline stage per replica here: its mix is the stages' sum
       ClassSeconds mix;
-      for (const ClassSeconds& x : c.stage_class_s)
-        mix.gemm += x.gemm, mix.attention += x.attention, mix.elementwise += x.elementwise;
+      for (const ClassSeconds& x : c.stage_class_s) mix += x;
       factor = throttle_factor(*throttle, mix);
       pred = power.try_emplace(r.replica, *throttle).first->second.run(r.gpu_start_s, pred, draws_power_cap(r.shape), factor);
     }

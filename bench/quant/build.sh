@@ -19,7 +19,7 @@ for f in bench/quant/qcheck.cpp profiler/exec/self_test_quant.cpp profiler/exec/
   stale "$f" "$o/$(basename "$f").o" || continue
   g++ -std=c++20 -O2 -DFMT_HEADER_ONLY=1 -I. -isystem /usr/local/cuda/include -c "$f" -o "$o/$(basename "$f").o"
 done
-for f in bench/quant/qbench.cu profiler/gpu/gemm.cu profiler/kernels/quant.cu profiler/kernels/w4a16.cu \
+for f in bench/quant/qbench.cu profiler/gpu/gemm.cu profiler/kernels/dense_gemv.cu profiler/kernels/quant.cu profiler/kernels/w4a16.cu \
          profiler/kernels/elementwise.cu profiler/kernels/decode_attention.cu profiler/kernels/prefill_attention.cu; do
   stale "$f" "$o/$(basename "$f").o" || continue
   nvcc -std=c++17 -O3 -arch=sm_90 -lineinfo --expt-relaxed-constexpr -DFMT_HEADER_ONLY=1 -I. -c "$f" -o "$o/$(basename "$f").o"

@@ -118,6 +118,9 @@ class Engine {
   void run_mla_attention(const Op& op, GpuState& g);  // MLA: expanded prefill, absorbed decode
   // Routed MoE (engine_moe.cpp).
   void ensure_moe_state(const Op& op, GpuState& g);
+  // After creating weights on g's stream: with PEERPLAN_PDL the GEMVs load weights before
+  // griddepcontrol.wait, so the fill must be complete first (kernels/pdl.cuh); a no-op otherwise.
+  static void settle_new_weights(GpuState& g);
   void run_moe_route(const Op& op, GpuState& g);
   void run_grouped_gemm(const Op& op, GpuState& g);
   // A grouped GEMM that gathers its rows' tokens (gate_up; down reads sorted rows), and where in Z

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "planner/core/error.hpp"
+#include "profiler/common/pdl_switch.hpp"
 #include "profiler/exec/engine_state.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/attention.hpp"
@@ -32,6 +33,10 @@ void Engine::run_op(const Op& op, int slot, std::vector<cudaEvent_t>* send_done)
   }
 }
 
+void Engine::settle_new_weights(GpuState& g) {
+  if (kn::pdl::enabled()) g.stream.synchronize();  // outside capture: weights exist before a graph is captured
+}
+
 void Engine::run_gemm(const Op& op, GpuState& g) {
   if (op.wdtype != DType::BF16) return run_quant_gemm(op, g);
   const std::string& key = op.name;
@@ -41,6 +46,7 @@ void Engine::run_gemm(const Op& op, GpuState& g) {
     gpu::DeviceBuffer w(g.dev, size_t(welems) * 2);
     kn::fill_random(w.as<bf16>(), welems, opt_.seed * 1000003 + std::hash<std::string>{}(key), 0.02f, g.stream);
     it = g.weights.insert_or_assign(key, std::move(w)).first;
+    settle_new_weights(g);
   }
   // Rows per call: all of them, unless X or Y cannot hold them (MLA's prefill kv_b GEMM over every
   // attended token of several long sequences): then in row chunks, as vLLM's MLA prefill loops over

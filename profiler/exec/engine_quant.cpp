@@ -20,6 +20,7 @@ void Engine::run_quant_gemm(const Op& op, GpuState& g) {
     gpu::QuantWeight w = gpu::make_random_quant_weight(g.dev, op.wdtype, gpu::Fp8Scaling::PerTensor, op.n, op.k,
                                                        opt_.seed * 1000003 + std::hash<std::string>{}(op.name), g.stream);
     it = g.qweights.insert_or_assign(op.name, std::move(w)).first;
+    settle_new_weights(g);
   }
   g.qgemm->run(g.X.as<bf16>(), it->second, g.Y.as<bf16>(), op.m, g.stream);
 }

@@ -39,5 +39,7 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng);
 // Peer-memory one-shot / two-shot all-reduce, every rank emulated on this GPU (issue 17):
 // self_test_allreduce.cpp.
 void allreduce_cases(std::vector<SelfTestResult>& out, int dev);
+// The decode GEMV and a PDL launch chain, on a stream and in a CUDA graph: self_test_pdl.cpp.
+void pdl_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng);
 
 }  // namespace peerplan::exec::selftest

@@ -1,8 +1,12 @@
 #include "profiler/gpu/gemm.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <utility>
+
+#include "profiler/common/pdl_switch.hpp"
+#include "profiler/kernels/dense_gemv.hpp"
 
 namespace peerplan::gpu {
 
@@ -121,6 +125,14 @@ void GemmRunner::run_any_m(const void* x, const void* w, void* y, int64_t M, int
 void GemmRunner::run(const void* x, const void* w, void* y, int64_t M, int64_t n, int64_t k, cudaStream_t stream,
                      int64_t batch) {
   ScopedDevice d(device_);
+  // With PEERPLAN_PDL=1 a decode GEMV joins the programmatic launch chain (kernels/dense_gemv.hpp):
+  // cuBLASLt's kernels would break it at every projection.
+  const bool aligned = ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(w) | reinterpret_cast<uintptr_t>(y)) & 15) == 0;
+  if (batch == 1 && kernels::pdl::enabled() && aligned && kernels::dense_gemv_supports(M, n, k)) {
+    kernels::dense_gemv(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w),
+                        static_cast<__nv_bfloat16*>(y), M, n, k, stream);
+    return;
+  }
   const Plan& p = plan_for(M, n, k, std::max<int64_t>(1, batch));
   const float alpha = 1.0f, beta = 0.0f;
   CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, y, p.c, y, p.c, &p.algo,

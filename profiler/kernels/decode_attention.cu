@@ -49,6 +49,7 @@
 #include "profiler/kernels/attention.hpp"
 #include "profiler/kernels/kv_fp8.cuh"
 #include "profiler/kernels/mma_ptx.cuh"
+#include "profiler/kernels/pdl.cuh"
 #include "profiler/kernels/splitk_merge.cuh"
 
 namespace peerplan::kernels {
@@ -143,6 +144,8 @@ __global__ void __launch_bounds__(kThreads, DT > 128 ? 2 : GT > 8 ? 3 : kResiden
   constexpr bool kUpper = GT > 8;   // S rows 8..15 / a second n-tile of O^T hold real heads
   constexpr int NH = kUpper ? 2 : 1;
   // kWide: this block's part of the kv head's group (heads part*GT ..), else the whole group.
+  pdl::wait();
+  pdl::launch_dependents();
   const int part = kWide ? int(blockIdx.y) % p.group_split : 0;
   const int G = kWide ? (kGeneral ? min(GT, p.group - part * GT) : GT)
                       : (kGeneral ? p.group : GT);  // query heads of this block
@@ -401,6 +404,8 @@ __global__ void __launch_bounds__(DT) decode_merge_kernel(DecodeParams p) {
   const int HD = kGeneral ? p.head_dim : DT;
   extern __shared__ float w_s[];  // [splits]
   __shared__ float red[D / 32];
+  pdl::wait();
+  pdl::launch_dependents();
   const int h = blockIdx.x, b = blockIdx.y, d = threadIdx.x;
   const int span = p.seq_lens[b] - span_first(p.seq_lens[b], p.window);  // tokens attended (the window's)
   const int chunk = chunk_len(span, p.splits, chunk_quantum<DT>());
@@ -426,21 +431,22 @@ void launch_decode(const DecodeParams& p, int batch, bool cluster, cudaStream_t 
     cfg.blockDim = dim3(kThreads);
     cfg.dynamicSmemBytes = 0;
     cfg.stream = stream;
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = unsigned(p.splits);
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    cudaLaunchAttribute attr[2]{};
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = unsigned(p.splits);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl::append_attr(attr, 1);
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p));
     CUDA_CHECK_LAUNCH("decode_split_kernel (cluster)");
     return;
   }
-  kernel<<<grid, kThreads, 0, stream>>>(p);
+  pdl::launch(kernel, grid, dim3(kThreads), 0, stream, p);
   CUDA_CHECK_LAUNCH("decode_split_kernel");
   if (p.splits > 1) {
-    decode_merge_kernel<DT, kGeneral><<<dim3(p.heads, batch), DT, size_t(p.splits) * sizeof(float), stream>>>(p);
+    pdl::launch(decode_merge_kernel<DT, kGeneral>, dim3(p.heads, batch), dim3(DT), size_t(p.splits) * sizeof(float),
+                stream, p);
     CUDA_CHECK_LAUNCH("decode_merge_kernel");
   }
 }

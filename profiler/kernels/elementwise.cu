@@ -5,6 +5,7 @@
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/elementwise.hpp"
 #include "profiler/kernels/kv_fp8.cuh"
+#include "profiler/kernels/pdl.cuh"
 
 namespace peerplan::kernels {
 namespace {
@@ -59,6 +60,8 @@ __global__ void __launch_bounds__(kBlock, kVec > 4 ? 2 : 0) norm_kernel(const __
                                                       const __nv_bfloat16* w, __nv_bfloat16* out, int64_t hidden,
                                                       float eps) {
   constexpr int kMaxVec = kVec;  // the row pieces this instantiation holds
+  pdl::wait();
+  pdl::launch_dependents();
   const int64_t t = blockIdx.x;
   const __nv_bfloat16* xr = x + t * hidden;
   __nv_bfloat16* rr = kAdd ? residual + t * hidden : nullptr;
@@ -95,6 +98,8 @@ __global__ void __launch_bounds__(kBlock, kVec > 4 ? 2 : 0) norm_kernel(const __
 }
 
 __global__ void add_kernel(__nv_bfloat16* a, const __nv_bfloat16* b, int64_t n8) {
+  pdl::wait();
+  pdl::launch_dependents();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n8; i += int64_t(gridDim.x) * blockDim.x) {
     float x[8], y[8];
     load8(a + i * 8, x);
@@ -106,6 +111,8 @@ __global__ void add_kernel(__nv_bfloat16* a, const __nv_bfloat16* b, int64_t n8)
 }
 
 __global__ void silu_mul_kernel(const __nv_bfloat16* in, __nv_bfloat16* out, int64_t tokens, int64_t inter) {
+  pdl::wait();
+  pdl::launch_dependents();
   const int64_t per_row = inter / 8;
   const int64_t n = tokens * per_row;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
@@ -152,6 +159,8 @@ __device__ __forceinline__ void store_kv2(KV* cache, int64_t at, float2 v, float
 
 template <class KV>
 __global__ void __launch_bounds__(kRotWarps * 32) rotary_cache_kernel(RotaryCache a, KV* kc, KV* vc) {
+  pdl::wait();
+  pdl::launch_dependents();
   const int nh = a.heads + 2 * a.kv_heads;
   const int64_t g = int64_t(blockIdx.x) * kRotWarps + threadIdx.x / 32;
   if (g >= a.tokens * nh) return;
@@ -236,9 +245,9 @@ void rmsnorm(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out,
                        " not instantiated");
   if (tokens == 0) return;
   if (hidden > int64_t(kBlock) * 8 * kMaxVec)
-    norm_kernel<false, kWideVec><<<unsigned(tokens), kBlock, 0, stream>>>(x, nullptr, w, out, hidden, eps);
+    pdl::launch(norm_kernel<false, kWideVec>, dim3(unsigned(tokens)), dim3(kBlock), 0, stream, x, nullptr, w, out, hidden, eps);
   else
-    norm_kernel<false><<<unsigned(tokens), kBlock, 0, stream>>>(x, nullptr, w, out, hidden, eps);
+    pdl::launch(norm_kernel<false>, dim3(unsigned(tokens)), dim3(kBlock), 0, stream, x, nullptr, w, out, hidden, eps);
   CUDA_CHECK_LAUNCH("rmsnorm");
 }
 
@@ -250,23 +259,23 @@ void add_rmsnorm(const __nv_bfloat16* x, __nv_bfloat16* residual, const __nv_bfl
                        " not instantiated");
   if (tokens == 0) return;
   if (hidden > int64_t(kBlock) * 8 * kMaxVec)
-    norm_kernel<true, kWideVec><<<unsigned(tokens), kBlock, 0, stream>>>(x, residual, w, out, hidden, eps);
+    pdl::launch(norm_kernel<true, kWideVec>, dim3(unsigned(tokens)), dim3(kBlock), 0, stream, x, residual, w, out, hidden, eps);
   else
-    norm_kernel<true><<<unsigned(tokens), kBlock, 0, stream>>>(x, residual, w, out, hidden, eps);
+    pdl::launch(norm_kernel<true>, dim3(unsigned(tokens)), dim3(kBlock), 0, stream, x, residual, w, out, hidden, eps);
   CUDA_CHECK_LAUNCH("add_rmsnorm");
 }
 
 void residual_add(__nv_bfloat16* a, const __nv_bfloat16* b, int64_t n, cudaStream_t stream) {
   require_multiple_of_8(n, "n", "residual_add");
   if (n == 0) return;
-  add_kernel<<<grid_for(n / 8, kBlock), kBlock, 0, stream>>>(a, b, n / 8);
+  pdl::launch(add_kernel, dim3(grid_for(n / 8, kBlock)), dim3(kBlock), 0, stream, a, b, n / 8);
   CUDA_CHECK_LAUNCH("residual_add");
 }
 
 void silu_mul(const __nv_bfloat16* in, __nv_bfloat16* out, int64_t tokens, int64_t inter, cudaStream_t stream) {
   require_multiple_of_8(inter, "intermediate", "silu_mul");
   if (tokens == 0) return;
-  silu_mul_kernel<<<grid_for(tokens * inter / 8, kBlock), kBlock, 0, stream>>>(in, out, tokens, inter);
+  pdl::launch(silu_mul_kernel, dim3(grid_for(tokens * inter / 8, kBlock)), dim3(kBlock), 0, stream, in, out, tokens, inter);
   CUDA_CHECK_LAUNCH("silu_mul");
 }
 
@@ -286,8 +295,8 @@ void rotary_and_cache(const RotaryCache& a, cudaStream_t stream) {
     throw RuntimeError("rotary_and_cache: an FP8 KV cache needs both k_cache_fp8 and v_cache_fp8");
   const int64_t blocks = (a.tokens * (a.heads + 2 * a.kv_heads) + kRotWarps - 1) / kRotWarps;
   if (blocks > 0x7fffffff) throw RuntimeError("rotary_and_cache: " + std::to_string(a.tokens) + " tokens exceed the grid");
-  if (fp8) rotary_cache_kernel<uint8_t><<<unsigned(blocks), kRotWarps * 32, 0, stream>>>(a, a.k_cache_fp8, a.v_cache_fp8);
-  else rotary_cache_kernel<__nv_bfloat16><<<unsigned(blocks), kRotWarps * 32, 0, stream>>>(a, a.k_cache, a.v_cache);
+  if (fp8) pdl::launch(rotary_cache_kernel<uint8_t>, dim3(unsigned(blocks)), dim3(kRotWarps * 32), 0, stream, a, a.k_cache_fp8, a.v_cache_fp8);
+  else pdl::launch(rotary_cache_kernel<__nv_bfloat16>, dim3(unsigned(blocks)), dim3(kRotWarps * 32), 0, stream, a, a.k_cache, a.v_cache);
   CUDA_CHECK_LAUNCH("rotary_and_cache");
 }
 

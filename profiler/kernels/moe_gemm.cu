@@ -7,6 +7,7 @@
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/mma_ptx.cuh"
 #include "profiler/kernels/moe_gemm.hpp"
+#include "profiler/kernels/pdl.cuh"
 
 namespace peerplan::kernels {
 namespace {
@@ -45,6 +46,8 @@ constexpr int kSplitK = 4;        // the k split, when taken (R = 2, S = 4)
 template <int NT, int U, int R, int S>
 __global__ void __launch_bounds__(R * S * 32) stream_kernel(MoeGemmArgs a, const int* tiles, const int* num_tiles,
                                                             const int* offsets) {
+  pdl::wait();
+  pdl::launch_dependents();
   TileRef tl;
   if (!tile_of(tiles, num_tiles, offsets, blockIdx.x, NT * 8, tl)) return;  // CTA-uniform
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -155,6 +158,8 @@ __device__ __forceinline__ void fma8(float& acc, const uint4& w, const uint4& x)
 template <int MT, int kGvRows = 4, int kGvUnroll = 2>
 __global__ void __launch_bounds__(kGvWarps * 32) gemv_kernel(MoeGemmArgs a, const int* tiles, const int* num_tiles,
                                                             const int* offsets, int tile_rows) {
+  pdl::wait();
+  pdl::launch_dependents();
   TileRef tl;
   if (!tile_of(tiles, num_tiles, offsets, blockIdx.x, tile_rows, tl)) return;  // CTA-uniform
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -341,23 +346,23 @@ void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, 
     const int* tl = r.tiles[kind];
     const int* nt = r.num_tiles + kind;
     const int rows = moe_tile_rows(kind);
-    if (a.max_rows > 2) gemv_kernel<4><<<grid, kGvWarps * 32, 0, stream>>>(a, tl, nt, r.offsets, rows);
-    else if (shape == 0) gemv_kernel<2><<<grid, kGvWarps * 32, 0, stream>>>(a, tl, nt, r.offsets, rows);
-    else if (shape == 1) gemv_kernel<2, 4, 4><<<grid, kGvWarps * 32, 0, stream>>>(a, tl, nt, r.offsets, rows);
-    else if (shape == 2) gemv_kernel<2, 2, 4><<<grid, kGvWarps * 32, 0, stream>>>(a, tl, nt, r.offsets, rows);
-    else if (shape == 3) gemv_kernel<2, 8, 2><<<grid, kGvWarps * 32, 0, stream>>>(a, tl, nt, r.offsets, rows);
-    else gemv_kernel<2, 2, 8><<<grid, kGvWarps * 32, 0, stream>>>(a, tl, nt, r.offsets, rows);
+    if (a.max_rows > 2) pdl::launch(gemv_kernel<4>, grid, dim3(kGvWarps * 32), 0, stream, a, tl, nt, r.offsets, rows);
+    else if (shape == 0) pdl::launch(gemv_kernel<2>, grid, dim3(kGvWarps * 32), 0, stream, a, tl, nt, r.offsets, rows);
+    else if (shape == 1) pdl::launch(gemv_kernel<2, 4, 4>, grid, dim3(kGvWarps * 32), 0, stream, a, tl, nt, r.offsets, rows);
+    else if (shape == 2) pdl::launch(gemv_kernel<2, 2, 4>, grid, dim3(kGvWarps * 32), 0, stream, a, tl, nt, r.offsets, rows);
+    else if (shape == 3) pdl::launch(gemv_kernel<2, 8, 2>, grid, dim3(kGvWarps * 32), 0, stream, a, tl, nt, r.offsets, rows);
+    else pdl::launch(gemv_kernel<2, 2, 8>, grid, dim3(kGvWarps * 32), 0, stream, a, tl, nt, r.offsets, rows);
   } else if (kind == 2) {
     const dim3 grid(unsigned(tiles), unsigned((a.n + kTM - 1) / kTM));
     tiled_kernel<<<grid, kTiledThreads, 0, stream>>>(a, r.tiles[2], r.num_tiles + 2, r.offsets);
   } else if (moe_stream_split(a.n, a.touched)) {
     const dim3 grid(unsigned(tiles), unsigned((a.n + 32 - 1) / 32));
-    if (kind == 0) stream_kernel<2, 8, 2, kSplitK><<<grid, 2 * kSplitK * 32, 0, stream>>>(a, r.tiles[0], r.num_tiles, r.offsets);
-    else stream_kernel<4, 4, 2, kSplitK><<<grid, 2 * kSplitK * 32, 0, stream>>>(a, r.tiles[1], r.num_tiles + 1, r.offsets);
+    if (kind == 0) pdl::launch(stream_kernel<2, 8, 2, kSplitK>, grid, dim3(2 * kSplitK * 32), 0, stream, a, r.tiles[0], r.num_tiles, r.offsets);
+    else pdl::launch(stream_kernel<4, 4, 2, kSplitK>, grid, dim3(2 * kSplitK * 32), 0, stream, a, r.tiles[1], r.num_tiles + 1, r.offsets);
   } else {
     const dim3 grid(unsigned(tiles), unsigned((a.n + 16 * kStreamWarps - 1) / (16 * kStreamWarps)));
-    if (kind == 0) stream_kernel<2, 8, kStreamWarps, 1><<<grid, kStreamWarps * 32, 0, stream>>>(a, r.tiles[0], r.num_tiles, r.offsets);
-    else stream_kernel<4, 4, kStreamWarps, 1><<<grid, kStreamWarps * 32, 0, stream>>>(a, r.tiles[1], r.num_tiles + 1, r.offsets);
+    if (kind == 0) pdl::launch(stream_kernel<2, 8, kStreamWarps, 1>, grid, dim3(kStreamWarps * 32), 0, stream, a, r.tiles[0], r.num_tiles, r.offsets);
+    else pdl::launch(stream_kernel<4, 4, kStreamWarps, 1>, grid, dim3(kStreamWarps * 32), 0, stream, a, r.tiles[1], r.num_tiles + 1, r.offsets);
   }
   CUDA_CHECK_LAUNCH("moe_grouped_gemm");
 }

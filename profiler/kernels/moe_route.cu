@@ -13,6 +13,7 @@
 #include "planner/model/routing.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/moe_route.hpp"
+#include "profiler/kernels/pdl.cuh"
 
 namespace peerplan::kernels {
 namespace {
@@ -87,6 +88,8 @@ __global__ void __launch_bounds__(kRouteThreads) route_kernel(RouteParams p) {
   __shared__ int count[kMoeMaxLocalExperts];
   __shared__ int cursor[kMoeMaxLocalExperts];
   __shared__ Scan::TempStorage tmp;
+  pdl::wait();
+  pdl::launch_dependents();
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   for (int e = tid; e < a.expert_count; e += kRouteThreads) count[e] = 0;
   __syncthreads();
@@ -137,6 +140,8 @@ constexpr int kCombineThreads = 128;
 __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const float* weights, const int* row_of,
                                                                   const __nv_bfloat16* rows, __nv_bfloat16* out,
                                                                   int topk, int64_t hidden) {
+  pdl::wait();
+  pdl::launch_dependents();
   const int64_t t = blockIdx.x;
   int row[kMoeMaxTopK];
   float w[kMoeMaxTopK];
@@ -220,7 +225,7 @@ void moe_route(const MoeRouteArgs& a, const MoeRouting& r, cudaStream_t stream) 
 void moe_route_path(const MoeRouteArgs& a, const MoeRouting& r, bool grid, cudaStream_t stream) {
   const RouteParams p{a, r};
   if (!grid) {
-    route_kernel<<<1, kRouteThreads, 0, stream>>>(p);
+    pdl::launch(route_kernel, dim3(1), dim3(kRouteThreads), 0, stream, p);
     CUDA_CHECK_LAUNCH("moe_route");
     return;
   }
@@ -241,7 +246,8 @@ void moe_combine(const MoeRouting& r, const __nv_bfloat16* rows, __nv_bfloat16* 
     throw std::invalid_argument("moe_combine: hidden " + std::to_string(hidden) + " (multiple of 8) / top-k " +
                                 std::to_string(topk));
   if (tokens == 0) return;
-  combine_kernel<<<unsigned(tokens), kCombineThreads, 0, stream>>>(r.weights, r.row_of, rows, out, topk, hidden);
+  pdl::launch(combine_kernel, dim3(unsigned(tokens)), dim3(kCombineThreads), 0, stream, r.weights, r.row_of, rows,
+              out, topk, hidden);
   CUDA_CHECK_LAUNCH("moe_combine");
 }
 

@@ -14,6 +14,7 @@
 
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/mma_ptx.cuh"
+#include "profiler/kernels/pdl.cuh"
 #include "profiler/kernels/w4a16.hpp"
 
 namespace peerplan::kernels {
@@ -479,7 +480,9 @@ __global__ void __launch_bounds__(kDpWarps * 32, 2) w4a16_dp4a_kernel(W4A16Gemm 
         sv[u][r] = sbase[dr * ch32 + cc];
       }
   };
-  if (ok) load(wa, sa, c0);  // in flight while x is quantized
+  if (ok) load(wa, sa, c0);  // in flight while x is quantized (and, launched with PDL, while the kernel before ends)
+  pdl::wait();               // x, y and the workspace belong to the stream's earlier kernels until here
+  pdl::launch_dependents();
   const int64_t gw0 = int64_t(blockIdx.x) * kDpWarps;
   const int64_t q0 = std::min<int64_t>(chunks, (gw0 / groups) * per);
   {
@@ -733,7 +736,7 @@ void launch_dp4a(const W4A16Gemm& a, int splits, int per, int span, unsigned blo
                                     int(smem)));
     if (dev >= 0 && dev < 64) attr_bytes[dev] = smem;
   }
-  w4a16_dp4a_kernel<MT, kTiles><<<blocks, kDpWarps * 32, smem, stream>>>(a, splits, per, span);
+  pdl::launch(w4a16_dp4a_kernel<MT, kTiles>, dim3(blocks), dim3(kDpWarps * 32), smem, stream, a, splits, per, span);
 }
 
 }  // namespace

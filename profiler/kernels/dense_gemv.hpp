@@ -1,0 +1,26 @@
+#pragma once
+// The bf16 GEMV of a decode step at batch 1-2, launched with programmatic dependent launch
+// (kernels/pdl.cuh): y[M][n] = x[M][k] . W[n][k]^T, fp32 accumulation, bf16 out. Each block of 4
+// warps owns 4 weight rows and splits k over its warps (lanes along k, 16-byte loads, 512
+// contiguous bytes per row and load instruction); every warp issues its first weight loads before
+// griddepcontrol.wait, so they overlap the previous kernel's tail. GemmRunner::run takes it for
+// M <= 2 when PEERPLAN_PDL=1 (cuBLASLt's kernels do not take part in the launch chain); the
+// profiler times it through the same call.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace peerplan::kernels {
+
+inline constexpr int64_t kDenseGemvMaxM = 2;
+
+// M in [1, kDenseGemvMaxM], k a positive multiple of 8, n positive (pointers 16-byte aligned).
+inline bool dense_gemv_supports(int64_t M, int64_t n, int64_t k) {
+  return M >= 1 && M <= kDenseGemvMaxM && n > 0 && k > 0 && k % 8 == 0 && n < (int64_t(1) << 31) * 4;
+}
+
+void dense_gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y, int64_t M, int64_t n, int64_t k,
+                cudaStream_t stream);
+
+}  // namespace peerplan::kernels

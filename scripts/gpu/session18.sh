@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Session 18's prepared call, one H200 (kind nvidia-h200). Binary: scripts/gpu/build.sh, packed as .gpu-pack
+# (docs/DEVELOPING.md). Each call <= 600 s. (Session 17's B and C: scripts/gpu/session17.sh, unchanged.)
+#   session18.sh P   (~8 min) programmatic dependent launch (PEERPLAN_PDL=1, kernels/pdl.cuh): its self-tests
+#                    (the decode GEMV, a launch chain on a stream and in a CUDA graph; MoE, norm and quantized
+#                    kernels launched with it), then decode steps with PDL off / on / off / on in one lease:
+#                    Qwen1.5-MoE b=1,8 (issue 14's 1.25x bound at b=1), Llama-3.1-8B W4A16 b=1,2 (issue 15's
+#                    1.3x) and bf16 b=1,8,32
+set -u
+PART=${1:?usage: session18.sh P}
+OUT_DEFAULT=/tmp/peerplan-s18
+source "$(dirname "$0")/call_lib.sh"
+M=models/hardware/h200x2-nvlink.json  # topology only: bench-steps times this host's GPU 0
+steps() {  # NAME PDL ARGS...: decode steps of one plan with PEERPLAN_PDL=PDL
+  local name=$1 pdl=$2; shift 2
+  TAIL=8 step 90 "steps-$name-pdl$pdl" env PEERPLAN_PDL=$pdl $B validate --bench-steps --machine $M --allow-other-host --no-measure-missing \
+    --context 1024 --prefill 0 --out "$W/steps-$name-pdl$pdl" "$@"
+}
+if [ "$PART" = P ]; then
+  for only in pdl moe norm quant; do
+    TAIL=4 step 120 "selftest-$only-pdl" env PEERPLAN_PDL=1 PEERPLAN_SELFTEST_ONLY=$only $B validate --self-test
+    grep -iE "fail|pdl_chain|dense_gemv" "$W/selftest-$only-pdl.txt" | head -12 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  done
+  for pdl in 0 1 0 1; do
+    steps qwen $pdl --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --batches 1,8
+    steps int4 $pdl --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights int4 --batches 1,2
+  done
+  for pdl in 0 1; do
+    left 520 && steps bf16 $pdl --plan $P/llama8b-1gpu.json --model llama-3.1-8b --batches 1,8,32
+  done
+  finish
+fi

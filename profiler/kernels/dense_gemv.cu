@@ -15,17 +15,6 @@ constexpr int kRows = 4;    // weight rows per block
 constexpr int kSplit = 4;   // warps per block, each a contiguous share of k
 constexpr int kU = 2;       // 256-element steps per load batch (two batches in flight)
 
-__device__ __forceinline__ void fma8(float& acc, const uint4& w, const uint4& x) {
-  const __nv_bfloat162* wh = reinterpret_cast<const __nv_bfloat162*>(&w);
-  const __nv_bfloat162* xh = reinterpret_cast<const __nv_bfloat162*>(&x);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 a = __bfloat1622float2(wh[i]), b = __bfloat1622float2(xh[i]);
-    acc = fmaf(a.x, b.x, acc);
-    acc = fmaf(a.y, b.y, acc);
-  }
-}
-
 template <int MT>
 __global__ void __launch_bounds__(kSplit * 32) dense_gemv_kernel(const bf16* x, const bf16* w, bf16* y, int M,
                                                                  int64_t n, int64_t k) {
@@ -67,7 +56,7 @@ __global__ void __launch_bounds__(kSplit * 32) dense_gemv_kernel(const bf16* x, 
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
 #pragma unroll
-        for (int m = 0; m < MT; ++m) fma8(acc[r][m], cur[u][r], xv[u][m]);
+        for (int m = 0; m < MT; ++m) ptx::dot8_bf16(acc[r][m], cur[u][r], xv[u][m]);
     if (more)
 #pragma unroll
       for (int u = 0; u < kU; ++u)

@@ -24,6 +24,19 @@ __device__ __forceinline__ uint4 ld_stream16(const void* p) {
   return v;
 }
 
+// acc += the 8 products of two 16-byte pieces of bf16 (a weight row's and a token's), on the FP32
+// cores: the GEMV kernels' arithmetic (2 FLOPs per weight, far below the cores' rate at decode).
+__device__ __forceinline__ void dot8_bf16(float& acc, const uint4& w, const uint4& x) {
+  const __nv_bfloat162* wh = reinterpret_cast<const __nv_bfloat162*>(&w);
+  const __nv_bfloat162* xh = reinterpret_cast<const __nv_bfloat162*>(&x);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 a = __bfloat1622float2(wh[i]), b = __bfloat1622float2(xh[i]);
+    acc = fmaf(a.x, b.x, acc);
+    acc = fmaf(a.y, b.y, acc);
+  }
+}
+
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }

@@ -142,17 +142,6 @@ __global__ void __launch_bounds__(R * S * 32) stream_kernel(MoeGemmArgs a, const
 // 2.67 / 3.24 / 4.17 / 6.04 ms.
 constexpr int kGvWarps = 4;  // rows per warp (RW) and 256-column steps per iteration (U): template
 
-__device__ __forceinline__ void fma8(float& acc, const uint4& w, const uint4& x) {
-  const __nv_bfloat162* wh = reinterpret_cast<const __nv_bfloat162*>(&w);
-  const __nv_bfloat162* xh = reinterpret_cast<const __nv_bfloat162*>(&x);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 a = __bfloat1622float2(wh[i]), b = __bfloat1622float2(xh[i]);
-    acc = fmaf(a.x, b.x, acc);
-    acc = fmaf(a.y, b.y, acc);
-  }
-}
-
 // MT: routed rows multiplied per pass over the weights (2 when the busiest expert holds <= 2 rows,
 // 4 when it holds 3-4); a tile with more rows takes them MT at a time (correct, slower).
 template <int MT, int kGvRows = 4, int kGvUnroll = 2>
@@ -194,7 +183,7 @@ __global__ void __launch_bounds__(kGvWarps * 32) gemv_kernel(MoeGemmArgs a, cons
 #pragma unroll
         for (int r = 0; r < kGvRows; ++r)
 #pragma unroll
-          for (int m = 0; m < MT; ++m) fma8(acc[r][m], w[u][r], xv[u][m]);
+          for (int m = 0; m < MT; ++m) ptx::dot8_bf16(acc[r][m], w[u][r], xv[u][m]);
     }
     for (; kc < K; kc += 256) {  // the tail: this lane's last 16-byte pieces
       uint4 xv[MT];
@@ -204,7 +193,7 @@ __global__ void __launch_bounds__(kGvWarps * 32) gemv_kernel(MoeGemmArgs a, cons
       for (int r = 0; r < kGvRows; ++r) {
         const uint4 w = load_stream(wr[r] + kc);
 #pragma unroll
-        for (int m = 0; m < MT; ++m) fma8(acc[r][m], w, xv[m]);
+        for (int m = 0; m < MT; ++m) ptx::dot8_bf16(acc[r][m], w, xv[m]);
       }
     }
 #pragma unroll

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Session 18's prepared call, one H200 (kind nvidia-h200). Binary: scripts/gpu/build.sh, packed as .gpu-pack
 # (docs/DEVELOPING.md). Each call <= 600 s. (Session 17's B and C: scripts/gpu/session17.sh, unchanged.)
-#   session18.sh P   (~8 min) programmatic dependent launch (PEERPLAN_PDL=1, kernels/pdl.cuh): its self-tests
+#   session18.sh P   (~6 min) programmatic dependent launch (PEERPLAN_PDL=1, kernels/pdl.cuh): its self-tests
 #                    (the decode GEMV, a launch chain on a stream and in a CUDA graph; MoE, norm and quantized
-#                    kernels launched with it), then decode steps with PDL off / on / off / on in one lease:
+#                    kernels launched with it; the quantized ones last, if time is left), then decode steps with PDL off / on / off / on in one lease:
 #                    Qwen1.5-MoE b=1,8 (issue 14's 1.25x bound at b=1), Llama-3.1-8B W4A16 b=1,2 (issue 15's
 #                    1.3x) and bf16 b=1,8,32
 set -u
@@ -17,7 +17,7 @@ steps() {  # NAME PDL ARGS...: decode steps of one plan with PEERPLAN_PDL=PDL
     --context 1024 --prefill 0 --out "$W/steps-$name-pdl$pdl" "$@"
 }
 if [ "$PART" = P ]; then
-  for only in pdl moe norm quant; do
+  for only in pdl moe norm; do
     TAIL=4 step 120 "selftest-$only-pdl" env PEERPLAN_PDL=1 PEERPLAN_SELFTEST_ONLY=$only $B validate --self-test
     grep -iE "fail|pdl_chain|dense_gemv" "$W/selftest-$only-pdl.txt" | head -12 | sed 's/^/  | /' | tee -a "$S" >/dev/null
   done
@@ -26,7 +26,8 @@ if [ "$PART" = P ]; then
     steps int4 $pdl --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights int4 --batches 1,2
   done
   for pdl in 0 1; do
-    left 520 && steps bf16 $pdl --plan $P/llama8b-1gpu.json --model llama-3.1-8b --batches 1,8,32
+    left 480 && steps bf16 $pdl --plan $P/llama8b-1gpu.json --model llama-3.1-8b --batches 1,8,32
   done
+  left 500 && TAIL=4 step 120 selftest-quant-pdl env PEERPLAN_PDL=1 PEERPLAN_SELFTEST_ONLY=quant $B validate --self-test
   finish
 fi

@@ -15,9 +15,10 @@ namespace peerplan::kernels {
 
 inline constexpr int64_t kDenseGemvMaxM = 2;
 
-// M in [1, kDenseGemvMaxM], k a positive multiple of 8, n positive (pointers 16-byte aligned).
+// M in [1, kDenseGemvMaxM], k a positive multiple of 8, n positive with its blocks of 4 rows within
+// the grid's x limit (pointers 16-byte aligned).
 inline bool dense_gemv_supports(int64_t M, int64_t n, int64_t k) {
-  return M >= 1 && M <= kDenseGemvMaxM && n > 0 && k > 0 && k % 8 == 0 && n < (int64_t(1) << 31) * 4;
+  return M >= 1 && M <= kDenseGemvMaxM && n > 0 && (n + 3) / 4 <= int64_t(0x7fffffff) && k > 0 && k % 8 == 0;
 }
 
 void dense_gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y, int64_t M, int64_t n, int64_t k,

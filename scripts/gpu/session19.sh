@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Session 19's prepared calls, one GPU (kind nvidia-h200; an H100 also serves R). Binary: scripts/gpu/build.sh,
+# packed as .gpu-pack (docs/DEVELOPING.md). Each call <= 600 s.
+#   session19.sh R   (~5 min) the executor's decode steps with programmatic dependent launch off and on, beside the
+#                    PyTorch references in the same lease (.gpu-ref/torch_ref.py: 8B bf16 decode and prefill;
+#                    .gpu-ref/torch_moe_fp8_ref.py: routed MoE decode, FP8 GEMM stacks): Qwen1.5-MoE and 8B bf16
+#                    at batch 1/8/32/64, 8B FP8 at 1/8/32/64, 8B W4A16 at 1/2 (issue 15's 1.3x), Mixtral where
+#                    it fits (H200)
+#   session19.sh S   (~7 min, H200: Mixtral needs > 80 GB) issue 14's table with PDL on (the default since
+#                    session 19): bench/moe/run.sh (Qwen1.5-MoE and Mixtral decode b=1/8/32/64 beside
+#                    torch._grouped_mm, the b=1 touched-bytes bound), batch 1 with PDL off for the A/B; then
+#                    issue 15's W4A16 v7 four GEMMs at M=1/2 (bench/quant qb, staged as .gpu/bin/qb) PDL on / off
+set -u
+PART=${1:?usage: session19.sh R|S}
+OUT_DEFAULT=/tmp/peerplan-s19
+source "$(dirname "$0")/call_lib.sh"
+M=models/hardware/h200x2-nvlink.json  # topology only: bench-steps times this host's GPU 0
+steps() {  # NAME PDL ARGS...: decode steps of one plan with PEERPLAN_PDL=PDL
+  local name=$1 pdl=$2; shift 2
+  TAIL=8 step 120 "steps-$name-pdl$pdl" env PEERPLAN_PDL=$pdl $B validate --bench-steps --machine $M --allow-other-host --no-measure-missing \
+    --context 1024 --out "$W/steps-$name-pdl$pdl" "$@"
+}
+if [ "$PART" = R ]; then
+  big=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+  for pdl in 0 1; do
+    steps qwen $pdl --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --batches 1,8,32,64 --prefill 0
+    steps bf16 $pdl --plan $P/llama8b-1gpu.json --model llama-3.1-8b --batches 1,8,32,64 --prefill 2048
+    steps fp8 $pdl --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights fp8 --batches 1,8,32,64 --prefill 0
+    steps int4 $pdl --plan $P/llama8b-1gpu.json --model llama-3.1-8b --weights int4 --batches 1,2 --prefill 0
+    [ "$big" -gt 100000 ] && steps mixtral $pdl --plan $P/mixtral-1gpu.json --model mixtral-8x7b --batches 1,8,32,64 --prefill 0
+  done
+  TAIL=6 step 200 torch-ref python3 .gpu-ref/torch_ref.py "$W"
+  TAIL=8 step 200 torch-moe-ref python3 .gpu-ref/torch_moe_fp8_ref.py "$W"
+  finish
+fi
+if [ "$PART" = S ]; then
+  TAIL=60 step 420 moe-bench env OUT="$W/moe-out" MOE_W="$W/moe" UNFUSED_AB=0 PREFILL_AB=0 STEP_S=90 \
+    bash bench/moe/run.sh .gpu
+  cp "$W/moe-out/summary.txt" "$W/moe-summary.txt" 2>/dev/null
+  for m in qwen1.5-moe-a2.7b:bench/moe/qwen1.5-moe-1gpu.json mixtral-8x7b:$P/mixtral-1gpu.json; do
+    left 470 && TAIL=4 step 60 "steps-${m%%:*}-pdl0" env PEERPLAN_PDL=0 $B validate --bench-steps --plan "${m#*:}" \
+      --model "${m%%:*}" --machine "$W/moe/profile-hbm.json" --allow-other-host --no-measure-missing --batches 1 \
+      --context 1024 --prefill 0 --out "$W/steps-${m%%:*}-pdl0"
+  done
+  for pdl in 1 0; do
+    left 540 && TAIL=3 step 60 "qb-pdl$pdl" env PEERPLAN_PDL=$pdl QB_W4_ONLY=1 QB_W4_VARIANTS=7 .gpu/bin/qb "$W/qb-pdl$pdl" \
+      && grep -E "four GEMMs" "$W/qb-pdl$pdl.txt" | sed "s/^/  | pdl$pdl /" | tee -a "$S" >/dev/null
+  done
+  rm -rf "$W/moe-out/moe.tgz"
+  finish
+fi

@@ -15,6 +15,7 @@
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
 #include "planner/core/json_in.hpp"
+#include "planner/topology/executor_launch.hpp"
 #include "profiler/common/checkpoint.hpp"
 #include "profiler/common/child_process.hpp"
 #include "profiler/common/elementwise_plan.hpp"
@@ -77,7 +78,14 @@ void run_add_models(const ProfileOptions& opts) {
   const std::vector<ModelConfig> models = load_profile_models(opts.add_models);  // a bad name fails first
   const std::string file = resolve_machine_path(opts.machine);
   Machine profile = load_machine(file);
-  check_profile_is_this_host(profile, file, discover_host());
+  const HostInfo host = discover_host();
+  check_profile_is_this_host(profile, file, host);
+  // New rows must be timed as the old ones were (machine.hpp executor_launch): one profile, one way.
+  if (const std::string timed = executor_launch(profile); timed != host.executor_launch)
+    throw InputError(file, std::string("meta.") + kExecutorLaunchKey,
+                     "'" + host.executor_launch + "', as this executor launches its decode kernels; the profile was timed '" +
+                         timed + "'. Run the same build as the profile with PEERPLAN_PDL=" + (timed == "pdl" ? "1" : "0") +
+                         ", or write a fresh profile with `peerplan profile`");
   std::vector<std::string> names;
   for (const MeasurementInfo* m : select_measurements(opts.only, opts.skip))
     if (m->uses_models) names.push_back(m->name);

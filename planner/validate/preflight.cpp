@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "planner/core/error.hpp"
+#include "planner/topology/executor_launch.hpp"
 
 namespace peerplan {
 
@@ -29,6 +30,17 @@ std::string profile_host_mismatch(const Machine& profile, const HostInfo& host) 
   if (profile.host != host.hostname)
     return fmt::format("the profile was measured on host '{}' but this is '{}'", profile.host, host.hostname);
   return "";
+}
+
+std::string launch_mismatch(const Machine& profile, const std::string& host_launch) {
+  const std::string timed = executor_launch(profile);
+  if (timed.empty() || host_launch.empty() || timed == host_launch) return "";
+  auto how = [](const std::string& l) { return l == "pdl" ? "with programmatic dependent launch" : "one after another"; };
+  return fmt::format(
+      "the profile timed the decode kernels launched {} but this executor launches them {}: decode steps at batch "
+      "1-2 run up to ~15 % {} than priced. Re-profile with this build (`peerplan profile`), or set PEERPLAN_PDL={} "
+      "to run as the profile was timed",
+      how(timed), how(host_launch), host_launch == "pdl" ? "faster" : "slower", timed == "pdl" ? 1 : 0);
 }
 
 std::vector<std::string> preflight(const Plan& plan, const std::string& plan_file, const Machine& profile,
@@ -63,6 +75,7 @@ std::vector<std::string> preflight(const Plan& plan, const std::string& plan_fil
                                      double(host.gpus[size_t(g)].memory_bytes) / (1 << 30),
                                      double(profile.gpus[size_t(g)].memory_bytes) / (1 << 30)));
   }
+  if (std::string w = launch_mismatch(profile, host.executor_launch); !w.empty()) warnings.push_back(w);
   if (!memory_fits)
     throw InputError(plan_file, "stages",
                      fmt::format("a plan that fits this host's GPU memory: {}. Use more GPUs, fewer concurrent "

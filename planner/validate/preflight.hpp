@@ -19,6 +19,7 @@ struct HostGpu {
 struct HostInfo {
   std::string hostname;
   std::vector<HostGpu> gpus;
+  std::string executor_launch;  // how this host's executor launches decode kernels ("pdl", "serial"; "" unknown)
 };
 
 struct PreflightOptions {
@@ -29,6 +30,10 @@ struct PreflightOptions {
 // never a measurement of this host; when both sides list GPU UUIDs, every profile GPU must be on
 // this host with the same ordinal; otherwise the hostnames must match.
 std::string profile_host_mismatch(const Machine& profile, const HostInfo& host);
+
+// The warning when the profile timed the decode kernels launched otherwise than this executor runs them
+// (machine.hpp executor_launch; host_launch "pdl" or "serial"), "" when they agree or either is unknown.
+std::string launch_mismatch(const Machine& profile, const std::string& host_launch);
 
 // Throws InputError naming `plan_file`/`profile_file` and how to fix it. Returns warnings (a
 // foreign profile allowed by the option) for the caller to print.

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <chrono>
 #include <ctime>
 #include <map>
@@ -13,6 +14,8 @@
 #include <cublasLt.h>
 #include <fmt/format.h>
 
+#include "planner/topology/executor_launch.hpp"
+#include "profiler/common/pdl_switch.hpp"
 #include "profiler/discovery/nvml.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 
@@ -111,10 +114,23 @@ std::string host_name() {
   return host;
 }
 
+namespace {
+
+// How the executor launches decode kernels on these GPUs (pdl_switch.hpp): "pdl" only if every one takes it.
+std::string launch_mode(const std::vector<GpuSpec>& gpus) {
+  for (const GpuSpec& g : gpus)
+    if (std::string(kernels::pdl::launch_mode(std::atoi(g.compute_capability.c_str()))) != "pdl") return "serial";
+  return gpus.empty() ? "" : "pdl";
+}
+
+}  // namespace
+
 HostInfo discover_host() {
   HostInfo h;
   h.hostname = host_name();
-  for (const GpuSpec& g : cuda_gpus()) h.gpus.push_back(HostGpu{g.name, g.uuid, g.memory_bytes});
+  const std::vector<GpuSpec> gpus = cuda_gpus();
+  for (const GpuSpec& g : gpus) h.gpus.push_back(HostGpu{g.name, g.uuid, g.memory_bytes});
+  h.executor_launch = launch_mode(gpus);
   return h;
 }
 
@@ -147,6 +163,7 @@ Machine discover_machine() {
     if (const char* e = std::getenv(v)) m.meta["env"][v] = e;
 
   m.gpus = cuda_gpus();
+  m.meta[kExecutorLaunchKey] = launch_mode(m.gpus);  // as the kernels timed here launch (machine.hpp executor_launch)
   const int n = m.gpu_count();
   if (n == 0) throw RuntimeError("no CUDA GPU visible (check the driver and CUDA_VISIBLE_DEVICES)");
   std::vector<NvmlGpuInfo> nv(static_cast<size_t>(n));

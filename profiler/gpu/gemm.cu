@@ -125,7 +125,7 @@ void GemmRunner::run_any_m(const void* x, const void* w, void* y, int64_t M, int
 void GemmRunner::run(const void* x, const void* w, void* y, int64_t M, int64_t n, int64_t k, cudaStream_t stream,
                      int64_t batch) {
   ScopedDevice d(device_);
-  // With PEERPLAN_PDL=1 a decode GEMV joins the programmatic launch chain (kernels/dense_gemv.hpp):
+  // With PDL on (the default; PEERPLAN_PDL=0 off) a decode GEMV joins the programmatic launch chain (kernels/dense_gemv.hpp):
   // cuBLASLt's kernels would break it at every projection.
   const bool aligned = ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(w) | reinterpret_cast<uintptr_t>(y)) & 15) == 0;
   if (batch == 1 && kernels::pdl::enabled() && aligned && kernels::dense_gemv_supports(M, n, k)) {

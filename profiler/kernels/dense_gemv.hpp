@@ -4,8 +4,8 @@
 // warps owns 4 weight rows and splits k over its warps (lanes along k, 16-byte loads, 512
 // contiguous bytes per row and load instruction); every warp issues its first weight loads before
 // griddepcontrol.wait, so they overlap the previous kernel's tail. GemmRunner::run takes it for
-// M <= 2 when PEERPLAN_PDL=1 (cuBLASLt's kernels do not take part in the launch chain); the
-// profiler times it through the same call.
+// M <= 2 with programmatic dependent launch on (the default; PEERPLAN_PDL=0 off), since cuBLASLt's
+// kernels do not take part in the launch chain; the profiler times it through the same call.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

@@ -14,10 +14,12 @@
 // Weights read before the wait must be complete before the launch: the executor synchronises after
 // creating them (Engine::settle_new_weights), outside any graph capture.
 // wait() returns once every earlier grid has completed and its writes are visible, so a chain of
-// such kernels keeps stream order. Opt-in (PEERPLAN_PDL=1) until the profile times kernels the same
-// way: the pricer prices kernels as launched one after the other.
+// such kernels keeps stream order. On by default (PEERPLAN_PDL=0 turns it off): the profile times the
+// decode kernels the same way and records it (meta executor_launch), and validate warns when a profile
+// was timed the other way.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <utility>
 
 #include "profiler/common/pdl_switch.hpp"
@@ -37,17 +39,30 @@ __device__ __forceinline__ void launch_dependents() {
 #endif
 }
 
-// Appends the programmatic-serialization attribute to attrs[n] when enabled; returns the new count
-// (for launches that carry other attributes too, e.g. a cluster dimension).
+// Whether the current device takes the launch attribute (sm_90+), asked once per device.
+inline bool device_supports() {
+  static std::atomic<int> known[64];  // 0 not asked, 1 yes, 2 no
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  const bool cached = dev >= 0 && dev < 64;
+  if (cached && known[dev].load(std::memory_order_relaxed)) return known[dev].load(std::memory_order_relaxed) == 1;
+  int major = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  if (cached) known[dev].store(supported(major) ? 1 : 2, std::memory_order_relaxed);
+  return supported(major);
+}
+
+// Appends the programmatic-serialization attribute to attrs[n] when enabled and the device takes it;
+// returns the new count (for launches that carry other attributes too, e.g. a cluster dimension).
 inline unsigned append_attr(cudaLaunchAttribute* attrs, unsigned n) {
-  if (!enabled()) return n;
+  if (!enabled() || !device_supports()) return n;
   attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attrs[n].val.programmaticStreamSerializationAllowed = 1;
   return n + 1;
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...), with the programmatic-serialization attribute
-// when enabled (then the device must be sm_90+: the build targets only those).
+// when enabled on an sm_90+ device (before sm_90, wait() and launch_dependents() compile to nothing).
 template <typename... P, typename... A>
 void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A&&... args) {
   cudaLaunchConfig_t cfg{};

@@ -6,7 +6,8 @@
 #                    .gpu-ref/torch_moe_fp8_ref.py: routed MoE decode, FP8 GEMM stacks): Qwen1.5-MoE and 8B bf16
 #                    at batch 1/8/32/64, 8B FP8 at 1/8/32/64, 8B W4A16 at 1/2 (issue 15's 1.3x), Mixtral where
 #                    it fits (H200)
-#   session19.sh S   (~7 min, H200: Mixtral needs > 80 GB) issue 14's table with PDL on (the default since
+#   session19.sh S   (~8 min, H200: Mixtral needs > 80 GB) the MoE self-test (the route kernel sized to the
+#                    experts), issue 14's table with PDL on (the default since
 #                    session 19): bench/moe/run.sh (Qwen1.5-MoE and Mixtral decode b=1/8/32/64 beside
 #                    torch._grouped_mm, the b=1 touched-bytes bound), batch 1 with PDL off for the A/B; then
 #                    issue 15's W4A16 v7 four GEMMs at M=1/2 (bench/quant qb, staged as .gpu/bin/qb) PDL on / off
@@ -34,6 +35,9 @@ if [ "$PART" = R ]; then
   finish
 fi
 if [ "$PART" = S ]; then
+  # The route kernel sized to the experts (moe_route_threads) against the CPU reference, and its timings.
+  TAIL=4 step 120 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
+  grep -iE "fail|route" "$W/selftest-moe.txt" | head -24 | sed 's/^/  | /' | tee -a "$S" >/dev/null
   TAIL=60 step 420 moe-bench env OUT="$W/moe-out" MOE_W="$W/moe" UNFUSED_AB=0 PREFILL_AB=0 STEP_S=90 \
     bash bench/moe/run.sh .gpu
   cp "$W/moe-out/summary.txt" "$W/moe-summary.txt" 2>/dev/null

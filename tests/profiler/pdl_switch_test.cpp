@@ -1,5 +1,5 @@
 // PEERPLAN_PDL, the switch of programmatic dependent launch (profiler/common/pdl_switch.hpp): unset,
-// empty or 0 is off, 1 is on, anything else an error that names the variable and what it accepts.
+// empty or 1 is on, 0 is off, anything else an error that names the variable and what it accepts.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -10,11 +10,22 @@
 using namespace peerplan;
 namespace pdl = peerplan::kernels::pdl;
 
-TEST(PdlSwitch, ParsesOffAndOn) {
-  EXPECT_FALSE(pdl::parse_env(nullptr));
-  EXPECT_FALSE(pdl::parse_env(""));
-  EXPECT_FALSE(pdl::parse_env("0"));
+TEST(PdlSwitch, OnUnlessZero) {
+  EXPECT_TRUE(pdl::parse_env(nullptr));
+  EXPECT_TRUE(pdl::parse_env(""));
   EXPECT_TRUE(pdl::parse_env("1"));
+  EXPECT_FALSE(pdl::parse_env("0"));
+}
+
+TEST(PdlSwitch, LaunchModeNeedsHopperAndTheSwitch) {
+  const bool was = pdl::enabled();
+  pdl::set_enabled(true);
+  EXPECT_STREQ(pdl::launch_mode(9), "pdl");
+  EXPECT_STREQ(pdl::launch_mode(10), "pdl");
+  EXPECT_STREQ(pdl::launch_mode(8), "serial") << "A100 and older launch without the attribute";
+  pdl::set_enabled(false);
+  EXPECT_STREQ(pdl::launch_mode(9), "serial");
+  pdl::set_enabled(was);
 }
 
 TEST(PdlSwitch, RejectsOtherValuesNamingTheVariable) {

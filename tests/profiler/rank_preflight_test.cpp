@@ -156,3 +156,11 @@ TEST(RankPreflight, ANominalMachineIsNeverTheseGpus) {
   EXPECT_NE(refusal([&] { preflight_ranks(tp4(), "plan.json", m, "hgx.json", ranks(), fits()); }).find("nominal"),
             std::string::npos);
 }
+
+TEST(RankPreflight, WarnsWhenTheProfileTimedTheOtherLaunchMode) {
+  // profile() carries no executor_launch: timed serially, as every profile before session 19.
+  auto w = preflight_ranks(tp4(), "plan.json", profile(), "ab.json", ranks(), fits(), {}, "pdl");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("PEERPLAN_PDL=0"), std::string::npos) << w[0];
+  EXPECT_TRUE(preflight_ranks(tp4(), "plan.json", profile(), "ab.json", ranks(), fits(), {}, "serial").empty());
+}

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "planner/core/error.hpp"
+#include "planner/topology/executor_launch.hpp"
 #include "planner/validate/preflight.hpp"
 
 using namespace peerplan;
@@ -109,4 +110,39 @@ TEST(Preflight, FittingPlanOnItsOwnHostPasses) {
   auto w = preflight(plan_on({0, 1}), "plan.json", profile_of("a", {"GPU-1", "GPU-2"}), "profile.json",
                      host_of("a", {"GPU-1", "GPU-2"}), true, "");
   EXPECT_TRUE(w.empty());
+}
+
+TEST(Preflight, WarnsWhenTheProfileTimedKernelsLaunchedTheOtherWay) {
+  // Profiles before session 19 carry no executor_launch: timed serially (machine.hpp executor_launch).
+  Machine old = profile_of("a", {"GPU-1"});
+  HostInfo pdl_host = host_of("a", {"GPU-1"});
+  pdl_host.executor_launch = "pdl";
+  auto w = preflight(plan_on({0}), "plan.json", old, "profile.json", pdl_host, true, "");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("one after another"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("PEERPLAN_PDL=0"), std::string::npos) << w[0];  // says how to run as the profile was timed
+  EXPECT_NE(w[0].find("faster"), std::string::npos) << w[0];
+
+  Machine pdl_profile = old;
+  pdl_profile.meta[kExecutorLaunchKey] = "pdl";
+  EXPECT_TRUE(preflight(plan_on({0}), "plan.json", pdl_profile, "profile.json", pdl_host, true, "").empty());
+  HostInfo serial_host = pdl_host;
+  serial_host.executor_launch = "serial";
+  w = preflight(plan_on({0}), "plan.json", pdl_profile, "profile.json", serial_host, true, "");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("PEERPLAN_PDL=1"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("slower"), std::string::npos) << w[0];
+
+  HostInfo unknown = pdl_host;  // a backend that does not say (e.g. a test double): no warning
+  unknown.executor_launch = "";
+  EXPECT_TRUE(preflight(plan_on({0}), "plan.json", old, "profile.json", unknown, true, "").empty());
+}
+
+TEST(Preflight, ExecutorLaunchOfNominalMachinesIsEmpty) {
+  Machine nominal;
+  EXPECT_EQ(executor_launch(nominal), "");
+  Machine measured = profile_of("a", {"GPU-1"});
+  EXPECT_EQ(executor_launch(measured), "serial");
+  measured.meta[kExecutorLaunchKey] = "pdl";
+  EXPECT_EQ(executor_launch(measured), "pdl");
 }

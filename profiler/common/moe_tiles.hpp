@@ -10,6 +10,15 @@ namespace peerplan::kernels {
 inline constexpr int kMoeTileKinds = 3;
 constexpr int moe_tile_rows(int kind) { return 16 << kind; }  // 16, 32, 64
 
+// Threads of the one-CTA route kernel (moe_route.hpp): one per local expert and a warp per token up to
+// 32 warps, as a power of two in [64, 1024]. At batch 1 a block of 1024 threads spent most of the route's
+// ~6 us in block-wide barriers and scans (Qwen1.5-MoE's 60 experts need 64 threads).
+constexpr int moe_route_threads(int64_t tokens, int64_t local_experts) {
+  int t = 64;
+  while (t < 1024 && (t < local_experts || t < tokens * 32)) t *= 2;
+  return t;
+}
+
 // Most tiles of height `tile_rows` that `entries` routed (token, expert) rows over `experts` local
 // experts can need: sum over experts of ceil(rows_e / tile) <= entries / tile + touched, and
 // touched <= min(entries, experts). The grouped GEMM's grid is sized by it.

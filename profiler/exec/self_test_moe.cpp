@@ -326,6 +326,11 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
     check_route(out, route(dev, rng, 2344, 60, 4, 0, 60, {}, 0, path));
     check_route(out, route(dev, rng, 3000, 60, 4, 15, 15, {}, 0, path));
   }
+  // Every size of the one-CTA kernel (kernels::moe_route_threads: 64, 128, 256, 512, 1024 threads).
+  struct Small { int T, E, k; };
+  for (const Small c : {Small{1, 60, 4}, Small{1, 8, 2}, Small{3, 8, 2}, Small{2, 160, 6}, Small{7, 64, 6},
+                        Small{16, 8, 2}, Small{1, 300, 8}, Small{1, 1000, 8}})
+    check_route(out, route(dev, rng, c.T, c.E, c.k, 0, c.E, {}, 0, 0));
   time_route_paths(dev, route(dev, rng, 1, 60, 4, 0, 60, {}, 0));  // a decode step at batch 1
   time_route_paths(dev, route(dev, rng, 64, 60, 4, 0, 60, {}, 0));
   time_route_paths(dev, route(dev, rng, 2344, 60, 4, 0, 60, {}, 0));

@@ -18,7 +18,7 @@
 namespace peerplan::kernels {
 namespace {
 
-constexpr int kRouteThreads = 1024;  // the one-CTA kernel and the offsets kernel: one thread per local expert
+constexpr int kRouteThreads = 1024;  // the offsets kernel, and the one-CTA kernel's largest size: a thread per local expert
 constexpr int kTokenThreads = 256;   // grid kernels: a warp per token / a thread per entry
 
 struct RouteParams {
@@ -55,51 +55,77 @@ __device__ void route_one_token(const MoeRouteArgs& a, const MoeRouting& r, int6
   }
 }
 
-using Scan = cub::BlockScan<int, kRouteThreads>;
+// Per local expert: its routed rows and its tiles of each height, prefix-summed in one block scan.
+struct ExpertSums {
+  int v[1 + kMoeTileKinds];  // rows, then tiles of each kind
+};
+struct AddSums {
+  __device__ ExpertSums operator()(const ExpertSums& x, const ExpertSums& y) const {
+    ExpertSums z;
+#pragma unroll
+    for (int i = 0; i <= kMoeTileKinds; ++i) z.v[i] = x.v[i] + y.v[i];
+    return z;
+  }
+};
+template <int kThreads>
+using SumScan = cub::BlockScan<ExpertSums, kThreads>;
 
-// Offsets and tile lists from the per-expert counts, by the whole (kRouteThreads) block: thread e
-// owns local expert e; block-wide prefix sums give its first row and its first tile of each height
-// (same lists, in the same order, as a serial walk over the experts). cursor[e] = offsets[e].
+// Offsets and tile lists from the per-expert counts, by the whole block (kThreads >= local experts):
+// thread e owns local expert e; one block-wide prefix sum gives its first row and its first tile of
+// each height (same lists, in the same order, as a serial walk over the experts). cursor[e] = offsets[e].
+// (One scan of four sums, not four scans: the one-CTA route at batch 1 is a chain of block barriers.)
+template <int kThreads>
 __device__ void offsets_and_tiles(const MoeRouteArgs& a, const MoeRouting& r, const int* count, int* cursor,
-                                  Scan::TempStorage& tmp) {
+                                  typename SumScan<kThreads>::TempStorage& tmp) {
   const int e = threadIdx.x;
   const int c = e < a.expert_count ? count[e] : 0;
-  int off, total;
-  Scan(tmp).ExclusiveSum(c, off, total);
+  ExpertSums in, first, total, zero;
+  in.v[0] = c;
+  zero.v[0] = 0;
+#pragma unroll
+  for (int s = 0; s < kMoeTileKinds; ++s) {
+    const int h = moe_tile_rows(s);
+    in.v[1 + s] = (c + h - 1) / h;
+    zero.v[1 + s] = 0;
+  }
+  SumScan<kThreads>(tmp).ExclusiveScan(in, first, zero, AddSums{}, total);
+  const int off = first.v[0];
   if (e < a.expert_count) {
     r.offsets[e] = off;
     cursor[e] = off;
   }
-  if (e == 0) r.offsets[a.expert_count] = total;
+  if (e == 0) {
+    r.offsets[a.expert_count] = total.v[0];
+#pragma unroll
+    for (int s = 0; s < kMoeTileKinds; ++s) r.num_tiles[s] = total.v[1 + s];
+  }
+#pragma unroll
   for (int s = 0; s < kMoeTileKinds; ++s) {
     const int h = moe_tile_rows(s);
-    const int n = (c + h - 1) / h;
-    int first, tiles;
-    __syncthreads();  // tmp reused
-    Scan(tmp).ExclusiveSum(n, first, tiles);
-    for (int j = 0; j < n; ++j) r.tiles[s][first + j] = (e << 20) | (off + j * h);
-    if (e == 0) r.num_tiles[s] = tiles;
+    for (int j = 0; j < in.v[1 + s]; ++j) r.tiles[s][first.v[1 + s] + j] = (e << 20) | (off + j * h);
   }
 }
 
-__global__ void __launch_bounds__(kRouteThreads) route_kernel(RouteParams p) {
+// kThreads: moe_route_threads (a thread per local expert, a warp per token up to 32 warps).
+template <int kThreads>
+__global__ void __launch_bounds__(kThreads) route_kernel(RouteParams p) {
   const MoeRouteArgs& a = p.a;
   const MoeRouting& r = p.r;
-  __shared__ int count[kMoeMaxLocalExperts];
-  __shared__ int cursor[kMoeMaxLocalExperts];
-  __shared__ Scan::TempStorage tmp;
+  __shared__ int count[kThreads];
+  __shared__ int cursor[kThreads];
+  __shared__ typename SumScan<kThreads>::TempStorage tmp;
   pdl::wait();
   pdl::launch_dependents();
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  for (int e = tid; e < a.expert_count; e += kRouteThreads) count[e] = 0;
+  count[tid] = 0;
   __syncthreads();
-  for (int64_t t = warp; t < a.tokens; t += kRouteThreads / 32) route_one_token(a, r, t, lane, count);
+  for (int64_t t = warp; t < a.tokens; t += kThreads / 32) route_one_token(a, r, t, lane, count);
   __syncthreads();
-  offsets_and_tiles(a, r, count, cursor, tmp);
+  offsets_and_tiles<kThreads>(a, r, count, cursor, tmp);
   __syncthreads();
   // Sorted rows: each (token, j) of a local expert takes the next row of its expert.
   const int64_t entries = a.tokens * a.topk;
-  for (int64_t i = tid; i < entries; i += kRouteThreads) {
+  for (int64_t i = tid; i < entries; i += kThreads) {
     const int le = r.row_of[i];
     if (le < 0) continue;
     const int row = atomicAdd(&cursor[le], 1);
@@ -117,10 +143,10 @@ __global__ void __launch_bounds__(kTokenThreads) route_tokens_kernel(RouteParams
 // 2 of 3: offsets, tiles and the cursors, in one block.
 __global__ void __launch_bounds__(kRouteThreads) route_offsets_kernel(RouteParams p) {
   __shared__ int count[kMoeMaxLocalExperts];
-  __shared__ Scan::TempStorage tmp;
+  __shared__ SumScan<kRouteThreads>::TempStorage tmp;
   for (int e = threadIdx.x; e < p.a.expert_count; e += kRouteThreads) count[e] = p.r.counts[e];
   __syncthreads();
-  offsets_and_tiles(p.a, p.r, count, p.r.cursor, tmp);
+  offsets_and_tiles<kRouteThreads>(p.a, p.r, count, p.r.cursor, tmp);
 }
 
 // 3 of 3: a thread per (token, j) takes the next row of its expert.
@@ -225,7 +251,14 @@ void moe_route(const MoeRouteArgs& a, const MoeRouting& r, cudaStream_t stream) 
 void moe_route_path(const MoeRouteArgs& a, const MoeRouting& r, bool grid, cudaStream_t stream) {
   const RouteParams p{a, r};
   if (!grid) {
-    pdl::launch(route_kernel, dim3(1), dim3(kRouteThreads), 0, stream, p);
+    const int threads = moe_route_threads(a.tokens, a.expert_count);
+    switch (threads) {
+      case 64: pdl::launch(route_kernel<64>, dim3(1), dim3(64), 0, stream, p); break;
+      case 128: pdl::launch(route_kernel<128>, dim3(1), dim3(128), 0, stream, p); break;
+      case 256: pdl::launch(route_kernel<256>, dim3(1), dim3(256), 0, stream, p); break;
+      case 512: pdl::launch(route_kernel<512>, dim3(1), dim3(512), 0, stream, p); break;
+      default: pdl::launch(route_kernel<kRouteThreads>, dim3(1), dim3(kRouteThreads), 0, stream, p); break;
+    }
     CUDA_CHECK_LAUNCH("moe_route");
     return;
   }

@@ -122,3 +122,19 @@ TEST(MoeTiles, PricerKernelClassesMatchTheKernelChoice) {
   EXPECT_EQ(peerplan::moe_kernel_class(0), 0);
   EXPECT_NE(peerplan::moe_kernel_class(2), peerplan::moe_kernel_class(3));  // 2 rows per pass vs 4
 }
+
+TEST(MoeTiles, RouteThreadsCoverTheExpertsAndAWarpPerToken) {
+  EXPECT_EQ(moe_route_threads(1, 60), 64);     // Qwen1.5-MoE at batch 1: a thread per expert
+  EXPECT_EQ(moe_route_threads(1, 8), 64);      // Mixtral: the smallest block
+  EXPECT_EQ(moe_route_threads(1, 160), 256);   // DeepSeek-V2's 160 experts
+  EXPECT_EQ(moe_route_threads(8, 60), 256);    // a warp per token
+  EXPECT_EQ(moe_route_threads(128, 8), 1024);  // up to 32 warps
+  for (int64_t tokens : {1, 2, 3, 7, 31, 33, 64, 127, 128})
+    for (int64_t experts : {1, 8, 60, 64, 65, 256, 257, 1000, 1024}) {
+      const int t = moe_route_threads(tokens, experts);
+      EXPECT_GE(t, experts) << tokens << " " << experts;  // thread e owns local expert e
+      EXPECT_LE(t, 1024);
+      EXPECT_EQ(t & (t - 1), 0) << "a power of two: one of the kernel's instances";
+      EXPECT_TRUE(t >= tokens * 32 || t == 1024) << tokens << " " << experts;
+    }
+}

@@ -31,6 +31,8 @@ S12 = os.path.join(V, "runs/2026-12-04-session12")
 S13 = os.path.join(V, "runs/2026-12-04-session13")
 S14 = os.path.join(V, "runs/2026-12-04-session14")
 S16 = os.path.join(V, "runs/2026-12-05-session16")
+S18 = os.path.join(V, "runs/2026-12-05-session18")
+S19 = os.path.join(V, "runs/2026-12-05-session19")
 LONG_8K = os.path.join(ROOT, "models/workloads/long-prompt-8k-32k.json")
 LONG_64K = os.path.join(ROOT, "models/workloads/long-prompt-64k-100k.json")
 # (run directory, plan, model, workload, extra simulate arguments): as scripts/gpu/session8.sh ran them.
@@ -121,6 +123,12 @@ RUNS = [
     (f"{S16}/S2/validate-llama8b-64k-100k", "llama8b-1gpu", "llama-3.1-8b", LONG_64K, []),
     (f"{S16}/S4/validate-qwen-moe-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
     (f"{S16}/S4/validate-mixtral-long", "mixtral-1gpu", "mixtral-8x7b", LONG, []),
+    # session17.sh B (session 18, one H200): a paced profile with the power throttle by class.
+    (f"{S18}/B/validate-six-single", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--requests", "40", "--rate", "8"]),
+    (f"{S18}/B/validate-llama8b-8k-32k", "llama8b-1gpu", "llama-3.1-8b", LONG_8K, []),
+    (f"{S18}/B/validate-llama8b-64k-100k", "llama8b-1gpu", "llama-3.1-8b", LONG_64K, []),
+    # session18.sh Q (session 19, one H100): profile and run with programmatic dependent launch.
+    (f"{S19}/Q/validate-six-single-pdl", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--requests", "40", "--rate", "8"]),
 ]
 
 

@@ -11,7 +11,7 @@
 #                    session 19): bench/moe/run.sh (Qwen1.5-MoE and Mixtral decode b=1/8/32/64 beside
 #                    torch._grouped_mm, the b=1 touched-bytes bound), batch 1 with PDL off for the A/B; then
 #                    issue 15's W4A16 v7 four GEMMs at M=1/2 (bench/quant qb, staged as .gpu/bin/qb) PDL on / off
-#   session19.sh C   (~9 min, H200) MoE serving with PDL on (the default): a paced Qwen1.5-MoE + Mixtral profile
+#   session19.sh C   (~9 min, H200; on an H100 without Mixtral) MoE serving with PDL on (the default): a paced Qwen1.5-MoE + Mixtral profile
 #                    (--duty 0.5), then priced from it Qwen chat (40 requests at 8/s: decode-heavy, where PDL
 #                    moves the step most), Mixtral and Qwen long prompts (session17.sh C's runs), as time allows
 set -u
@@ -57,12 +57,15 @@ if [ "$PART" = S ]; then
   finish
 fi
 if [ "$PART" = C ]; then
-  TAIL=12 step 330 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --model mixtral-8x7b --dtypes bf16 \
+  big=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+  mixtral=""; [ "$big" -gt 100000 ] && mixtral="--model mixtral-8x7b"   # Mixtral needs more than one H100
+  TAIL=12 step 330 profile $B profile --no-progress --model qwen1.5-moe-a2.7b $mixtral --dtypes bf16 \
     --skip nccl,nccl_nop2p --duty 0.5 --out "$W/profile.json"
   grep -E "executor_launch" "$W/profile.json" | head -2 | sed 's/^/  | /' | tee -a "$S" >/dev/null
   v qwen-chat 70 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-chat.json \
     --requests 40 --rate 8
-  left 480 && v mixtral-long 100 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json
+  [ -n "$mixtral" ] && left 480 && v mixtral-long 100 --plan $P/mixtral-1gpu.json --model mixtral-8x7b \
+    --workload $V/workloads/validate-long-prompt.json
   left 500 && v qwen-moe-long 80 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json
   finish
 fi

@@ -129,6 +129,9 @@ RUNS = [
     (f"{S18}/B/validate-llama8b-64k-100k", "llama8b-1gpu", "llama-3.1-8b", LONG_64K, []),
     # session18.sh Q (session 19, one H100): profile and run with programmatic dependent launch.
     (f"{S19}/Q/validate-six-single-pdl", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--requests", "40", "--rate", "8"]),
+    # session19.sh C (one H100): a paced Qwen1.5-MoE profile with PDL, chat and long prompts.
+    (f"{S19}/C/validate-qwen-chat", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", CHAT, ["--requests", "40", "--rate", "8"]),
+    (f"{S19}/C/validate-qwen-moe-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
 ]
 
 

@@ -132,6 +132,9 @@ RUNS = [
     # session19.sh C (one H100): a paced Qwen1.5-MoE profile with PDL, chat and long prompts.
     (f"{S19}/C/validate-qwen-chat", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", CHAT, ["--requests", "40", "--rate", "8"]),
     (f"{S19}/C/validate-qwen-moe-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
+    # session19.sh D (one H100): the per-kernel floor timed with PDL (gpu_gap_pdl_us).
+    (f"{S19}/D/validate-qwen-chat", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", CHAT, ["--requests", "40", "--rate", "8"]),
+    (f"{S19}/D/validate-six-single", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--requests", "40", "--rate", "8"]),
 ]
 
 

@@ -14,8 +14,10 @@
 #   session19.sh C   (~9 min, H200; on an H100 without Mixtral) MoE serving with PDL on (the default): a paced Qwen1.5-MoE + Mixtral profile
 #                    (--duty 0.5), then priced from it Qwen chat (40 requests at 8/s: decode-heavy, where PDL
 #                    moves the step most), Mixtral and Qwen long prompts (session17.sh C's runs), as time allows
+#   session19.sh D   (~4 min, one GPU) the per-kernel floor timed with PDL (launch_overhead: gpu_gap_pdl_us): a
+#                    profile of Qwen1.5-MoE and 8B as Q's, steps priced from it, Qwen and 8B chat
 set -u
-PART=${1:?usage: session19.sh R|S|C}
+PART=${1:?usage: session19.sh R|S|C|D}
 OUT_DEFAULT=/tmp/peerplan-s19
 source "$(dirname "$0")/call_lib.sh"
 M=models/hardware/h200x2-nvlink.json  # topology only: bench-steps times this host's GPU 0
@@ -67,5 +69,19 @@ if [ "$PART" = C ]; then
   [ -n "$mixtral" ] && left 480 && v mixtral-long 100 --plan $P/mixtral-1gpu.json --model mixtral-8x7b \
     --workload $V/workloads/validate-long-prompt.json
   left 500 && v qwen-moe-long 80 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-long-prompt.json
+  finish
+fi
+if [ "$PART" = D ]; then
+  TAIL=8 step 300 profile $B profile --no-progress --model llama-3.1-8b --model qwen1.5-moe-a2.7b --dtypes bf16 \
+    --skip nccl,nccl_nop2p --out "$W/profile.json"
+  grep -A4 '"launch"' "$W/profile.json" | head -8 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  TAIL=8 step 60 steps-qwen $B validate --bench-steps --machine "$W/profile.json" --plan $P/qwen-moe-1gpu.json \
+    --model qwen1.5-moe-a2.7b --batches 1,2,4,8 --context 1024 --prefill 0 --out "$W/steps-qwen"
+  TAIL=8 step 60 steps-8b $B validate --bench-steps --machine "$W/profile.json" --plan $P/llama8b-1gpu.json \
+    --model llama-3.1-8b --batches 1,2,8,32 --context 1024 --prefill 2048 --out "$W/steps-8b"
+  v qwen-chat 70 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --workload $V/workloads/validate-chat.json \
+    --requests 40 --rate 8
+  left 500 && v six-single 70 --workload $V/workloads/validate-chat.json --plan $P/llama8b-1gpu.json \
+    --model llama-3.1-8b --requests 40 --rate 8
   finish
 fi

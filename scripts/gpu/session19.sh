@@ -16,8 +16,9 @@
 #                    moves the step most), Mixtral and Qwen long prompts (session17.sh C's runs), as time allows
 #   session19.sh D   (~4 min, one GPU) the per-kernel floor timed with PDL (launch_overhead: gpu_gap_pdl_us): a
 #                    profile of Qwen1.5-MoE and 8B as Q's, steps priced from it, Qwen and 8B chat
+#   session19.sh E   (~5 min, H200) Mixtral-8x7B long prompts with PDL and its floor, from a paced Mixtral profile
 set -u
-PART=${1:?usage: session19.sh R|S|C|D}
+PART=${1:?usage: session19.sh R|S|C|D|E}
 OUT_DEFAULT=/tmp/peerplan-s19
 source "$(dirname "$0")/call_lib.sh"
 M=models/hardware/h200x2-nvlink.json  # topology only: bench-steps times this host's GPU 0
@@ -83,5 +84,12 @@ if [ "$PART" = D ]; then
     --requests 40 --rate 8
   left 500 && v six-single 70 --workload $V/workloads/validate-chat.json --plan $P/llama8b-1gpu.json \
     --model llama-3.1-8b --requests 40 --rate 8
+  finish
+fi
+if [ "$PART" = E ]; then
+  TAIL=12 step 210 profile $B profile --no-progress --model mixtral-8x7b --dtypes bf16 --skip nccl,nccl_nop2p \
+    --duty 0.5 --out "$W/profile.json"
+  grep -A6 '"launch"' "$W/profile.json" | head -8 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  v mixtral-long 110 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json
   finish
 fi

@@ -17,8 +17,11 @@
 #   session19.sh D   (~4 min, one GPU) the per-kernel floor timed with PDL (launch_overhead: gpu_gap_pdl_us): a
 #                    profile of Qwen1.5-MoE and 8B as Q's, steps priced from it, Qwen and 8B chat
 #   session19.sh E   (~5 min, H200) Mixtral-8x7B long prompts with PDL and its floor, from a paced Mixtral profile
+#   session19.sh F   (~2 min, one GPU; ran once, the variant was dropped) the grouped gemv's first weight batch
+#                    prefetched into L2 before the tile's rows are read: MoE self-test, then decode steps of the binary before it (.gpu/bin/peerplan-old)
+#                    and after, old / new / old / new: Qwen1.5-MoE b=1,2,4,8, Mixtral b=1,2 where it fits
 set -u
-PART=${1:?usage: session19.sh R|S|C|D|E}
+PART=${1:?usage: session19.sh R|S|C|D|E|F}
 OUT_DEFAULT=/tmp/peerplan-s19
 source "$(dirname "$0")/call_lib.sh"
 M=models/hardware/h200x2-nvlink.json  # topology only: bench-steps times this host's GPU 0
@@ -91,5 +94,21 @@ if [ "$PART" = E ]; then
     --duty 0.5 --out "$W/profile.json"
   grep -A6 '"launch"' "$W/profile.json" | head -8 | sed 's/^/  | /' | tee -a "$S" >/dev/null
   v mixtral-long 110 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json
+  finish
+fi
+if [ "$PART" = F ]; then
+  TAIL=4 step 120 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
+  grep -iE "fail|all kernels" "$W/selftest-moe.txt" | head -8 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  big=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+  for round in 1 2; do
+    for bin in old new; do
+      exe=$B; [ $bin = old ] && exe=$PWD/.gpu/bin/peerplan-old
+      TAIL=6 step 60 "steps-qwen-$bin$round" $exe validate --bench-steps --machine $M --allow-other-host --no-measure-missing \
+        --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --batches 1,2,4,8 --context 1024 --prefill 0 --out "$W/steps-qwen-$bin$round"
+      [ "$big" -gt 100000 ] && TAIL=4 step 60 "steps-mixtral-$bin$round" $exe validate --bench-steps --machine $M \
+        --allow-other-host --no-measure-missing --plan $P/mixtral-1gpu.json --model mixtral-8x7b --batches 1,2 --context 1024 \
+        --prefill 0 --out "$W/steps-mixtral-$bin$round"
+    done
+  done
   finish
 fi

@@ -135,6 +135,8 @@ RUNS = [
     # session19.sh D (one H100): the per-kernel floor timed with PDL (gpu_gap_pdl_us).
     (f"{S19}/D/validate-qwen-chat", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", CHAT, ["--requests", "40", "--rate", "8"]),
     (f"{S19}/D/validate-six-single", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--requests", "40", "--rate", "8"]),
+    # session19.sh E (one H200): Mixtral long prompts with PDL and its floor, from a paced profile.
+    (f"{S19}/E/validate-mixtral-long", "mixtral-1gpu", "mixtral-8x7b", LONG, []),
 ]
 
 

@@ -138,6 +138,7 @@ nlohmann::json host_context() {
   nlohmann::json c = gpu_stack_versions();
   const HostInfo h = discover_host();
   c["host"] = h.hostname;
+  c["executor_launch"] = h.executor_launch;  // how this run's decode kernels launch: "pdl" or "serial"
   std::vector<std::string> names;
   for (const HostGpu& g : h.gpus) names.push_back(g.name);
   c["gpus"] = names;

@@ -50,9 +50,13 @@ struct Comparison {
   double worst_class_share = 0;
   bool targets_met = true;  // every row that has a target is within it
   nlohmann::json context = nlohmann::json::object();  // hardware, driver, versions, date, p2p
+  // Reading aids printed under the table (not stored in validation.json): e.g. a median target missed
+  // while the mean of the same latency is within it.
+  std::vector<std::string> notes;
 };
 
-// Builds the rows (TTFT, TPOT, E2E at p50/p90/p99; output and total tokens/s) and the attribution.
+// Builds the rows (TTFT, TPOT, E2E at p50/p90/p99 and mean; output and total tokens/s), the attribution
+// and the notes.
 Comparison compare_metrics(const Metrics& predicted, const Metrics& measured,
                            const std::vector<OpClassTime>& op_classes, const ErrorTargets& targets = {});
 

@@ -80,7 +80,7 @@ void run_add_models(const ProfileOptions& opts) {
   Machine profile = load_machine(file);
   const HostInfo host = discover_host();
   check_profile_is_this_host(profile, file, host);
-  // New rows must be timed as the old ones were (machine.hpp executor_launch): one profile, one way.
+  // New rows must be timed as the old ones were (executor_launch.hpp): one profile, one way.
   if (const std::string timed = executor_launch(profile); timed != host.executor_launch)
     throw InputError(file, std::string("meta.") + kExecutorLaunchKey,
                      "'" + host.executor_launch + "', as this executor launches its decode kernels; the profile was timed '" +

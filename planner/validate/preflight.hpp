@@ -32,7 +32,7 @@ struct PreflightOptions {
 std::string profile_host_mismatch(const Machine& profile, const HostInfo& host);
 
 // The warning when the profile timed the decode kernels launched otherwise than this executor runs them
-// (machine.hpp executor_launch; host_launch "pdl" or "serial"), "" when they agree or either is unknown.
+// (executor_launch.hpp; host_launch "pdl" or "serial"), "" when they agree or either is unknown.
 std::string launch_mismatch(const Machine& profile, const std::string& host_launch);
 
 // Throws InputError naming `plan_file`/`profile_file` and how to fix it. Returns warnings (a

@@ -30,7 +30,7 @@ inline void set_enabled(bool on) { flag() = on; }
 inline bool supported(int cc_major) { return cc_major >= 9; }
 
 // How the executor launches its decode kernels on GPUs of compute capability cc_major, as a profile's meta
-// records it (planner/topology/machine.hpp executor_launch): "pdl" or "serial".
+// records it (planner/topology/executor_launch.hpp): "pdl" or "serial".
 inline const char* launch_mode(int cc_major) { return enabled() && supported(cc_major) ? "pdl" : "serial"; }
 
 }  // namespace peerplan::kernels::pdl

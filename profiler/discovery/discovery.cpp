@@ -164,7 +164,7 @@ Machine discover_machine() {
     if (const char* e = std::getenv(v)) m.meta["env"][v] = e;
 
   m.gpus = cuda_gpus();
-  m.meta[kExecutorLaunchKey] = launch_mode(m.gpus);  // as the kernels timed here launch (machine.hpp executor_launch)
+  m.meta[kExecutorLaunchKey] = launch_mode(m.gpus);  // as the kernels timed here launch (executor_launch.hpp)
   const int n = m.gpu_count();
   if (n == 0) throw RuntimeError("no CUDA GPU visible (check the driver and CUDA_VISIBLE_DEVICES)");
   std::vector<NvmlGpuInfo> nv(static_cast<size_t>(n));

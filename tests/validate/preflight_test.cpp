@@ -113,7 +113,7 @@ TEST(Preflight, FittingPlanOnItsOwnHostPasses) {
 }
 
 TEST(Preflight, WarnsWhenTheProfileTimedKernelsLaunchedTheOtherWay) {
-  // Profiles before session 19 carry no executor_launch: timed serially (machine.hpp executor_launch).
+  // Profiles before session 19 carry no executor_launch: timed serially (executor_launch.hpp).
   Machine old = profile_of("a", {"GPU-1"});
   HostInfo pdl_host = host_of("a", {"GPU-1"});
   pdl_host.executor_launch = "pdl";

@@ -13,7 +13,11 @@ __global__ void empty_pdl_kernel() {
 
 }  // namespace
 
-bool launches_with_pdl() { return kernels::pdl::enabled() && kernels::pdl::device_supports(); }
+// The launch's own decision (switch and device), not a copy of it: true when pdl::launch adds the attribute.
+bool launches_with_pdl() {
+  cudaLaunchAttribute attr[1];
+  return kernels::pdl::append_attr(attr, 0) == 1;
+}
 
 void launch_empty_pdl(cudaStream_t s) {
   kernels::pdl::launch(empty_pdl_kernel, dim3(1), dim3(1), 0, s);

@@ -4,6 +4,7 @@
 // machine file is rewritten atomically once everything is measured: an error on the way leaves it
 // as it was. The CPU half (which shapes, which formats, the host check, the report) is
 // profiler/common/profile_extend.*, tested without a GPU.
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
 #include "planner/core/json_in.hpp"
+#include "planner/sim/power_state.hpp"
 #include "planner/topology/executor_launch.hpp"
 #include "profiler/common/checkpoint.hpp"
 #include "profiler/common/child_process.hpp"
@@ -23,6 +25,7 @@
 #include "profiler/common/profile_models.hpp"
 #include "profiler/common/registry.hpp"
 #include "profiler/discovery/discovery.hpp"
+#include "profiler/measure/pacing.hpp"
 #include "profiler/measure/shape_timing.hpp"
 #include "profiler/profile_api.hpp"
 
@@ -111,6 +114,18 @@ void run_add_models(const ProfileOptions& opts) {
   a.measured = p.missing;
   a.seconds = seconds;
   const MergeCount c = add_measured_shapes(profile, rows, a);
+  // A paced profile with the throttle by class: an added MoE model gets its dispatch's mixes too
+  // (power_mix.cpp), or its long prefills would slow as dense GEMMs.
+  if (auto& t = profile.measurements->power_throttle;
+      t && !t->mixes.empty() && p.sweep.duty < 1 && std::find(names.begin(), names.end(), "grouped_gemm") != names.end()) {
+    std::vector<ModelConfig> need;
+    for (const ModelConfig& m : models)
+      if (m.is_moe() && !grouped_mixes_for(*t, m)) need.push_back(m);
+    if (!need.empty()) {
+      std::cerr << fmt::format("profile: the MoE dispatch's power-throttle mixes of {} model(s), ~6 s each\n", need.size());
+      for (GroupedThrottle& g : measure_grouped_throttle(0, need, kThrottleMixTokens)) t->grouped.push_back(std::move(g));
+    }
+  }
   save_profile(profile, out);  // atomic: the old file stays whole until this succeeds
   std::cout << add_models_report(p, c, seconds, out);
 }

@@ -268,7 +268,8 @@ IterationCost PlanPricer::price_exact(const BatchShape& unpadded) const {
         const double d = run.timing[i].end - run.timing[i].start;
         secs[size_t(c.source)] += d;
         switch (g.ops[size_t(seg[i])].kind) {
-          case OpKind::Gemm: case OpKind::GroupedGemm: r.stage_class_s[s].gemm += w * d; break;
+          case OpKind::Gemm: r.stage_class_s[s].gemm += w * d; break;
+          case OpKind::GroupedGemm: r.stage_class_s[s].grouped += w * d; break;
           case OpKind::Attention: r.stage_class_s[s].attention += w * d; break;
           case OpKind::Elementwise: case OpKind::Embedding: r.stage_class_s[s].elementwise += w * d; break;
           default: break;  // transfers and collectives: not the SMs' clock

@@ -104,6 +104,7 @@ class PlanPricer : public IterationPricer {
   IterationCost price_exact(const BatchShape& shape) const;  // no memo, no quantisation
   size_t distinct_shapes() const { return distinct_; }  // shapes this pricer's runs used
   const CostModel& cost() const { return cost_; }
+  const ModelConfig& config() const { return cfg_; }
 
  private:
   const Plan& plan_;

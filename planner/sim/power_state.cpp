@@ -8,11 +8,10 @@ namespace peerplan {
 
 bool draws_power_cap(const BatchShape& s) { return s.prefill_tokens > 0 && s.tokens() > kGraphTimedMaxRows; }
 
-double throttle_factor(const PowerThrottle& p, const ClassSeconds& c) {
-  const std::vector<ThrottleMix>& m = p.mixes;
-  const double total = c.gemm + c.attention + c.elementwise;
-  if (m.empty() || total <= 0) return p.factor;
-  const double share = c.gemm + c.attention > 0 ? c.attention / (c.gemm + c.attention) : 0.0;
+namespace {
+
+// Each class's factor at attention share `share`, linear between the mixes and held at the ends.
+ThrottleMix mix_at(const std::vector<ThrottleMix>& m, double share) {
   ThrottleMix f = m.front();
   if (share >= m.back().attention_share) {
     f = m.back();
@@ -25,7 +24,33 @@ double throttle_factor(const PowerThrottle& p, const ClassSeconds& c) {
     f.attention = a.attention + t * (b.attention - a.attention);
     f.elementwise = a.elementwise + t * (b.elementwise - a.elementwise);
   }
-  return (c.gemm * f.gemm + c.attention * f.attention + c.elementwise * f.elementwise) / total;
+  return f;
+}
+
+}  // namespace
+
+const std::vector<ThrottleMix>* grouped_mixes_for(const PowerThrottle& p, const ModelConfig& cfg) {
+  if (!cfg.is_moe()) return nullptr;
+  for (const GroupedThrottle& g : p.grouped)
+    if (g.hidden == cfg.hidden && g.intermediate == cfg.expert_intermediate && g.experts == cfg.experts &&
+        g.topk == cfg.experts_per_token && !g.mixes.empty())
+      return &g.mixes;
+  return nullptr;
+}
+
+double throttle_factor(const PowerThrottle& p, const ClassSeconds& c, const std::vector<ThrottleMix>* grouped) {
+  const std::vector<ThrottleMix>& m = p.mixes;
+  const double gemms = c.gemm + c.grouped;
+  const double total = gemms + c.attention + c.elementwise;
+  if (m.empty() || total <= 0) return p.factor;
+  const double share = gemms + c.attention > 0 ? c.attention / (gemms + c.attention) : 0.0;
+  auto weighted = [&](const ThrottleMix& f) {
+    return (gemms * f.gemm + c.attention * f.attention + c.elementwise * f.elementwise) / total;
+  };
+  const double dense = weighted(mix_at(m, share));
+  if (!grouped || grouped->empty() || c.grouped <= 0) return dense;
+  const double wg = c.grouped / gemms;
+  return (1 - wg) * dense + wg * weighted(mix_at(*grouped, share));
 }
 
 double PowerState::run(double start, double priced_s, bool heavy, double factor) {

@@ -7,6 +7,7 @@
 // second for second, decode-only iterations (memory-bound, ~60 % of the cap) at half that rate.
 // The factor is the iteration's own: its mix of classes (session 17, throttle_factor).
 #include "planner/compile/op_graph.hpp"
+#include "planner/model/model_config.hpp"
 #include "planner/topology/measurements.hpp"
 
 namespace peerplan {
@@ -16,35 +17,49 @@ namespace peerplan {
 bool draws_power_cap(const BatchShape& s);
 
 // Boost-priced seconds of one stage's compute by the class its time slows with under the cap:
-// GEMMs (grouped too), attention, elementwise (norms, rotary, activation, routing, embedding).
+// dense GEMMs, routed-expert (grouped) GEMMs, attention, elementwise (norms, rotary, activation,
+// routing, embedding).
 struct ClassSeconds {
-  double gemm = 0, attention = 0, elementwise = 0;
+  double gemm = 0, attention = 0, elementwise = 0, grouped = 0;
   ClassSeconds& operator+=(const ClassSeconds& o) {
-    gemm += o.gemm, attention += o.attention, elementwise += o.elementwise;
+    gemm += o.gemm, attention += o.attention, elementwise += o.elementwise, grouped += o.grouped;
     return *this;
   }
 };
 
+// The MoE dispatch's mixes the profile timed for this model (its expert shape), or nullptr: then
+// grouped GEMMs slow as dense ones (profiles before session 20, dense models, unprofiled shapes).
+const std::vector<ThrottleMix>* grouped_mixes_for(const PowerThrottle& p, const ModelConfig& cfg);
+
 // The slowdown past the onset of work that splits as `c`: each class by its factor at the work's
-// attention share (attention / (GEMM + attention)), linear between the profile's mixes and held
-// at the ends, weighted by the class's seconds. A throttle without mixes (older profiles): `factor`.
-double throttle_factor(const PowerThrottle& p, const ClassSeconds& c);
+// attention share (attention / (GEMM + grouped + attention)), linear between the profile's mixes
+// and held at the ends, weighted by the class's seconds. With `grouped` (grouped_mixes_for), the
+// dense mixes' figure and the dispatch mixes' figure (grouped seconds as its GEMM class) are blended
+// by the grouped share of the GEMM seconds: the clock follows what draws the power. A throttle
+// without mixes (older profiles): `factor`.
+double throttle_factor(const PowerThrottle& p, const ClassSeconds& c,
+                       const std::vector<ThrottleMix>* grouped = nullptr);
 
 class PowerState {
  public:
   static constexpr double kLightRefill = 0.5;  // budget regained per second of a decode-only iteration
-  explicit PowerState(const PowerThrottle& p) : p_(p), budget_(p.onset_s) {}
+  explicit PowerState(const PowerThrottle& p, const std::vector<ThrottleMix>* grouped = nullptr)
+      : p_(p), grouped_(grouped ? *grouped : std::vector<ThrottleMix>{}), budget_(p.onset_s) {}
   // A stage execution starting at `start` (>= the previous one's end), priced `priced_s` at boost,
   // slowed by `factor` (throttle_factor) past the onset when heavy: returns its duration.
   double run(double start, double priced_s, bool heavy, double factor);
   double run(double start, double priced_s, bool heavy) { return run(start, priced_s, heavy, p_.factor); }
   double run(double start, double priced_s, bool heavy, const ClassSeconds& mix) {
-    return run(start, priced_s, heavy, throttle_factor(p_, mix));
+    return run(start, priced_s, heavy, factor(mix));
+  }
+  double factor(const ClassSeconds& mix) const {
+    return throttle_factor(p_, mix, grouped_.empty() ? nullptr : &grouped_);
   }
   double budget_s() const { return budget_; }
 
  private:
   PowerThrottle p_;
+  std::vector<ThrottleMix> grouped_;
   double budget_ = 0, last_end_ = 0;
 };
 

@@ -75,7 +75,7 @@ struct ServingSim {
       st.stage_busy.assign(size_t(S), 0);
       st.stage_queue.resize(size_t(S));
       st.stage_start.assign(size_t(S), 0);
-      if (sv.throttle) st.power.assign(size_t(S), PowerState(*sv.throttle));
+      if (sv.throttle) st.power.assign(size_t(S), PowerState(*sv.throttle, sv.grouped_mixes));
       reps.push_back(std::move(st));
     }
     outstanding.assign(reps.size(), 0);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <memory>
 
+#include "planner/sim/power_state.hpp"
+
 namespace peerplan {
 
 void attach_usage(Metrics& m, const ServingRun& run, const Topology& topo) {
@@ -69,9 +71,11 @@ Simulation simulate_with(const Plan& plan, const ModelConfig& cfg, const ModelFi
     sim.scheduler.kv_capacity_tokens = opt.memory->max_seqs_that_fit * opt.memory_context;
   std::vector<std::unique_ptr<Scheduler>> scheds;
   std::vector<ReplicaServer> servers;
+  const PowerThrottle* throttle = cost.serving_throttle();
+  const std::vector<ThrottleMix>* grouped = throttle ? grouped_mixes_for(*throttle, cfg) : nullptr;
   for (int r = 0; r < R; ++r) {
     scheds.push_back(std::make_unique<Scheduler>(sim.scheduler));
-    servers.push_back({scheds.back().get(), pricers[size_t(r)].get(), cost.serving_throttle()});
+    servers.push_back({scheds.back().get(), pricers[size_t(r)].get(), throttle, grouped});
   }
   Router router(router_policy(plan.router), R);
   Slo slo{workload.slo_ttft_s, workload.slo_tpot_s, workload.slo_e2e_p99_s};

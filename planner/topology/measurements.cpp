@@ -149,6 +149,35 @@ std::vector<int> parse_gpu_list(const JsonIn& arr) {
   return v;
 }
 
+// A throttle's mixes: ascending attention shares in [0, 1], each class's factor in [1, 4].
+std::vector<ThrottleMix> read_mixes(const JsonIn& mixes) {
+  std::vector<ThrottleMix> out;
+  double prev = -1;
+  for (size_t i = 0; i < mixes.size(); ++i) {
+    const JsonIn x = mixes[i];
+    ThrottleMix c;
+    c.attention_share = x.nonnegative("attention_share");
+    if (c.attention_share > 1 || c.attention_share <= prev)
+      x.fail("attention_share", fmt::format("in [0, 1], ascending along mixes (previous {:g}), got {:g}", prev,
+                                            c.attention_share));
+    prev = c.attention_share;
+    for (auto [key, v] : {std::pair{"gemm", &c.gemm}, {"attention", &c.attention}, {"elementwise", &c.elementwise}}) {
+      *v = x.positive(key);
+      if (*v < 1 || *v > 4) x.fail(key, fmt::format("sustained / boost time in [1, 4], got {:g}", *v));
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+nlohmann::json mixes_to_json(const std::vector<ThrottleMix>& mixes) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const ThrottleMix& c : mixes)
+    a.push_back({{"attention_share", std::round(c.attention_share * 1e4) / 1e4}, {"gemm", c.gemm},
+                 {"attention", c.attention}, {"elementwise", c.elementwise}});
+  return a;
+}
+
 }  // namespace
 
 const TransferCurve* Measurements::find_transfer(int src, int dst, const std::string& mode,
@@ -331,22 +360,22 @@ Measurements parse_measurements(const JsonIn& j) {
     t.m = p->has("m") ? p->positive_int("m") : 0;
     t.n = p->has("n") ? p->positive_int("n") : 0;
     t.k = p->has("k") ? p->positive_int("k") : 0;
-    if (p->has("mixes")) {
-      const JsonIn mixes = p->array("mixes");
-      double prev = -1;
-      for (size_t i = 0; i < mixes.size(); ++i) {
-        const JsonIn x = mixes[i];
-        ThrottleMix c;
-        c.attention_share = x.nonnegative("attention_share");
-        if (c.attention_share > 1 || c.attention_share <= prev)
-          x.fail("attention_share", fmt::format("in [0, 1], ascending along mixes (previous {:g}), got {:g}", prev,
-                                                c.attention_share));
-        prev = c.attention_share;
-        for (auto [key, v] : {std::pair{"gemm", &c.gemm}, {"attention", &c.attention}, {"elementwise", &c.elementwise}}) {
-          *v = x.positive(key);
-          if (*v < 1 || *v > 4) x.fail(key, fmt::format("sustained / boost time in [1, 4], got {:g}", *v));
-        }
-        t.mixes.push_back(c);
+    if (p->has("mixes")) t.mixes = read_mixes(p->array("mixes"));
+    if (p->has("grouped")) {
+      const JsonIn gs = p->array("grouped");
+      for (size_t i = 0; i < gs.size(); ++i) {
+        const JsonIn x = gs[i];
+        GroupedThrottle g;
+        g.model = x.str_or("model", "");
+        g.hidden = x.positive_int("hidden");
+        g.intermediate = x.positive_int("intermediate");
+        g.experts = x.positive_int("experts");
+        g.topk = x.positive_int("topk");
+        if (g.topk > g.experts) x.fail("topk", fmt::format("at most experts ({}), got {}", g.experts, g.topk));
+        g.tokens = x.positive_int("tokens");
+        g.mixes = read_mixes(x.array("mixes"));
+        if (g.mixes.empty()) x.fail("mixes", "at least one mix");
+        t.grouped.push_back(std::move(g));
       }
     }
     m.power_throttle = t;
@@ -427,11 +456,13 @@ nlohmann::json measurements_to_json(const Measurements& m) {
     j["power_throttle"] = {{"onset_ms", std::round(t->onset_s * 1e6) / 1e3}, {"factor", t->factor},
                            {"boost_us", us(t->boost_s)}, {"sustained_us", us(t->sustained_s)},
                            {"m", t->m}, {"n", t->n}, {"k", t->k}};
-  if (const auto& t = m.power_throttle; t && !t->mixes.empty())
-    for (const ThrottleMix& c : t->mixes)
-      j["power_throttle"]["mixes"].push_back({{"attention_share", std::round(c.attention_share * 1e4) / 1e4},
-                                              {"gemm", c.gemm}, {"attention", c.attention},
-                                              {"elementwise", c.elementwise}});
+  if (const auto& t = m.power_throttle; t && !t->mixes.empty()) j["power_throttle"]["mixes"] = mixes_to_json(t->mixes);
+  if (const auto& t = m.power_throttle; t && !t->grouped.empty())
+    for (const GroupedThrottle& g : t->grouped)
+      j["power_throttle"]["grouped"].push_back({{"model", g.model}, {"hidden", g.hidden},
+                                                {"intermediate", g.intermediate}, {"experts", g.experts},
+                                                {"topk", g.topk}, {"tokens", g.tokens},
+                                                {"mixes", mixes_to_json(g.mixes)}});
   if (!m.extra.empty()) j["extra"] = m.extra;
   return j;
 }

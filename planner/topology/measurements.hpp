@@ -138,6 +138,18 @@ struct ThrottleMix {
   double attention_share = 0;  // attention's share of the mix's GEMM + attention time at boost
   double gemm = 1, attention = 1, elementwise = 1;  // each class's sustained / boost time (>= 1)
 };
+// The same mixes with the MoE dispatch as the GEMM class (session 20): rounds of one MoE model's
+// routed-expert calls (gate_up then down, the executor's moe_expert_gemm at `tokens` routed tokens),
+// prefill attention and a SiLU-mul. In these mixes `gemm` is the dispatch's factor. Why its own
+// table: Mixtral's long prefills ran 1.06x their boost price where the dense mixes priced 1.17x
+// (session 19 E): the dispatch draws less than a dense GEMM of the same seconds.
+struct GroupedThrottle {
+  std::string model;                        // the profiled model it was timed for
+  int64_t hidden = 0, intermediate = 0;     // its expert shape: gate_up [2 x intermediate, hidden]
+  int64_t experts = 0, topk = 0;            // all experts on the one GPU timed
+  int64_t tokens = 0;                       // routed tokens of each call
+  std::vector<ThrottleMix> mixes;           // ascending attention_share
+};
 struct PowerThrottle {
   double onset_s = 0;      // sustained work before the clock drops
   double factor = 1;       // sustained time / boost time of the same call (>= 1)
@@ -146,6 +158,7 @@ struct PowerThrottle {
   // Per-class factors at several attention shares, ascending (profiles from session 17 on); empty:
   // every class slows by `factor` (planner/sim/power_state.hpp throttle_factor).
   std::vector<ThrottleMix> mixes;
+  std::vector<GroupedThrottle> grouped;  // per MoE model of the profile (paced profiles from session 20)
 };
 
 struct Measurements {

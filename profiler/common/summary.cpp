@@ -133,6 +133,13 @@ std::string summary_table(const Machine& m) {
     for (const ThrottleMix& x : t->mixes)
       s += fmt::format("  at {:3.0f} % attention: GEMM {:.3f}x, attention {:.3f}x, elementwise {:.3f}x\n",
                        100 * x.attention_share, x.gemm, x.attention, x.elementwise);
+    for (const GroupedThrottle& g : t->grouped) {
+      s += fmt::format("  {} MoE dispatch ({} tokens, {} of {} experts a token) in place of the GEMM:\n", g.model,
+                       g.tokens, g.topk, g.experts);
+      for (const ThrottleMix& x : g.mixes)
+        s += fmt::format("    at {:3.0f} % attention: dispatch {:.3f}x, attention {:.3f}x, elementwise {:.3f}x\n",
+                         100 * x.attention_share, x.gemm, x.attention, x.elementwise);
+    }
   }
   if (!ms.attention.empty()) s += fmt::format("Attention: {} kernel timings\n", ms.attention.size());
   if (ms.extra.contains("not_applicable"))

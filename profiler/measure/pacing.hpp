@@ -7,6 +7,7 @@
 #include <functional>
 #include <vector>
 
+#include "planner/model/model_config.hpp"
 #include "planner/topology/measurements.hpp"
 #include "profiler/measure/context.hpp"
 
@@ -23,5 +24,14 @@ PowerThrottle measure_power_throttle(int gpu);
 // Each class's throttle (GEMM, prefill attention, elementwise) at four attention shares, ascending
 // (PowerThrottle::mixes; power_mix.cpp). ~8 s.
 std::vector<ThrottleMix> measure_throttle_mixes(int gpu);
+
+// The same mixes with the MoE dispatch in the GEMM class, for each MoE model of `models`
+// (PowerThrottle::grouped; power_mix.cpp): each call is the executor's moe_expert_gemm on gate_up
+// then down over `tokens` routed tokens (uniform routing, layer 0), all experts on GPU `gpu`, at
+// attention shares ~0, ~1/2, ~4/5. ~6 s a model.
+// Routed tokens of each call of those mixes: a long prompt's typical chunk (validate-long-prompt's
+// prefills run 1.5k-4k tokens).
+inline constexpr int64_t kThrottleMixTokens = 2048;
+std::vector<GroupedThrottle> measure_grouped_throttle(int gpu, const std::vector<ModelConfig>& models, int64_t tokens);
 
 }  // namespace peerplan::profiler

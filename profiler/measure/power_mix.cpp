@@ -5,8 +5,11 @@
 // ~1.5 s of rounds of G GEMMs (qkv at M = 4096, weights rotating), A prefill attentions (causal 8192
 // over 8192, 32 / 8 heads, head dim 128: cuDNN where it runs, as the executor) and one SiLU-mul of
 // 4096 x 14336; each call between events. ~8 s. The arithmetic is profiler/common/power_throttle.cpp.
+// The MoE dispatch's mixes (session 20) run the same rounds with the executor's routed-expert call
+// (moe_expert_gemm on gate_up then down) as the GEMM class, one model at a time.
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -14,6 +17,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "planner/model/routing_model.hpp"
 #include "profiler/common/power_throttle.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/gpu/gemm.hpp"
@@ -21,90 +25,172 @@
 #include "profiler/gpu/timing.hpp"
 #include "profiler/kernels/attention.hpp"
 #include "profiler/kernels/elementwise.hpp"
+#include "profiler/kernels/moe_expert_gemm.hpp"
+#include "profiler/kernels/moe_route.hpp"
 #include "profiler/measure/pacing.hpp"
 
 namespace peerplan::profiler {
+namespace {
+
+// The rounds every mix shares: prefill attention (causal 8192 over 8192, 32 / 8 heads, head dim 128)
+// and a SiLU-mul of 4096 x 14336, beside the caller's GEMM-class call, on one stream.
+class MixRig {
+ public:
+  static constexpr int heads = 32, kv = 8, hd = 128, ctx = 8192;
+  static constexpr int64_t et = 4096, inter = 14336;
+  explicit MixRig(int gpu)
+      : gpu_(gpu), s_(gpu), kc_(gpu, size_t(ctx) * kv * hd * 2), vc_(gpu, size_t(ctx) * kv * hd * 2),
+        q_(gpu, size_t(ctx) * heads * hd * 2), o_(gpu, size_t(ctx) * heads * hd * 2),
+        ein_(gpu, size_t(et * 2 * inter) * 2), eout_(gpu, size_t(et * inter) * 2), meta_(gpu, sizeof(int) * 4) {
+    gpu::launch_fill_bf16(kc_.get(), size_t(ctx) * kv * hd, 3, s_);
+    gpu::launch_fill_bf16(vc_.get(), size_t(ctx) * kv * hd, 4, s_);
+    gpu::launch_fill_bf16(q_.get(), size_t(ctx) * heads * hd, 5, s_);
+    gpu::launch_fill_bf16(ein_.get(), size_t(et * 2 * inter), 6, s_);
+    const int host_meta[4] = {0, 0, ctx, ctx};  // slot 0; q_start {0, ctx}; seq_len ctx
+    CUDA_CHECK(cudaMemcpy(meta_.get(), host_meta, sizeof host_meta, cudaMemcpyHostToDevice));
+    a_.q = q_.as<__nv_bfloat16>();
+    a_.q_row_stride = int64_t(heads) * hd;
+    a_.k_cache = kc_.as<__nv_bfloat16>();
+    a_.v_cache = vc_.as<__nv_bfloat16>();
+    a_.slots = meta_.as<int>();
+    a_.q_start = meta_.as<int>() + 1;
+    a_.seq_lens = meta_.as<int>() + 3;
+    a_.out = o_.as<__nv_bfloat16>();
+    a_.num_seqs = 1, a_.max_q_len = ctx;
+    a_.heads = heads, a_.kv_heads = kv, a_.head_dim = hd, a_.max_ctx = ctx;
+  }
+  gpu::Stream& stream() { return s_; }
+  void attention() { kernels::prefill_attention(a_, s_); }
+  void elementwise() { kernels::silu_mul(ein_.as<__nv_bfloat16>(), eout_.as<__nv_bfloat16>(), et, inter, s_); }
+
+  // For each (G, A) in `rounds` (A < 0: as many attentions as take about the time of 4 GEMM-class
+  // calls): after a 500 ms pause, ~1.5 s of rounds of G calls of `gemm`, A attentions and one
+  // SiLU-mul, each call between events; each mix's factors (analyse_throttle_mix), completed.
+  std::vector<ThrottleMix> run(const std::function<void(int)>& gemm, const std::vector<std::pair<int, int>>& rounds) {
+    gemm(0), attention(), elementwise();  // algorithm choice, cuDNN graph build, module loads: outside the timing
+    s_.synchronize();
+    auto time_one = [&](auto&& f) {
+      gpu::Event e0(gpu_), e1(gpu_);
+      e0.record(s_);
+      for (int i = 0; i < 4; ++i) f(i);
+      e1.record(s_);
+      e1.synchronize();
+      return std::max(e1.seconds_since(e0) / 4, 1e-6);
+    };
+    const double g_s = time_one([&](int i) { gemm(i); }), a_s = time_one([&](int) { attention(); });
+    const int a_for_half = std::max(1, int(std::lround(g_s * 4 / a_s)));
+    std::vector<ThrottleMix> mixes;
+    std::vector<std::array<bool, 3>> ran;
+    for (auto [G, A] : rounds) {
+      if (A < 0) A = a_for_half;
+      const double round_s = G * g_s + A * a_s;
+      const int n_rounds = int(std::clamp(1.5 / round_s, 20.0, 20000.0));
+      std::vector<MixClass> cls;
+      for (int r = 0; r < n_rounds; ++r) {
+        for (int i = 0; i < G; ++i) cls.push_back(MixClass::Gemm);
+        for (int i = 0; i < A; ++i) cls.push_back(MixClass::Attention);
+        cls.push_back(MixClass::Elementwise);
+      }
+      std::vector<gpu::Event> ev;
+      ev.reserve(cls.size() + 1);
+      for (size_t i = 0; i <= cls.size(); ++i) ev.emplace_back(gpu_);
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the pause: the clock back at boost
+      ev[0].record(s_);
+      for (size_t i = 0; i < cls.size(); ++i) {
+        if (cls[i] == MixClass::Gemm) gemm(int(i));
+        else if (cls[i] == MixClass::Attention) attention();
+        else elementwise();
+        ev[i + 1].record(s_);
+      }
+      s_.synchronize();
+      std::vector<MixCall> calls;
+      calls.reserve(cls.size());
+      for (size_t i = 0; i < cls.size(); ++i)
+        calls.push_back({cls[i], ev[i].seconds_since(ev[0]), ev[i + 1].seconds_since(ev[i])});
+      mixes.push_back(analyse_throttle_mix(calls));
+      ran.push_back({G > 0, A > 0, true});
+    }
+    return complete_mixes(mixes, ran);
+  }
+
+ private:
+  int gpu_;
+  gpu::Stream s_;
+  gpu::DeviceBuffer kc_, vc_, q_, o_, ein_, eout_, meta_;
+  kernels::PrefillAttention a_;
+};
+
+}  // namespace
 
 std::vector<ThrottleMix> measure_throttle_mixes(int gpu) {
   constexpr int64_t m = 4096, n = 6144, k = 4096, kCopies = 4;
-  constexpr int heads = 32, kv = 8, hd = 128, ctx = 8192;
-  constexpr int64_t et = 4096, inter = 14336;
   gpu::ScopedDevice dev(gpu);
-  gpu::Stream s(gpu);
+  MixRig rig(gpu);
   gpu::DeviceBuffer x(gpu, size_t(m * k) * 2), w(gpu, size_t(kCopies * n * k) * 2), y(gpu, size_t(m * n) * 2);
-  gpu::DeviceBuffer kc(gpu, size_t(ctx) * kv * hd * 2), vc(gpu, size_t(ctx) * kv * hd * 2);
-  gpu::DeviceBuffer q(gpu, size_t(ctx) * heads * hd * 2), o(gpu, size_t(ctx) * heads * hd * 2);
-  gpu::DeviceBuffer ein(gpu, size_t(et * 2 * inter) * 2), eout(gpu, size_t(et * inter) * 2);
-  gpu::DeviceBuffer meta(gpu, sizeof(int) * 4);
-  gpu::launch_fill_bf16(x.get(), size_t(m * k), 1, s);
-  gpu::launch_fill_bf16(w.get(), size_t(kCopies * n * k), 2, s);
-  gpu::launch_fill_bf16(kc.get(), size_t(ctx) * kv * hd, 3, s);
-  gpu::launch_fill_bf16(vc.get(), size_t(ctx) * kv * hd, 4, s);
-  gpu::launch_fill_bf16(q.get(), size_t(ctx) * heads * hd, 5, s);
-  gpu::launch_fill_bf16(ein.get(), size_t(et * 2 * inter), 6, s);
-  const int host_meta[4] = {0, 0, ctx, ctx};  // slot 0; q_start {0, ctx}; seq_len ctx
-  CUDA_CHECK(cudaMemcpy(meta.get(), host_meta, sizeof host_meta, cudaMemcpyHostToDevice));
-  kernels::PrefillAttention a;
-  a.q = q.as<__nv_bfloat16>();
-  a.q_row_stride = int64_t(heads) * hd;
-  a.k_cache = kc.as<__nv_bfloat16>();
-  a.v_cache = vc.as<__nv_bfloat16>();
-  a.slots = meta.as<int>();
-  a.q_start = meta.as<int>() + 1;
-  a.seq_lens = meta.as<int>() + 3;
-  a.out = o.as<__nv_bfloat16>();
-  a.num_seqs = 1, a.max_q_len = ctx;
-  a.heads = heads, a.kv_heads = kv, a.head_dim = hd, a.max_ctx = ctx;
+  gpu::launch_fill_bf16(x.get(), size_t(m * k), 1, rig.stream());
+  gpu::launch_fill_bf16(w.get(), size_t(kCopies * n * k), 2, rig.stream());
   gpu::GemmRunner runner(gpu);
   auto gemm = [&](int i) {
-    runner.run(x.get(), static_cast<const char*>(w.get()) + size_t(i % kCopies) * size_t(n * k) * 2, y.get(), m, n, k, s);
+    runner.run(x.get(), static_cast<const char*>(w.get()) + size_t(i % kCopies) * size_t(n * k) * 2, y.get(), m, n, k,
+               rig.stream());
   };
-  auto attn = [&] { kernels::prefill_attention(a, s); };
-  auto elem = [&] { kernels::silu_mul(ein.as<__nv_bfloat16>(), eout.as<__nv_bfloat16>(), et, inter, s); };
-  gemm(0), attn(), elem();  // algorithm choice, cuDNN graph build, module loads: outside the timing
-  s.synchronize();
-  auto time_one = [&](auto&& f) {
-    gpu::Event e0(gpu), e1(gpu);
-    e0.record(s);
-    for (int i = 0; i < 4; ++i) f(i);
-    e1.record(s);
-    e1.synchronize();
-    return std::max(e1.seconds_since(e0) / 4, 1e-6);
-  };
-  const double g_s = time_one([&](int i) { gemm(i); }), a_s = time_one([&](int) { attn(); });
-  std::vector<ThrottleMix> mixes;
-  std::vector<std::array<bool, 3>> ran;
   // (GEMMs, attentions) a round: attention shares ~0, ~1/2, ~4/5, 1 on an H200 (0.25 / 1.0 ms a call).
-  const int a_for_half = std::max(1, int(std::lround(g_s * 4 / a_s)));
-  for (auto [G, A] : {std::pair{4, 0}, {4, a_for_half}, {1, a_for_half}, {0, 1}}) {
-    const double round_s = G * g_s + A * a_s;
-    const int rounds = int(std::clamp(1.5 / round_s, 20.0, 20000.0));
-    std::vector<MixClass> cls;
-    for (int r = 0; r < rounds; ++r) {
-      for (int i = 0; i < G; ++i) cls.push_back(MixClass::Gemm);
-      for (int i = 0; i < A; ++i) cls.push_back(MixClass::Attention);
-      cls.push_back(MixClass::Elementwise);
-    }
-    std::vector<gpu::Event> ev;
-    ev.reserve(cls.size() + 1);
-    for (size_t i = 0; i <= cls.size(); ++i) ev.emplace_back(gpu);
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the pause: the clock back at boost
-    ev[0].record(s);
-    for (size_t i = 0; i < cls.size(); ++i) {
-      if (cls[i] == MixClass::Gemm) gemm(int(i));
-      else if (cls[i] == MixClass::Attention) attn();
-      else elem();
-      ev[i + 1].record(s);
-    }
-    s.synchronize();
-    std::vector<MixCall> calls;
-    calls.reserve(cls.size());
-    for (size_t i = 0; i < cls.size(); ++i)
-      calls.push_back({cls[i], ev[i].seconds_since(ev[0]), ev[i + 1].seconds_since(ev[i])});
-    mixes.push_back(analyse_throttle_mix(calls));
-    ran.push_back({G > 0, A > 0, true});
+  return rig.run(gemm, {{4, 0}, {4, -1}, {1, -1}, {0, 1}});
+}
+
+std::vector<GroupedThrottle> measure_grouped_throttle(int gpu, const std::vector<ModelConfig>& models, int64_t tokens) {
+  namespace kn = peerplan::kernels;
+  std::vector<GroupedThrottle> out;
+  gpu::ScopedDevice dev(gpu);
+  for (const ModelConfig& c : models) {
+    if (!c.is_moe()) continue;
+    const int64_t E = c.experts, topk = c.experts_per_token, h = c.hidden, f = c.expert_intermediate;
+    const int64_t rows = tokens * topk;
+    MixRig rig(gpu);
+    gpu::Stream& st = rig.stream();
+    gpu::DeviceBuffer wgu(gpu, size_t(E * 2 * f * h) * 2), wd(gpu, size_t(E * h * f) * 2);
+    gpu::DeviceBuffer x(gpu, size_t(tokens * h) * 2), xg(gpu, size_t(rows * h) * 2);
+    gpu::DeviceBuffer ygu(gpu, size_t(rows * 2 * f) * 2), act(gpu, size_t(rows * f) * 2), yd(gpu, size_t(rows * h) * 2);
+    gpu::DeviceBuffer logits(gpu, size_t(tokens * E) * 2);
+    gpu::DeviceBuffer rbuf(gpu, size_t(kn::moe_route_buffer_ints(tokens, int(topk), int(E))) * 4);
+    gpu::launch_fill_bf16(wgu.get(), size_t(E * 2 * f * h), 21, st);
+    gpu::launch_fill_bf16(wd.get(), size_t(E * h * f), 22, st);
+    gpu::launch_fill_bf16(x.get(), size_t(tokens * h), 23, st);
+    gpu::launch_fill_bf16(act.get(), size_t(rows * f), 24, st);
+    gpu::launch_fill_bf16(logits.get(), size_t(tokens * E), 25, st);
+    const kn::MoeRouting r = kn::moe_routing_view(rbuf.as<int>(), tokens, int(topk), int(E));
+    const routing::RoutingSpec spec;  // uniform, the default seed: what the compiler counts by default
+    const routing::GroupLoad load =
+        routing::group_load(routing::expert_counts(spec, E, topk, tokens, 0), 0, E);
+    kn::MoeRouteArgs ra;
+    ra.logits = logits.as<__nv_bfloat16>();
+    ra.tokens = tokens, ra.experts = int(E), ra.topk = int(topk);
+    ra.expert_first = 0, ra.expert_count = int(E);
+    ra.seed = spec.seed, ra.layer = 0;
+    kn::moe_route(ra, r, st);  // one routing: every call below reads it
+    gpu::GemmRunner cublas(gpu);
+    auto dispatch = [&](bool gate_up) {  // the executor's call (engine_moe.cpp), as grouped_gemm.cpp times it
+      kn::MoeExpertGemmArgs d;
+      kn::MoeGemmArgs& a = d.gemm;
+      a.x = gate_up ? x.as<__nv_bfloat16>() : act.as<__nv_bfloat16>();
+      a.gather = gate_up ? r.token_of_row : nullptr;
+      a.w = (gate_up ? wgu : wd).as<__nv_bfloat16>();
+      a.y = (gate_up ? ygu : yd).as<__nv_bfloat16>();
+      a.n = gate_up ? 2 * f : h, a.k = gate_up ? h : f;
+      a.entries = rows, a.max_rows = load.max_rows, a.touched = load.touched;
+      d.rows = load.rows, d.x_rows = gate_up ? tokens : 0;
+      d.allow_cublas = true;  // an eager prefill iteration's call
+      d.cublas = &cublas;
+      if (gate_up) d.gathered = xg.as<__nv_bfloat16>(), d.gathered_cap = rows * h;
+      kn::moe_expert_gemm(d, r, st);
+    };
+    auto call = [&](int) { dispatch(true), dispatch(false); };
+    GroupedThrottle g;
+    g.model = c.name, g.hidden = h, g.intermediate = f, g.experts = E, g.topk = topk, g.tokens = tokens;
+    g.mixes = rig.run(call, {{4, 0}, {4, -1}, {1, -1}});
+    out.push_back(std::move(g));
   }
-  return complete_mixes(mixes, ran);
+  return out;
 }
 
 }  // namespace peerplan::profiler

@@ -45,3 +45,40 @@ TEST(PowerMixJson, BadMixesNameTheField) {
   EXPECT_NE(fast.find("mixes/0/gemm"), std::string::npos) << fast;
   EXPECT_NE(fast.find("[1, 4]"), std::string::npos) << fast;
 }
+
+// The MoE dispatch's mixes (PowerThrottle::grouped, session 20): one table per MoE model.
+TEST(PowerMixJson, GroupedTablesRoundTripAndNameTheirFields) {
+  const nlohmann::json mix = {{{"attention_share", 0}, {"gemm", 1.04}, {"attention", 1.06}, {"elementwise", 1.02}},
+                              {{"attention_share", 0.5}, {"gemm", 1.03}, {"attention", 1.07}, {"elementwise", 1.02}}};
+  nlohmann::json j = profile_with({{{"attention_share", 0}, {"gemm", 1.19}, {"attention", 1.25}, {"elementwise", 1.06}}});
+  j["power_throttle"]["grouped"] = {{{"model", "mixtral-8x7b"}, {"hidden", 4096}, {"intermediate", 14336},
+                                     {"experts", 8}, {"topk", 2}, {"tokens", 2048}, {"mixes", mix}}};
+  const Measurements m = parse(j);
+  ASSERT_EQ(m.power_throttle->grouped.size(), 1u);
+  const GroupedThrottle& g = m.power_throttle->grouped[0];
+  EXPECT_EQ(g.model, "mixtral-8x7b");
+  EXPECT_EQ(g.intermediate, 14336);
+  ASSERT_EQ(g.mixes.size(), 2u);
+  EXPECT_DOUBLE_EQ(g.mixes[1].attention, 1.07);
+  const Measurements back = parse(measurements_to_json(m));
+  ASSERT_EQ(back.power_throttle->grouped.size(), 1u);
+  EXPECT_EQ(back.power_throttle->grouped[0].tokens, 2048);
+  EXPECT_DOUBLE_EQ(back.power_throttle->grouped[0].mixes[0].gemm, 1.04);
+  EXPECT_TRUE(parse(profile_with(mix)).power_throttle->grouped.empty()) << "profiles before session 20";
+
+  j["power_throttle"]["grouped"][0]["topk"] = 9;
+  try {
+    parse(j);
+    ADD_FAILURE() << "top-k above the experts accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("power_throttle/grouped/0/topk"), std::string::npos) << e.what();
+  }
+  j["power_throttle"]["grouped"][0]["topk"] = 2;
+  j["power_throttle"]["grouped"][0]["mixes"][1]["attention_share"] = 0;
+  try {
+    parse(j);
+    ADD_FAILURE() << "unordered mixes accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("grouped/0/mixes/1/attention_share"), std::string::npos) << e.what();
+  }
+}

@@ -154,3 +154,76 @@ TEST(PowerState, TheSimulationSlowsEachClassByItsOwnFactor) {
   EXPECT_GT(part.ttft_p50, flat.ttft_p50 * 1.03);
   EXPECT_LT(part.ttft_p50, one.ttft_p50 * 0.97);
 }
+
+// The MoE dispatch's own mixes (session 20): Mixtral's long prefills ran 1.06x their boost price
+// where the dense mixes priced ~1.17x (session 19 E).
+TEST(PowerState, GroupedSecondsSlowByTheDispatchMixesBlendedByTheirShare) {
+  const PowerThrottle p = h200_by_class();
+  const std::vector<ThrottleMix> moe = {{0.0, 1.04, 1.06, 1.02}, {0.75, 1.03, 1.05, 1.01}};
+  ClassSeconds c;
+  c.gemm = 0.1, c.grouped = 0.3, c.attention = 0.0, c.elementwise = 0.05;
+  ClassSeconds as_gemm = c;
+  as_gemm.gemm += as_gemm.grouped, as_gemm.grouped = 0;
+  EXPECT_DOUBLE_EQ(throttle_factor(p, c), throttle_factor(p, as_gemm)) << "no dispatch table: grouped is GEMM";
+  EXPECT_DOUBLE_EQ(throttle_factor(p, c, &p.mixes), throttle_factor(p, as_gemm)) << "a table equal to the dense one";
+  // Share 0: dense figure (0.4 * 1.186 + 0.05 * 1.06) / 0.45, dispatch figure (0.4 * 1.04 + 0.05 * 1.02) / 0.45,
+  // blended 1/4 : 3/4 (grouped seconds over GEMM seconds).
+  const double dense = (0.4 * 1.186 + 0.05 * 1.06) / 0.45, disp = (0.4 * 1.04 + 0.05 * 1.02) / 0.45;
+  EXPECT_NEAR(throttle_factor(p, c, &moe), 0.25 * dense + 0.75 * disp, 1e-12);
+  ClassSeconds dense_only;
+  dense_only.gemm = 0.4, dense_only.elementwise = 0.05;
+  EXPECT_DOUBLE_EQ(throttle_factor(p, dense_only, &moe), throttle_factor(p, dense_only)) << "no grouped seconds";
+  PowerState with(p, &moe), without(p);
+  EXPECT_LT(with.run(10.0, 0.45, true, c), without.run(10.0, 0.45, true, c));
+}
+
+TEST(PowerState, TheDispatchTableIsTheServedModels) {
+  PowerThrottle p = h200_by_class();
+  const ModelConfig mixtral = load_model_config(resolve_model_path("mixtral-8x7b"));
+  const ModelConfig qwen = load_model_config(resolve_model_path("qwen1.5-moe-a2.7b"));
+  const ModelConfig dense = load_model_config(resolve_model_path("llama-3.1-8b"));
+  GroupedThrottle g;
+  g.model = "mixtral-8x7b", g.hidden = mixtral.hidden, g.intermediate = mixtral.expert_intermediate;
+  g.experts = mixtral.experts, g.topk = mixtral.experts_per_token, g.tokens = 2048;
+  g.mixes = {{0.0, 1.04, 1.06, 1.02}};
+  p.grouped.push_back(g);
+  ASSERT_NE(grouped_mixes_for(p, mixtral), nullptr);
+  EXPECT_DOUBLE_EQ(grouped_mixes_for(p, mixtral)->front().gemm, 1.04);
+  EXPECT_EQ(grouped_mixes_for(p, qwen), nullptr) << "another expert shape: priced as dense GEMMs";
+  EXPECT_EQ(grouped_mixes_for(p, dense), nullptr);
+}
+
+TEST(PowerState, AnMoeModelsLongPromptsFollowItsDispatchTable) {
+  // Qwen1.5-MoE's long prompts from the shipped profile marked paced: dense GEMMs at 1.2x; its
+  // dispatch at 1.0x leaves only the dense share of the slowdown, at 1.2x it is the dense price.
+  const ModelConfig cfg = load_model_config(resolve_model_path("qwen1.5-moe-a2.7b"));
+  const ModelFigures fig = derive_figures(cfg);
+  auto ttft = [&](double dispatch) {
+    Machine m = load_machine(resolve_machine_path("h200x2-nvlink"));
+    m.meta["profile"]["options"]["duty"] = 0.5;
+    PowerThrottle t;
+    t.onset_s = 0.050, t.factor = 1.2;
+    t.mixes = {{0.0, 1.2, 1.2, 1.2}, {1.0, 1.2, 1.2, 1.2}};
+    if (dispatch > 0) {
+      GroupedThrottle g;
+      g.model = cfg.name, g.hidden = cfg.hidden, g.intermediate = cfg.expert_intermediate;
+      g.experts = cfg.experts, g.topk = cfg.experts_per_token, g.tokens = 2048;
+      g.mixes = {{0.0, dispatch, dispatch, dispatch}, {1.0, dispatch, dispatch, dispatch}};
+      t.grouped.push_back(g);
+    }
+    m.measurements->power_throttle = t;
+    const Topology topo{m};
+    const Plan p = test_plans::tp({0}, int(cfg.layers), "single[0]");
+    Workload w;
+    w.name = "one-by-one";
+    w.max_num_seqs = 8;
+    w.max_batched_tokens = 8192;
+    w.chunked_prefill = true;
+    std::vector<Request> reqs;
+    for (int i = 0; i < 4; ++i) reqs.push_back({i, 5.0 * i, 32768, 8});
+    return simulate_plan(p, cfg, fig, topo, w, reqs, SimulateOptions{}).metrics.ttft.p50;
+  };
+  const double none = ttft(0), same = ttft(1.2), cool = ttft(1.0);
+  EXPECT_NEAR(same, none, 1e-9 * none) << "a dispatch table equal to the dense mixes changes nothing";
+  EXPECT_LT(cool, none * 0.99) << "a dispatch that does not throttle: its seconds are not slowed";
+}

@@ -131,6 +131,8 @@ void run_simulate(const SimCmd& o) {
                                     "slower (the profile's measured throttle)\n",
                                     m.provenance["power"].value("throttle_onset_ms", 0.0),
                                     m.provenance["power"].value("throttle_factor", 1.0)));
+  if (m.provenance.contains("power") && m.provenance["power"].contains("moe_dispatch"))
+    std::cout << "  power, MoE experts: " << m.provenance["power"]["moe_dispatch"].get<std::string>() << "\n";
   if (m.provenance.contains("norms")) std::cout << "  norms: " << m.provenance["norms"].get<std::string>() << "\n";
   if (!o.out.empty()) std::cout << "  metrics JSON: " << o.out << "\n";
   if (!o.trace.empty()) std::cout << "  trace: " << o.trace << " (open in https://ui.perfetto.dev)\n";

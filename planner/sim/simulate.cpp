@@ -128,6 +128,11 @@ Simulation simulate_with(const Plan& plan, const ModelConfig& cfg, const ModelFi
     prov["moe_routing"] = routing::summary_json(
         routing::summarize(cfg.moe_routing, cfg.experts, cfg.experts_per_token, batch, moe_layers));
   }
+  if (throttle && !throttle->mixes.empty() && cfg.is_moe() && prov.contains("power"))  // which mixes slowed its experts
+    prov["power"]["moe_dispatch"] =
+        grouped ? "the profile's mixes of this model's expert dispatch"
+                : "not timed for this model's experts: they slow as dense GEMMs (re-profile with --duty 0.5 --model " +
+                      cfg.name + ")";
   m.provenance = prov;
   return sim;
 }

@@ -221,7 +221,10 @@ TEST(PowerState, AnMoeModelsLongPromptsFollowItsDispatchTable) {
     w.chunked_prefill = true;
     std::vector<Request> reqs;
     for (int i = 0; i < 4; ++i) reqs.push_back({i, 5.0 * i, 32768, 8});
-    return simulate_plan(p, cfg, fig, topo, w, reqs, SimulateOptions{}).metrics.ttft.p50;
+    const Simulation sim = simulate_plan(p, cfg, fig, topo, w, reqs, SimulateOptions{});
+    const std::string said = sim.metrics.provenance["power"].value("moe_dispatch", std::string());
+    EXPECT_NE(said.find(dispatch > 0 ? "this model's expert dispatch" : "slow as dense GEMMs"), std::string::npos) << said;
+    return sim.metrics.ttft.p50;
   };
   const double none = ttft(0), same = ttft(1.2), cool = ttft(1.0);
   EXPECT_NEAR(same, none, 1e-9 * none) << "a dispatch table equal to the dense mixes changes nothing";

@@ -76,6 +76,26 @@ Measurements measure_shape_set(const Machine& profile, const ShapeSet& shapes, c
   return ms;
 }
 
+namespace {
+
+// A paced profile with the throttle by class: each MoE model without its dispatch's mixes gets them
+// (power_mix.cpp), or its long prefills would slow as dense GEMMs. Returns how many were added.
+size_t add_dispatch_mixes(Machine& profile, const std::vector<ModelConfig>& models, const std::vector<std::string>& names,
+                          double duty) {
+  auto& t = profile.measurements->power_throttle;
+  if (!t || t->mixes.empty() || duty >= 1 || std::find(names.begin(), names.end(), "grouped_gemm") == names.end())
+    return 0;
+  std::vector<ModelConfig> need;
+  for (const ModelConfig& m : models)
+    if (m.is_moe() && !grouped_mixes_for(*t, m)) need.push_back(m);
+  if (need.empty()) return 0;
+  std::cerr << fmt::format("profile: the MoE dispatch's power-throttle mixes of {} model(s), ~6 s each\n", need.size());
+  for (GroupedThrottle& g : measure_grouped_throttle(0, need, kThrottleMixTokens)) t->grouped.push_back(std::move(g));
+  return need.size();
+}
+
+}  // namespace
+
 void run_add_models(const ProfileOptions& opts) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<ModelConfig> models = load_profile_models(opts.add_models);  // a bad name fails first
@@ -98,8 +118,10 @@ void run_add_models(const ProfileOptions& opts) {
       plan_add_models(profile, models, add_model_dtypes(profile, opts.dtypes_given ? opts.dtypes : std::vector<std::string>{}), names);
   const std::string out = opts.out_given ? opts.out : file;
   if (p.missing.empty()) {
-    if (out != file) save_profile(profile, out);
+    const size_t tables = add_dispatch_mixes(profile, models, names, p.sweep.duty);
+    if (out != file || tables > 0) save_profile(profile, out);
     std::cout << add_models_report(p, MergeCount{}, 0, out);
+    if (tables > 0) std::cout << fmt::format("  added the MoE dispatch's power-throttle mixes of {} model(s)\n", tables);
     return;
   }
   std::cerr << fmt::format("profile: measuring {} of {} on GPU 0 ({} token counts, {} samples per point)\n",
@@ -114,18 +136,7 @@ void run_add_models(const ProfileOptions& opts) {
   a.measured = p.missing;
   a.seconds = seconds;
   const MergeCount c = add_measured_shapes(profile, rows, a);
-  // A paced profile with the throttle by class: an added MoE model gets its dispatch's mixes too
-  // (power_mix.cpp), or its long prefills would slow as dense GEMMs.
-  if (auto& t = profile.measurements->power_throttle;
-      t && !t->mixes.empty() && p.sweep.duty < 1 && std::find(names.begin(), names.end(), "grouped_gemm") != names.end()) {
-    std::vector<ModelConfig> need;
-    for (const ModelConfig& m : models)
-      if (m.is_moe() && !grouped_mixes_for(*t, m)) need.push_back(m);
-    if (!need.empty()) {
-      std::cerr << fmt::format("profile: the MoE dispatch's power-throttle mixes of {} model(s), ~6 s each\n", need.size());
-      for (GroupedThrottle& g : measure_grouped_throttle(0, need, kThrottleMixTokens)) t->grouped.push_back(std::move(g));
-    }
-  }
+  add_dispatch_mixes(profile, models, names, p.sweep.duty);
   save_profile(profile, out);  // atomic: the old file stays whole until this succeeds
   std::cout << add_models_report(p, c, seconds, out);
 }

@@ -131,8 +131,8 @@ Simulation simulate_with(const Plan& plan, const ModelConfig& cfg, const ModelFi
   if (throttle && !throttle->mixes.empty() && cfg.is_moe() && prov.contains("power"))  // which mixes slowed its experts
     prov["power"]["moe_dispatch"] =
         grouped ? "the profile's mixes of this model's expert dispatch"
-                : "not timed for this model's experts: they slow as dense GEMMs (re-profile with --duty 0.5 --model " +
-                      cfg.name + ")";
+                : "not timed for this model's experts: they slow as dense GEMMs (`peerplan profile --add-model " +
+                      cfg.name + " --machine PROFILE` on that host times them)";
   m.provenance = prov;
   return sim;
 }

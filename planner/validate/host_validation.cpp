@@ -166,12 +166,16 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
   c.context["rate_rps"] = w.rate_rps;
   c.context["max_num_seqs"] = w.max_num_seqs;
   if (sim.metrics.provenance.contains("moe_routing")) c.context["moe_routing"] = sim.metrics.provenance["moe_routing"];
+  if (sim.metrics.provenance.contains("power") && sim.metrics.provenance["power"].contains("moe_dispatch"))
+    c.context["power_moe_dispatch"] = sim.metrics.provenance["power"]["moe_dispatch"];
   PlanPricer pricer(copy0, in.cfg, in.fig, cost, so.pricer);
   std::string iter_table;
   nlohmann::json iters = iteration_report(res, pricer, &iter_table);
   std::cout << comparison_table(c) << iter_table << measured.summary();
   if (c.context.contains("moe_routing"))
     std::cout << "  MoE routing assumed: " << routing::summary_text(c.context["moe_routing"]) << "\n";
+  if (c.context.contains("power_moe_dispatch"))  // a paced profile: which throttle its experts were priced with
+    std::cout << "  power, MoE experts: " << c.context["power_moe_dispatch"].get<std::string>() << "\n";
   if (!o.out.empty()) {
     write_validation_outputs(o.out, c, sim.metrics, res.measured);
     write_file_atomic(o.out + "/iterations.json", iters.dump(1) + "\n");

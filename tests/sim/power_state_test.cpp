@@ -1,5 +1,7 @@
 // The serving simulation's power state (planner/sim/power_state.hpp), with an H200's measured
 // throttle (bench/power/clock_response.py, session 14: boost for ~50 ms, then 1.175x).
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "planner/sim/power_state.hpp"
@@ -65,10 +67,13 @@ namespace {
 struct SimRun {
   double ttft_p50 = 0;
   bool power_noted = false;
+  std::string moe_dispatch;  // provenance.power.moe_dispatch
 };
 
-SimRun simulate_h200(bool paced, double factor, int64_t prompt, std::vector<ThrottleMix> mixes = {}) {
-  const ModelConfig cfg = load_model_config(resolve_model_path("llama-3.1-8b"));
+// `grouped` (an MoE model's dispatch mixes, the model's own shape filled in): a paced profile's only.
+SimRun simulate_h200(bool paced, double factor, int64_t prompt, std::vector<ThrottleMix> mixes = {},
+                     const std::string& model = "llama-3.1-8b", std::vector<ThrottleMix> grouped = {}) {
+  const ModelConfig cfg = load_model_config(resolve_model_path(model));
   const ModelFigures fig = derive_figures(cfg);
   Machine m = load_machine(resolve_machine_path("h200x2-nvlink"));
   if (paced) {
@@ -76,6 +81,13 @@ SimRun simulate_h200(bool paced, double factor, int64_t prompt, std::vector<Thro
     PowerThrottle t;
     t.onset_s = 0.050, t.factor = factor;
     t.mixes = std::move(mixes);
+    if (!grouped.empty()) {
+      GroupedThrottle g;
+      g.model = cfg.name, g.hidden = cfg.hidden, g.intermediate = cfg.expert_intermediate;
+      g.experts = cfg.experts, g.topk = cfg.experts_per_token, g.tokens = 2048;
+      g.mixes = std::move(grouped);
+      t.grouped.push_back(g);
+    }
     m.measurements->power_throttle = t;
   }
   const Topology topo{m};
@@ -88,7 +100,9 @@ SimRun simulate_h200(bool paced, double factor, int64_t prompt, std::vector<Thro
   std::vector<Request> reqs;
   for (int i = 0; i < 4; ++i) reqs.push_back({i, 5.0 * i, prompt, 8});  // far apart: each from rest
   const Simulation sim = simulate_plan(p, cfg, fig, topo, w, reqs, SimulateOptions{});
-  return {sim.metrics.ttft.p50, sim.metrics.provenance.contains("power")};
+  const nlohmann::json& prov = sim.metrics.provenance;
+  return {sim.metrics.ttft.p50, prov.contains("power"),
+          prov.contains("power") ? prov["power"].value("moe_dispatch", std::string()) : std::string()};
 }
 
 }  // namespace
@@ -196,37 +210,14 @@ TEST(PowerState, TheDispatchTableIsTheServedModels) {
 TEST(PowerState, AnMoeModelsLongPromptsFollowItsDispatchTable) {
   // Qwen1.5-MoE's long prompts from the shipped profile marked paced: dense GEMMs at 1.2x; its
   // dispatch at 1.0x leaves only the dense share of the slowdown, at 1.2x it is the dense price.
-  const ModelConfig cfg = load_model_config(resolve_model_path("qwen1.5-moe-a2.7b"));
-  const ModelFigures fig = derive_figures(cfg);
-  auto ttft = [&](double dispatch) {
-    Machine m = load_machine(resolve_machine_path("h200x2-nvlink"));
-    m.meta["profile"]["options"]["duty"] = 0.5;
-    PowerThrottle t;
-    t.onset_s = 0.050, t.factor = 1.2;
-    t.mixes = {{0.0, 1.2, 1.2, 1.2}, {1.0, 1.2, 1.2, 1.2}};
-    if (dispatch > 0) {
-      GroupedThrottle g;
-      g.model = cfg.name, g.hidden = cfg.hidden, g.intermediate = cfg.expert_intermediate;
-      g.experts = cfg.experts, g.topk = cfg.experts_per_token, g.tokens = 2048;
-      g.mixes = {{0.0, dispatch, dispatch, dispatch}, {1.0, dispatch, dispatch, dispatch}};
-      t.grouped.push_back(g);
-    }
-    m.measurements->power_throttle = t;
-    const Topology topo{m};
-    const Plan p = test_plans::tp({0}, int(cfg.layers), "single[0]");
-    Workload w;
-    w.name = "one-by-one";
-    w.max_num_seqs = 8;
-    w.max_batched_tokens = 8192;
-    w.chunked_prefill = true;
-    std::vector<Request> reqs;
-    for (int i = 0; i < 4; ++i) reqs.push_back({i, 5.0 * i, 32768, 8});
-    const Simulation sim = simulate_plan(p, cfg, fig, topo, w, reqs, SimulateOptions{});
-    const std::string said = sim.metrics.provenance["power"].value("moe_dispatch", std::string());
-    EXPECT_NE(said.find(dispatch > 0 ? "this model's expert dispatch" : "slow as dense GEMMs"), std::string::npos) << said;
-    return sim.metrics.ttft.p50;
+  const std::vector<ThrottleMix> even = {{0.0, 1.2, 1.2, 1.2}, {1.0, 1.2, 1.2, 1.2}};
+  auto run = [&](std::vector<ThrottleMix> dispatch) {
+    return simulate_h200(true, 1.2, 32768, even, "qwen1.5-moe-a2.7b", std::move(dispatch));
   };
-  const double none = ttft(0), same = ttft(1.2), cool = ttft(1.0);
-  EXPECT_NEAR(same, none, 1e-9 * none) << "a dispatch table equal to the dense mixes changes nothing";
-  EXPECT_LT(cool, none * 0.99) << "a dispatch that does not throttle: its seconds are not slowed";
+  const SimRun none = run({}), same = run(even), cool = run({{0.0, 1.0, 1.0, 1.0}, {1.0, 1.0, 1.0, 1.0}});
+  EXPECT_NEAR(same.ttft_p50, none.ttft_p50, 1e-9 * none.ttft_p50) << "a dispatch table equal to the dense mixes";
+  EXPECT_LT(cool.ttft_p50, none.ttft_p50 * 0.99) << "a dispatch that does not throttle: its seconds are not slowed";
+  EXPECT_NE(none.moe_dispatch.find("slow as dense GEMMs"), std::string::npos) << none.moe_dispatch;
+  EXPECT_NE(cool.moe_dispatch.find("this model's expert dispatch"), std::string::npos) << cool.moe_dispatch;
+  EXPECT_TRUE(simulate_h200(true, 1.2, 32768, even).moe_dispatch.empty()) << "a dense model says nothing of experts";
 }

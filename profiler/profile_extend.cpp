@@ -87,9 +87,9 @@ size_t add_dispatch_mixes(Machine& profile, const std::vector<ModelConfig>& mode
     return 0;
   std::vector<ModelConfig> need;
   for (const ModelConfig& m : models)
-    if (m.is_moe() && !grouped_mixes_for(*t, m)) need.push_back(m);
+    if (m.is_moe() && grouped_throttles_for(*t, m).empty()) need.push_back(m);
   if (need.empty()) return 0;
-  std::cerr << fmt::format("profile: the MoE dispatch's power-throttle mixes of {} model(s), ~6 s each\n", need.size());
+  std::cerr << fmt::format("profile: the MoE dispatch's power-throttle mixes of {} model(s), ~12 s each\n", need.size());
   for (GroupedThrottle& g : measure_grouped_throttle(0, need, kThrottleMixTokens)) t->grouped.push_back(std::move(g));
   return need.size();
 }

@@ -1,6 +1,7 @@
 #include "planner/sim/power_state.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "planner/compile/graph_batch.hpp"
 
@@ -29,13 +30,25 @@ ThrottleMix mix_at(const std::vector<ThrottleMix>& m, double share) {
 
 }  // namespace
 
-const std::vector<ThrottleMix>* grouped_mixes_for(const PowerThrottle& p, const ModelConfig& cfg) {
-  if (!cfg.is_moe()) return nullptr;
-  for (const GroupedThrottle& g : p.grouped)
-    if (g.hidden == cfg.hidden && g.intermediate == cfg.expert_intermediate && g.experts == cfg.experts &&
-        g.topk == cfg.experts_per_token && !g.mixes.empty())
-      return &g.mixes;
-  return nullptr;
+std::vector<GroupedThrottle> grouped_throttles_for(const PowerThrottle& p, const ModelConfig& cfg) {
+  std::vector<GroupedThrottle> g;
+  if (!cfg.is_moe()) return g;
+  for (const GroupedThrottle& t : p.grouped)
+    if (t.hidden == cfg.hidden && t.intermediate == cfg.expert_intermediate && t.experts == cfg.experts &&
+        t.topk == cfg.experts_per_token && !t.mixes.empty() && t.tokens > 0)
+      g.push_back(t);
+  std::stable_sort(g.begin(), g.end(), [](const GroupedThrottle& a, const GroupedThrottle& b) { return a.tokens < b.tokens; });
+  return g;
+}
+
+const std::vector<ThrottleMix>* nearest_grouped_mixes(const std::vector<GroupedThrottle>& g, int64_t tokens) {
+  const GroupedThrottle* best = nullptr;
+  double best_d = 0;
+  for (const GroupedThrottle& t : g) {
+    const double d = tokens > 0 ? std::abs(std::log(double(t.tokens) / double(tokens))) : 0.0;
+    if (!best || d < best_d - 1e-12) best = &t, best_d = d;
+  }
+  return best ? &best->mixes : nullptr;
 }
 
 double throttle_factor(const PowerThrottle& p, const ClassSeconds& c, const std::vector<ThrottleMix>* grouped) {

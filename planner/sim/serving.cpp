@@ -75,7 +75,7 @@ struct ServingSim {
       st.stage_busy.assign(size_t(S), 0);
       st.stage_queue.resize(size_t(S));
       st.stage_start.assign(size_t(S), 0);
-      if (sv.throttle) st.power.assign(size_t(S), PowerState(*sv.throttle, sv.grouped_mixes));
+      if (sv.throttle) st.power.assign(size_t(S), PowerState(*sv.throttle, sv.grouped));
       reps.push_back(std::move(st));
     }
     outstanding.assign(reps.size(), 0);
@@ -135,7 +135,8 @@ struct ServingSim {
     if (!R.power.empty()) {
       const auto& cls = f.cost->stage_class_s;  // empty in hand-made costs: the throttle's one factor
       d = R.power[size_t(stage)].run(q.now(), d, draws_power_cap(f.it.shape),
-                                     size_t(stage) < cls.size() ? cls[size_t(stage)] : ClassSeconds{});
+                                     size_t(stage) < cls.size() ? cls[size_t(stage)] : ClassSeconds{},
+                                     f.it.shape.tokens());
     }
     q.schedule(q.now() + d, dispatch, this, stage_arg(idx, stage, rep));
   }

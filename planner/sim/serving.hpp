@@ -44,8 +44,8 @@ struct ReplicaServer {
   // Its GPUs' power throttle when the costs are at boost clock (CostModel::serving_throttle): each
   // stage then keeps a PowerState (power_state.hpp). Null: stage times as priced.
   const PowerThrottle* throttle = nullptr;
-  // The MoE dispatch's mixes for the served model (grouped_mixes_for), or null.
-  const std::vector<ThrottleMix>* grouped_mixes = nullptr;
+  // The served model's MoE dispatch tables (grouped_throttles_for); empty: none.
+  std::vector<GroupedThrottle> grouped;
 };
 
 // Throws InputError (from the scheduler) for a request that can never fit the KV cache.

@@ -72,7 +72,7 @@ Simulation simulate_with(const Plan& plan, const ModelConfig& cfg, const ModelFi
   std::vector<std::unique_ptr<Scheduler>> scheds;
   std::vector<ReplicaServer> servers;
   const PowerThrottle* throttle = cost.serving_throttle();
-  const std::vector<ThrottleMix>* grouped = throttle ? grouped_mixes_for(*throttle, cfg) : nullptr;
+  const std::vector<GroupedThrottle> grouped = throttle ? grouped_throttles_for(*throttle, cfg) : std::vector<GroupedThrottle>{};
   for (int r = 0; r < R; ++r) {
     scheds.push_back(std::make_unique<Scheduler>(sim.scheduler));
     servers.push_back({scheds.back().get(), pricers[size_t(r)].get(), throttle, grouped});
@@ -130,7 +130,7 @@ Simulation simulate_with(const Plan& plan, const ModelConfig& cfg, const ModelFi
   }
   if (throttle && !throttle->mixes.empty() && cfg.is_moe() && prov.contains("power"))  // which mixes slowed its experts
     prov["power"]["moe_dispatch"] =
-        grouped ? "the profile's mixes of this model's expert dispatch"
+        !grouped.empty() ? "the profile's mixes of this model's expert dispatch"
                 : "not timed for this model's experts: they slow as dense GEMMs (`peerplan profile --add-model " +
                       cfg.name + " --machine PROFILE` on that host times them)";
   m.provenance = prov;

@@ -29,8 +29,8 @@ nlohmann::json iteration_report(const ServeResult& res, PlanPricer& pricer, std:
     if (throttle) {  // one pipeline stage per replica here: its mix is the stages' sum
       ClassSeconds mix;
       for (const ClassSeconds& x : c.stage_class_s) mix += x;
-      PowerState& ps = power.try_emplace(r.replica, *throttle, grouped_mixes_for(*throttle, pricer.config())).first->second;
-      factor = ps.factor(mix);
+      PowerState& ps = power.try_emplace(r.replica, *throttle, grouped_throttles_for(*throttle, pricer.config())).first->second;
+      factor = ps.factor(mix, r.shape.tokens());
       pred = ps.run(r.gpu_start_s, pred, draws_power_cap(r.shape), factor);
     }
     its.push_back({{"index", r.index},

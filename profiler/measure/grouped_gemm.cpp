@@ -272,7 +272,7 @@ void measure_grouped_gemm(Context& ctx) {
   // A paced profile with the throttle by class: the MoE dispatch's own mixes (power_mix.cpp), after
   // the table so its rows do not follow seconds at the power cap.
   if (ctx.plan.duty < 1 && ctx.ms.power_throttle && !ctx.ms.power_throttle->mixes.empty()) {
-    ctx.progress.update(1.0, "power throttle of the MoE dispatch (three mixes a model, ~6 s each)");
+    ctx.progress.update(1.0, "power throttle of the MoE dispatch (three mixes a model and token count, ~6 s each)");
     ctx.ms.power_throttle->grouped = measure_grouped_throttle(ctx.measured_gpus().front(), models, kThrottleMixTokens);
   }
   nlohmann::json names = nlohmann::json::array();

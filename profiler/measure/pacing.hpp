@@ -25,13 +25,15 @@ PowerThrottle measure_power_throttle(int gpu);
 // (PowerThrottle::mixes; power_mix.cpp). ~8 s.
 std::vector<ThrottleMix> measure_throttle_mixes(int gpu);
 
-// The same mixes with the MoE dispatch in the GEMM class, for each MoE model of `models`
-// (PowerThrottle::grouped; power_mix.cpp): each call is the executor's moe_expert_gemm on gate_up
-// then down over `tokens` routed tokens (uniform routing, layer 0), all experts on GPU `gpu`, at
-// attention shares ~0, ~1/2, ~4/5. ~6 s a model.
-// Routed tokens of each call of those mixes: a long prompt's typical chunk (validate-long-prompt's
-// prefills run 1.5k-4k tokens).
-inline constexpr int64_t kThrottleMixTokens = 2048;
-std::vector<GroupedThrottle> measure_grouped_throttle(int gpu, const std::vector<ModelConfig>& models, int64_t tokens);
+// The same mixes with the MoE dispatch in the GEMM class, for each MoE model of `models` and each
+// routed token count of `tokens` (PowerThrottle::grouped; power_mix.cpp): each call is the
+// executor's moe_expert_gemm on gate_up then down (uniform routing, layer 0), all experts on GPU
+// `gpu`, at attention shares ~0, ~1/2, ~4/5. ~6 s a model and token count.
+std::vector<GroupedThrottle> measure_grouped_throttle(int gpu, const std::vector<ModelConfig>& models,
+                                                      const std::vector<int64_t>& tokens);
+// The token counts a profile times them at: long prompts' chunks (validate-long-prompt's prefills run
+// 1.5k-4k tokens), where the dispatch's path can change (Qwen1.5-MoE: the grouped kernel at 2048,
+// cuBLASLt per expert from ~3300, profiler/common/moe_cublas_rule.hpp).
+inline const std::vector<int64_t> kThrottleMixTokens = {2048, 4096};
 
 }  // namespace peerplan::profiler

@@ -138,58 +138,67 @@ std::vector<ThrottleMix> measure_throttle_mixes(int gpu) {
   return rig.run(gemm, {{4, 0}, {4, -1}, {1, -1}, {0, 1}});
 }
 
-std::vector<GroupedThrottle> measure_grouped_throttle(int gpu, const std::vector<ModelConfig>& models, int64_t tokens) {
+namespace {
+
+// One model's dispatch mixes at `tokens` routed tokens a call (see measure_grouped_throttle).
+GroupedThrottle time_dispatch_mixes(int gpu, const ModelConfig& c, int64_t tokens) {
   namespace kn = peerplan::kernels;
+  const int64_t E = c.experts, topk = c.experts_per_token, h = c.hidden, f = c.expert_intermediate;
+  const int64_t rows = tokens * topk;
+  MixRig rig(gpu);
+  gpu::Stream& st = rig.stream();
+  gpu::DeviceBuffer wgu(gpu, size_t(E * 2 * f * h) * 2), wd(gpu, size_t(E * h * f) * 2);
+  gpu::DeviceBuffer x(gpu, size_t(tokens * h) * 2), xg(gpu, size_t(rows * h) * 2);
+  gpu::DeviceBuffer ygu(gpu, size_t(rows * 2 * f) * 2), act(gpu, size_t(rows * f) * 2), yd(gpu, size_t(rows * h) * 2);
+  gpu::DeviceBuffer logits(gpu, size_t(tokens * E) * 2);
+  gpu::DeviceBuffer rbuf(gpu, size_t(kn::moe_route_buffer_ints(tokens, int(topk), int(E))) * 4);
+  gpu::launch_fill_bf16(wgu.get(), size_t(E * 2 * f * h), 21, st);
+  gpu::launch_fill_bf16(wd.get(), size_t(E * h * f), 22, st);
+  gpu::launch_fill_bf16(x.get(), size_t(tokens * h), 23, st);
+  gpu::launch_fill_bf16(act.get(), size_t(rows * f), 24, st);
+  gpu::launch_fill_bf16(logits.get(), size_t(tokens * E), 25, st);
+  const kn::MoeRouting r = kn::moe_routing_view(rbuf.as<int>(), tokens, int(topk), int(E));
+  const routing::RoutingSpec spec;  // uniform, the default seed: what the compiler counts by default
+  const routing::GroupLoad load =
+      routing::group_load(routing::expert_counts(spec, E, topk, tokens, 0), 0, E);
+  kn::MoeRouteArgs ra;
+  ra.logits = logits.as<__nv_bfloat16>();
+  ra.tokens = tokens, ra.experts = int(E), ra.topk = int(topk);
+  ra.expert_first = 0, ra.expert_count = int(E);
+  ra.seed = spec.seed, ra.layer = 0;
+  kn::moe_route(ra, r, st);  // one routing: every call below reads it
+  gpu::GemmRunner cublas(gpu);
+  auto dispatch = [&](bool gate_up) {  // the executor's call (engine_moe.cpp), as grouped_gemm.cpp times it
+    kn::MoeExpertGemmArgs d;
+    kn::MoeGemmArgs& a = d.gemm;
+    a.x = gate_up ? x.as<__nv_bfloat16>() : act.as<__nv_bfloat16>();
+    a.gather = gate_up ? r.token_of_row : nullptr;
+    a.w = (gate_up ? wgu : wd).as<__nv_bfloat16>();
+    a.y = (gate_up ? ygu : yd).as<__nv_bfloat16>();
+    a.n = gate_up ? 2 * f : h, a.k = gate_up ? h : f;
+    a.entries = rows, a.max_rows = load.max_rows, a.touched = load.touched;
+    d.rows = load.rows, d.x_rows = gate_up ? tokens : 0;
+    d.allow_cublas = true;  // an eager prefill iteration's call
+    d.cublas = &cublas;
+    if (gate_up) d.gathered = xg.as<__nv_bfloat16>(), d.gathered_cap = rows * h;
+    kn::moe_expert_gemm(d, r, st);
+  };
+  auto call = [&](int) { dispatch(true), dispatch(false); };
+  GroupedThrottle g;
+  g.model = c.name, g.hidden = h, g.intermediate = f, g.experts = E, g.topk = topk, g.tokens = tokens;
+  g.mixes = rig.run(call, {{4, 0}, {4, -1}, {1, -1}});
+  return g;
+}
+
+}  // namespace
+
+std::vector<GroupedThrottle> measure_grouped_throttle(int gpu, const std::vector<ModelConfig>& models,
+                                                      const std::vector<int64_t>& token_counts) {
   std::vector<GroupedThrottle> out;
   gpu::ScopedDevice dev(gpu);
-  for (const ModelConfig& c : models) {
-    if (!c.is_moe()) continue;
-    const int64_t E = c.experts, topk = c.experts_per_token, h = c.hidden, f = c.expert_intermediate;
-    const int64_t rows = tokens * topk;
-    MixRig rig(gpu);
-    gpu::Stream& st = rig.stream();
-    gpu::DeviceBuffer wgu(gpu, size_t(E * 2 * f * h) * 2), wd(gpu, size_t(E * h * f) * 2);
-    gpu::DeviceBuffer x(gpu, size_t(tokens * h) * 2), xg(gpu, size_t(rows * h) * 2);
-    gpu::DeviceBuffer ygu(gpu, size_t(rows * 2 * f) * 2), act(gpu, size_t(rows * f) * 2), yd(gpu, size_t(rows * h) * 2);
-    gpu::DeviceBuffer logits(gpu, size_t(tokens * E) * 2);
-    gpu::DeviceBuffer rbuf(gpu, size_t(kn::moe_route_buffer_ints(tokens, int(topk), int(E))) * 4);
-    gpu::launch_fill_bf16(wgu.get(), size_t(E * 2 * f * h), 21, st);
-    gpu::launch_fill_bf16(wd.get(), size_t(E * h * f), 22, st);
-    gpu::launch_fill_bf16(x.get(), size_t(tokens * h), 23, st);
-    gpu::launch_fill_bf16(act.get(), size_t(rows * f), 24, st);
-    gpu::launch_fill_bf16(logits.get(), size_t(tokens * E), 25, st);
-    const kn::MoeRouting r = kn::moe_routing_view(rbuf.as<int>(), tokens, int(topk), int(E));
-    const routing::RoutingSpec spec;  // uniform, the default seed: what the compiler counts by default
-    const routing::GroupLoad load =
-        routing::group_load(routing::expert_counts(spec, E, topk, tokens, 0), 0, E);
-    kn::MoeRouteArgs ra;
-    ra.logits = logits.as<__nv_bfloat16>();
-    ra.tokens = tokens, ra.experts = int(E), ra.topk = int(topk);
-    ra.expert_first = 0, ra.expert_count = int(E);
-    ra.seed = spec.seed, ra.layer = 0;
-    kn::moe_route(ra, r, st);  // one routing: every call below reads it
-    gpu::GemmRunner cublas(gpu);
-    auto dispatch = [&](bool gate_up) {  // the executor's call (engine_moe.cpp), as grouped_gemm.cpp times it
-      kn::MoeExpertGemmArgs d;
-      kn::MoeGemmArgs& a = d.gemm;
-      a.x = gate_up ? x.as<__nv_bfloat16>() : act.as<__nv_bfloat16>();
-      a.gather = gate_up ? r.token_of_row : nullptr;
-      a.w = (gate_up ? wgu : wd).as<__nv_bfloat16>();
-      a.y = (gate_up ? ygu : yd).as<__nv_bfloat16>();
-      a.n = gate_up ? 2 * f : h, a.k = gate_up ? h : f;
-      a.entries = rows, a.max_rows = load.max_rows, a.touched = load.touched;
-      d.rows = load.rows, d.x_rows = gate_up ? tokens : 0;
-      d.allow_cublas = true;  // an eager prefill iteration's call
-      d.cublas = &cublas;
-      if (gate_up) d.gathered = xg.as<__nv_bfloat16>(), d.gathered_cap = rows * h;
-      kn::moe_expert_gemm(d, r, st);
-    };
-    auto call = [&](int) { dispatch(true), dispatch(false); };
-    GroupedThrottle g;
-    g.model = c.name, g.hidden = h, g.intermediate = f, g.experts = E, g.topk = topk, g.tokens = tokens;
-    g.mixes = rig.run(call, {{4, 0}, {4, -1}, {1, -1}});
-    out.push_back(std::move(g));
-  }
+  for (const ModelConfig& c : models)
+    if (c.is_moe())
+      for (const int64_t tokens : token_counts) out.push_back(time_dispatch_mixes(gpu, c, tokens));
   return out;
 }
 

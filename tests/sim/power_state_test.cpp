@@ -151,7 +151,7 @@ TEST(PowerState, AnAttentionHeavyChunkSlowsLessThanTheGemmFactor) {
   const ClassSeconds chunk{0.06, 0.18, 0.01};
   const double priced = chunk.gemm + chunk.attention + chunk.elementwise;
   const double d1 = one.run(10.0, priced, true, p.factor);
-  const double d2 = by_class.run(10.0, priced, true, chunk);
+  const double d2 = by_class.run(10.0, priced, true, chunk, 8192);
   EXPECT_NEAR(d1, 0.050 + (priced - 0.050) * 1.186, 1e-12);
   EXPECT_LT(d2, d1);
   EXPECT_NEAR(d2, 0.050 + (priced - 0.050) * throttle_factor(p, chunk), 1e-12);
@@ -187,24 +187,34 @@ TEST(PowerState, GroupedSecondsSlowByTheDispatchMixesBlendedByTheirShare) {
   ClassSeconds dense_only;
   dense_only.gemm = 0.4, dense_only.elementwise = 0.05;
   EXPECT_DOUBLE_EQ(throttle_factor(p, dense_only, &moe), throttle_factor(p, dense_only)) << "no grouped seconds";
-  PowerState with(p, &moe), without(p);
-  EXPECT_LT(with.run(10.0, 0.45, true, c), without.run(10.0, 0.45, true, c));
+  GroupedThrottle table;
+  table.tokens = 2048, table.mixes = moe;
+  PowerState with(p, {table}), without(p);
+  EXPECT_LT(with.run(10.0, 0.45, true, c, 2048), without.run(10.0, 0.45, true, c, 2048));
 }
 
-TEST(PowerState, TheDispatchTableIsTheServedModels) {
+TEST(PowerState, TheDispatchTableIsTheServedModelsNearestItsTokens) {
   PowerThrottle p = h200_by_class();
   const ModelConfig mixtral = load_model_config(resolve_model_path("mixtral-8x7b"));
   const ModelConfig qwen = load_model_config(resolve_model_path("qwen1.5-moe-a2.7b"));
   const ModelConfig dense = load_model_config(resolve_model_path("llama-3.1-8b"));
-  GroupedThrottle g;
-  g.model = "mixtral-8x7b", g.hidden = mixtral.hidden, g.intermediate = mixtral.expert_intermediate;
-  g.experts = mixtral.experts, g.topk = mixtral.experts_per_token, g.tokens = 2048;
-  g.mixes = {{0.0, 1.04, 1.06, 1.02}};
-  p.grouped.push_back(g);
-  ASSERT_NE(grouped_mixes_for(p, mixtral), nullptr);
-  EXPECT_DOUBLE_EQ(grouped_mixes_for(p, mixtral)->front().gemm, 1.04);
-  EXPECT_EQ(grouped_mixes_for(p, qwen), nullptr) << "another expert shape: priced as dense GEMMs";
-  EXPECT_EQ(grouped_mixes_for(p, dense), nullptr);
+  for (int64_t tokens : {4096, 2048}) {
+    GroupedThrottle g;
+    g.model = "mixtral-8x7b", g.hidden = mixtral.hidden, g.intermediate = mixtral.expert_intermediate;
+    g.experts = mixtral.experts, g.topk = mixtral.experts_per_token, g.tokens = tokens;
+    g.mixes = {{0.0, tokens == 2048 ? 1.04 : 1.08, 1.06, 1.02}};
+    p.grouped.push_back(g);
+  }
+  const std::vector<GroupedThrottle> m = grouped_throttles_for(p, mixtral);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].tokens, 2048) << "ascending by tokens";
+  EXPECT_DOUBLE_EQ(nearest_grouped_mixes(m, 1024)->front().gemm, 1.04) << "below the first: the first";
+  EXPECT_DOUBLE_EQ(nearest_grouped_mixes(m, 2800)->front().gemm, 1.04) << "nearer 2048 in log tokens";
+  EXPECT_DOUBLE_EQ(nearest_grouped_mixes(m, 3000)->front().gemm, 1.08) << "nearer 4096";
+  EXPECT_DOUBLE_EQ(nearest_grouped_mixes(m, 8192)->front().gemm, 1.08);
+  EXPECT_EQ(nearest_grouped_mixes({}, 2048), nullptr);
+  EXPECT_TRUE(grouped_throttles_for(p, qwen).empty()) << "another expert shape: priced as dense GEMMs";
+  EXPECT_TRUE(grouped_throttles_for(p, dense).empty());
 }
 
 TEST(PowerState, AnMoeModelsLongPromptsFollowItsDispatchTable) {

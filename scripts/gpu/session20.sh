@@ -12,7 +12,7 @@ source "$(dirname "$0")/call_lib.sh"
 if [ "$PART" = A ]; then
   big=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
   mixtral=""; [ "$big" -gt 100000 ] && mixtral="--model mixtral-8x7b"   # Mixtral needs more than one H100
-  TAIL=24 step 300 profile $B profile --no-progress --model qwen1.5-moe-a2.7b $mixtral --model deepseek-v2-lite \
+  TAIL=26 step 330 profile $B profile --no-progress --model qwen1.5-moe-a2.7b $mixtral --model deepseek-v2-lite \
     --dtypes bf16 --skip nccl,nccl_nop2p --duty 0.5 --out "$W/profile.json"
   [ -n "$mixtral" ] && v mixtral-long 110 --plan $P/mixtral-1gpu.json --model mixtral-8x7b \
     --workload $V/workloads/validate-long-prompt.json

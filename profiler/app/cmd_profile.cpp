@@ -95,7 +95,7 @@ void add_profile_command(CLI::App& app, bool built_with_mpi) {
                   "GPU works this share of the time. 1 times back to back, which holds an H200 at its power cap "
                   "(large GEMMs ~15 % slower than the boost clock short prefills run at); 0.5 times at boost and "
                   "lets the simulator apply the measured throttle to long prefills, by class (GEMM, attention, elementwise, "
-                  "and each MoE model's expert dispatch: ~8 s plus ~6 s a MoE model). The SM clock of each row is "
+                  "and each MoE model's expert dispatch: ~8 s plus ~12 s a MoE model). The SM clock of each row is "
                   "recorded either way (docs/profiler.md, Clocks)")->capture_default_str();
   sub->add_option("--model", o->models,
                   "Model(s) whose GEMM/attention shapes to time: shipped name or config.json (default: "

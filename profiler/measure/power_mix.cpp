@@ -9,8 +9,8 @@
 // (moe_expert_gemm on gate_up then down) as the GEMM class, one model at a time.
 #include <algorithm>
 #include <array>
-#include <functional>
 #include <chrono>
+#include <functional>
 #include <thread>
 #include <vector>
 

@@ -6,6 +6,11 @@ reproduces the recorded prediction; with a changed pricer it shows what the chan
 really happened, before a GPU is at hand. Prints TTFT p50 / TPOT p50 / E2E p99 errors, now and recorded.
   scripts/revalidate_offline.py BUILD/peerplan [substring ...]   (substrings select runs, e.g. qwen D/)
   REVALIDATE_EXTRA="--shape-points 0" scripts/revalidate_offline.py BUILD/peerplan   (more simulate arguments)
+  REVALIDATE_DISPATCH=1.06 scripts/revalidate_offline.py BUILD/peerplan long   (what-if: a paced profile's MoE
+                                                                  runs as if its dispatch mixes had measured one
+                                                                  flat factor for every class, at 2048 and 4096
+                                                                  tokens; docs/simulator.md "The MoE dispatch's
+                                                                  own mixes". Not with --check)
   scripts/revalidate_offline.py --check BUILD/peerplan           (a test, ctest runs it: exit 1 if fewer runs meet
                                                                   all their targets - TTFT / TPOT p50 within 5 %,
                                                                   E2E p99 within 10 % - than did on the GPU, or if
@@ -144,6 +149,26 @@ TARGETS = {"ttft": 0.05, "tpot": 0.05, "e2e": 0.10}
 BAND = 0.01  # see the docstring
 
 
+def with_dispatch_factor(machine, model, factor):
+    """Adds a flat MoE dispatch table (PowerThrottle::grouped) for `model` to a paced profile's throttle."""
+    cfg = json.load(open(os.path.join(ROOT, "models/llm", model, "config.json")))
+    experts = cfg.get("num_local_experts") or cfg.get("n_routed_experts") or cfg.get("num_experts")
+    with open(machine) as f:
+        d = json.load(f)
+    ms = d.get("measurements", d)
+    t = ms.get("power_throttle")
+    if not experts or not t or not t.get("mixes"):
+        return False  # a dense model, or a profile without the throttle by class: nothing to replace
+    flat = [{"attention_share": a, "gemm": factor, "attention": factor, "elementwise": factor} for a in (0, 1)]
+    t["grouped"] = [{"model": model, "hidden": cfg["hidden_size"],
+                     "intermediate": cfg.get("moe_intermediate_size") or cfg["intermediate_size"],
+                     "experts": experts, "topk": cfg["num_experts_per_tok"], "tokens": tokens, "mixes": flat}
+                    for tokens in (2048, 4096)]
+    with open(machine, "w") as f:
+        json.dump(d, f)
+    return True
+
+
 def main():
     args = sys.argv[1:]
     check = bool(args) and args[0] == "--check"
@@ -152,6 +177,9 @@ def main():
     if not args:
         sys.exit(__doc__)
     binary, only = os.path.abspath(args[0]), args[1:]
+    dispatch = os.environ.get("REVALIDATE_DISPATCH")
+    if dispatch and check:
+        sys.exit("revalidate_offline: REVALIDATE_DISPATCH is a what-if; --check re-prices the runs as recorded")
     broken, met_gpu, met_offline = [], 0, 0
     tmp = tempfile.mkdtemp(prefix="revalidate-")
     print(f"{'run':50s} {'TTFT p50':>20s} {'TPOT p50':>20s} {'E2E p99':>20s}   error now (recorded)")
@@ -169,6 +197,8 @@ def main():
             machine = os.path.join(tmp, "machine.json")
             with gzip.open(gz, "rb") as f, open(machine, "wb") as g:
                 shutil.copyfileobj(f, g)
+            if dispatch and not with_dispatch_factor(machine, model, float(dispatch)):
+                continue  # the what-if covers paced MoE runs only
             out = os.path.join(tmp, "predicted.json")
             plan_file = plan if plan.endswith(".json") else os.path.join(P, plan + ".json")
             cmd = [binary, "simulate", "--plan", plan_file, "--model", model, "--machine", machine,

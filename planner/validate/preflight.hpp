@@ -11,6 +11,8 @@
 
 namespace peerplan {
 
+struct ModelConfig;  // planner/model/model_config.hpp (not included: .cu files include this header)
+
 struct HostGpu {
   std::string name, uuid;   // "NVIDIA H200", "GPU-..."
   int64_t memory_bytes = 0;
@@ -34,6 +36,13 @@ std::string profile_host_mismatch(const Machine& profile, const HostInfo& host);
 // The warning when the profile timed the decode kernels launched otherwise than this executor runs them
 // (executor_launch.hpp; host_launch "pdl" or "serial"), "" when they agree or either is unknown.
 std::string launch_mismatch(const Machine& profile, const std::string& host_launch);
+
+// The executor runs routed experts in bf16 (its grouped kernels and cuBLASLt per expert take bf16
+// weights only; docs/quantization.md, "Not done"): a MoE model whose experts are stored fp8, int8,
+// int4 or MXFP4 (its checkpoint's quantization_config, or --weights) would run other kernels than
+// the prediction prices. Throws InputError naming the config file and the scheme, and what to do
+// instead; dense models and bf16 / fp16 experts pass.
+void check_experts_executable(const ModelConfig& cfg);
 
 // Throws InputError naming `plan_file`/`profile_file` and how to fix it. Returns warnings (a
 // foreign profile allowed by the option) for the caller to print.

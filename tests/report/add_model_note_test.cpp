@@ -47,3 +47,12 @@ TEST(AddModelNote, NoMachineFileInTheProvenanceLeavesAPlaceholder) {
   prov.erase("machine_file");
   EXPECT_NE(unmeasured_note("m", prov).find("--add-model m --machine <file>"), std::string::npos);
 }
+
+TEST(AddModelNote, QuantizedRoutedExpertsAreSaidToStayFitted) {
+  nlohmann::json prov = fitted_provenance("h.json");
+  EXPECT_EQ(unmeasured_note("mixtral-8x7b", prov).find("routed experts"), std::string::npos);
+  prov["quantized_experts"] = "fp8";
+  const std::string note = unmeasured_note("mixtral-8x7b", prov);
+  EXPECT_NE(note.find("--machine h.json\n  Its routed experts (fp8) stay priced from the fitted curves"), std::string::npos)
+      << note;
+}

@@ -146,3 +146,32 @@ TEST(Preflight, ExecutorLaunchOfNominalMachinesIsEmpty) {
   measured.meta[kExecutorLaunchKey] = "pdl";
   EXPECT_EQ(executor_launch(measured), "pdl");
 }
+
+// Quantized routed experts (a checkpoint's quantization_config or --weights): the executor runs experts in
+// bf16 only, so validate refuses them instead of timing other kernels than it predicts.
+#include "planner/model/model_config.hpp"
+
+TEST(Preflight, QuantizedRoutedExpertsAreRefusedWithWhatToDoInstead) {
+  ModelConfig mixtral = load_model_config(resolve_model_path("mixtral-8x7b"));
+  EXPECT_NO_THROW(check_experts_executable(mixtral)) << "bf16 experts run";
+  apply_precision(mixtral, DType::FP8_E4M3, std::nullopt);
+  try {
+    check_experts_executable(mixtral);
+    ADD_FAILURE() << "fp8 experts accepted";
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("--weights"), std::string::npos) << m;
+    EXPECT_NE(m.find("bf16 only"), std::string::npos) << m;
+    EXPECT_NE(m.find("--weights bf16"), std::string::npos) << m;
+  }
+  ModelConfig gpt_oss = load_model_config(resolve_model_path("gpt-oss-20b"));  // MXFP4 experts in its checkpoint
+  try {
+    check_experts_executable(gpt_oss);
+    ADD_FAILURE() << "MXFP4 experts accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("quantization_config"), std::string::npos) << e.what();
+  }
+  ModelConfig dense = load_model_config(resolve_model_path("llama-3.1-8b"));
+  apply_precision(dense, DType::FP8_E4M3, std::nullopt);
+  EXPECT_NO_THROW(check_experts_executable(dense)) << "a dense model's fp8 GEMMs run";
+}

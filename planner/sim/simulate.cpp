@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 
+#include "planner/model/expert_format.hpp"
 #include "planner/sim/power_state.hpp"
 
 namespace peerplan {
@@ -131,7 +132,8 @@ Simulation simulate_with(const Plan& plan, const ModelConfig& cfg, const ModelFi
     // (docs/quantization.md, "Not done"), so no profile can hold their rows (unmeasured_note says so).
     for (const LayerFigures& lf : fig.layers)
       for (const MatrixShape& w : lf.matrices)
-        if (lf.moe && w.name == "expert.gate_up" && w.format.dtype != DType::BF16 && !prov.contains("quantized_experts"))
+        if (lf.moe && w.name == "expert.gate_up" && !executor_runs_experts_in(w.format.dtype) &&
+            !prov.contains("quantized_experts"))
           prov["quantized_experts"] = dtype_name(w.format.dtype);
   }
   if (throttle && !throttle->mixes.empty() && cfg.is_moe() && prov.contains("power"))  // which mixes slowed its experts

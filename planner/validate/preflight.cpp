@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "planner/core/error.hpp"
+#include "planner/model/expert_format.hpp"
 #include "planner/model/model_config.hpp"
 #include "planner/model/quantization.hpp"
 #include "planner/topology/executor_launch.hpp"
@@ -16,7 +17,7 @@ void check_experts_executable(const ModelConfig& cfg) {
   for (int64_t l = 0; l < cfg.layers; ++l) {
     if (!cfg.is_moe_layer(l)) continue;
     const WeightFormat f = matrix_format(cfg.quant, "expert.gate_up", l, cfg.model_type, cfg.dense_dtype());
-    if (f.dtype == DType::BF16 || f.dtype == DType::FP16) return;
+    if (executor_runs_experts_in(f.dtype)) return;
     const bool asked = cfg.quant.source.rfind("--weights", 0) == 0;
     throw InputError(cfg.source_file, asked ? cfg.quant.source : "quantization_config",
                      fmt::format("routed experts the executor can run: it runs MoE experts in bf16 only (grouped GEMMs in {} "

@@ -130,11 +130,7 @@ Simulation simulate_with(const Plan& plan, const ModelConfig& cfg, const ModelFi
         routing::summarize(cfg.moe_routing, cfg.experts, cfg.experts_per_token, batch, moe_layers));
     // Routed experts stored quantized: the profiler and the executor run experts in bf16 only
     // (docs/quantization.md, "Not done"), so no profile can hold their rows (unmeasured_note says so).
-    for (const LayerFigures& lf : fig.layers)
-      for (const MatrixShape& w : lf.matrices)
-        if (lf.moe && w.name == "expert.gate_up" && !executor_runs_experts_in(w.format.dtype) &&
-            !prov.contains("quantized_experts"))
-          prov["quantized_experts"] = dtype_name(w.format.dtype);
+    if (const std::optional<DType> d = unrunnable_expert_format(cfg)) prov["quantized_experts"] = dtype_name(*d);
   }
   if (throttle && !throttle->mixes.empty() && cfg.is_moe() && prov.contains("power"))  // which mixes slowed its experts
     prov["power"]["moe_dispatch"] =

@@ -22,6 +22,8 @@ nlohmann::json iteration_report(const ServeResult& res, PlanPricer& pricer, std:
   // throttled price (docs/simulator.md, "Power"), not with a boost price it cannot run at.
   const PowerThrottle* throttle = pricer.cost().serving_throttle();
   std::map<int, PowerState> power;
+  const std::vector<GroupedThrottle> grouped =
+      throttle ? grouped_throttles_for(*throttle, pricer.config()) : std::vector<GroupedThrottle>{};
   for (const IterationRecord& r : res.iterations) {
     const IterationCost& c = pricer.price(r.shape);
     const double boost = c.total_s();
@@ -29,7 +31,7 @@ nlohmann::json iteration_report(const ServeResult& res, PlanPricer& pricer, std:
     if (throttle) {  // one pipeline stage per replica here: its mix is the stages' sum
       ClassSeconds mix;
       for (const ClassSeconds& x : c.stage_class_s) mix += x;
-      PowerState& ps = power.try_emplace(r.replica, *throttle, grouped_throttles_for(*throttle, pricer.config())).first->second;
+      PowerState& ps = power.try_emplace(r.replica, *throttle, grouped).first->second;
       factor = ps.factor(mix, r.shape.tokens());
       pred = ps.run(r.gpu_start_s, pred, draws_power_cap(r.shape), factor);
     }

@@ -6,26 +6,20 @@
 
 #include "planner/core/error.hpp"
 #include "planner/model/expert_format.hpp"
-#include "planner/model/model_config.hpp"
-#include "planner/model/quantization.hpp"
 #include "planner/topology/executor_launch.hpp"
 
 namespace peerplan {
 
 void check_experts_executable(const ModelConfig& cfg) {
-  if (!cfg.is_moe()) return;
-  for (int64_t l = 0; l < cfg.layers; ++l) {
-    if (!cfg.is_moe_layer(l)) continue;
-    const WeightFormat f = matrix_format(cfg.quant, "expert.gate_up", l, cfg.model_type, cfg.dense_dtype());
-    if (executor_runs_experts_in(f.dtype)) return;
-    const bool asked = cfg.quant.source.rfind("--weights", 0) == 0;
-    throw InputError(cfg.source_file, asked ? cfg.quant.source : "quantization_config",
-                     fmt::format("routed experts the executor can run: it runs MoE experts in bf16 only (grouped GEMMs in {} "
-                                 "are not built, docs/quantization.md), so it would time other kernels than the "
-                                 "prediction prices. Predict it with `peerplan simulate` / `plan` (its experts priced "
-                                 "from the fitted curves), or validate the model with --weights bf16",
-                                 dtype_name(f.dtype)));
-  }
+  const std::optional<DType> d = unrunnable_expert_format(cfg);
+  if (!d) return;
+  const bool asked = cfg.quant.source.rfind("--weights", 0) == 0;
+  throw InputError(cfg.source_file, asked ? cfg.quant.source : "quantization_config",
+                   fmt::format("routed experts the executor can run: it runs MoE experts in bf16 only (grouped GEMMs in {} "
+                               "are not built, docs/quantization.md), so it would time other kernels than the "
+                               "prediction prices. Predict it with `peerplan simulate` / `plan` (its experts priced "
+                               "from the fitted curves), or validate the model with --weights bf16",
+                               dtype_name(*d)));
 }
 
 std::string profile_host_mismatch(const Machine& profile, const HostInfo& host) {

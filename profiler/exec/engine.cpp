@@ -14,6 +14,7 @@
 #include "planner/compile/graph_batch.hpp"
 #include "planner/core/error.hpp"
 #include "planner/validate/preflight.hpp"
+#include "profiler/common/shared_stream.hpp"
 #include "profiler/exec/engine_state.hpp"
 #include "profiler/exec/executor.hpp"
 #include "profiler/gpu/cuda_check.hpp"
@@ -35,7 +36,8 @@ void check_model_executable(const ModelConfig& cfg) {
 
 Engine::Engine(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,
                const ExecOptions& opt, int64_t kv_slots, int64_t max_ctx, int64_t max_tokens, int in_flight)
-    : plan_(plan), cfg_(cfg), fig_(fig), machine_(machine), fused_norm_(fused_add_norm(machine)), opt_(opt),
+    : plan_(plan), cfg_(cfg), fig_(fig), machine_(machine), fused_norm_(fused_add_norm(machine)),
+      shared_stream_(shared_stream_from_env(std::getenv("PEERPLAN_SHARED_STREAM"))), opt_(opt),
       kv_slots_(kv_slots), max_ctx_(max_ctx), max_tokens_(max_tokens), in_flight_(std::max(1, in_flight)) {
   check_model_executable(cfg);
   // Never NVLink multicast (it can take a shared host's GPUs out of service); P2P off is set

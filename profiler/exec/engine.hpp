@@ -134,6 +134,10 @@ class Engine {
   void send_in_process(const Op& op, int slot, std::vector<cudaEvent_t>* send_done);
   // Stages: eager launch, CUDA-graph capture and replay (engine_graph.cpp).
   void run_stage_eager(const OpGraph& g, int stage, int slot);
+  // Shared experts on the auxiliary stream (engine_graph.cpp): fork, join, and one op run there.
+  void fork_aux(GpuState& g);
+  void join_aux(GpuState& g);
+  void run_on_aux(const Op& op, int slot);
   void run_sends(const OpGraph& g, int stage, int slot);
   bool run_stage_graph(const OpGraph& g, int stage, int64_t padded, int slot);
   std::unique_ptr<StageGraph> capture_stage(const OpGraph& g, int stage, int slot, const std::vector<int>& loc);
@@ -151,6 +155,7 @@ class Engine {
   // The norms add the residual (machine.hpp fused_add_norm): the embedding writes Z and zeroes the
   // residual stream, and a stage boundary sends both.
   bool fused_norm_ = true;
+  bool shared_stream_ = false;  // PEERPLAN_SHARED_STREAM (profiler/common/shared_stream.hpp)
   ExecOptions opt_;
   int64_t kv_slots_, max_ctx_, max_tokens_;
   int in_flight_;

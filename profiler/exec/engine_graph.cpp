@@ -1,20 +1,101 @@
 // A stage's ops launched eagerly (prefill and mixed iterations, as vLLM), or captured once per
 // (stage, padded decode batch) into a CUDA graph and replayed (decode-only iterations).
 #include <chrono>
+#include <utility>
 
+#include "profiler/common/shared_stream.hpp"
 #include "profiler/exec/engine_state.hpp"
 #include "profiler/gpu/cuda_check.hpp"
+#include "profiler/kernels/elementwise.hpp"
 
 namespace peerplan::exec {
 
+namespace kn = peerplan::kernels;
+
 void Engine::run_stage_eager(const OpGraph& g, int stage, int slot) {
-  for (int id : g.stage_ops[size_t(stage)]) {
-    const Op& op = g.ops[size_t(id)];
-    if (op.kind == OpKind::Send || !mine(op)) continue;
+  const std::vector<int>& ids = g.stage_ops[size_t(stage)];
+  auto launch = [&](const Op& op, bool aux) {
     const auto t0 = std::chrono::steady_clock::now();
-    run_op(op, slot, nullptr);
+    aux ? run_on_aux(op, slot) : run_op(op, slot, nullptr);
     enqueue_s_.emplace_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), &op);
+  };
+  if (!shared_stream_) {
+    for (int id : ids) {
+      const Op& op = g.ops[size_t(id)];
+      if (op.kind != OpKind::Send && mine(op)) launch(op, false);
+    }
+    return;
   }
+  for (const StreamStep& s : shared_stream_order(g, ids)) {
+    const Op& op = g.ops[size_t(s.op)];
+    if (op.kind == OpKind::Send || !mine(op)) continue;
+    GpuState& gs = gpu(op.gpus[0]);  // fork and join steps are compute ops of one GPU
+    if (s.fork) fork_aux(gs);
+    if (s.join && gs.aux_open) join_aux(gs);
+    launch(op, s.aux);
+  }
+  for (auto& [id, gs] : state_)  // a branch without a combine after it (none is compiled so)
+    if (gs->aux_open) join_aux(*gs);
+}
+
+void Engine::fork_aux(GpuState& g) {
+  gpu::ScopedDevice d(g.dev);
+  if (!g.aux.get()) {
+    g.aux = gpu::Stream(g.dev);
+    g.gemm_aux = std::make_unique<gpu::GemmRunner>(g.dev);
+  }
+  cudaEvent_t e = g.next_event();
+  CUDA_CHECK(cudaEventRecord(e, g.stream));
+  CUDA_CHECK(cudaStreamWaitEvent(g.aux, e, 0));
+  g.aux_open = true;
+}
+
+void Engine::join_aux(GpuState& g) {
+  gpu::ScopedDevice d(g.dev);
+  cudaEvent_t e = g.next_event();
+  CUDA_CHECK(cudaEventRecord(e, g.aux));
+  CUDA_CHECK(cudaStreamWaitEvent(g.stream, e, 0));
+  g.aux_open = false;
+}
+
+void Engine::run_on_aux(const Op& op, int slot) {
+  GpuState& g = gpu(op.gpus[0]);
+  // The branch's scratch, grown to this op (GEMM: m x k in, m x n out; the activation reads
+  // [rows][2 cols] and writes [rows][cols]); the eager run before a capture allocates it.
+  const int64_t need_x = op.kind == OpKind::Gemm ? op.m * op.k * op.batch_count : 0;
+  const int64_t need_y = op.kind == OpKind::Gemm ? op.m * op.n * op.batch_count : 2 * op.ew_rows * op.ew_cols;
+  const int64_t need_z = op.ew_rows * op.ew_cols;
+  auto grow = [&](gpu::DeviceBuffer& b, int64_t& cap, int64_t need, uint64_t salt) {
+    if (need + 8 <= cap) return;
+    cap = need + 8;
+    b = gpu::DeviceBuffer(g.dev, size_t(cap) * 2);
+    kn::fill_random(b.as<bf16>(), cap, opt_.seed * salt + uint64_t(g.id), 1.0f, g.stream);
+    g.stream.synchronize();  // filled before the auxiliary stream reads it
+  };
+  {
+    gpu::ScopedDevice d(g.dev);
+    grow(g.Xs, g.cap_xs, need_x, 61);
+    grow(g.Ys, g.cap_ys, need_y, 67);
+    grow(g.Zs, g.cap_zs, need_z, 71);
+  }
+  // The branch's stream, runner and scratch stand in for the main ones while the op is enqueued
+  // (every op kernel reads them from GpuState); swapped back however it ends.
+  struct Swap {
+    GpuState& g;
+    explicit Swap(GpuState& s) : g(s) { flip(); }
+    ~Swap() { flip(); }
+    void flip() {
+      std::swap(g.stream, g.aux);
+      std::swap(g.gemm, g.gemm_aux);
+      std::swap(g.X, g.Xs);
+      std::swap(g.Y, g.Ys);
+      std::swap(g.Z, g.Zs);
+      std::swap(g.cap_x, g.cap_xs);
+      std::swap(g.cap_y, g.cap_ys);
+      std::swap(g.cap_z, g.cap_zs);
+    }
+  } swap(g);
+  run_op(op, slot, nullptr);
 }
 
 void Engine::run_sends(const OpGraph& g, int stage, int slot) {

@@ -58,6 +58,14 @@ struct GpuState {
   gpu::DeviceBuffer moe_buf, moe_cdf;
   kernels::MoeRouting moe;
   int64_t moe_cap_tokens = 0, moe_tokens = 0;
+  // Shared experts on a second stream (PEERPLAN_SHARED_STREAM=1; profiler/common/shared_stream.hpp):
+  // the auxiliary stream, its own cuBLASLt runner (one workspace per stream) and scratch, created on
+  // first use; while a branch runs they are swapped in for stream, gemm, X, Y and Z (engine_graph.cpp).
+  gpu::Stream aux;
+  std::unique_ptr<gpu::GemmRunner> gemm_aux;
+  gpu::DeviceBuffer Xs, Ys, Zs;
+  int64_t cap_xs = 0, cap_ys = 0, cap_zs = 0;
+  bool aux_open = false;  // forked and not yet joined
   gpu::DeviceBuffer meta;                       // int32 metadata (see the offsets below)
   std::vector<gpu::PinnedHostBuffer> meta_host;  // one per in-flight slot
   std::vector<gpu::DeviceBuffer> recv;           // stage-boundary receive buffer per slot

@@ -21,6 +21,7 @@ if [ "$PART" = A ]; then
       done
     done
   done
+  python3 scripts/gpu/shared_stream_ab.py "$W" 2>&1 | tee -a "$S"
   big=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
   mixtral=""; [ "$big" -gt 100000 ] && mixtral="--model mixtral-8x7b"   # Mixtral needs more than one H100
   TAIL=26 step 330 profile $B profile --no-progress --model qwen1.5-moe-a2.7b $mixtral --model deepseek-v2-lite \
@@ -31,6 +32,8 @@ if [ "$PART" = A ]; then
     --workload $V/workloads/validate-long-prompt.json
   left 515 && v dsv2-long 80 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite \
     --workload $V/workloads/validate-long-prompt.json
+  hbm=$(zcat -f "$W/profile.json"* 2>/dev/null | python3 -c "import json,sys; m=json.load(sys.stdin); m=m.get('measurements', m); print(max(m.get('hbm_gbps', [0]) or [0]))" 2>/dev/null)
+  [ -n "$hbm" ] && python3 scripts/gpu/shared_stream_ab.py "$W" "$hbm" 2>&1 | tee -a "$S"
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

@@ -17,6 +17,7 @@
 #include "planner/model/moe_kernel_class.hpp"
 #include "planner/model/routing_model.hpp"
 #include "planner/plan/sharding.hpp"
+#include "planner/topology/executor_launch.hpp"
 #include "planner/core/error.hpp"
 
 namespace peerplan {
@@ -91,11 +92,19 @@ class Builder {
   Op& begin(OpKind k, std::string_view prefix, std::string_view name, int stage, int layer, const std::vector<int>& gpus) {
     return begin(k, prefix, name, stage, layer, gpus.data(), gpus.size());
   }
-  // Commits the op begun last: its id, and a dependency on the last op of each of its GPUs.
+  // Commits the op begun last: its id, and a dependency on the last op of each of its GPUs (on an
+  // auxiliary branch: the branch's last, starting from the op it forked after; after join_aux, the
+  // next op also depends on the branch's last op).
   void commit(Op& op) {
     op.id = int(used);
     for (int g : op.gpus)
       if (size_t(g) < last_.size() && last_[size_t(g)] >= 0) op.deps.push_back(last_[size_t(g)]);
+    for (int g : op.gpus) {
+      if (size_t(g) >= aux_.size()) continue;
+      Aux& a = aux_[size_t(g)];
+      if (a.on && is_compute(op.kind)) op.stream = 1;
+      if (a.join && a.last >= 0) op.deps.push_back(a.last), a.last = -1, a.join = false;
+    }
     std::sort(op.deps.begin(), op.deps.end());
     op.deps.erase(std::unique(op.deps.begin(), op.deps.end()), op.deps.end());
     for (int g : op.gpus) {
@@ -179,6 +188,24 @@ class Builder {
     commit(op);
   }
   // The graph as built: slots beyond `used` dropped, each stage's ops listed.
+  // A branch on `gpu`'s auxiliary stream: the ops committed between aux_begin and aux_end run there,
+  // after the op last committed before it; the GPU's next ops continue from that op, not from the
+  // branch, until join_aux makes the next one wait for the branch.
+  void aux_begin(int gpu) {
+    if (size_t(gpu) >= aux_.size()) aux_.resize(size_t(gpu) + 1);
+    if (size_t(gpu) >= last_.size()) last_.resize(size_t(gpu) + 1, -1);
+    aux_[size_t(gpu)].fork = last_[size_t(gpu)];
+    aux_[size_t(gpu)].on = true;
+  }
+  void aux_end(int gpu) {
+    Aux& a = aux_.at(size_t(gpu));
+    a.last = last_[size_t(gpu)];
+    last_[size_t(gpu)] = a.fork;
+    a.on = false;
+  }
+  void join_aux(int gpu) {
+    if (size_t(gpu) < aux_.size() && aux_[size_t(gpu)].last >= 0) aux_[size_t(gpu)].join = true;
+  }
   void finish() {
     graph.ops.resize(used);
     graph.stage_ops.resize(size_t(graph.num_stages));
@@ -191,6 +218,11 @@ class Builder {
   const ModelFigures& fig_;
   int d_;
   std::vector<int>& last_;  // by GPU id: its last op (-1: none yet)
+  struct Aux {
+    int fork = -1, last = -1;  // the op the branch forked after; its last op until joined (-1: none)
+    bool on = false, join = false;
+  };
+  std::vector<Aux> aux_;  // by GPU id (empty unless a branch was opened)
 };
 
 void check_shape(const BatchShape& b) {
@@ -299,6 +331,13 @@ void mla_attention_ops(Builder& B, const ModelConfig& cfg, const AttnShard& a, c
     B.commit(op);
     B.gemm(L, "v_absorb", s, layer, gpu, rb.dc_seqs, v, lat, H);
   }
+}
+
+// The layer's shared-expert matrices are all stored in bf16 (or it has none).
+bool shared_in_bf16(const LayerFigures& lf) {
+  for (const MatrixShape& m : lf.matrices)
+    if ((m.name.rfind("shared.", 0) == 0 || m.name == "shared_gate") && m.format.dtype != DType::BF16) return false;
+  return true;
 }
 
 bool is_attn_in(std::string_view n) {
@@ -579,18 +618,32 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
         // tokens) or what its experts receive, whichever is larger.
         int64_t a2a_rows = T * topk;
         for (const auto& g : load) a2a_rows = std::max(a2a_rows, g.rows);
-        each([&](int r, int gpu) {
-          gemm_named(r, gpu, "router", T);
-          B.moe_elementwise(L, "moe_route", EwKind::MoeRoute, s, l, gpu, T, cfg.experts, 2, blocks[size_t(r)]);
-        });
-        if (a2a) B.collective(OpKind::AllToAll, L, "ep_dispatch", s, l, st.gpus, a2a_rows * H * d);
-        each([&](int r, int gpu) {
+        auto shared_experts = [&](int r, int gpu) {
           if (const MatrixShard* sh = find(r, "shared.gate_up")) {
             B.gemm(L, "shared.gate_up", s, l, gpu, T, sh->n, sh->k, 1);
             B.elementwise(L, "shared.act", {EwKind::Act, T, sh->n / 2}, s, l, gpu, T * sh->n / 2, 3, 5.0);
             gemm_named(r, gpu, "shared.down", T);
             gemm_named(r, gpu, "shared_gate", T);
           }
+        };
+        // The shared experts on the auxiliary stream (CompileOptions::shared_stream), as vLLM at up to
+        // kSharedStreamMaxTokens: forked after the router GEMM, so the shared weights stream while the
+        // tokens are routed and the routed experts run; joined at the combine. bf16 shared experts only
+        // (the executor keeps one quantized GEMM runner per GPU).
+        const bool aux = (opt.shared_stream < 0 ? shared_expert_stream(machine) : opt.shared_stream == 1) &&
+                         T <= kSharedStreamMaxTokens && shared_in_bf16(lf);
+        each([&](int r, int gpu) {
+          gemm_named(r, gpu, "router", T);
+          if (aux) {
+            B.aux_begin(gpu);
+            shared_experts(r, gpu);
+            B.aux_end(gpu);
+          }
+          B.moe_elementwise(L, "moe_route", EwKind::MoeRoute, s, l, gpu, T, cfg.experts, 2, blocks[size_t(r)]);
+        });
+        if (a2a) B.collective(OpKind::AllToAll, L, "ep_dispatch", s, l, st.gpus, a2a_rows * H * d);
+        each([&](int r, int gpu) {
+          if (!aux) shared_experts(r, gpu);
           const MatrixShard* eg = find(r, "expert.gate_up");
           const MatrixShard* ed = find(r, "expert.down");
           const routing::GroupLoad& g = load[size_t(r)];
@@ -603,11 +656,15 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
           }
           // Each token's k expert outputs, weighted by its router probabilities (after the return
           // all-to-all when tokens travelled; before the all-reduce otherwise).
-          if (!a2a) B.moe_elementwise(L, "moe_combine", EwKind::MoeCombine, s, l, gpu, T, H, int(topk) + 1, blocks[size_t(r)]);
+          if (!a2a) {
+            if (aux) B.join_aux(gpu);
+            B.moe_elementwise(L, "moe_combine", EwKind::MoeCombine, s, l, gpu, T, H, int(topk) + 1, blocks[size_t(r)]);
+          }
         });
         if (a2a) {
           B.collective(OpKind::AllToAll, L, "ep_combine", s, l, st.gpus, a2a_rows * H * d);
           each([&](int r, int gpu) {
+            if (aux) B.join_aux(gpu);
             B.moe_elementwise(L, "moe_combine", EwKind::MoeCombine, s, l, gpu, T, H, int(topk) + 1, blocks[size_t(r)]);
           });
         } else if (nr > 1) {

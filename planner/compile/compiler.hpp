@@ -54,7 +54,15 @@ struct CompileOptions {
   // model compiles one layer per kind): its routed counts are their average, rank by rank with
   // each layer's ranks sorted busiest first. Null, or an empty entry: layer l routes as itself.
   const std::vector<std::vector<int>>* routing_layers = nullptr;
+  // A MoE layer's shared experts on the auxiliary stream at up to kSharedStreamMaxTokens tokens:
+  // -1 as the machine's profile says its executor ran them (executor_launch.hpp shared_expert_stream),
+  // 0 never, 1 always (the executor's PEERPLAN_SHARED_STREAM).
+  int shared_stream = -1;
 };
+
+// vLLM's VLLM_SHARED_EXPERTS_STREAM_TOKEN_THRESHOLD: iterations of more tokens run the shared
+// experts on the compute stream.
+inline constexpr int64_t kSharedStreamMaxTokens = 256;
 
 OpGraph compile_iteration(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig,
                           const Machine& machine, const BatchShape& shape, const CompileOptions& opt = {});

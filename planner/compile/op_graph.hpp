@@ -111,6 +111,10 @@ struct Op {
   bool p2p = true;          // collectives: NCCL P2P allowed
   ArSetting allreduce = ArSetting::Nccl;  // AllReduce: the plan's setting; the kernel is choose_allreduce's
   std::vector<int> deps;
+  // Compute ops: 0 the GPU's compute stream, 1 its auxiliary one. A MoE layer's shared experts at
+  // decode, as vLLM runs them (forked after the router GEMM, joined at the combine: compiler.cpp,
+  // kSharedStreamMaxTokens); the simulator lets the two share the GPU's HBM (iteration_cost.cpp).
+  int stream = 0;
 };
 
 // Everything an op's price can depend on, in one place: the cost model's memo key and the
@@ -123,7 +127,7 @@ inline auto priced_fields(const Op& o) {
                   o.attn_window, o.ew, o.ew_rows, o.ew_cols, o.group_max_rows, o.group_share, o.wdtype, o.kv_dtype, o.bytes, o.mode,
                   o.p2p, o.allreduce);
 }
-inline constexpr size_t kOpPlacementFields = 7;  // id, name, stage, layer, deps, expert_first, expert_count
+inline constexpr size_t kOpPlacementFields = 8;  // id, name, stage, layer, deps, expert_first, expert_count, stream
 // Hash of priced_fields (equal for ops that compare equal: -0.0 and 0.0 hash alike).
 uint64_t priced_hash(const Op& o);
 inline bool same_priced_fields(const Op& a, const Op& b) { return priced_fields(a) == priced_fields(b); }

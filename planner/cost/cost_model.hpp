@@ -57,6 +57,10 @@ class CostModel {
   // CostOptions::min_kernel_s. Applied as max(priced time, floor) to every compute op.
   double min_kernel_s(int gpu) const;
   double iteration_overhead_s() const { return opt_.iteration_overhead_s; }
+  // The HBM rate memory-bound ops are priced at on `gpu`: the measured device copy, else the machine
+  // file's figure x CostOptions::hbm_efficiency (*measured says which). Throws InputError when the
+  // machine file has neither.
+  double hbm_Bps(int gpu, bool* measured) const;
 
   // The profile timed its compute tables at boost clock (`profile --duty` < 1) and measured the
   // power throttle: prices are boost-clock prices, prefill attention between grid points follows
@@ -76,7 +80,6 @@ class CostModel {
   OpCost price_collective_op(const Op& op, bool graph_launch) const;
   OpCost price_send(const Op& op) const;
   double peak_flops(int gpu) const;
-  double hbm_Bps(int gpu, bool* measured) const;
   // The fitted fallback of this machine's measurements; null when it has no GEMM/attention table
   // (a hypothetical machine keeps the roofline) or CostOptions::fitted_fallback is off.
   const FittedCompute* fitted() const;

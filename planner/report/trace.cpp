@@ -33,8 +33,7 @@ nlohmann::json chrome_trace(const Plan& plan, const ModelConfig& cfg, const Mode
                             const ServingRun& run, const PricerOptions& popt, const nlohmann::json& provenance) {
   const Topology& topo = cost.topology();
   const int ngpu = topo.gpu_count();
-  std::vector<double> capacity(static_cast<size_t>(topo.edge_count()));
-  for (int e = 0; e < topo.edge_count(); ++e) capacity[size_t(e)] = topo.edge_props(e).capacity_Bps;
+  const std::vector<double> capacity = sim_capacity(cost);  // edges, then each GPU's HBM
 
   nlohmann::json ev = nlohmann::json::array();
   ev.push_back(meta("process_name", kPidStages, -1, "pipeline stages (iterations)"));
@@ -48,8 +47,9 @@ nlohmann::json chrome_trace(const Plan& plan, const ModelConfig& cfg, const Mode
     for (int s = 0; s < S; ++s)
       ev.push_back(meta("thread_name", kPidStages, r * S + s, R > 1 ? fmt::format("copy {} stage {}", r, s) : fmt::format("stage {}", s)));
   for (int g : plan.all_gpus()) {
-    ev.push_back(meta("thread_name", kPidGpus, 2 * g, fmt::format("gpu{} compute", g)));
-    ev.push_back(meta("thread_name", kPidGpus, 2 * g + 1, fmt::format("gpu{} copy engine", g)));
+    ev.push_back(meta("thread_name", kPidGpus, compute_stream(g), fmt::format("gpu{} compute", g)));
+    ev.push_back(meta("thread_name", kPidGpus, copy_stream(g), fmt::format("gpu{} copy engine", g)));
+    ev.push_back(meta("thread_name", kPidGpus, aux_stream(g), fmt::format("gpu{} auxiliary stream", g)));
   }
   auto X = [&](const std::string& name, const char* cat, int pid, int tid, double t0, double t1, nlohmann::json args) {
     nlohmann::json e = {{"name", name}, {"cat", cat}, {"ph", "X"}, {"pid", pid}, {"tid", tid},
@@ -87,7 +87,7 @@ nlohmann::json chrome_trace(const Plan& plan, const ModelConfig& cfg, const Mode
       b = e;
       std::vector<const OpCost*> costs;
       std::vector<SimTask> tasks = tasks_for_ops(g, seg, cost, graph_launch, &costs);
-      TaskRun tr = run_tasks(tasks, 2 * ngpu, capacity);
+      TaskRun tr = run_tasks(tasks, kStreamsPerGpu * ngpu, capacity);
       for (size_t i = 0; i < seg.size(); ++i) {
         const Op& op = g.ops[size_t(seg[i])];
         double a = t + tr.timing[i].start + tasks[i].gap, z = t + tr.timing[i].end;
@@ -95,13 +95,15 @@ nlohmann::json chrome_trace(const Plan& plan, const ModelConfig& cfg, const Mode
         if (op.bytes) args["bytes"] = op.bytes;
         if (op.flops) args["gflop"] = op.flops / 1e9;
         if (op.kind == OpKind::Send) {
-          X(op.name, "send", kPidGpus, 2 * op.gpus[0] + 1, a, z, args);
+          X(op.name, "send", kPidGpus, copy_stream(op.gpus[0]), a, z, args);
           for (int edge : tasks[i].edges) {
             link_spans[edge].push_back({a, z});
             link_bytes[edge] += double(op.bytes);
           }
         } else {
-          for (int gpu : op.gpus) X(op.name, is_collective(op.kind) ? "collective" : "compute", kPidGpus, 2 * gpu, a, z, args);
+          for (int gpu : op.gpus)
+            X(op.name, is_collective(op.kind) ? "collective" : "compute", kPidGpus,
+              op.stream == 1 ? aux_stream(gpu) : compute_stream(gpu), a, z, args);
         }
       }
       t += tr.makespan;

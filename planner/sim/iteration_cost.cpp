@@ -80,11 +80,23 @@ BatchShape quantize_shape(const BatchShape& s, int q) {
 namespace {
 
 // tasks_for_ops into `tasks`, whose slots (and their vectors' storage) are reused; `local` is
-// scratch (each op's index in `ops`, -1 for ops outside them).
-void tasks_into(std::vector<SimTask>& tasks, std::vector<int>& local, const OpGraph& g, const int* ops, size_t n,
-                const CostModel& cost, bool graph_launch, std::vector<const OpCost*>* costs) {
+// scratch (each op's index in `ops`, -1 for ops outside them), `two_streams` too (by GPU: the slice
+// has ops on its auxiliary stream); `capacity` is sim_capacity's.
+void tasks_into(std::vector<SimTask>& tasks, std::vector<int>& local, std::vector<char>& two_streams, const OpGraph& g,
+                const int* ops, size_t n, const CostModel& cost, bool graph_launch, const std::vector<double>& capacity,
+                std::vector<const OpCost*>* costs) {
   local.assign(g.ops.size(), -1);
-  for (size_t i = 0; i < n; ++i) local[size_t(ops[i])] = int(i);
+  two_streams.clear();
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = g.ops[size_t(ops[i])];
+    local[size_t(ops[i])] = int(i);
+    if (op.stream == 1 && is_compute(op.kind)) {
+      const size_t gpu = size_t(op.gpus.at(0));
+      if (two_streams.size() <= gpu) two_streams.resize(gpu + 1, 0);
+      two_streams[gpu] = 1;
+    }
+  }
+  const int hbm0 = cost.topology().edge_count();
   if (tasks.size() < n) tasks.resize(n);
   if (costs) costs->assign(n, nullptr);
   for (size_t i = 0; i < n; ++i) {
@@ -101,17 +113,27 @@ void tasks_into(std::vector<SimTask>& tasks, std::vector<int>& local, const OpGr
       if (d >= 0 && size_t(d) < local.size() && local[size_t(d)] >= 0) t.deps.push_back(local[size_t(d)]);
     t.gap = c.launch_s;
     if (is_compute(op.kind)) {
-      t.streams.push_back(2 * op.gpus.at(0));
+      const int gpu = op.gpus.at(0);
+      t.streams.push_back(op.stream == 1 ? aux_stream(gpu) : compute_stream(gpu));
       t.duration = c.seconds;
       t.category = TaskCategory::Compute;
-      t.gpus.push_back(op.gpus.at(0));
+      t.gpus.push_back(gpu);
+      const size_t hbm = size_t(hbm0 + gpu);
+      if (size_t(gpu) < two_streams.size() && two_streams[size_t(gpu)] && hbm < capacity.size() &&
+          capacity[hbm] > 0 && op.mem_bytes > 0 && c.seconds > 0) {
+        t.flow = true;
+        t.bytes = op.mem_bytes;
+        t.rate_cap = op.mem_bytes / c.seconds;
+        t.edges.push_back(int(hbm));
+        t.duration = 0;
+      }
     } else if (is_collective(op.kind)) {
-      for (int gpu : op.gpus) t.streams.push_back(2 * gpu);
+      for (int gpu : op.gpus) t.streams.push_back(compute_stream(gpu));
       t.duration = c.seconds;
       t.category = TaskCategory::Communication;
       t.gpus.assign(op.gpus.begin(), op.gpus.end());
     } else {  // Send: a flow on the source's copy engine
-      t.streams.push_back(2 * op.gpus.at(0) + 1);
+      t.streams.push_back(copy_stream(op.gpus.at(0)));
       t.flow = !c.edges.empty();
       t.bytes = double(op.bytes);
       t.alpha = c.alpha_s;
@@ -127,11 +149,27 @@ void tasks_into(std::vector<SimTask>& tasks, std::vector<int>& local, const OpGr
 
 }  // namespace
 
+std::vector<double> sim_capacity(const CostModel& cost) {
+  const Topology& topo = cost.topology();
+  const Machine& m = topo.machine();
+  std::vector<double> cap(size_t(topo.edge_count() + topo.gpu_count()), 0.0);
+  for (int e = 0; e < topo.edge_count(); ++e) cap[size_t(e)] = topo.edge_props(e).capacity_Bps;
+  for (int gpu = 0; gpu < topo.gpu_count(); ++gpu) {
+    const bool has = (m.measurements && size_t(gpu) < m.measurements->hbm_gbps.size() &&
+                      m.measurements->hbm_gbps[size_t(gpu)] > 0) ||
+                     (size_t(gpu) < m.gpus.size() && m.gpus[size_t(gpu)].hbm_gbps > 0);
+    bool measured = false;
+    if (has) cap[size_t(topo.edge_count() + gpu)] = cost.hbm_Bps(gpu, &measured);
+  }
+  return cap;
+}
+
 std::vector<SimTask> tasks_for_ops(const OpGraph& g, const std::vector<int>& ops, const CostModel& cost,
                                    bool graph_launch, std::vector<const OpCost*>* costs) {
   std::vector<SimTask> tasks;
   std::vector<int> local;
-  tasks_into(tasks, local, g, ops.data(), ops.size(), cost, graph_launch, costs);
+  std::vector<char> two;
+  tasks_into(tasks, local, two, g, ops.data(), ops.size(), cost, graph_launch, sim_capacity(cost), costs);
   return tasks;
 }
 
@@ -212,10 +250,7 @@ IterationCost PlanPricer::price_exact(const BatchShape& unpadded) const {
   const bool graph_launch = runs_as_graph(shape);  // decode iterations up to 256 run as CUDA graphs
   const int ngpu = topo.gpu_count();
   const int nedge = topo.edge_count();
-  if (capacity_.size() != size_t(nedge)) {
-    capacity_.resize(size_t(nedge));
-    for (int e = 0; e < nedge; ++e) capacity_[size_t(e)] = topo.edge_props(e).capacity_Bps;
-  }
+  if (capacity_.size() != size_t(nedge + ngpu)) capacity_ = sim_capacity(cost_);
 
   const size_t S = plan_.stages.size();
   IterationCost r;
@@ -249,9 +284,9 @@ IterationCost PlanPricer::price_exact(const BatchShape& unpadded) const {
       const double w = (opt_.reuse_layers && layer >= 0) ? layer_weight_.at(size_t(layer)) : 1.0;
       std::vector<SimTask>& tasks = scratch_.tasks;
       std::vector<const OpCost*>& costs = scratch_.costs;
-      tasks_into(tasks, scratch_.local, g, seg, len, cost_, graph_launch, &costs);
+      tasks_into(tasks, scratch_.local, scratch_.two_streams, g, seg, len, cost_, graph_launch, capacity_, &costs);
       const std::span<const SimTask> ts(tasks.data(), len);
-      TaskRun run = run_tasks(ts, 2 * ngpu, capacity_);
+      TaskRun run = run_tasks(ts, kStreamsPerGpu * ngpu, capacity_);
       const std::vector<TimeSplit> split = split_time(ts, run, ngpu, 0, run.makespan);
       for (size_t i = 0; i < len; ++i) {
         const OpCost& c = *costs[i];

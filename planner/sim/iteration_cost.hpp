@@ -87,10 +87,24 @@ struct PricerOptions {
   bool reuse_layers = true;
 };
 
+// The simulator's streams, per GPU: its compute stream, its copy engine, its auxiliary compute stream.
+inline constexpr int kStreamsPerGpu = 3;
+inline int compute_stream(int gpu) { return kStreamsPerGpu * gpu; }
+inline int copy_stream(int gpu) { return kStreamsPerGpu * gpu + 1; }
+inline int aux_stream(int gpu) { return kStreamsPerGpu * gpu + 2; }
+
+// The task engine's link capacities: the topology's edges, then one HBM pseudo-edge per GPU (its
+// measured device-memory rate, 0 where the machine gives none) at topology.edge_count() + gpu.
+std::vector<double> sim_capacity(const CostModel& cost);
+
 // Builds the task list of an op graph (or of a slice of its ops): compute ops on their GPU's
-// compute stream (2*gpu), collectives on every group member's compute stream, sends as flows on
-// the source's copy engine (2*gpu+1). Dependencies outside `ops` are treated as already met.
-// `costs` (optional) receives each task's price (owned by `cost`).
+// compute stream (op.stream 1: its auxiliary one), collectives on every group member's compute
+// stream, sends as flows on the source's copy engine. Dependencies outside `ops` are treated as
+// already met. Where the slice puts ops of a GPU on both compute streams, that GPU's compute ops
+// become flows of their HBM bytes over its HBM pseudo-edge (sim_capacity), each capped at the rate
+// its price implies (bytes / seconds): alone one takes its price, two at once share the GPU's HBM
+// (a weight-streaming GEMV runs near its cap; two of them cannot both). `costs` (optional)
+// receives each task's price (owned by `cost`).
 std::vector<SimTask> tasks_for_ops(const OpGraph& g, const std::vector<int>& ops, const CostModel& cost,
                                    bool graph_launch, std::vector<const OpCost*>* costs = nullptr);
 
@@ -123,11 +137,12 @@ class PlanPricer : public IterationPricer {
   // The plan's compile-once parts and the last op graph's storage (compiler.hpp): price_exact
   // compiles into it, so a pricer is used by one thread at a time.
   mutable CompileCache compile_;
-  // price_exact's scratch, reused shape after shape: edge capacities, the segment's tasks.
+  // price_exact's scratch, reused shape after shape: edge capacities (sim_capacity), the segment's tasks.
   mutable std::vector<double> capacity_;
   struct Scratch {
     std::vector<SimTask> tasks;
     std::vector<int> local;
+    std::vector<char> two_streams;
     std::vector<const OpCost*> costs;
   };
   mutable Scratch scratch_;

@@ -19,4 +19,15 @@ inline std::string executor_launch(const Machine& m) {
   return it != m.meta.end() && it->is_string() ? it->get<std::string>() : "serial";
 }
 
+// Whether that executor ran a MoE layer's shared experts on a second stream at decode
+// (PEERPLAN_SHARED_STREAM=1 when profiling; profiler/common/shared_stream.hpp): the compiler then
+// puts them on the auxiliary stream (compiler.hpp CompileOptions::shared_stream). Absent: one stream.
+inline constexpr const char* kSharedStreamKey = "executor_shared_stream";
+
+inline bool shared_expert_stream(const Machine& m) {
+  if (!m.measurements) return false;
+  const auto it = m.meta.find(kSharedStreamKey);
+  return it != m.meta.end() && it->is_boolean() && it->get<bool>();
+}
+
 }  // namespace peerplan

@@ -56,6 +56,17 @@ std::string launch_mismatch(const Machine& profile, const std::string& host_laun
       how(timed), how(host_launch), host_launch == "pdl" ? "faster" : "slower", timed == "pdl" ? 1 : 0);
 }
 
+std::string shared_stream_mismatch(const Machine& profile, int host) {
+  const bool priced = shared_expert_stream(profile);
+  if (host < 0 || (host == 1) == priced) return "";
+  return fmt::format(
+      "PEERPLAN_SHARED_STREAM={} runs a MoE layer's shared experts {} but the profile's plans price them {}: decode "
+      "steps of models with shared experts (Qwen-MoE, DeepSeek) run {} than priced. Unset it to run as the profile "
+      "says, or write a profile with PEERPLAN_SHARED_STREAM={} set (`peerplan profile`)",
+      host, host == 1 ? "on a second stream" : "on the compute stream",
+      priced ? "on a second stream" : "on the compute stream", host == 1 ? "faster" : "slower", host);
+}
+
 std::vector<std::string> preflight(const Plan& plan, const std::string& plan_file, const Machine& profile,
                                    const std::string& profile_file, const HostInfo& host, bool memory_fits,
                                    const std::string& memory_why, const PreflightOptions& opt) {
@@ -89,6 +100,7 @@ std::vector<std::string> preflight(const Plan& plan, const std::string& plan_fil
                                      double(profile.gpus[size_t(g)].memory_bytes) / (1 << 30)));
   }
   if (std::string w = launch_mismatch(profile, host.executor_launch); !w.empty()) warnings.push_back(w);
+  if (std::string w = shared_stream_mismatch(profile, host.shared_stream); !w.empty()) warnings.push_back(w);
   if (!memory_fits)
     throw InputError(plan_file, "stages",
                      fmt::format("a plan that fits this host's GPU memory: {}. Use more GPUs, fewer concurrent "

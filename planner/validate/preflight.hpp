@@ -22,6 +22,7 @@ struct HostInfo {
   std::string hostname;
   std::vector<HostGpu> gpus;
   std::string executor_launch;  // how this host's executor launches decode kernels ("pdl", "serial"; "" unknown)
+  int shared_stream = -1;       // PEERPLAN_SHARED_STREAM here: -1 as the profile says, 0 never, 1 always
 };
 
 struct PreflightOptions {
@@ -36,6 +37,11 @@ std::string profile_host_mismatch(const Machine& profile, const HostInfo& host);
 // The warning when the profile timed the decode kernels launched otherwise than this executor runs them
 // (executor_launch.hpp; host_launch "pdl" or "serial"), "" when they agree or either is unknown.
 std::string launch_mismatch(const Machine& profile, const std::string& host_launch);
+
+// The warning when this host's PEERPLAN_SHARED_STREAM (0 or 1) runs a MoE layer's shared experts on
+// other streams than the profile's plans price them (executor_launch.hpp shared_expert_stream); ""
+// when it follows the profile (-1) or agrees.
+std::string shared_stream_mismatch(const Machine& profile, int host_shared_stream);
 
 // The executor runs routed experts in bf16 (its grouped kernels and cuBLASLt per expert take bf16
 // weights only; docs/quantization.md, "Not done"): a MoE model whose experts are stored fp8, int8,

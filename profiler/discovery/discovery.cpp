@@ -16,6 +16,7 @@
 
 #include "planner/topology/executor_launch.hpp"
 #include "profiler/common/pdl_switch.hpp"
+#include "profiler/common/shared_stream.hpp"
 #include "profiler/discovery/nvml.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 
@@ -131,6 +132,7 @@ HostInfo discover_host() {
   const std::vector<GpuSpec> gpus = cuda_gpus();
   for (const GpuSpec& g : gpus) h.gpus.push_back(HostGpu{g.name, g.uuid, g.memory_bytes});
   h.executor_launch = launch_mode(gpus);
+  h.shared_stream = exec::shared_stream_from_env(std::getenv("PEERPLAN_SHARED_STREAM"));
   return h;
 }
 
@@ -165,6 +167,9 @@ Machine discover_machine() {
 
   m.gpus = cuda_gpus();
   m.meta[kExecutorLaunchKey] = launch_mode(m.gpus);  // as the kernels timed here launch (executor_launch.hpp)
+  // Whether this executor runs a MoE layer's shared experts on a second stream (executor_launch.hpp):
+  // the plans compiled against this profile then do too.
+  m.meta[kSharedStreamKey] = exec::shared_stream_from_env(std::getenv("PEERPLAN_SHARED_STREAM")) == 1;
   const int n = m.gpu_count();
   if (n == 0) throw RuntimeError("no CUDA GPU visible (check the driver and CUDA_VISIBLE_DEVICES)");
   std::vector<NvmlGpuInfo> nv(static_cast<size_t>(n));

@@ -99,7 +99,11 @@ BatchShape Engine::shape_of(const std::vector<SeqRun>& seqs) {
   return s.shape();
 }
 
-OpGraph Engine::compile(const BatchShape& shape) const { return compile_iteration(plan_, cfg_, fig_, machine_, shape); }
+OpGraph Engine::compile(const BatchShape& shape) const {
+  CompileOptions o;
+  o.shared_stream = shared_stream_;
+  return compile_iteration(plan_, cfg_, fig_, machine_, shape, o);
+}
 
 std::string Engine::top_enqueues(int n) const {
   std::vector<std::pair<double, const Op*>> v = enqueue_s_;

@@ -155,7 +155,8 @@ class Engine {
   // The norms add the residual (machine.hpp fused_add_norm): the embedding writes Z and zeroes the
   // residual stream, and a stage boundary sends both.
   bool fused_norm_ = true;
-  bool shared_stream_ = false;  // PEERPLAN_SHARED_STREAM (profiler/common/shared_stream.hpp)
+  // PEERPLAN_SHARED_STREAM (-1 as the profile says, 0, 1): CompileOptions::shared_stream of every compile.
+  int shared_stream_ = -1;
   ExecOptions opt_;
   int64_t kv_slots_, max_ctx_, max_tokens_;
   int in_flight_;

@@ -13,28 +13,20 @@ namespace peerplan::exec {
 namespace kn = peerplan::kernels;
 
 void Engine::run_stage_eager(const OpGraph& g, int stage, int slot) {
-  const std::vector<int>& ids = g.stage_ops[size_t(stage)];
-  auto launch = [&](const Op& op, bool aux) {
-    const auto t0 = std::chrono::steady_clock::now();
-    aux ? run_on_aux(op, slot) : run_op(op, slot, nullptr);
-    enqueue_s_.emplace_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), &op);
-  };
-  if (!shared_stream_) {
-    for (int id : ids) {
-      const Op& op = g.ops[size_t(id)];
-      if (op.kind != OpKind::Send && mine(op)) launch(op, false);
-    }
-    return;
-  }
-  for (const StreamStep& s : shared_stream_order(g, ids)) {
+  // Op by op in graph order; a MoE layer's shared experts on the auxiliary stream where the compiler
+  // put them (Op::stream, profiler/common/shared_stream.hpp), forked and joined as stream_steps says.
+  for (const StreamStep& s : stream_steps(g, g.stage_ops[size_t(stage)])) {
     const Op& op = g.ops[size_t(s.op)];
     if (op.kind == OpKind::Send || !mine(op)) continue;
-    GpuState& gs = gpu(op.gpus[0]);  // fork and join steps are compute ops of one GPU
-    if (s.fork) fork_aux(gs);
-    if (s.join && gs.aux_open) join_aux(gs);
-    launch(op, s.aux);
+    if (s.fork) fork_aux(gpu(op.gpus[0]));
+    if (s.join)
+      for (int id : op.gpus)
+        if (local(id) && gpu(id).aux_open) join_aux(gpu(id));
+    const auto t0 = std::chrono::steady_clock::now();
+    s.aux ? run_on_aux(op, slot) : run_op(op, slot, nullptr);
+    enqueue_s_.emplace_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), &op);
   }
-  for (auto& [id, gs] : state_)  // a branch without a combine after it (none is compiled so)
+  for (auto& [id, gs] : state_)  // a branch without an op waiting for it (the compiler makes none)
     if (gs->aux_open) join_aux(*gs);
 }
 

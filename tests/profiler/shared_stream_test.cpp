@@ -1,9 +1,8 @@
-// The executor's launch order for shared experts on a second stream (profiler/common/shared_stream.hpp),
-// on compiled graphs: which ops leave the main stream, where it forks and joins, and that every op is
-// launched exactly once.
+// A MoE layer's shared experts on a second stream: what the compiler emits (Op::stream, the branch's
+// dependencies) and the executor's launch plan from it (profiler/common/shared_stream.hpp): which ops
+// leave the main stream, where it forks and joins, every op launched once, in graph order.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <map>
 #include <string>
 
@@ -21,32 +20,33 @@ BatchShape decode(int64_t seqs) {
   return b;
 }
 
-OpGraph graph(const std::string& model, const BatchShape& b, const std::vector<int>& gpus = {0}) {
+OpGraph graph(const std::string& model, const BatchShape& b, int shared_stream, const std::vector<int>& gpus = {0}) {
   auto m = testing::model(model);
   auto topo = testing::machine("nvswitch-8");
-  return compile_iteration(test_plans::tp(gpus, int(m.cfg.layers)), m.cfg, m.fig, topo->machine(), b);
+  CompileOptions o;
+  o.shared_stream = shared_stream;
+  return compile_iteration(test_plans::tp(gpus, int(m.cfg.layers)), m.cfg, m.fig, topo->machine(), b, o);
 }
 
 std::string short_name(const Op& op) { return op.name.substr(op.name.find('.') + 1); }
 
+const Op* find(const OpGraph& g, const std::string& name) {
+  for (const Op& o : g.ops)
+    if (o.name == name) return &o;
+  return nullptr;
+}
+
 TEST(SharedStream, QwenDecodeForksAfterTheRouterAndJoinsAtTheCombine) {
-  const OpGraph g = graph("qwen1.5-moe-a2.7b", decode(8));
-  const std::vector<int>& ids = g.stage_ops[0];
-  const std::vector<StreamStep> order = shared_stream_order(g, ids);
-  // Every op exactly once.
-  ASSERT_EQ(order.size(), ids.size());
-  std::vector<int> seen;
-  for (const auto& s : order) seen.push_back(s.op);
-  std::vector<int> want = ids;
-  std::sort(seen.begin(), seen.end());
-  std::sort(want.begin(), want.end());
-  EXPECT_EQ(seen, want);
-  // Layer 5's MLP, in launch order: the router GEMM on the main stream, then the shared branch on the
+  const OpGraph g = graph("qwen1.5-moe-a2.7b", decode(8), 1);
+  const std::vector<StreamStep> steps = stream_steps(g, g.stage_ops[0]);
+  ASSERT_EQ(steps.size(), g.stage_ops[0].size());
+  for (size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(steps[i].op, g.stage_ops[0][i]) << "graph order";
+  // Layer 5's MLP in launch order: the router GEMM on the main stream, the shared branch on the
   // auxiliary one (forked at its first op), the route and routed experts on the main one, joined at
   // the combine.
   std::vector<std::string> names, streams;
   int forks = 0, joins = 0, aux = 0;
-  for (const auto& s : order) {
+  for (const auto& s : steps) {
     const Op& op = g.ops[size_t(s.op)];
     forks += s.fork, joins += s.join, aux += s.aux;
     if (op.layer != 5) continue;
@@ -65,36 +65,46 @@ TEST(SharedStream, QwenDecodeForksAfterTheRouterAndJoinsAtTheCombine) {
   EXPECT_EQ(forks, layers);
   EXPECT_EQ(joins, layers);
   EXPECT_EQ(aux, 4 * layers);
+  // The dependencies the simulator runs: the branch hangs off the router, the route does not wait for
+  // it, the combine waits for both.
+  const Op& router = *find(g, "L5.router");
+  const Op& gate_up = *find(g, "L5.shared.gate_up");
+  const Op& route = *find(g, "L5.moe_route");
+  const Op& shared_gate = *find(g, "L5.shared_gate");
+  const Op& combine = *find(g, "L5.moe_combine");
+  const Op& down = *find(g, "L5.expert.down");
+  EXPECT_EQ(gate_up.deps, std::vector<int>{router.id});
+  EXPECT_EQ(route.deps, std::vector<int>{router.id});
+  EXPECT_EQ(combine.deps, (std::vector<int>{std::min(down.id, shared_gate.id), std::max(down.id, shared_gate.id)}));
+  EXPECT_EQ(gate_up.stream, 1);
+  EXPECT_EQ(route.stream, 0);
 }
 
-TEST(SharedStream, OnlyAtOrUnderTheTokenThresholdAndOnlyWithSharedExperts) {
-  // 300 decode tokens: past vLLM's 256, one stream.
-  const OpGraph big = graph("qwen1.5-moe-a2.7b", decode(300));
-  for (const auto& s : shared_stream_order(big, big.stage_ops[0])) EXPECT_FALSE(s.aux || s.fork || s.join);
-  // A 256-token iteration takes it; the threshold is the caller's to lower.
-  const OpGraph at = graph("qwen1.5-moe-a2.7b", decode(256));
+TEST(SharedStream, OneStreamPastTheThresholdWithoutSharedExpertsOrWhenOff) {
+  // 300 decode tokens: past vLLM's 256.
+  const OpGraph big = graph("qwen1.5-moe-a2.7b", decode(300), 1);
+  for (const Op& op : big.ops) EXPECT_EQ(op.stream, 0) << op.name;
   int aux = 0;
-  for (const auto& s : shared_stream_order(at, at.stage_ops[0])) aux += s.aux;
+  for (const Op& op : graph("qwen1.5-moe-a2.7b", decode(256), 1).ops) aux += op.stream;
   EXPECT_GT(aux, 0);
-  aux = 0;
-  for (const auto& s : shared_stream_order(at, at.stage_ops[0], 128)) aux += s.aux;
-  EXPECT_EQ(aux, 0);
-  // Mixtral has no shared expert, Llama no experts: the order is the graph's.
-  for (const std::string model : {"mixtral-8x7b", "llama-3.1-8b"}) {
-    const OpGraph g = graph(model, decode(1));
-    const auto order = shared_stream_order(g, g.stage_ops[0]);
-    ASSERT_EQ(order.size(), g.stage_ops[0].size()) << model;
-    for (size_t i = 0; i < order.size(); ++i) {
-      EXPECT_EQ(order[i].op, g.stage_ops[0][i]) << model;
-      EXPECT_FALSE(order[i].aux || order[i].fork || order[i].join) << model;
-    }
+  // Off, or as a machine whose profile does not say so: the graph is the one-stream graph, op for op.
+  const OpGraph off = graph("qwen1.5-moe-a2.7b", decode(8), 0), as_machine = graph("qwen1.5-moe-a2.7b", decode(8), -1);
+  ASSERT_EQ(off.ops.size(), as_machine.ops.size());
+  for (size_t i = 0; i < off.ops.size(); ++i) {
+    EXPECT_EQ(off.ops[i].name, as_machine.ops[i].name);
+    EXPECT_EQ(off.ops[i].deps, as_machine.ops[i].deps);
+    EXPECT_EQ(off.ops[i].stream, 0);
   }
+  for (const auto& s : stream_steps(off, off.stage_ops[0])) EXPECT_FALSE(s.aux || s.fork || s.join);
+  // Mixtral has no shared expert, Llama no experts.
+  for (const std::string model : {"mixtral-8x7b", "llama-3.1-8b"})
+    for (const Op& op : graph(model, decode(1), 1).ops) EXPECT_EQ(op.stream, 0) << model << " " << op.name;
 }
 
 TEST(SharedStream, EachGpuOfATp2GroupForksAndJoinsItsOwnBranch) {
-  const OpGraph g = graph("qwen1.5-moe-a2.7b", decode(4), {0, 1});
+  const OpGraph g = graph("qwen1.5-moe-a2.7b", decode(4), 1, {0, 1});
   std::map<int, int> open, forks;
-  for (const auto& s : shared_stream_order(g, g.stage_ops[0])) {
+  for (const auto& s : stream_steps(g, g.stage_ops[0])) {
     const Op& op = g.ops[size_t(s.op)];
     const int gpu = op.gpus[0];
     if (s.fork) {
@@ -102,7 +112,7 @@ TEST(SharedStream, EachGpuOfATp2GroupForksAndJoinsItsOwnBranch) {
       open[gpu] = 1, ++forks[gpu];
     }
     if (s.aux) {
-      EXPECT_TRUE(is_shared_expert_op(op)) << op.name;
+      EXPECT_EQ(op.stream, 1) << op.name;
       EXPECT_EQ(open[gpu], 1) << op.name << ": on the auxiliary stream before a fork";
     }
     if (s.join) {
@@ -110,8 +120,7 @@ TEST(SharedStream, EachGpuOfATp2GroupForksAndJoinsItsOwnBranch) {
       EXPECT_EQ(open[gpu], 1) << op.name;
       open[gpu] = 0;
     }
-    // The all-reduce after the combine never runs with a branch open.
-    if (is_collective(op.kind)) {
+    if (is_collective(op.kind)) {  // the all-reduce after the combine never runs with a branch open
       for (int member : op.gpus) EXPECT_EQ(open[member], 0) << op.name;
     }
   }
@@ -119,11 +128,11 @@ TEST(SharedStream, EachGpuOfATp2GroupForksAndJoinsItsOwnBranch) {
   EXPECT_GT(forks[0], 0);
 }
 
-TEST(SharedStream, TheSwitchIsZeroOrOne) {
-  EXPECT_FALSE(shared_stream_from_env(nullptr));
-  EXPECT_FALSE(shared_stream_from_env(""));
-  EXPECT_FALSE(shared_stream_from_env("0"));
-  EXPECT_TRUE(shared_stream_from_env("1"));
+TEST(SharedStream, TheSwitchIsUnsetZeroOrOne) {
+  EXPECT_EQ(shared_stream_from_env(nullptr), -1);
+  EXPECT_EQ(shared_stream_from_env(""), -1);
+  EXPECT_EQ(shared_stream_from_env("0"), 0);
+  EXPECT_EQ(shared_stream_from_env("1"), 1);
   try {
     shared_stream_from_env("yes");
     FAIL() << "accepted yes";

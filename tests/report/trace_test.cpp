@@ -91,7 +91,7 @@ TEST(Trace, EachCopyOfAReplicatedPlanHasItsOwnTracksAndGpus) {
     if (e["ph"] == "M" && e["args"].contains("name")) named |= e["args"]["name"] == "copy 1 stage 0";
     if (e["ph"] != "X") continue;
     if (e["pid"] == 1) ++stage_events[e["tid"].get<int>()];
-    if (e["pid"] == 2) ++gpu_events[e["tid"].get<int>() / 2];
+    if (e["pid"] == 2) ++gpu_events[e["tid"].get<int>() / kStreamsPerGpu];
   }
   EXPECT_TRUE(named);
   EXPECT_GT(stage_events[0], 0);

@@ -138,6 +138,28 @@ TEST(Preflight, WarnsWhenTheProfileTimedKernelsLaunchedTheOtherWay) {
   EXPECT_TRUE(preflight(plan_on({0}), "plan.json", old, "profile.json", unknown, true, "").empty());
 }
 
+TEST(Preflight, WarnsWhenThisHostForcesTheSharedExpertsOntoOtherStreamsThanTheProfile) {
+  const Machine one_stream = profile_of("a", {"GPU-1"});  // no executor_shared_stream: one stream
+  Machine two_streams = one_stream;
+  two_streams.meta[kSharedStreamKey] = true;
+  HostInfo h = host_of("a", {"GPU-1"});
+  for (const Machine* m : std::initializer_list<const Machine*>{&one_stream, &two_streams}) {
+    h.shared_stream = -1;  // unset: the executor follows the profile
+    EXPECT_TRUE(preflight(plan_on({0}), "plan.json", *m, "profile.json", h, true, "").empty());
+  }
+  h.shared_stream = 1;
+  auto w = preflight(plan_on({0}), "plan.json", one_stream, "profile.json", h, true, "");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("PEERPLAN_SHARED_STREAM=1 runs a MoE layer's shared experts on a second stream"),
+            std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("faster than priced"), std::string::npos) << w[0];
+  EXPECT_TRUE(preflight(plan_on({0}), "plan.json", two_streams, "profile.json", h, true, "").empty());
+  h.shared_stream = 0;
+  w = preflight(plan_on({0}), "plan.json", two_streams, "profile.json", h, true, "");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("slower than priced"), std::string::npos) << w[0];
+}
+
 TEST(Preflight, ExecutorLaunchOfNominalMachinesIsEmpty) {
   Machine nominal;
   EXPECT_EQ(executor_launch(nominal), "");

@@ -1,0 +1,140 @@
+// The price of a MoE layer whose shared experts run on the auxiliary stream (Op::stream 1; a profile
+// whose meta says executor_shared_stream): the two branches overlap in the task engine, sharing the
+// GPU's HBM as flows capped at their own priced rates, so the step costs less than the branches one
+// after the other and never less than the GPU's HBM can stream.
+#include <algorithm>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "planner/compile/compiler.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/sim/iteration_cost.hpp"
+#include "planner/topology/executor_launch.hpp"
+#include "planner/topology/machine.hpp"
+#include "planner/topology/topology.hpp"
+#include "tests/plan_fixtures.hpp"
+#include "tests/strategy/test_fixtures.hpp"
+
+namespace peerplan {
+namespace {
+
+BatchShape decode(int64_t seqs) {
+  BatchShape b;
+  b.decode_seqs = seqs, b.decode_context = 1024;
+  return b;
+}
+
+struct Priced {
+  double step_s = 0;
+  OpGraph graph;
+};
+
+Priced price(const Machine& machine, const std::string& model, const BatchShape& b) {
+  auto m = testing::model(model);
+  const Topology topo(machine);
+  const CostModel cost(topo);
+  const Plan plan = test_plans::tp({0}, int(m.cfg.layers));
+  PlanPricer pricer(plan, m.cfg, m.fig, cost);
+  return {pricer.price(b).total_s(), compile_iteration(plan, m.cfg, m.fig, machine, b)};
+}
+
+Machine with_shared_stream(bool on) {
+  Machine m = load_machine(resolve_machine_path("h200x2-nvlink"));
+  m.meta[kSharedStreamKey] = on;
+  return m;
+}
+
+TEST(SharedStreamPricing, TheProfileSaysWhetherTheCompilerForks) {
+  EXPECT_FALSE(shared_expert_stream(load_machine(resolve_machine_path("h200x2-nvlink"))));
+  EXPECT_TRUE(shared_expert_stream(with_shared_stream(true)));
+  EXPECT_FALSE(shared_expert_stream(with_shared_stream(false)));
+  Machine spec = with_shared_stream(true);
+  spec.measurements.reset();  // a spec sheet prices no executor
+  EXPECT_FALSE(shared_expert_stream(spec));
+  int aux = 0;
+  for (const Op& op : price(with_shared_stream(true), "qwen1.5-moe-a2.7b", decode(1)).graph.ops) aux += op.stream;
+  EXPECT_GT(aux, 0);
+}
+
+TEST(SharedStreamPricing, OverlapSavesAtMostTheSharedBranchAndHbmBoundsIt) {
+  const Machine off = with_shared_stream(false), on = with_shared_stream(true);
+  const auto m = testing::model("qwen1.5-moe-a2.7b");
+  const Topology topo(on);
+  const CostModel cost(topo);
+  bool measured = false;
+  const double hbm = cost.hbm_Bps(0, &measured);
+  ASSERT_TRUE(measured);
+  for (int64_t batch : {1, 8, 64}) {
+    const Priced serial = price(off, "qwen1.5-moe-a2.7b", decode(batch));
+    const Priced overlap = price(on, "qwen1.5-moe-a2.7b", decode(batch));
+    // What the shared branch costs alone, and the bytes both branches stream, summed over the layers.
+    double shared_s = 0, mlp_bytes = 0, mlp_s = 0;
+    for (const Op& op : overlap.graph.ops) {
+      if (op.layer < 0) continue;
+      const std::string n = op.name.substr(op.name.find('.') + 1);
+      const bool in_branch = op.stream == 1;
+      const bool routed = n == "moe_route" || n.rfind("expert.", 0) == 0;
+      if (!in_branch && !routed) continue;
+      const double t = cost.price(op, true).seconds;
+      if (in_branch) shared_s += t;
+      mlp_s += t;
+      mlp_bytes += op.mem_bytes;
+    }
+    ASSERT_GT(shared_s, 0) << batch;
+    const double saved = serial.step_s - overlap.step_s;
+    EXPECT_GT(saved, 0.1 * shared_s) << "batch " << batch << ": the branches overlap";
+    EXPECT_LE(saved, shared_s * 1.0001) << "batch " << batch << ": no more than the shorter branch is hidden";
+    // The two branches together take at least their bytes over the GPU's HBM.
+    EXPECT_GE(mlp_s - saved, mlp_bytes / hbm * 0.999) << "batch " << batch;
+  }
+  // Past vLLM's threshold the graphs and prices are the same.
+  EXPECT_DOUBLE_EQ(price(off, "qwen1.5-moe-a2.7b", decode(300)).step_s,
+                   price(on, "qwen1.5-moe-a2.7b", decode(300)).step_s);
+  // A model without shared experts prices the same either way.
+  EXPECT_DOUBLE_EQ(price(off, "mixtral-8x7b", decode(4)).step_s, price(on, "mixtral-8x7b", decode(4)).step_s);
+}
+
+TEST(SharedStreamPricing, TwoStreamingKernelsShareTheHbm) {
+  // The flow model itself: two ops on one GPU's two streams, each priced at 70 % of the GPU's HBM
+  // rate, take their bytes over the HBM together (not the longer one's time), and alone each takes
+  // its price.
+  const Machine on = with_shared_stream(true);
+  const Topology topo(on);
+  const CostModel cost(topo);
+  const std::vector<double> cap = sim_capacity(cost);
+  ASSERT_EQ(cap.size(), size_t(topo.edge_count() + topo.gpu_count()));
+  const double hbm = cap[size_t(topo.edge_count())];
+  ASSERT_GT(hbm, 0);
+  OpGraph g;
+  for (int i = 0; i < 2; ++i) {
+    Op op;
+    op.id = i;
+    op.kind = OpKind::Gemm;
+    op.gpus = {0};
+    op.layer = 0;
+    op.m = 1, op.n = 8192, op.k = 4096;  // a decode GEMV: 64 MiB of weights
+    op.flops = 2.0 * op.n * op.k;
+    op.mem_bytes = double(op.n * op.k * 2 + op.k * 2 + op.n * 2);
+    op.stream = i;
+    g.ops.push_back(op);
+  }
+  const double t_alone = cost.price(g.ops[0], true).seconds;
+  std::vector<const OpCost*> costs;
+  const std::vector<SimTask> tasks = tasks_for_ops(g, {0, 1}, cost, true, &costs);
+  ASSERT_TRUE(tasks[0].flow && tasks[1].flow);
+  EXPECT_NEAR(tasks[0].rate_cap, g.ops[0].mem_bytes / t_alone, 1e-6 * tasks[0].rate_cap);
+  const TaskRun run = run_tasks(tasks, kStreamsPerGpu * topo.gpu_count(), cap);
+  const double gap = tasks[0].gap;
+  const double expect = std::max(t_alone, 2 * g.ops[0].mem_bytes / hbm) + gap;
+  EXPECT_NEAR(run.makespan, expect, 0.02 * expect);
+  EXPECT_LT(run.makespan, 2 * t_alone);
+  // One stream only: no flows, the price as it always was.
+  g.ops[1].stream = 0;
+  const std::vector<SimTask> plain = tasks_for_ops(g, {0, 1}, cost, true);
+  EXPECT_FALSE(plain[0].flow || plain[1].flow);
+  EXPECT_DOUBLE_EQ(plain[0].duration, t_alone);
+}
+
+}  // namespace
+}  // namespace peerplan

@@ -265,7 +265,7 @@ ServingRun run_serving(RequestStream& requests, const std::vector<ReplicaServer>
 ServingRun run_serving(RequestStream& requests, Scheduler& sched, IterationPricer& pricer, int gpu_count,
                        int edge_count, size_t record_limit, bool progress, MetricsAccumulator* stream) {
   Router one(RouterPolicy::RoundRobin, 1);
-  return run_serving(requests, {ReplicaServer{&sched, &pricer}}, one, gpu_count, edge_count, record_limit, progress,
+  return run_serving(requests, {ReplicaServer{&sched, &pricer, nullptr, {}}}, one, gpu_count, edge_count, record_limit, progress,
                      stream);
 }
 
@@ -298,7 +298,7 @@ ServingRun run_serving(const std::vector<Request>& requests, const std::vector<R
 ServingRun run_serving(const std::vector<Request>& requests, Scheduler& sched, IterationPricer& pricer, int gpu_count,
                        int edge_count, size_t record_limit, bool progress, MetricsAccumulator* stream) {
   Router one(RouterPolicy::RoundRobin, 1);
-  return run_serving(requests, {ReplicaServer{&sched, &pricer}}, one, gpu_count, edge_count, record_limit, progress,
+  return run_serving(requests, {ReplicaServer{&sched, &pricer, nullptr, {}}}, one, gpu_count, edge_count, record_limit, progress,
                      stream);
 }
 

@@ -122,6 +122,8 @@ void run_simulate(const SimCmd& o) {
   if (const std::string note = unmeasured_note(m.model, m.provenance, o.model); !note.empty()) std::cout << "  " << note;
   if (m.provenance.contains("moe_routing"))
     std::cout << "  MoE routing: " << routing::summary_text(m.provenance["moe_routing"]) << "\n";
+  if (m.provenance.contains("moe_shared_experts"))
+    std::cout << "  MoE shared experts: " << m.provenance["moe_shared_experts"].get<std::string>() << "\n";
   if (m.provenance.contains("power") && m.provenance["power"].is_object())  // a paced profile (docs/simulator.md, Power)
     std::cout << (m.provenance["power"].value("throttle_by_class", false)
                       ? fmt::format("  power: tables at boost clock; prefill past {:.0f} ms of continuous work runs slower, each "

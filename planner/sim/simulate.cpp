@@ -6,6 +6,7 @@
 
 #include "planner/model/expert_format.hpp"
 #include "planner/sim/power_state.hpp"
+#include "planner/topology/executor_launch.hpp"
 
 namespace peerplan {
 
@@ -131,6 +132,20 @@ Simulation simulate_with(const Plan& plan, const ModelConfig& cfg, const ModelFi
     // Routed experts stored quantized: the profiler and the executor run experts in bf16 only
     // (docs/quantization.md, "Not done"), so no profile can hold their rows (unmeasured_note says so).
     if (const std::optional<DType> d = unrunnable_expert_format(cfg)) prov["quantized_experts"] = dtype_name(*d);
+    // Where the shared experts run at decode (compiler.cpp CompileOptions::shared_stream): priced on a
+    // second stream, Qwen1.5-MoE's batch-1 step is about a fifth shorter (docs/moe_executor.md).
+    bool shared = false;
+    for (const LayerFigures& lf : fig.layers)
+      for (const MatrixShape& ms : lf.matrices) shared = shared || ms.name == "shared.gate_up";
+    if (shared)
+      prov["moe_shared_experts"] =
+          shared_expert_stream(topo.machine())
+              ? "on a second stream at up to 256 tokens, as vLLM (the profile's executor ran them so)"
+          : topo.machine().measurements
+              ? "on the compute stream after the routed experts, as the profile's executor ran them (vLLM overlaps "
+                "them on a second stream at up to 256 tokens)"
+              : "on the compute stream after the routed experts (a machine without a profile; vLLM overlaps them on a "
+                "second stream at up to 256 tokens)";
   }
   if (throttle && !throttle->mixes.empty() && cfg.is_moe() && prov.contains("power"))  // which mixes slowed its experts
     prov["power"]["moe_dispatch"] =

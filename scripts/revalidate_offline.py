@@ -38,6 +38,7 @@ S14 = os.path.join(V, "runs/2026-12-04-session14")
 S16 = os.path.join(V, "runs/2026-12-05-session16")
 S18 = os.path.join(V, "runs/2026-12-05-session18")
 S19 = os.path.join(V, "runs/2026-12-05-session19")
+S21 = os.path.join(V, "runs/2026-12-06-session21")
 LONG_8K = os.path.join(ROOT, "models/workloads/long-prompt-8k-32k.json")
 LONG_64K = os.path.join(ROOT, "models/workloads/long-prompt-64k-100k.json")
 # (run directory, plan, model, workload, extra simulate arguments): as scripts/gpu/session8.sh ran them.
@@ -142,6 +143,10 @@ RUNS = [
     (f"{S19}/D/validate-six-single", "llama8b-1gpu", "llama-3.1-8b", CHAT, ["--requests", "40", "--rate", "8"]),
     # session19.sh E (one H200): Mixtral long prompts with PDL and its floor, from a paced profile.
     (f"{S19}/E/validate-mixtral-long", "mixtral-1gpu", "mixtral-8x7b", LONG, []),
+    # session21.sh A and B (session 21, one H100): a paced profile with the MoE dispatch's own throttle mixes;
+    # long prompts of Qwen1.5-MoE and (its first) DeepSeek-V2-Lite priced from it.
+    (f"{S21}/A/validate-qwen-moe-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
+    (f"{S21}/B/validate-dsv2-long", "deepseek-v2-lite-1gpu", "deepseek-v2-lite", LONG, []),
 ]
 
 

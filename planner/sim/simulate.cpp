@@ -140,10 +140,10 @@ Simulation simulate_with(const Plan& plan, const ModelConfig& cfg, const ModelFi
     if (shared)
       prov["moe_shared_experts"] =
           shared_expert_stream(topo.machine())
-              ? "on a second stream at up to 256 tokens, as vLLM (the profile's executor ran them so)"
+              ? "on a second stream at up to 8 tokens, as vLLM does up to 256 (the profile's executor ran them so)"
           : topo.machine().measurements
               ? "on the compute stream after the routed experts, as the profile's executor ran them (vLLM overlaps "
-                "them on a second stream at up to 256 tokens)"
+                "them on a second stream at up to 256 tokens; this executor does at up to 8 when its profile says so)"
               : "on the compute stream after the routed experts (a machine without a profile; vLLM overlaps them on a "
                 "second stream at up to 256 tokens)";
   }

@@ -44,7 +44,7 @@ int shared_stream_from_env(const char* v) {
   if (std::string(v) == "0") return 0;
   if (std::string(v) == "1") return 1;
   throw RuntimeError("PEERPLAN_SHARED_STREAM=" + std::string(v) +
-                     ": expected 0 or 1 (1: a MoE layer's shared experts on a second stream at up to 256 tokens, "
+                     ": expected 0 or 1 (1: a MoE layer's shared experts on a second stream at up to 8 tokens, "
                      "0: never; unset: as the profile's executor ran them)");
 }
 

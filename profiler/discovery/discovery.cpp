@@ -168,8 +168,9 @@ Machine discover_machine() {
   m.gpus = cuda_gpus();
   m.meta[kExecutorLaunchKey] = launch_mode(m.gpus);  // as the kernels timed here launch (executor_launch.hpp)
   // Whether this executor runs a MoE layer's shared experts on a second stream (executor_launch.hpp):
-  // the plans compiled against this profile then do too.
-  m.meta[kSharedStreamKey] = exec::shared_stream_from_env(std::getenv("PEERPLAN_SHARED_STREAM")) == 1;
+  // the plans compiled against this profile then do too. On unless PEERPLAN_SHARED_STREAM=0 (measured
+  // faster at up to 8 tokens and priced within 2 % but Qwen1.5-MoE batch 1 at 6 %: docs/moe_executor.md).
+  m.meta[kSharedStreamKey] = exec::shared_stream_from_env(std::getenv("PEERPLAN_SHARED_STREAM")) != 0;
   const int n = m.gpu_count();
   if (n == 0) throw RuntimeError("no CUDA GPU visible (check the driver and CUDA_VISIBLE_DEVICES)");
   std::vector<NvmlGpuInfo> nv(static_cast<size_t>(n));

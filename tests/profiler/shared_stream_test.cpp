@@ -81,11 +81,11 @@ TEST(SharedStream, QwenDecodeForksAfterTheRouterAndJoinsAtTheCombine) {
 }
 
 TEST(SharedStream, OneStreamPastTheThresholdWithoutSharedExpertsOrWhenOff) {
-  // 300 decode tokens: past vLLM's 256.
-  const OpGraph big = graph("qwen1.5-moe-a2.7b", decode(300), 1);
+  // 16 decode tokens: past the executor's 8 (kSharedStreamMaxTokens; vLLM's default is 256).
+  const OpGraph big = graph("qwen1.5-moe-a2.7b", decode(16), 1);
   for (const Op& op : big.ops) EXPECT_EQ(op.stream, 0) << op.name;
   int aux = 0;
-  for (const Op& op : graph("qwen1.5-moe-a2.7b", decode(256), 1).ops) aux += op.stream;
+  for (const Op& op : graph("qwen1.5-moe-a2.7b", decode(kSharedStreamMaxTokens), 1).ops) aux += op.stream;
   EXPECT_GT(aux, 0);
   // Off, or as a machine whose profile does not say so: the graph is the one-stream graph, op for op.
   const OpGraph off = graph("qwen1.5-moe-a2.7b", decode(8), 0), as_machine = graph("qwen1.5-moe-a2.7b", decode(8), -1);

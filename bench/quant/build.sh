@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # It also runs the issue-15 self-test cases first (profiler/exec/self_test_quant.cpp).
 if [ -n "${QB_OBJ:-}" ]; then o=$QB_OBJ; mkdir -p "$o"; keep=1; else o=$(mktemp -d); keep=0; fi
-headers="profiler/kernels/w4a16.hpp profiler/gpu/gemm_quant.hpp profiler/kernels/quant.hpp profiler/exec/self_test_util.hpp"
+headers="profiler/kernels/w4a16.hpp profiler/common/w4_layout.hpp profiler/gpu/gemm_quant.hpp profiler/kernels/quant.hpp profiler/exec/self_test_util.hpp"
 stale() {  # $1 source, $2 object
   [ ! -e "$2" ] || [ "$1" -nt "$2" ] && return 0
   for h in $headers; do [ "$h" -nt "$2" ] && return 0; done

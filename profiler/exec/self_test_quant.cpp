@@ -92,7 +92,8 @@ std::vector<double> dequantized_w(const gpu::QuantWeight& w, bool w_kmajor) {
     auto sc = download<bf16>(w.scales, size_t(n * k / 128));
     for (int64_t r = 0; r < n; ++r)
       for (int64_t c = 0; c < k; ++c) {
-        const int q = int(codes[size_t(r * (k / 8) + c / 8)] >> (4 * (c % 8))) & 15;
+        const int64_t word = kernels::w4_word_index(kernels::w4a16_layout(), r, c / 8, k);
+        const int q = int(codes[size_t(word)] >> (4 * (c % 8))) & 15;
         W[size_t(r * k + c)] = (q - 8) * double(__bfloat162float(sc[size_t(r * (k / 128) + c / 128)]));
       }
     return W;
@@ -345,14 +346,17 @@ void quant_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt1993
   // Every W4A16 GEMV variant (PEERPLAN_W4A16, kernels::w4a16_set_variant), each case run twice
   // into the same output: split-K across blocks with a partial column group and the k of the
   // 8B / 70B down projections, no split at M = 1, a column group of 8 past n, warps with no chunk
-  // (3 chunks over 4 or 8 warps), 1, 2 and 4 m-tiles.
+  // (3 chunks over 4 or 8 warps), 1, 2 and 4 m-tiles; in both word orders (kernels::W4Layout).
   {
     const int v0 = kernels::w4a16_variant();
+    const kernels::W4Layout l0 = kernels::w4a16_layout();
+    for (kernels::W4Layout l : {kernels::W4Layout::Tiled, kernels::W4Layout::Gptq})
     for (int v = 1; v <= kernels::kW4Variants; ++v) {
       kernels::w4a16_set_variant(v);
+      kernels::w4a16_set_layout(l);
       auto add = [&](int64_t M, int64_t n, int64_t k) {
         SelfTestResult r = gemm_case(dev, rng, DType::INT4, S::PerTensor, M, n, k, -1, 2);
-        r.kernel += "_v" + std::to_string(v);
+        r.kernel += "_v" + std::to_string(v) + "_" + kernels::w4a16_layout_name(l);
         out.push_back(r);
       };
       add(1, 264, 14336);
@@ -363,8 +367,11 @@ void quant_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt1993
       add(16, 4096, 512);
       add(27, 136, 512);
       add(61, 264, 384);
+      add(2, 136, 1024);  // M = 2 (v7: 16-row groups) with a partial one
+      if (v == kernels::kW4Variants) add(100, 264, 384);  // dequantise + cuBLASLt reads the same order
     }
     kernels::w4a16_set_variant(v0);
+    kernels::w4a16_set_layout(l0);
   }
   auto guarded = [&](const std::string& kernel, auto&& f) {
     try {

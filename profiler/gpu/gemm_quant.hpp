@@ -43,7 +43,7 @@ struct QuantWeight {
   DType dtype = DType::FP8_E4M3;  // FP8_E4M3, INT8 or INT4
   Fp8Scaling scaling = Fp8Scaling::PerTensor;  // FP8 only
   int64_t n = 0, k = 0;
-  DeviceBuffer codes;   // fp8 / int8: [n][k] bytes; int4: [n][k/8] uint32
+  DeviceBuffer codes;   // fp8 / int8: [n][k] bytes; int4: n*k/8 uint32 (kernels::w4a16_layout() order)
   DeviceBuffer scales;  // fp32 (fp8: 1, n or ceil(k/128)*ceil(n/128); int8: n); int4: bf16 [n][k/128]
   DeviceBuffer x_scale;  // fp32 static activation scale (FP8 PerTensor)
 };

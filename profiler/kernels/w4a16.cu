@@ -39,6 +39,12 @@ __device__ __forceinline__ uint32_t dq2(uint32_t w, int sh, __nv_bfloat162 s2) {
   return *reinterpret_cast<uint32_t*>(&h);
 }
 
+// Word of W where row r's 16 bytes at quarter t of group 0 begin (w4a16.hpp, w4_word_index); group c
+// is c * a.w_chunk words on.
+__device__ __forceinline__ int64_t w_unit(const W4A16Gemm& a, int64_t r, int t) {
+  return (r / 8) * a.k + (r % 8) * a.w_row + 4 * t;
+}
+
 struct Chunk {
   uint4 w[kNT];
   float s[kNT];  // this lane's row's group scale, per tile
@@ -121,7 +127,7 @@ __global__ void __launch_bounds__(kWarps * 32) w4a16_kernel(W4A16Gemm a, int spl
   const int64_t chunks = a.k / kW4Group;
   const int64_t c0 = int64_t(split) * chunks_per_split;
   const int64_t c1 = std::min<int64_t>(chunks, c0 + chunks_per_split);
-  const int64_t words_per_row = a.k / 8, groups_per_row = a.k / kW4Group;
+  const int64_t groups_per_row = a.k / kW4Group;
   const int64_t n0 = cg * kCols;
 
   // Row of W this lane streams in each tile (tiles past n are skipped as a whole: n % 8 == 0).
@@ -132,14 +138,14 @@ __global__ void __launch_bounds__(kWarps * 32) w4a16_kernel(W4A16Gemm a, int spl
   for (int nt = 0; nt < kNT; ++nt) {
     const int64_t r = n0 + nt * 8 + g;
     tile_ok[nt] = n0 + nt * 8 < a.n;
-    wrow[nt] = a.w + (tile_ok[nt] ? r : 0) * words_per_row + 4 * t;
+    wrow[nt] = a.w + w_unit(a, tile_ok[nt] ? r : g, t);
     srow[nt] = a.scales + (tile_ok[nt] ? r : 0) * groups_per_row;
   }
   auto load = [&](int64_t c, Chunk& ch) {
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) {
       if (tile_ok[nt]) {
-        ch.w[nt] = ld_stream16(wrow[nt] + c * 16);
+        ch.w[nt] = ld_stream16(wrow[nt] + c * a.w_chunk);
         ch.s[nt] = __bfloat162float(srow[nt][c]);
       } else {
         ch.w[nt] = make_uint4(0x88888888u, 0x88888888u, 0x88888888u, 0x88888888u);  // codes 8: zeros
@@ -300,7 +306,7 @@ __global__ void __launch_bounds__(KW * 32) w4a16_v2_kernel(W4A16Gemm a, int spli
   const int64_t cb = int64_t(split) * chunks_per_split;
   const int64_t ce = std::min<int64_t>(chunks, cb + chunks_per_split);
   const int nj = ce > cb + wk ? int((ce - cb - wk + KW - 1) / KW) : 0;  // this warp's chunks cb + wk + j * KW
-  const int64_t words_per_row = a.k / 8, groups_per_row = a.k / kW4Group;
+  const int64_t groups_per_row = a.k / kW4Group;
   const int64_t n0 = cg * kCols;
 
   uint4* ringw = reinterpret_cast<uint4*>(smem) + size_t(wk) * S * kNT * 32;
@@ -312,7 +318,7 @@ __global__ void __launch_bounds__(KW * 32) w4a16_v2_kernel(W4A16Gemm a, int spli
   for (int nt = 0; nt < kNT; ++nt) {
     const int64_t r = n0 + nt * 8 + g;
     tile_ok[nt] = n0 + nt * 8 < a.n;
-    wrow[nt] = a.w + (tile_ok[nt] ? r : 0) * words_per_row + 4 * t;
+    wrow[nt] = a.w + w_unit(a, tile_ok[nt] ? r : g, t);
     sidx[nt] = (tile_ok[nt] ? r : 0) * groups_per_row;
   }
   auto issue = [&](int j) {
@@ -320,7 +326,7 @@ __global__ void __launch_bounds__(KW * 32) w4a16_v2_kernel(W4A16Gemm a, int spli
     const int st = j % S;
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) {
-      cp16<HINT>(ringw + (st * kNT + nt) * 32 + lane, wrow[nt] + c * 16, tile_ok[nt]);
+      cp16<HINT>(ringw + (st * kNT + nt) * 32 + lane, wrow[nt] + c * a.w_chunk, tile_ok[nt]);
       // The aligned 4-byte word holding the scale (n * groups_per_row is even: n % 8 == 0).
       cp4(rings + (st * kNT + nt) * 32 + lane, a.scales + ((sidx[nt] + c) & ~int64_t(1)), tile_ok[nt]);
     }
@@ -449,7 +455,7 @@ template <int MT, int kDpTiles>
 __global__ void __launch_bounds__(kDpWarps * 32, 2) w4a16_dp4a_kernel(W4A16Gemm a, int splits, int per, int span) {
   constexpr int kDpRows = 8 * kDpTiles;
   extern __shared__ __align__(16) unsigned char dsm[];
-  const int64_t K = a.k, chunks = K / kW4Group, kw = K / 8;
+  const int64_t K = a.k, chunks = K / kW4Group;
   // x of the groups [q0, q0 + span) this block's warps read (span: dp4a_span, host side).
   const int64_t SK = int64_t(span) * kW4Group;
   int8_t* xq = reinterpret_cast<int8_t*>(dsm);                // [MT][SK]
@@ -460,12 +466,13 @@ __global__ void __launch_bounds__(kDpWarps * 32, 2) w4a16_dp4a_kernel(W4A16Gemm 
   const int64_t gw = int64_t(blockIdx.x) * kDpWarps + warp, cg = gw % groups, sp = gw / groups;
   const int64_t c0 = sp * per, c1 = std::min<int64_t>(chunks, c0 + per);
   const bool ok = sp < splits && c0 < c1;
-  // Row of tile r: row0 + 8r, or the last row past n (loaded, never stored). One base pointer and
-  // per-tile offsets rather than 8 pointers: v7 must fit 128 registers (2 blocks, 16 warps per SM).
-  const int64_t row0 = std::min<int64_t>(cg * kDpRows + g, a.n - 1);
-  const int last_dr = int(std::min<int64_t>(a.n - 1 - row0, 8 * (kDpTiles - 1)));
-  const uint32_t* wbase = a.w + row0 * kw + 4 * t;
-  const uint32_t kw32 = uint32_t(kw), ch32 = uint32_t(chunks);
+  // Row of tile r: row0 + 8r, or for a tile past n the last tile's (loaded, never stored; n % 8 == 0,
+  // so row0 < n). One base pointer and per-tile offsets rather than 8 pointers: v7 must fit 128
+  // registers (2 blocks, 16 warps per SM). A tile is k words on in either layout (w4a16.hpp).
+  const int64_t row0 = cg * kDpRows + g;
+  const int last_tile = int(std::min<int64_t>((a.n - 1 - row0) / 8, kDpTiles - 1));
+  const uint32_t* wbase = a.w + w_unit(a, row0, t);
+  const uint32_t k32 = uint32_t(K), ch32 = uint32_t(chunks), cs32 = uint32_t(a.w_chunk);
   const bf16* sbase = a.scales + row0 * chunks;
   uint4 wa[kDpBatch][kDpTiles];
   bf16 sa[kDpBatch][kDpTiles];  // converted where used: a conversion here would wait for the load
@@ -475,9 +482,9 @@ __global__ void __launch_bounds__(kDpWarps * 32, 2) w4a16_dp4a_kernel(W4A16Gemm 
 #pragma unroll
       for (int r = 0; r < kDpTiles; ++r) {
         // 32-bit offsets (a matrix's words and scales < 2^32: w4a16_gemm checks), fewer registers.
-        const uint32_t cc = uint32_t(std::min<int64_t>(c + u, c1 - 1)), dr = uint32_t(std::min(8 * r, last_dr));
-        wv[u][r] = ld_stream16(wbase + (dr * kw32 + cc * 16u));
-        sv[u][r] = sbase[dr * ch32 + cc];
+        const uint32_t cc = uint32_t(std::min<int64_t>(c + u, c1 - 1)), tr = uint32_t(std::min(r, last_tile));
+        wv[u][r] = ld_stream16(wbase + (tr * k32 + cc * cs32));
+        sv[u][r] = sbase[8 * tr * ch32 + cc];
       }
   };
   if (ok) load(wa, sa, c0);  // in flight while x is quantized (and, launched with PDL, while the kernel before ends)
@@ -601,11 +608,11 @@ int dp4a_span(int64_t M, int64_t n, int64_t k, int per) {
 size_t dp4a_smem_bytes(int mt, int span) { return size_t(mt) * size_t(span) * (kW4Group + 4 + 16); }
 
 __global__ void w4a16_dequant_kernel(const uint32_t* w, const bf16* scales, bf16* out, int64_t row0, int64_t rows,
-                                     int64_t k) {
+                                     int64_t k, W4Layout layout) {
   const int64_t words = rows * (k / 8);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < words; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = i / (k / 8), j = i % (k / 8);
-    const uint32_t word = w[(row0 + r) * (k / 8) + j];
+    const uint32_t word = w[w4_word_index(layout, row0 + r, j, k)];
     const bf16 s = scales[(row0 + r) * (k / kW4Group) + j * 8 / kW4Group];
     const __nv_bfloat162 s2 = __halves2bfloat162(s, s);
     // Nibbles (0,4), (1,5), (2,6), (3,7) -> natural order 0..7.
@@ -658,6 +665,18 @@ int parse_variant(const char* e) {
 int& variant_ref() {
   static int v = parse_variant(std::getenv("PEERPLAN_W4A16"));
   return v;
+}
+
+// Unset: tiled (measured against GPTQ's order with the same kernels: docs/quantization.md).
+W4Layout parse_layout(const char* e) {
+  const std::string v = e ? e : "";
+  if (v.empty() || v == "tiled") return W4Layout::Tiled;
+  if (v == "gptq") return W4Layout::Gptq;
+  throw RuntimeError("PEERPLAN_W4_LAYOUT=" + v + ": expected tiled or gptq (the packed int4 weights' word order)");
+}
+W4Layout& layout_ref() {
+  static W4Layout l = parse_layout(std::getenv("PEERPLAN_W4_LAYOUT"));
+  return l;
 }
 
 int v1_splits(int64_t n, int64_t k, int sm_count) {
@@ -741,6 +760,10 @@ void launch_dp4a(const W4A16Gemm& a, int splits, int per, int span, unsigned blo
 
 }  // namespace
 
+W4Layout w4a16_layout() { return layout_ref(); }
+void w4a16_set_layout(W4Layout l) { layout_ref() = l; }
+const char* w4a16_layout_name(W4Layout l) { return l == W4Layout::Gptq ? "gptq" : "tiled"; }
+
 int w4a16_variant() { return variant_ref(); }
 void w4a16_set_variant(int v) {
   if (v < 1 || v > kW4Variants) throw RuntimeError("w4a16_set_variant: " + std::to_string(v) + " is not a variant");
@@ -776,7 +799,10 @@ size_t w4a16_workspace_bytes(int64_t M, int64_t n, int64_t k, int sm_count) {
   return (size_t(kCounterFloats) + slices * size_t(M) * size_t(n)) * sizeof(float);
 }
 
-void w4a16_gemm(const W4A16Gemm& a, int sm_count, cudaStream_t stream) {
+void w4a16_gemm(const W4A16Gemm& args, int sm_count, cudaStream_t stream) {
+  W4A16Gemm a = args;
+  a.w_row = w4_row_stride(w4a16_layout(), a.k);
+  a.w_chunk = w4_chunk_stride(w4a16_layout());
   check_shape(a.n, a.k, "w4a16_gemm");
   if (a.M > kW4GemvMaxM)
     throw RuntimeError("w4a16_gemm: M = " + std::to_string(a.M) + " > " + std::to_string(kW4GemvMaxM) +
@@ -823,7 +849,7 @@ void w4a16_dequant(const uint32_t* w, const bf16* scales, bf16* out, int64_t row
   if (rows <= 0) return;
   const int64_t words = rows * (k / 8);
   const int grid = int(std::min<int64_t>((words + 255) / 256, 132 * 16));
-  w4a16_dequant_kernel<<<grid, 256, 0, stream>>>(w, scales, out, row0, rows, k);
+  w4a16_dequant_kernel<<<grid, 256, 0, stream>>>(w, scales, out, row0, rows, k, w4a16_layout());
   CUDA_CHECK_LAUNCH("w4a16_dequant");
 }
 

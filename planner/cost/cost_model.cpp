@@ -64,18 +64,26 @@ double CostModel::peak_flops(int gpu) const {
   return g.peak_bf16_tflops * 1e12;
 }
 
-double CostModel::hbm_Bps(int gpu, bool* measured) const {
+double CostModel::hbm_Bps_if_known(int gpu, bool* measured) const {
   const Machine& m = topo_.machine();
   if (m.measurements && size_t(gpu) < m.measurements->hbm_gbps.size() && m.measurements->hbm_gbps[size_t(gpu)] > 0) {
     *measured = true;
     return m.measurements->hbm_gbps[size_t(gpu)] * 1e9;
   }
   *measured = false;
-  const GpuSpec& g = m.gpus.at(size_t(gpu));
-  if (!(g.hbm_gbps > 0))
-    throw InputError(m.source_file, "/gpus/" + std::to_string(gpu) + "/hbm_gbps",
-                     "a positive HBM bandwidth in GB/s (e.g. 4800 for H200): needed to price memory-bound ops");
-  return g.hbm_gbps * 1e9 * opt_.hbm_efficiency;
+  if (gpu < 0 || size_t(gpu) >= m.gpus.size() || !(m.gpus[size_t(gpu)].hbm_gbps > 0)) return 0;
+  return m.gpus[size_t(gpu)].hbm_gbps * 1e9 * opt_.hbm_efficiency;
+}
+
+double CostModel::hbm_Bps(int gpu, bool* measured) const {
+  const double bw = hbm_Bps_if_known(gpu, measured);
+  if (bw > 0) return bw;
+  const Machine& m = topo_.machine();
+  if (gpu < 0 || size_t(gpu) >= m.gpus.size())
+    throw InputError(m.source_file, "/gpus", "an entry for GPU " + std::to_string(gpu) + " (the file lists " +
+                                                 std::to_string(m.gpus.size()) + ")");
+  throw InputError(m.source_file, "/gpus/" + std::to_string(gpu) + "/hbm_gbps",
+                   "a positive HBM bandwidth in GB/s (e.g. 4800 for H200): needed to price memory-bound ops");
 }
 
 const FittedCompute* CostModel::fitted() const {

@@ -61,6 +61,9 @@ class CostModel {
   // file's figure x CostOptions::hbm_efficiency (*measured says which). Throws InputError when the
   // machine file has neither.
   double hbm_Bps(int gpu, bool* measured) const;
+  // The same rate, 0 when the machine file has neither figure (the simulator's HBM capacity: a GPU
+  // without one shares nothing it could price).
+  double hbm_Bps_if_known(int gpu, bool* measured) const;
 
   // The profile timed its compute tables at boost clock (`profile --duty` < 1) and measured the
   // power throttle: prices are boost-clock prices, prefill attention between grid points follows

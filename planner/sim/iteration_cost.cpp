@@ -151,15 +151,11 @@ void tasks_into(std::vector<SimTask>& tasks, std::vector<int>& local, std::vecto
 
 std::vector<double> sim_capacity(const CostModel& cost) {
   const Topology& topo = cost.topology();
-  const Machine& m = topo.machine();
   std::vector<double> cap(size_t(topo.edge_count() + topo.gpu_count()), 0.0);
   for (int e = 0; e < topo.edge_count(); ++e) cap[size_t(e)] = topo.edge_props(e).capacity_Bps;
   for (int gpu = 0; gpu < topo.gpu_count(); ++gpu) {
-    const bool has = (m.measurements && size_t(gpu) < m.measurements->hbm_gbps.size() &&
-                      m.measurements->hbm_gbps[size_t(gpu)] > 0) ||
-                     (size_t(gpu) < m.gpus.size() && m.gpus[size_t(gpu)].hbm_gbps > 0);
     bool measured = false;
-    if (has) cap[size_t(topo.edge_count() + gpu)] = cost.hbm_Bps(gpu, &measured);
+    cap[size_t(topo.edge_count() + gpu)] = cost.hbm_Bps_if_known(gpu, &measured);
   }
   return cap;
 }

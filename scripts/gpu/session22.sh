@@ -11,15 +11,15 @@ PART=${1:?usage: session22.sh W}
 OUT_DEFAULT=/tmp/peerplan-s22
 source "$(dirname "$0")/call_lib.sh"
 if [ "$PART" = W ]; then
-  TAIL=4 step 150 selftest-quant env PEERPLAN_SELFTEST_ONLY=quant $B validate --self-test
+  TAIL=4 step 120 selftest-quant env PEERPLAN_SELFTEST_ONLY=quant $B validate --self-test
   grep -ciE "pass" "$W/selftest-quant.txt" | sed 's/^/  | passing lines: /' | tee -a "$S" >/dev/null
   grep -iE "fail" "$W/selftest-quant.txt" | head -12 | sed 's/^/  | /' | tee -a "$S" >/dev/null
   for l in gptq tiled; do
-    TAIL=3 step 90 "qb-$l" env PEERPLAN_W4_LAYOUT=$l QB_W4_ONLY=1 QB_W4_VARIANTS=7 .gpu/bin/qb "$W/qb-$l"
+    TAIL=3 step 75 "qb-$l" env PEERPLAN_W4_LAYOUT=$l QB_W4_ONLY=1 QB_W4_VARIANTS=7 .gpu/bin/qb "$W/qb-$l"
     grep -E "four GEMMs" "$W/qb-$l.txt" | sed "s/^/  | $l /" | tee -a "$S" >/dev/null
   done
   for l in gptq tiled gptq tiled; do
-    TAIL=8 step 60 "steps-int4-$l" env PEERPLAN_W4_LAYOUT=$l $B validate --bench-steps --plan $P/llama8b-1gpu.json \
+    TAIL=8 step 50 "steps-int4-$l" env PEERPLAN_W4_LAYOUT=$l $B validate --bench-steps --plan $P/llama8b-1gpu.json \
       --model llama-3.1-8b --weights int4 --machine models/hardware/h200x2-nvlink.json --allow-other-host \
       --no-measure-missing --batches 1,2,4,8 --context 1024 --prefill 0 --out "$W/steps-int4-$l-$SECONDS"
   done

@@ -6,8 +6,10 @@
 #     1. the quantized kernels' self-test (every W4A16 variant in both orders, the dequantiser in both)
 #     2. qb: v7 (M = 1, 2) and v5 (M = 4, 8) four GEMMs of Llama-3.1-8B and -70B over rotating weights, per order
 #     3. Llama-3.1-8B W4A16 decode steps (context 1024, batch 1/2/4/8), gptq / tiled / gptq / tiled
+#   session22.sh M   (~6 min, H200: Mixtral needs > 80 GB) session21.sh A's Mixtral part alone: a paced profile
+#     (--duty 0.5) of Mixtral-8x7B with the MoE dispatch's own throttle mixes, its long prompts priced from it
 set -u
-PART=${1:?usage: session22.sh W}
+PART=${1:?usage: session22.sh W | M}
 OUT_DEFAULT=/tmp/peerplan-s22
 source "$(dirname "$0")/call_lib.sh"
 if [ "$PART" = W ]; then
@@ -23,6 +25,12 @@ if [ "$PART" = W ]; then
       --model llama-3.1-8b --weights int4 --machine models/hardware/h200x2-nvlink.json --allow-other-host \
       --no-measure-missing --batches 1,2,4,8 --context 1024 --prefill 0 --out "$W/steps-int4-$l-$SECONDS"
   done
+  finish
+fi
+if [ "$PART" = M ]; then
+  TAIL=26 step 270 profile $B profile --no-progress --model mixtral-8x7b --dtypes bf16 --skip nccl,nccl_nop2p \
+    --duty 0.5 --out "$W/profile.json"
+  v mixtral-long 110 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

@@ -39,7 +39,7 @@ __device__ __forceinline__ uint32_t dq2(uint32_t w, int sh, __nv_bfloat162 s2) {
   return *reinterpret_cast<uint32_t*>(&h);
 }
 
-// Word of W where row r's 16 bytes at quarter t of group 0 begin (w4a16.hpp, w4_word_index); group c
+// Word of W where row r's 16 bytes at quarter t of group 0 begin (common/w4_layout.hpp); group c
 // is c * a.w_chunk words on.
 __device__ __forceinline__ int64_t w_unit(const W4A16Gemm& a, int64_t r, int t) {
   return (r / 8) * a.k + (r % 8) * a.w_row + 4 * t;
@@ -468,7 +468,7 @@ __global__ void __launch_bounds__(kDpWarps * 32, 2) w4a16_dp4a_kernel(W4A16Gemm 
   const bool ok = sp < splits && c0 < c1;
   // Row of tile r: row0 + 8r, or for a tile past n the last tile's (loaded, never stored; n % 8 == 0,
   // so row0 < n). One base pointer and per-tile offsets rather than 8 pointers: v7 must fit 128
-  // registers (2 blocks, 16 warps per SM). A tile is k words on in either layout (w4a16.hpp).
+  // registers (2 blocks, 16 warps per SM). A tile is k words on in either layout (common/w4_layout.hpp).
   const int64_t row0 = cg * kDpRows + g;
   const int last_tile = int(std::min<int64_t>((a.n - 1 - row0) / 8, kDpTiles - 1));
   const uint32_t* wbase = a.w + w_unit(a, row0, t);

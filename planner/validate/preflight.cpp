@@ -22,6 +22,22 @@ void check_experts_executable(const ModelConfig& cfg) {
                                dtype_name(*d)));
 }
 
+bool uses_w4a16(const ModelConfig& cfg) {
+  if (cfg.quant.linear.dtype == DType::INT4) return true;
+  return std::any_of(cfg.quant.per_matrix.begin(), cfg.quant.per_matrix.end(),
+                     [](const auto& kv) { return kv.second.dtype == DType::INT4; });
+}
+
+std::string w4_layout_mismatch(const Machine& profile, const std::string& host_layout) {
+  const std::string timed = w4_layout_timed(profile);
+  if (timed.empty() || host_layout.empty() || timed == host_layout) return "";
+  return fmt::format(
+      "the profile timed the W4A16 GEMMs on int4 weights in the '{}' word order but this executor reads '{}': "
+      "decode steps at batch 1-2 run ~5-6 % {} than priced. Re-profile with this build (`peerplan profile`), or "
+      "set PEERPLAN_W4_LAYOUT={} to run as the profile was timed",
+      timed, host_layout, host_layout == "tiled" ? "faster" : "slower", timed);
+}
+
 std::string profile_host_mismatch(const Machine& profile, const HostInfo& host) {
   if (!profile.measured() || profile.origin != "measured")
     return fmt::format("'{}' is a nominal machine description, not a profile measured on this host", profile.name);
@@ -101,6 +117,8 @@ std::vector<std::string> preflight(const Plan& plan, const std::string& plan_fil
   }
   if (std::string w = launch_mismatch(profile, host.executor_launch); !w.empty()) warnings.push_back(w);
   if (std::string w = shared_stream_mismatch(profile, host.shared_stream); !w.empty()) warnings.push_back(w);
+  if (opt.w4a16)
+    if (std::string w = w4_layout_mismatch(profile, host.w4_layout); !w.empty()) warnings.push_back(w);
   if (!memory_fits)
     throw InputError(plan_file, "stages",
                      fmt::format("a plan that fits this host's GPU memory: {}. Use more GPUs, fewer concurrent "

@@ -23,10 +23,12 @@ struct HostInfo {
   std::vector<HostGpu> gpus;
   std::string executor_launch;  // how this host's executor launches decode kernels ("pdl", "serial"; "" unknown)
   int shared_stream = -1;       // PEERPLAN_SHARED_STREAM here: -1 as the profile says, 0 never, 1 always
+  std::string w4_layout;        // the int4 word order this executor reads ("tiled", "gptq"; "" unknown)
 };
 
 struct PreflightOptions {
   bool allow_other_host = false;  // --allow-other-host: warn instead of refusing a foreign profile
+  bool w4a16 = false;             // the model runs W4A16 GEMMs (uses_w4a16): the int4 word order matters
 };
 
 // Why a profile is not this host's ("" if it is). Rules: a nominal (hand-written) machine is
@@ -49,6 +51,13 @@ std::string shared_stream_mismatch(const Machine& profile, int host_shared_strea
 // the prediction prices. Throws InputError naming the config file and the scheme, and what to do
 // instead; dense models and bf16 / fp16 experts pass.
 void check_experts_executable(const ModelConfig& cfg);
+
+// Whether any of the model's Linear layers is stored int4 (W4A16 GEMMs in the executor).
+bool uses_w4a16(const ModelConfig& cfg);
+
+// The warning when the profile's W4A16 rows were timed on another word order of the packed weights
+// than this executor reads (executor_launch.hpp w4_layout_timed), "" when they agree or either is unknown.
+std::string w4_layout_mismatch(const Machine& profile, const std::string& host_layout);
 
 // Throws InputError naming `plan_file`/`profile_file` and how to fix it. Returns warnings (a
 // foreign profile allowed by the option) for the caller to print.

@@ -19,6 +19,7 @@
 #include "profiler/common/shared_stream.hpp"
 #include "profiler/discovery/nvml.hpp"
 #include "profiler/gpu/cuda_check.hpp"
+#include "profiler/kernels/w4a16.hpp"
 
 namespace peerplan::profiler {
 namespace {
@@ -133,6 +134,7 @@ HostInfo discover_host() {
   for (const GpuSpec& g : gpus) h.gpus.push_back(HostGpu{g.name, g.uuid, g.memory_bytes});
   h.executor_launch = launch_mode(gpus);
   h.shared_stream = exec::shared_stream_from_env(std::getenv("PEERPLAN_SHARED_STREAM"));
+  h.w4_layout = kernels::w4a16_layout_name(kernels::w4a16_layout());
   return h;
 }
 
@@ -171,6 +173,7 @@ Machine discover_machine() {
   // the plans compiled against this profile then do too. On unless PEERPLAN_SHARED_STREAM=0 (measured
   // faster at up to 8 tokens and priced within 2 % but Qwen1.5-MoE batch 1 at 6 %: docs/moe_executor.md).
   m.meta[kSharedStreamKey] = exec::shared_stream_from_env(std::getenv("PEERPLAN_SHARED_STREAM")) != 0;
+  m.meta[kW4LayoutKey] = kernels::w4a16_layout_name(kernels::w4a16_layout());  // the order its W4A16 rows read
   const int n = m.gpu_count();
   if (n == 0) throw RuntimeError("no CUDA GPU visible (check the driver and CUDA_VISIBLE_DEVICES)");
   std::vector<NvmlGpuInfo> nv(static_cast<size_t>(n));

@@ -160,6 +160,28 @@ TEST(Preflight, WarnsWhenThisHostForcesTheSharedExpertsOntoOtherStreamsThanThePr
   EXPECT_NE(w[0].find("slower than priced"), std::string::npos) << w[0];
 }
 
+TEST(Preflight, WarnsOfAnotherInt4WordOrderOnlyForW4A16Models) {
+  const Machine old = profile_of("a", {"GPU-1"});  // before session 22: no executor_w4_layout, GPTQ's order
+  EXPECT_EQ(w4_layout_timed(old), "gptq");
+  EXPECT_EQ(w4_layout_timed(Machine{}), "");  // nominal: prices no rows
+  HostInfo h = host_of("a", {"GPU-1"});
+  h.w4_layout = "tiled";
+  PreflightOptions w4;
+  w4.w4a16 = true;
+  auto w = preflight(plan_on({0}), "plan.json", old, "profile.json", h, true, "", w4);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("'gptq' word order but this executor reads 'tiled'"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("faster than priced"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("PEERPLAN_W4_LAYOUT=gptq"), std::string::npos) << w[0];
+  // A bf16 model runs no W4A16 GEMM: nothing to say.
+  EXPECT_TRUE(preflight(plan_on({0}), "plan.json", old, "profile.json", h, true, "").empty());
+  Machine tiled = old;
+  tiled.meta[kW4LayoutKey] = "tiled";
+  EXPECT_TRUE(preflight(plan_on({0}), "plan.json", tiled, "profile.json", h, true, "", w4).empty());
+  h.w4_layout = "";  // a backend that does not say
+  EXPECT_TRUE(preflight(plan_on({0}), "plan.json", old, "profile.json", h, true, "", w4).empty());
+}
+
 TEST(Preflight, ExecutorLaunchOfNominalMachinesIsEmpty) {
   Machine nominal;
   EXPECT_EQ(executor_launch(nominal), "");
@@ -196,4 +218,13 @@ TEST(Preflight, QuantizedRoutedExpertsAreRefusedWithWhatToDoInstead) {
   ModelConfig dense = load_model_config(resolve_model_path("llama-3.1-8b"));
   apply_precision(dense, DType::FP8_E4M3, std::nullopt);
   EXPECT_NO_THROW(check_experts_executable(dense)) << "a dense model's fp8 GEMMs run";
+}
+
+TEST(Preflight, W4A16ModelsAreThoseWithInt4LinearLayers) {
+  ModelConfig m = load_model_config(resolve_model_path("llama-3.1-8b"));
+  EXPECT_FALSE(uses_w4a16(m));
+  apply_precision(m, DType::INT4, std::nullopt);
+  EXPECT_TRUE(uses_w4a16(m)) << "--weights int4";
+  EXPECT_TRUE(uses_w4a16(load_model_config(resolve_model_path("llama-3.1-70b-awq")))) << "an AWQ checkpoint";
+  EXPECT_FALSE(uses_w4a16(load_model_config(resolve_model_path("llama-3.1-8b-fp8"))));
 }

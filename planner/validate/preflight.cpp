@@ -83,6 +83,15 @@ std::string shared_stream_mismatch(const Machine& profile, int host) {
       priced ? "on a second stream" : "on the compute stream", host == 1 ? "faster" : "slower", host);
 }
 
+std::vector<std::string> executor_mismatches(const Machine& profile, const HostInfo& host, const PreflightOptions& opt) {
+  std::vector<std::string> warnings;
+  if (std::string w = launch_mismatch(profile, host.executor_launch); !w.empty()) warnings.push_back(w);
+  if (std::string w = shared_stream_mismatch(profile, host.shared_stream); !w.empty()) warnings.push_back(w);
+  if (opt.w4a16)
+    if (std::string w = w4_layout_mismatch(profile, host.w4_layout); !w.empty()) warnings.push_back(w);
+  return warnings;
+}
+
 std::vector<std::string> preflight(const Plan& plan, const std::string& plan_file, const Machine& profile,
                                    const std::string& profile_file, const HostInfo& host, bool memory_fits,
                                    const std::string& memory_why, const PreflightOptions& opt) {
@@ -115,10 +124,7 @@ std::vector<std::string> preflight(const Plan& plan, const std::string& plan_fil
                                      double(host.gpus[size_t(g)].memory_bytes) / (1 << 30),
                                      double(profile.gpus[size_t(g)].memory_bytes) / (1 << 30)));
   }
-  if (std::string w = launch_mismatch(profile, host.executor_launch); !w.empty()) warnings.push_back(w);
-  if (std::string w = shared_stream_mismatch(profile, host.shared_stream); !w.empty()) warnings.push_back(w);
-  if (opt.w4a16)
-    if (std::string w = w4_layout_mismatch(profile, host.w4_layout); !w.empty()) warnings.push_back(w);
+  for (std::string& w : executor_mismatches(profile, host, opt)) warnings.push_back(std::move(w));
   if (!memory_fits)
     throw InputError(plan_file, "stages",
                      fmt::format("a plan that fits this host's GPU memory: {}. Use more GPUs, fewer concurrent "

@@ -59,6 +59,11 @@ bool uses_w4a16(const ModelConfig& cfg);
 // than this executor reads (executor_launch.hpp w4_layout_timed), "" when they agree or either is unknown.
 std::string w4_layout_mismatch(const Machine& profile, const std::string& host_layout);
 
+// The warnings when this host's executor runs otherwise than the profile timed it: the launch mode, the
+// shared experts' stream, and (opt.w4a16) the int4 word order. preflight() and the MPI ranks' preflight
+// (profiler/common/rank_preflight.hpp) both give them.
+std::vector<std::string> executor_mismatches(const Machine& profile, const HostInfo& host, const PreflightOptions& opt);
+
 // Throws InputError naming `plan_file`/`profile_file` and how to fix it. Returns warnings (a
 // foreign profile allowed by the option) for the caller to print.
 std::vector<std::string> preflight(const Plan& plan, const std::string& plan_file, const Machine& profile,

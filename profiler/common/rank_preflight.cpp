@@ -71,7 +71,7 @@ std::string profile_ranks_mismatch(const Machine& profile, const std::vector<Ran
 std::vector<std::string> preflight_ranks(const Plan& plan, const std::string& plan_file, const Machine& profile,
                                          const std::string& profile_file, const std::vector<RankInfo>& ranks,
                                          const MemoryReport& mem, const PreflightOptions& opt,
-                                         const std::string& host_launch) {
+                                         const HostInfo& host) {
   std::vector<std::string> warnings;
   if (ranks.empty()) throw InputError(plan_file, "--mpi", "at least one MPI rank");
   for (size_t i = 0; i < ranks.size(); ++i)
@@ -87,8 +87,7 @@ std::vector<std::string> preflight_ranks(const Plan& plan, const std::string& pl
     if (!opt.allow_other_host) throw InputError(profile_file, "host", msg + " (or --allow-other-host to run anyway)");
     warnings.push_back(msg);
   }
-  if (std::string w = launch_mismatch(profile, host_launch); !w.empty())
-    warnings.push_back(w);
+  for (std::string& w : executor_mismatches(profile, host, opt)) warnings.push_back(std::move(w));
   if (!mem.fits)
     throw InputError(plan_file, "stages",
                      fmt::format("a plan that fits these GPUs' memory: {}. Use more GPUs, fewer concurrent sequences "

@@ -31,12 +31,13 @@ std::string profile_ranks_mismatch(const Machine& profile, const std::vector<Ran
 // rank (too few ranks: the mpirun -np to use), a profile that is not of these GPUs (unless
 // opt.allow_other_host: then a warning), a plan that does not fit (mem.fits, from the profile's
 // figures) or that needs more memory on GPU r than rank r's GPU has. Returns warnings: a foreign
-// profile allowed by the option, a rank's GPU with under 95 % of the memory the profile records, a profile
-// timed with the decode kernels launched otherwise than host_launch ("pdl" / "serial", "" unknown: every
-// rank runs the same build under the launcher's environment, so the caller's mode is theirs).
+// profile allowed by the option, a rank's GPU with under 95 % of the memory the profile records, and
+// executor_mismatches against `host`'s executor (launch mode, shared-expert stream, int4 word order; its
+// empty fields are unknown): every rank runs the same build under the launcher's environment, so the
+// caller's executor is theirs.
 std::vector<std::string> preflight_ranks(const Plan& plan, const std::string& plan_file, const Machine& profile,
                                          const std::string& profile_file, const std::vector<RankInfo>& ranks,
                                          const MemoryReport& mem, const PreflightOptions& opt = {},
-                                         const std::string& host_launch = "");
+                                         const HostInfo& host = {});
 
 }  // namespace peerplan::profiler

@@ -78,7 +78,7 @@ class MpiRanks final : public RankGroup {
     if (!bus_) throw RuntimeError("internal: the rank preflight before the ranks joined their GPUs");
     // Every rank's (host, GPU UUID, memory), gathered over MPI: the same list on every rank.
     return profiler::preflight_ranks(plan, plan_origin, profile, profile_file, bus_->layout().ranks, mem, opt,
-                                     profiler::discover_host().executor_launch);
+                                     profiler::discover_host());
   }
   const mpi::Session& session() const { return session_; }
 

@@ -159,8 +159,26 @@ TEST(RankPreflight, ANominalMachineIsNeverTheseGpus) {
 
 TEST(RankPreflight, WarnsWhenTheProfileTimedTheOtherLaunchMode) {
   // profile() carries no executor_launch: timed serially, as every profile before session 19.
-  auto w = preflight_ranks(tp4(), "plan.json", profile(), "ab.json", ranks(), fits(), {}, "pdl");
+  HostInfo host;
+  host.executor_launch = "pdl";
+  auto w = preflight_ranks(tp4(), "plan.json", profile(), "ab.json", ranks(), fits(), {}, host);
   ASSERT_EQ(w.size(), 1u);
   EXPECT_NE(w[0].find("PEERPLAN_PDL=0"), std::string::npos) << w[0];
-  EXPECT_TRUE(preflight_ranks(tp4(), "plan.json", profile(), "ab.json", ranks(), fits(), {}, "serial").empty());
+  host.executor_launch = "serial";
+  EXPECT_TRUE(preflight_ranks(tp4(), "plan.json", profile(), "ab.json", ranks(), fits(), {}, host).empty());
+}
+
+// The same executor warnings as a one-host validate: here the shared experts' stream and the int4 word order.
+TEST(RankPreflight, WarnsWhenTheRanksExecutorRunsOtherwiseThanTheProfile) {
+  HostInfo host;
+  host.shared_stream = 1;  // PEERPLAN_SHARED_STREAM=1 where profile() prices one stream
+  host.w4_layout = "tiled";  // profile() has no executor_w4_layout: GPTQ's order
+  PreflightOptions w4;
+  w4.w4a16 = true;
+  auto w = preflight_ranks(tp4(), "plan.json", profile(), "ab.json", ranks(), fits(), w4, host);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_NE(w[0].find("PEERPLAN_SHARED_STREAM=1"), std::string::npos) << w[0];
+  EXPECT_NE(w[1].find("PEERPLAN_W4_LAYOUT=gptq"), std::string::npos) << w[1];
+  EXPECT_EQ(preflight_ranks(tp4(), "plan.json", profile(), "ab.json", ranks(), fits(), {}, host).size(), 1u)
+      << "a model without int4 weights: no word-order warning";
 }

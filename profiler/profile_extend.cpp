@@ -114,8 +114,11 @@ void run_add_models(const ProfileOptions& opts) {
     if (m->uses_models) names.push_back(m->name);
   if (names.empty())
     throw InputError("", "--only/--skip", "at least one of gemm, attention, grouped_gemm, elementwise with --add-model");
-  const AddModelsPlan p =
-      plan_add_models(profile, models, add_model_dtypes(profile, opts.dtypes_given ? opts.dtypes : std::vector<std::string>{}), names);
+  const std::vector<std::string> dtypes =
+      add_model_dtypes(profile, opts.dtypes_given ? opts.dtypes : std::vector<std::string>{});
+  if (const std::string order = w4_layout_for_added_rows(profile, dtypes, host.w4_layout, file); !order.empty())
+    profile.meta[kW4LayoutKey] = order;  // the profile's first int4 rows: timed in this executor's order
+  const AddModelsPlan p = plan_add_models(profile, models, dtypes, names);
   const std::string out = opts.out_given ? opts.out : file;
   if (p.missing.empty()) {
     const size_t tables = add_dispatch_mixes(profile, models, names, p.sweep.duty);

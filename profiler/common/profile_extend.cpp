@@ -8,6 +8,7 @@
 
 #include "planner/core/error.hpp"
 #include "planner/core/json_in.hpp"
+#include "planner/topology/executor_launch.hpp"
 
 namespace peerplan::profiler {
 
@@ -18,6 +19,23 @@ void check_profile_is_this_host(const Machine& profile, const std::string& file,
                    why + ". --add-model adds measurements to a profile of THIS host (points of other GPUs would "
                          "be mixed with its own): run `peerplan profile --out this-host.json` here first, or check "
                          "CUDA_VISIBLE_DEVICES");
+}
+
+std::string w4_layout_for_added_rows(const Machine& profile, const std::vector<std::string>& dtypes,
+                                     const std::string& host_layout, const std::string& file) {
+  if (std::find(dtypes.begin(), dtypes.end(), "int4") == dtypes.end() || host_layout.empty()) return "";
+  const bool has_int4 = profile.measurements &&
+                        (std::any_of(profile.measurements->gemms.begin(), profile.measurements->gemms.end(),
+                                     [](const GemmTime& g) { return g.dtype == "int4"; }) ||
+                         std::any_of(profile.measurements->grouped_gemms.begin(), profile.measurements->grouped_gemms.end(),
+                                     [](const GroupedGemmTime& g) { return g.dtype == "int4"; }));
+  if (!has_int4) return host_layout;
+  const std::string timed = w4_layout_timed(profile);
+  if (timed == host_layout) return "";
+  throw InputError(file, std::string("meta.") + kW4LayoutKey,
+                   "'" + host_layout + "', the int4 word order this executor reads; the profile's W4A16 rows were timed "
+                   "in '" + timed + "'. Run with PEERPLAN_W4_LAYOUT=" + timed +
+                   " to add rows in its order, or write a fresh profile with `peerplan profile`");
 }
 
 std::vector<std::string> add_model_dtypes(const Machine& profile, const std::vector<std::string>& requested) {

@@ -24,6 +24,13 @@ void check_profile_is_this_host(const Machine& profile, const std::string& file,
 // the profile has GEMM rows of, else bf16.
 std::vector<std::string> add_model_dtypes(const Machine& profile, const std::vector<std::string>& requested);
 
+// Adding int4 rows (`dtypes` has "int4"): the int4 word order the profile will say its W4A16 rows were
+// timed in (executor_launch.hpp kW4LayoutKey): `host_layout` when the profile has no int4 rows yet, ""
+// (nothing to change) when it has and they agree; throws InputError naming `file` when they were timed in
+// another order (one profile, one order, as for the launch mode). No int4 added: "".
+std::string w4_layout_for_added_rows(const Machine& profile, const std::vector<std::string>& dtypes,
+                                     const std::string& host_layout, const std::string& file);
+
 struct AddModelsPlan {
   std::vector<std::string> models;  // names, as recorded in meta.added_shapes
   ShapeSet wanted;                  // every shape of the models on this host's GPU count

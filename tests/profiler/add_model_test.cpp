@@ -55,6 +55,26 @@ Measurements fake_rows(const ShapeSet& s, const ShapeSweep& sw) {
 
 }  // namespace
 
+// One profile, one int4 word order: the first int4 rows take this executor's; later ones must match it.
+TEST(AddModel, Int4RowsAreAddedOnlyInTheOrderTheProfilesInt4RowsWereTimedIn) {
+  Machine m = shipped();
+  EXPECT_EQ(w4_layout_for_added_rows(m, {"bf16"}, "tiled", "p.json"), "") << "no int4 rows added";
+  ASSERT_TRUE(std::none_of(m.measurements->gemms.begin(), m.measurements->gemms.end(),
+                           [](const GemmTime& g) { return g.dtype == "int4"; }));
+  EXPECT_EQ(w4_layout_for_added_rows(m, {"bf16", "int4"}, "tiled", "p.json"), "tiled") << "its first int4 rows";
+  GemmTime g;
+  g.m = 1, g.n = 4096, g.k = 4096, g.dtype = "int4";
+  m.measurements->gemms.push_back(g);  // int4 rows without executor_w4_layout: timed in GPTQ's order
+  try {
+    w4_layout_for_added_rows(m, {"int4"}, "tiled", "p.json");
+    ADD_FAILURE() << "tiled rows added to a GPTQ-timed profile";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("PEERPLAN_W4_LAYOUT=gptq"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("p.json"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(w4_layout_for_added_rows(m, {"int4"}, "gptq", "p.json"), "") << "same order: nothing to change";
+}
+
 TEST(AddModel, ShapesOfAModelAreItsTpShardsInEveryFormat) {
   // Qwen2-7B: 28 query heads, 4 KV heads of 128, hidden 3584. On 2 GPUs, TP 1 and 2 (28 % 2 == 0):
   // qkv is [28*128 + 2*4*128 = 4608, 3584] at TP 1 and [2304, 3584] at TP 2, in each format asked.

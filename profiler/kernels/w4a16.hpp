@@ -54,7 +54,9 @@ struct W4A16Gemm {
   float* workspace = nullptr;        // w4a16_workspace_bytes(M, n, k, sms), zeroed before its first use; v7's
                                      // (w4a16_quantizes_x) is kept zero by v7 itself: share it with no other variant
   int64_t M = 0, n = 0, k = 0;
-  int64_t w_row = 0, w_chunk = 0;    // w4_row_stride / w4_chunk_stride: set by w4a16_gemm from the layout
+  // w4_row_stride / w4_chunk_stride of the layout, set by w4a16_gemm: the kernels take strides, not the layout,
+  // so their code has no layout branch (deriving them in the kernel moved ptxas' register choices: not measured)
+  int64_t w_row = 0, w_chunk = 0;
 };
 // Kernel variants (bench/quant compares them; the self-test checks each): 1 = v1, 2..6 the
 // cp.async-ring block kernels, 7 = x quantized to int8 and dp4a at M <= kW4Dp4aMaxM (v5 above), the

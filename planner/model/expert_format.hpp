@@ -1,8 +1,10 @@
 #pragma once
-// The stored formats of routed experts the executor runs (docs/quantization.md, "Not done"): bf16 and
-// fp16, through its grouped kernels and cuBLASLt per expert. Experts in fp8, int8, int4 or MXFP4 are
-// priced (from the fitted curves) but neither profiled nor run: validate refuses them
-// (check_experts_executable) and simulate says so (its provenance's quantized_experts).
+// The stored formats of routed experts the executor runs (docs/quantization.md, "FP8 routed experts"):
+// bf16 and fp16 through its grouped kernels and cuBLASLt per expert, FP8 (e4m3) through their FP8
+// variants (per-channel scales; a block-scaled checkpoint's experts are timed per-channel: the
+// scales are < 0.1 % of the bytes). Experts in int8, int4 or MXFP4 are priced (from the fitted
+// curves) but neither profiled nor run: validate refuses them (check_experts_executable) and
+// simulate says so (its provenance's quantized_experts).
 // Not for .cu files (model_config.hpp is host-only).
 #include <optional>
 
@@ -13,7 +15,7 @@ namespace peerplan {
 
 // The stored format of the model's routed experts when the executor cannot run it (the first MoE
 // layer's gate_up, as the checkpoint's quantization_config or --weights leave it); nullopt for dense
-// models and bf16 / fp16 experts.
+// models and bf16 / fp16 / fp8 experts.
 std::optional<DType> unrunnable_expert_format(const ModelConfig& cfg);
 
 }  // namespace peerplan

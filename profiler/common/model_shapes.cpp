@@ -100,13 +100,19 @@ ShapeSet model_shape_set(const std::vector<ModelConfig>& models, int gpus, const
     s.attention_max_context = std::max<int64_t>(s.attention_max_context, std::min<int64_t>(m.max_context, int64_t(1) << 17));
     s.elementwise.insert(compiled.elementwise.begin(), compiled.elementwise.end());
     if (!m.is_moe()) continue;
+    // Routed experts in bf16 always, and in fp8 when the profile times fp8 GEMMs (the formats the
+    // executor's grouped kernels run: moe_gemm.hpp).
+    std::vector<std::string> grouped_dtypes = {"bf16"};
+    if (std::find(dtypes.begin(), dtypes.end(), "fp8") != dtypes.end()) grouped_dtypes.push_back("fp8");
     for (const WeightShape& w : weight_shapes(m, gpus)) {
       if (w.name != "expert.gate_up" && w.name != "expert.down") continue;
       const bool gather = w.name == "expert.gate_up";
-      s.grouped.insert({w.n, w.k, m.experts, m.experts_per_token, m.experts, gather, "bf16"});  // TP-split experts
-      if (w.tp != 1) continue;
-      for (int ep = 2; ep <= gpus; ++ep)  // EP shards at TP 1: rank 0's E / ep experts
-        if (m.experts % ep == 0) s.grouped.insert({w.n, w.k, m.experts / ep, m.experts_per_token, m.experts, gather, "bf16"});
+      for (const std::string& d : grouped_dtypes) {
+        s.grouped.insert({w.n, w.k, m.experts, m.experts_per_token, m.experts, gather, d});  // TP-split experts
+        if (w.tp != 1) continue;
+        for (int ep = 2; ep <= gpus; ++ep)  // EP shards at TP 1: rank 0's E / ep experts
+          if (m.experts % ep == 0) s.grouped.insert({w.n, w.k, m.experts / ep, m.experts_per_token, m.experts, gather, d});
+      }
     }
   }
   return s;

@@ -14,6 +14,7 @@
 #include "planner/model/routing_model.hpp"
 #include "profiler/exec/engine_state.hpp"
 #include "profiler/gpu/cuda_check.hpp"
+#include "profiler/gpu/gemm_quant.hpp"
 #include "profiler/kernels/elementwise.hpp"
 #include "profiler/kernels/moe_expert_gemm.hpp"
 #include "profiler/kernels/moe_gemm.hpp"
@@ -74,12 +75,32 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
   if (!g.moe_buf.get() || g.moe.local_experts != int(op.expert_count))
     throw RuntimeError(op_where(op) + ": a grouped GEMM without a MoeRoute of the same " +
                        std::to_string(op.expert_count) + " local experts before it in the layer");
-  auto it = g.weights.find(op.name);
-  const int64_t welems = op.n * op.k * op.expert_count;  // every local expert, allocated once
-  if (it == g.weights.end() || int64_t(it->second.bytes()) < welems * 2) {
-    gpu::DeviceBuffer w(g.dev, size_t(welems) * 2);
-    kn::fill_random(w.as<bf16>(), welems, opt_.seed * 1000003 + std::hash<std::string>{}(op.name), 0.02f, g.stream);
-    it = g.weights.insert_or_assign(op.name, std::move(w)).first;
+  const uint64_t seed = opt_.seed * 1000003 + std::hash<std::string>{}(op.name);
+  const bf16* w_bf16 = nullptr;
+  const gpu::QuantWeight* w_fp8 = nullptr;
+  if (op.wdtype == DType::FP8_E4M3) {
+    // Every local expert stacked as one [experts x n][k] matrix, one scale per output channel.
+    const int64_t rows = op.n * op.expert_count;
+    auto q = g.qweights.find(op.name);
+    if (q == g.qweights.end() || q->second.dtype != op.wdtype || q->second.n < rows || q->second.k != op.k) {
+      gpu::QuantWeight w =
+          gpu::make_random_quant_weight(g.dev, op.wdtype, gpu::Fp8Scaling::PerChannel, rows, op.k, seed, g.stream);
+      q = g.qweights.insert_or_assign(op.name, std::move(w)).first;
+      settle_new_weights(g);
+    }
+    w_fp8 = &q->second;
+  } else if (op.wdtype == DType::BF16 || op.wdtype == DType::FP16) {
+    auto it = g.weights.find(op.name);
+    const int64_t welems = op.n * op.k * op.expert_count;  // every local expert, allocated once
+    if (it == g.weights.end() || int64_t(it->second.bytes()) < welems * 2) {
+      gpu::DeviceBuffer w(g.dev, size_t(welems) * 2);
+      kn::fill_random(w.as<bf16>(), welems, seed, 0.02f, g.stream);
+      it = g.weights.insert_or_assign(op.name, std::move(w)).first;
+    }
+    w_bf16 = it->second.as<bf16>();
+  } else {
+    throw RuntimeError(op_where(op) + ": routed experts in " + dtype_name(op.wdtype) +
+                       " do not run (the executor runs bf16 and FP8 experts; validate refuses the model first)");
   }
   const int topk = int(cfg_.experts_per_token);
   const int64_t entries = g.moe_tokens * topk;
@@ -93,7 +114,11 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
   kn::MoeGemmArgs& a = d.gemm;
   a.x = g.Z.as<bf16>();
   a.gather = gather ? g.moe.token_of_row : nullptr;
-  a.w = it->second.as<bf16>();
+  a.w = w_bf16;
+  if (w_fp8) {
+    a.w_fp8 = w_fp8->codes.as<uint8_t>();
+    a.w_scale = w_fp8->scales.as<float>();
+  }
   a.y = g.Y.as<bf16>();
   a.n = op.n;
   a.k = op.k;
@@ -108,6 +133,7 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
   d.rows = op.m;
   d.x_rows = g.moe_tokens;
   d.cublas = g.gemm.get();
+  d.qcublas = g.qgemm.get();
   d.allow_cublas = g.moe_tokens > kGraphTimedMaxRows;  // where the profile times the dispatch
   if (gather) {
     const int64_t first = gathered_first(g.moe_tokens, op.k);  // elements (scratch_needs sizes Z for it)

@@ -3,8 +3,8 @@
 // consistent with them, tile lists covering every row once), each grouped-GEMM kernel (16/32-row
 // stream tiles and 64-row tiled, with and without the token gather, n off the 16-row and 128-row
 // tiles, k off the unrolled chunk), the executor's dispatch forced onto cuBLASLt per expert (the
-// offsets read back, gate_up's rows gathered; skewed routings with empty experts) and the weighted
-// combine. Outputs are poisoned first.
+// offsets read back, gate_up's rows gathered; skewed routings with empty experts), the same over FP8
+// experts (moe_gemm_fp8.cu; cuBLASLt FP8 per expert) and the weighted combine. Outputs are poisoned first.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -19,6 +19,7 @@
 #include "profiler/exec/self_test_util.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/gpu/gemm.hpp"
+#include "profiler/gpu/gemm_quant.hpp"
 #include "profiler/gpu/raii.hpp"
 #include "profiler/kernels/moe_expert_gemm.hpp"
 #include "profiler/kernels/moe_gemm.hpp"
@@ -183,8 +184,8 @@ void check_route(std::vector<SelfTestResult>& out, const Routed& x) {
 
 // y[row] = x[src(row)] . W[e(row)]^T in fp64 for every routed row (sorted by expert), src(row) the
 // row's token when gathering, else the row itself.
-std::vector<double> grouped_reference(const std::vector<int>& off, const std::vector<int>& tor, const std::vector<bf16>& xin,
-                                      const std::vector<bf16>& w, bool gather, int count, int64_t n, int64_t kdim) {
+std::vector<double> grouped_reference(const std::vector<int>& off, const std::vector<int>& tor, const std::vector<double>& xin,
+                                      const std::vector<double>& w, bool gather, int count, int64_t n, int64_t kdim) {
   std::vector<double> ref(size_t(off[size_t(count)]) * size_t(n));
   for (int e = 0; e < count; ++e)
     for (int r = off[size_t(e)]; r < off[size_t(e) + 1]; ++r) {
@@ -192,41 +193,96 @@ std::vector<double> grouped_reference(const std::vector<int>& off, const std::ve
       for (int64_t c = 0; c < n; ++c) {
         double acc = 0;
         for (int64_t q = 0; q < kdim; ++q)
-          acc += bf16_value(xin[size_t(src * kdim + q)]) * bf16_value(w[size_t((e * n + c) * kdim + q)]);
+          acc += xin[size_t(src * kdim + q)] * w[size_t((e * n + c) * kdim + q)];
         ref[size_t(r * n + c)] = acc;
       }
     }
   return ref;
 }
 
+// Random expert weights on the device and their values for the reference: bf16 in [-0.1, 0.1), or
+// (fp8) every finite e4m3 code with one scale per expert channel in [1/8192, 1/4096).
+struct ExpertWeights {
+  gpu::DeviceBuffer w, scales;
+  std::vector<double> values;
+  void set(kn::MoeGemmArgs& a) const {
+    if (scales.get()) a.w = nullptr, a.w_fp8 = w.as<uint8_t>(), a.w_scale = scales.as<float>();
+    else a.w = w.as<bf16>();
+  }
+};
+
+ExpertWeights expert_weights(int dev, std::mt19937_64& rng, int64_t count, int64_t n, int64_t kdim, bool fp8) {
+  ExpertWeights ew;
+  const size_t total = size_t(count * n * kdim);
+  ew.values.resize(total);
+  if (!fp8) {
+    const auto w = random_bf16(total, rng, 0.1);
+    for (size_t i = 0; i < total; ++i) ew.values[i] = bf16_value(w[i]);
+    ew.w = upload(dev, w);
+    return ew;
+  }
+  std::vector<uint8_t> codes(total);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (auto& c : codes) {
+    do c = uint8_t(byte(rng));
+    while ((c & 0x7F) == 0x7F);  // not the NaN codes
+  }
+  std::vector<float> sc(size_t(count * n));
+  std::uniform_real_distribution<float> su(1.f / 8192, 1.f / 4096);
+  for (auto& v : sc) v = su(rng);
+  for (size_t i = 0; i < total; ++i) ew.values[i] = e4m3_value(codes[i]) * double(sc[i / size_t(kdim)]);
+  ew.w = gpu::DeviceBuffer(dev, total);
+  CUDA_CHECK(cudaMemcpy(ew.w.get(), codes.data(), total, cudaMemcpyHostToDevice));
+  ew.scales = upload_floats(dev, sc);
+  return ew;
+}
+
+// The tokens' values as a kernel multiplies them: bf16, or (per_token_fp8: cuBLASLt's W8A8 per
+// expert) quantized to e4m3 per row at amax / 448, as kernels/quant.cu does before the FP8 matmul.
+std::vector<double> token_values(const std::vector<bf16>& x, int64_t kdim, bool per_token_fp8) {
+  std::vector<double> v(x.size());
+  for (size_t i = 0; i < x.size(); ++i) v[i] = bf16_value(x[i]);
+  if (!per_token_fp8) return v;
+  for (size_t r0 = 0; r0 < v.size(); r0 += size_t(kdim)) {
+    float amax = 0.f;
+    for (size_t c = 0; c < size_t(kdim); ++c) amax = std::max(amax, std::fabs(float(v[r0 + c])));
+    const float s = amax > 0.f ? amax / 448.f : 1.f, inv = 1.f / s;
+    for (size_t c = 0; c < size_t(kdim); ++c) v[r0 + c] = e4m3_value(e4m3_code(float(v[r0 + c]) * inv)) * double(s);
+  }
+  return v;
+}
+
 // y[row] = x[src(row)] . W[e(row)]^T against fp64, for one tile kind.
 void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng, const Routed& x, int64_t n,
-                int64_t kdim, bool gather, int kind, bool split = true, int64_t max_rows_hint = 0, int gemv_shape = -1) {
+                int64_t kdim, bool gather, int kind, bool split = true, int64_t max_rows_hint = 0, int gemv_shape = -1,
+                bool fp8 = false) {
   const int64_t entries = x.tokens * x.topk;
   const auto off = download(x.r.offsets, size_t(x.count + 1));
   const auto tor = download(x.r.token_of_row, size_t(entries));
   const int rows = off[size_t(x.count)];
   const int64_t in_rows = gather ? x.tokens : rows;
   const auto xin = random_bf16(size_t(std::max<int64_t>(in_rows, 1) * kdim), rng, 1.0);
-  const auto w = random_bf16(size_t(x.count * n * kdim), rng, 0.1);
-  auto dx = upload(dev, xin), dw = upload(dev, w);
+  const ExpertWeights w = expert_weights(dev, rng, x.count, n, kdim, fp8);
+  auto dx = upload(dev, xin);
   auto dy = poisoned(dev, size_t(rows) * size_t(n));
   kn::MoeGemmArgs a;
   a.x = dx.as<bf16>();
   a.gather = gather ? x.r.token_of_row : nullptr;
-  a.w = dw.as<bf16>();
+  w.set(a);
   a.y = dy.as<bf16>();
   a.n = n, a.k = kdim, a.entries = entries;
   a.touched = split ? 0 : int64_t(1) << 30;  // stream kernels: k split over 4 warps, or not
   a.max_rows = max_rows_hint;                 // 1 to 4 with kind 0 / 1: the gemv kernel
   a.gemv_shape = gemv_shape;
   kn::moe_grouped_gemm_kind(a, x.r, kind, nullptr);
-  const std::vector<double> ref = grouped_reference(off, tor, xin, w, gather, x.count, n, kdim);
+  const std::vector<double> ref = grouped_reference(off, tor, token_values(xin, kdim, false), w.values, gather, x.count, n, kdim);
   int max_rows = 0;
   for (int e = 0; e < x.count; ++e) max_rows = std::max(max_rows, off[size_t(e) + 1] - off[size_t(e)]);
-  static const char* names[] = {"moe_gemm(stream16)", "moe_gemm(stream32)", "moe_gemm(tiled64)"};
+  static const char* names[] = {"stream16", "stream32", "tiled64"};
+  static const char* fp8_names[] = {"stream16", "stream32", "stream32 for tiled64"};  // moe_gemm_fp8.cu
   const bool gemv = kind < 2 && kn::moe_gemv_rows(max_rows_hint);
-  out.push_back(compare(gemv ? (kind == 0 ? "moe_gemm(gemv16)" : "moe_gemm(gemv32)") : names[kind],
+  const std::string kname = gemv ? (kind == 0 ? "gemv16" : "gemv32") : fp8 ? fp8_names[kind] : names[kind];
+  out.push_back(compare(fmt::format("moe_gemm{}({})", fp8 ? "_fp8" : "", kname),
                         fmt::format("rows={} max/expert={} experts={} n={} k={}{}{}{}", rows, max_rows, x.count, n, kdim,
                                     gather ? " gather" : "", kind < 2 && !split ? " no-split" : "",
                                     gemv ? fmt::format(" {} per pass{}", max_rows_hint <= 2 ? 2 : 4,
@@ -239,7 +295,7 @@ void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng,
 // per expert whatever the rows; huge: the grouped kernel), against the same fp64 reference: the
 // path it must take is checked too (a wrong path fails the row: its error is set to infinity).
 void check_expert_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng, const Routed& x, int64_t n,
-                       int64_t kdim, bool gather, double min_gflop, kn::MoeExpertPath want) {
+                       int64_t kdim, bool gather, double min_gflop, kn::MoeExpertPath want, bool fp8 = false) {
   const int64_t entries = x.tokens * x.topk;
   const auto off = download(x.r.offsets, size_t(x.count + 1));
   const auto tor = download(x.r.token_of_row, size_t(entries));
@@ -251,28 +307,32 @@ void check_expert_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_6
   }
   const int64_t in_rows = gather ? x.tokens : rows;
   const auto xin = random_bf16(size_t(std::max<int64_t>(in_rows, 1) * kdim), rng, 1.0);
-  const auto w = random_bf16(size_t(x.count * n * kdim), rng, 0.1);
-  auto dx = upload(dev, xin), dw = upload(dev, w);
+  const ExpertWeights w = expert_weights(dev, rng, x.count, n, kdim, fp8);
+  auto dx = upload(dev, xin);
   auto dy = poisoned(dev, size_t(std::max(rows, 1)) * size_t(n));
   gpu::DeviceBuffer gathered(dev, size_t(std::max<int64_t>(entries, 1) * kdim) * 2);
   CUDA_CHECK(cudaMemset(gathered.get(), 0xff, gathered.bytes()));  // NaNs: an ungathered row fails
   gpu::GemmRunner cublas(dev);
+  gpu::QuantGemmRunner qcublas(dev);
   kn::MoeExpertGemmArgs d;
   d.gemm.x = dx.as<bf16>();
   d.gemm.gather = gather ? x.r.token_of_row : nullptr;
-  d.gemm.w = dw.as<bf16>();
+  w.set(d.gemm);
   d.gemm.y = dy.as<bf16>();
   d.gemm.n = n, d.gemm.k = kdim, d.gemm.entries = entries, d.gemm.max_rows = max_rows, d.gemm.touched = touched;
   d.rows = rows, d.x_rows = x.tokens;
   d.min_gflop = min_gflop;
   d.cublas = &cublas;
+  d.qcublas = &qcublas;
   d.gathered = gathered.as<bf16>(), d.gathered_cap = entries * kdim;
   const kn::MoeExpertPath path = kn::moe_expert_gemm(d, x.r, nullptr);
-  SelfTestResult res = compare(fmt::format("moe_expert_gemm({})", kn::moe_expert_path_name(want)),
+  SelfTestResult res = compare(fmt::format("moe_expert_gemm{}({})", fp8 ? "_fp8" : "", kn::moe_expert_path_name(want)),
                                fmt::format("rows={} touched={}/{} empty={} max/expert={} n={} k={}{}{}", rows, touched,
                                            x.count, empty, max_rows, n, kdim, gather ? " gather" : "",
                                            x.cdf_host.empty() ? "" : " skewed"),
-                               dy, grouped_reference(off, tor, xin, w, gather, x.count, n, kdim));
+                               dy,
+                               grouped_reference(off, tor, token_values(xin, kdim, fp8 && want == kn::MoeExpertPath::CublasPerExpert),
+                                                 w.values, gather, x.count, n, kdim));
   if (path != want) {
     res.shape += fmt::format(" TOOK {}", kn::moe_expert_path_name(path));
     res.rel_error = INFINITY;
@@ -382,6 +442,28 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
   check_expert_gemm(out, dev, rng, h, 256, 1024, true, 0, kn::MoeExpertPath::CublasPerExpert);
   check_expert_gemm(out, dev, rng, h, 256, 384, true, 1e30, kn::MoeExpertPath::Grouped);
   check_expert_gemm(out, dev, rng, h, 384, 256, false, 1e30, kn::MoeExpertPath::Grouped);
+  // FP8 experts (moe_gemm_fp8.cu): the gemv at 1-2 and 3-4 rows per pass, the stream kernel with
+  // and without the k split on both tile heights (k = 288: one 64-column step short, the 32-column
+  // tail; 2080 = 32 x 65), kind 2 through the 32-row stream kernel, an EP shard, and the eager
+  // dispatch on cuBLASLt FP8 per expert (the tokens quantized per row: W8A8, so the tolerance is the
+  // e4m3 rounding of x, ~2^-4 per element, averaged over k) and on the grouped kernel.
+  for (const bool gather : {true, false}) {
+    check_gemm(out, dev, rng, a, 200, 288, gather, 0, true, 1, -1, true);
+    check_gemm(out, dev, rng, a, 72, 2080, gather, 1, true, 2, -1, true);
+    check_gemm(out, dev, rng, a, 200, 288, gather, 0, true, 4, -1, true);
+    check_gemm(out, dev, rng, b, 200, 288, gather, 1, true, 3, -1, true);
+    for (int kind = 0; kind < kn::kMoeTileKinds; ++kind) {
+      check_gemm(out, dev, rng, a, 200, 288, gather, kind, true, 0, -1, true);
+      check_gemm(out, dev, rng, b, 200, 2080, gather, kind, kind != 1, 0, -1, true);
+    }
+  }
+  check_gemm(out, dev, rng, c, 128, 1024, true, 0, true, 1, -1, true);
+  check_gemm(out, dev, rng, c, 128, 1024, true, 1, true, 0, -1, true);
+  for (const Routed* rt : {&h, &few, &b}) {
+    check_expert_gemm(out, dev, rng, *rt, 256, 384, true, 0, kn::MoeExpertPath::CublasPerExpert, true);
+    check_expert_gemm(out, dev, rng, *rt, 384, 256, false, 0, kn::MoeExpertPath::CublasPerExpert, true);
+  }
+  check_expert_gemm(out, dev, rng, h, 256, 384, true, 1e30, kn::MoeExpertPath::Grouped, true);
   check_combine(out, dev, rng, b, 264);
   check_combine(out, dev, rng, c, 512);  // tokens with no local expert sum to zero
 }

@@ -25,12 +25,6 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-double e4m3_value(uint8_t c) {
-  const int s = c >> 7, e = (c >> 3) & 15, m = c & 7;
-  const double v = e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1.0 + m / 8.0, e - 7);
-  return s ? -v : v;
-}
-uint8_t e4m3_code(float v) { return uint8_t(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3)); }
 
 template <class T>
 std::vector<T> download(const gpu::DeviceBuffer& b, size_t n) {

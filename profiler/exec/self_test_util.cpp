@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <cuda_fp8.h>
+
 #include "profiler/gpu/cuda_check.hpp"
 
 namespace peerplan::exec::selftest {
@@ -70,5 +72,13 @@ void ref_attend(const double* q, const std::vector<double>& K, const std::vector
     out[d] = acc / l;
   }
 }
+
+double e4m3_value(uint8_t c) {
+  const int s = c >> 7, e = (c >> 3) & 15, m = c & 7;
+  const double v = e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1.0 + m / 8.0, e - 7);
+  return s ? -v : v;
+}
+
+uint8_t e4m3_code(float v) { return uint8_t(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3)); }
 
 }  // namespace peerplan::exec::selftest

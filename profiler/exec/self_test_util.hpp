@@ -3,6 +3,7 @@
 // (self_test_quant.cpp: the quantized GEMMs and the FP8 KV cache, issue 15). Internal to profiler/exec.
 #include <cuda_bf16.h>
 
+#include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,6 +20,10 @@ gpu::DeviceBuffer poisoned(int dev, size_t n);  // n bf16 NaNs: an unwritten ele
 std::vector<__nv_bfloat16> random_bf16(size_t n, std::mt19937_64& rng, double lo, double hi);
 // A bf16 value as the fp64 references see it.
 inline double bf16_value(__nv_bfloat16 x) { return double(__bfloat162float(x)); }
+// An e4m3 code's value (subnormals included; the NaN codes 0x7F / 0xFF read as 480).
+double e4m3_value(uint8_t c);
+// The e4m3 code of v (saturating to +-448, round to nearest even: cuda_fp8.h's conversion, as the kernels).
+uint8_t e4m3_code(float v);
 // ||out - ref|| / ||ref|| of the bf16 device buffer `out` against the fp64 reference (tolerance 1e-2).
 SelfTestResult compare(const std::string& kernel, const std::string& shape, const gpu::DeviceBuffer& out,
                        const std::vector<double>& ref);

@@ -223,27 +223,38 @@ void QuantGemmRunner::run(const void* x, const QuantWeight& w, void* y, int64_t 
 }
 
 void QuantGemmRunner::run_fp8(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream) {
-  const int64_t n = w.n, k = w.k;
+  if (w.scaling == Fp8Scaling::PerTensor) {
+    auto* xq = static_cast<uint8_t*>(scratch(0, size_t(M * w.k), stream));
+    kn::quantize_fp8_per_tensor(static_cast<const __nv_bfloat16*>(x), xq, M * w.k, w.x_scale.as<float>(), stream);
+    return run_fp8_prequantized(xq, w, y, M, stream);
+  }
+  run_fp8_scaled(x, w.codes.as<uint8_t>(), w.scales.as<float>(), w.scaling, w.n, w.k, y, M, stream);
+}
+
+void QuantGemmRunner::run_fp8_channel(const void* x, const uint8_t* codes, const float* scales, int64_t n, int64_t k,
+                                      void* y, int64_t M, cudaStream_t stream) {
+  ScopedDevice d(device_);
+  if (M <= 0) return;
+  check_quant_shape(DType::FP8_E4M3, n, k);
+  run_fp8_scaled(x, codes, scales, Fp8Scaling::PerChannel, n, k, y, M, stream);
+}
+
+// Channel- or block-scaled FP8: x quantized per token (or per token and 128 k), cuBLASLt's vector scales.
+void QuantGemmRunner::run_fp8_scaled(const void* x, const uint8_t* codes, const float* w_scales, Fp8Scaling scaling,
+                                     int64_t n, int64_t k, void* y, int64_t M, cudaStream_t stream) {
   auto* xq = static_cast<uint8_t*>(scratch(0, size_t(M * k), stream));
   const auto* xb = static_cast<const __nv_bfloat16*>(x);
-  const void* xs = nullptr;
-  if (w.scaling == Fp8Scaling::PerTensor) {
-    kn::quantize_fp8_per_tensor(xb, xq, M * k, w.x_scale.as<float>(), stream);
-    xs = w.x_scale.get();
-  } else {
-    const int64_t group = w.scaling == Fp8Scaling::PerChannel ? k : 128;
-    const int64_t ld = (M + 3) / 4 * 4;  // scale rows padded to 16 bytes (see the top of gemm_quant.hpp)
-    auto* s = static_cast<float*>(scratch(1, size_t(ld * (k / group)) * 4, stream));
-    kn::quantize_fp8_rows(xb, xq, s, M, k, group, ld, stream, w.scaling == Fp8Scaling::Block128 && block_x_kmajor_);
-    xs = s;
-  }
-  if (w.scaling == Fp8Scaling::PerTensor) return run_fp8_prequantized(xq, w, y, M, stream);
-  const Plan& p = plan_for(DType::FP8_E4M3, w.scaling, M, n, k, n);
-  const void* ws = w.scales.get();
+  const int64_t group = scaling == Fp8Scaling::PerChannel ? k : 128;
+  const int64_t ld = (M + 3) / 4 * 4;  // scale rows padded to 16 bytes (see the top of gemm_quant.hpp)
+  auto* s = static_cast<float*>(scratch(1, size_t(ld * (k / group)) * 4, stream));
+  kn::quantize_fp8_rows(xb, xq, s, M, k, group, ld, stream, scaling == Fp8Scaling::Block128 && block_x_kmajor_);
+  const void* xs = s;
+  const Plan& p = plan_for(DType::FP8_E4M3, scaling, M, n, k, n);
+  const void* ws = w_scales;
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &ws, sizeof(ws)));
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &xs, sizeof(xs)));
   const float alpha = 1.0f, beta = 0.0f;
-  CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, w.codes.get(), p.a, xq, p.b, &beta, y, p.c, y, p.c, &p.algo,
+  CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, codes, p.a, xq, p.b, &beta, y, p.c, y, p.c, &p.algo,
                               workspace_.get(), workspace_.bytes(), stream));
 }
 

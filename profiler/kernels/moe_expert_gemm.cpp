@@ -8,6 +8,7 @@
 #include "planner/core/error.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/gpu/gemm.hpp"
+#include "profiler/gpu/gemm_quant.hpp"
 #include "profiler/kernels/elementwise.hpp"
 
 namespace peerplan::kernels {
@@ -18,7 +19,8 @@ const char* moe_expert_path_name(MoeExpertPath p) {
 
 MoeExpertPath moe_expert_gemm_path(const MoeExpertGemmArgs& a, const MoeRouting& r, cudaStream_t stream) {
   const MoeGemmArgs& g = a.gemm;
-  if (!a.allow_cublas || !a.cublas || g.entries <= 0 || g.entries > r.cap_entries) return MoeExpertPath::Grouped;
+  const bool runner = g.w_fp8 ? a.qcublas != nullptr && g.n % 4 == 0 && g.k % 16 == 0 : a.cublas != nullptr;
+  if (!a.allow_cublas || !runner || g.entries <= 0 || g.entries > r.cap_entries) return MoeExpertPath::Grouped;
   if (g.gather && (!a.gathered || a.gathered_cap < g.entries * g.k || reinterpret_cast<uintptr_t>(a.gathered) % 256))
     return MoeExpertPath::Grouped;
   const MoeExpertLoad load{a.rows, g.touched, g.max_rows, g.n, g.k};
@@ -37,7 +39,7 @@ MoeExpertPath moe_expert_gemm(const MoeExpertGemmArgs& a, const MoeRouting& r, c
     moe_grouped_gemm(g, r, stream);
     return path;
   }
-  if (!g.x || !g.w || !g.y || g.n <= 0 || g.k <= 0)
+  if (!g.x || !(g.w || (g.w_fp8 && g.w_scale)) || !g.y || g.n <= 0 || g.k <= 0)
     throw std::invalid_argument("moe_expert_gemm: operands and a positive n, k are required");
   // Per-expert row offsets of this routing (moe_route.hpp: offsets[local experts + 1]). The host
   // copy is pageable: a copy of a few hundred bytes, which the synchronisation waits for anyway.
@@ -64,7 +66,11 @@ MoeExpertPath moe_expert_gemm(const MoeExpertGemmArgs& a, const MoeRouting& r, c
     const int64_t m = off[size_t(e) + 1] - off[size_t(e)];
     if (m == 0) continue;
     const int64_t r0 = off[size_t(e)];
-    a.cublas->run_any_m(x + r0 * g.k, g.w + int64_t(e) * g.n * g.k, g.y + r0 * g.n, m, g.n, g.k, stream);
+    if (g.w_fp8)
+      a.qcublas->run_fp8_channel(x + r0 * g.k, g.w_fp8 + int64_t(e) * g.n * g.k, g.w_scale + int64_t(e) * g.n, g.n,
+                                 g.k, g.y + r0 * g.n, m, stream);
+    else
+      a.cublas->run_any_m(x + r0 * g.k, g.w + int64_t(e) * g.n * g.k, g.y + r0 * g.n, m, g.n, g.k, stream);
   }
   return path;
 }

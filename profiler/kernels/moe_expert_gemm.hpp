@@ -7,7 +7,8 @@
 //   cuBLAS:  the routing's per-expert offsets copied to the host (one cudaMemcpyAsync and a stream
 //            synchronisation), gate_up's routed tokens gathered into contiguous rows
 //            (embedding_gather over token_of_row), then one cuBLASLt GEMM per non-empty expert
-//            (gpu::GemmRunner, y[m,n] = x[m,k] W_e^T) on pointer offsets into x, W and y.
+//            (gpu::GemmRunner, y[m,n] = x[m,k] W_e^T) on pointer offsets into x, W and y; FP8 experts
+//            through gpu::QuantGemmRunner (x quantized per token, FP8 tensor cores, as vLLM's W8A8).
 // Which one: moe_use_cublas (profiler/common/moe_cublas_rule.hpp) on the host figures, made before
 // the copy; never while `stream` is being captured into a CUDA graph (checked here).
 #include <cstdint>
@@ -21,6 +22,7 @@
 
 namespace peerplan::gpu {
 class GemmRunner;
+class QuantGemmRunner;
 }
 
 namespace peerplan::kernels {
@@ -33,6 +35,9 @@ struct MoeExpertGemmArgs {
   bool allow_cublas = true;  // false: the grouped kernel whatever the rule (graph-timed profile rows)
   double min_gflop = -1;     // the rule's threshold; < 0: moe_cublas_min_gflop() (the environment)
   gpu::GemmRunner* cublas = nullptr;  // the stream's device's runner; nullptr: grouped
+  // FP8 experts (gemm.w_fp8): the device's quantized runner, per expert W8A8 per-channel
+  // (QuantGemmRunner::run_fp8_channel, the tokens quantized per row); nullptr: grouped.
+  gpu::QuantGemmRunner* qcublas = nullptr;
   // gate_up (gemm.gather set): room for the gathered rows, 256-byte aligned, `gathered_cap` elements;
   // with less than entries x k of it the call stays grouped.
   __nv_bfloat16* gathered = nullptr;

@@ -7,32 +7,14 @@
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/mma_ptx.cuh"
 #include "profiler/kernels/moe_gemm.hpp"
+#include "profiler/kernels/moe_gemm_tile.cuh"
 #include "profiler/kernels/pdl.cuh"
 
 namespace peerplan::kernels {
 namespace {
 
 using bf16 = __nv_bfloat16;
-
-struct TileRef {
-  int expert, row0, row_end;
-};
-
-// This CTA's (expert, rows) from the tile list; false when the list has fewer tiles.
-// (The list is passed resolved: indexing MoeRouting::tiles by a runtime kind would copy the
-// kernel parameter to local memory.)
-__device__ __forceinline__ bool tile_of(const int* tiles, const int* num_tiles, const int* offsets, int tile,
-                                        int rows_per_tile, TileRef& t) {
-  if (tile >= *num_tiles) return false;
-  const int packed = tiles[tile];
-  t.expert = packed >> 20;
-  t.row0 = packed & 0xFFFFF;
-  t.row_end = min(t.row0 + rows_per_tile, offsets[t.expert + 1]);
-  return true;
-}
-
-// Weights are read once per call: stream them past L1.
-__device__ __forceinline__ uint4 load_stream(const bf16* p) { return ptx::ld_stream16(p); }
+using namespace moe_tile;
 
 // ---- stream kernel: R row groups of 16 weight rows x S splits of k per CTA (one warp each),
 // NT x 8 routed rows per tile. With few touched experts (decode at small batch) the rows alone
@@ -302,18 +284,22 @@ __global__ void __launch_bounds__(kTiledThreads) tiled_kernel(MoeGemmArgs a, con
 }  // namespace
 
 void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, cudaStream_t stream) {
-  if (a.k % 32 != 0 || a.k <= 0 || a.n <= 0 || !a.x || !a.w || !a.y || kind < 0 || kind >= kMoeTileKinds)
+  const bool fp8 = a.w_fp8 != nullptr;
+  if (a.k % 32 != 0 || a.k <= 0 || a.n <= 0 || !a.x || !a.y || (fp8 ? (a.w || !a.w_scale) : !a.w) || kind < 0 ||
+      kind >= kMoeTileKinds)
     throw std::invalid_argument("moe_grouped_gemm: k " + std::to_string(a.k) + " must be a positive multiple of 32, n " +
-                                std::to_string(a.n) + " positive, operands set, tile kind " + std::to_string(kind));
+                                std::to_string(a.n) + " positive, x, y and one of w / w_fp8 (with w_scale) set, tile kind " +
+                                std::to_string(kind));
   if (a.entries > r.cap_entries)
     throw std::invalid_argument("moe_grouped_gemm: " + std::to_string(a.entries) + " routed entries exceed the routing's " +
                                 std::to_string(r.cap_entries));
   if (a.entries <= 0) return;
-  const int64_t tiles = moe_max_tiles(a.entries, r.local_experts, moe_tile_rows(kind));
   static const bool gemv_on = [] {
     const char* e = std::getenv("PEERPLAN_MOE_GEMV");
     return !(e && std::string(e) == "0");
   }();
+  if (fp8) return moe_grouped_gemm_fp8(a, r, kind, gemv_on, stream);
+  const int64_t tiles = moe_max_tiles(a.entries, r.local_experts, moe_tile_rows(kind));
   if (kind < 2 && gemv_on && moe_gemv_rows(a.max_rows)) {
     // PEERPLAN_MOE_GEMV_SHAPE=RWxU (4x2, 4x4, 2x4, 8x2, 2x8) forces the 2-rows-per-pass variant's
     // weight rows per warp and unroll, for tuning runs on a new GPU. Unset: 4x4 when the busiest

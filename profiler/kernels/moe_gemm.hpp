@@ -26,7 +26,13 @@ namespace peerplan::kernels {
 struct MoeGemmArgs {
   const __nv_bfloat16* x = nullptr;  // input rows, row stride k
   const int* gather = nullptr;       // row -> input row (routing.token_of_row), nullptr: identity
-  const __nv_bfloat16* w = nullptr;  // [local experts][n][k]
+  const __nv_bfloat16* w = nullptr;  // [local experts][n][k]; null when the experts are FP8 (w_fp8)
+  // FP8 experts (issue 15): e4m3 codes [local experts][n][k] and one fp32 scale per output channel
+  // of each expert, w_scale[expert * n + row] (per-channel weights, as FP8-dynamic checkpoints).
+  // The gemv and stream kernels convert the codes to bf16 in registers (W8A16 at decode: the bytes
+  // read are the FP8 ones); 64-row tiles take the 32-row stream kernel (no FP8 tiled kernel).
+  const uint8_t* w_fp8 = nullptr;
+  const float* w_scale = nullptr;
   __nv_bfloat16* y = nullptr;        // [routed rows][n]
   int64_t n = 0, k = 0;
   int64_t entries = 0;   // tokens x top-k of the routing: bounds the grid
@@ -38,7 +44,8 @@ struct MoeGemmArgs {
   int gemv_shape = -1;
 };
 
-// Throws std::invalid_argument for k not a multiple of 32 or a null operand.
+// Throws std::invalid_argument for k not a multiple of 32 or a null operand (exactly one of w, w_fp8;
+// w_scale with w_fp8).
 void moe_grouped_gemm(const MoeGemmArgs& a, const MoeRouting& r, cudaStream_t stream);
 // The same with the kernel forced (tile kind as moe_gemm_tile_kind): self-test and profiler.
 void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, cudaStream_t stream);

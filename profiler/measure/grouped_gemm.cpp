@@ -26,9 +26,11 @@
 #include "profiler/common/profile_models.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/gpu/gemm.hpp"
+#include "profiler/gpu/gemm_quant.hpp"
 #include "profiler/kernels/moe_expert_gemm.hpp"
 #include "profiler/kernels/moe_gemm.hpp"
 #include "profiler/kernels/moe_route.hpp"
+#include "profiler/kernels/quant.hpp"
 #include "profiler/common/model_shapes.hpp"
 #include "planner/compile/graph_batch.hpp"
 #include "profiler/common/moe_cublas_rule.hpp"
@@ -50,15 +52,17 @@ constexpr int kRoutingsPerCount = 4;
 void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, const std::vector<int64_t>& token_counts) {
   std::set<GroupedShapeKey> shapes;
   for (const GroupedShapeKey& s : keys) {
-    if (s.dtype == "bf16") shapes.insert(s);
+    if (s.dtype == "bf16" || s.dtype == "fp8") shapes.insert(s);
     else ctx.not_applicable(fmt::format("grouped_gemm n={} k={} ({})", s.n, s.k, s.dtype),
-                            "the profiler times bf16 grouped expert GEMMs");
+                            "the executor runs routed experts in bf16 and fp8 only");
   }
   if (shapes.empty() || token_counts.empty()) return;
   const routing::RoutingSpec spec;  // uniform, default seed: what the compiler counts by default
   const int64_t max_tokens = *std::max_element(token_counts.begin(), token_counts.end());
-  int64_t max_topk = 1, max_e = 1, max_w = 0, max_in = 0, max_out = 0;
+  int64_t max_topk = 1, max_e = 1, max_w = 0, max_in = 0, max_out = 0, max_scales = 0;
+  bool any_fp8 = false;
   for (const auto& s : shapes) {
+    if (s.dtype == "fp8") any_fp8 = true, max_scales = std::max(max_scales, s.experts * s.n);
     max_topk = std::max(max_topk, s.topk);
     max_e = std::max(max_e, s.model_experts);
     max_w = std::max(max_w, s.experts * s.n * s.k);
@@ -77,17 +81,24 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
   int l2_bytes = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, g));
   int64_t min_touched = std::numeric_limits<int64_t>::max();
-  for (const auto& s : shapes) min_touched = std::min(min_touched, std::min(s.topk, s.experts) * s.n * s.k * 2);
+  auto wbytes = [](const GroupedShapeKey& s) { return s.dtype == "fp8" ? 1 : 2; };  // per weight
+  for (const auto& s : shapes) min_touched = std::min(min_touched, std::min(s.topk, s.experts) * s.n * s.k * wbytes(s));
   size_t free_b = 0, total_b = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   const int64_t want = (4 * int64_t(std::max(l2_bytes, 1)) + min_touched - 1) / std::max<int64_t>(min_touched, 1);
   const int64_t fit = int64_t(free_b / 4) / std::max<int64_t>(1, max_w * 2);
   const int copies = int(std::clamp<int64_t>(std::min(want, fit), 1, 8));
-  std::vector<gpu::DeviceBuffer> w;
+  // FP8 experts: codes in copies of their own (finite e4m3 values) and one scale per expert channel.
+  std::vector<gpu::DeviceBuffer> w, w8;
   for (int c = 0; c < copies; ++c) {
     w.emplace_back(g, size_t(max_w) * 2);
     gpu::launch_fill_bf16(w.back().get(), size_t(max_w), 11 + uint32_t(c), st);
+    if (!any_fp8) continue;
+    w8.emplace_back(g, size_t(max_w));
+    kn::fill_random_fp8(w8.back().as<uint8_t>(), max_w, 17 + uint64_t(c), st);
   }
+  gpu::DeviceBuffer w8_scale = any_fp8 ? gpu::DeviceBuffer(g, size_t(max_scales) * 4) : gpu::DeviceBuffer();
+  if (any_fp8) kn::fill_random_f32(w8_scale.as<float>(), max_scales, 19, 1.f / 8192, 1.f / 4096, st);
   gpu::DeviceBuffer x(g, size_t(max_in) * 2), y(g, size_t(max_out) * 2), logits(g, size_t(max_tokens * max_e) * 2);
   // gate_up's gathered rows on the cuBLAS path (the executor puts them behind the tokens in Z).
   const bool any_eager_gather = max_tokens > kGraphTimedMaxRows &&
@@ -101,14 +112,16 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
   nlohmann::json vs_cublas = nlohmann::json::array();
   nlohmann::json paths = nlohmann::json::array();  // the eager rows' path (moe_expert_gemm)
   gpu::GemmRunner cublas(g);
+  gpu::QuantGemmRunner qcublas(g);
   size_t done = 0;
   const size_t total = shapes.size() * token_counts.size();
   for (const auto& s : shapes) {
     rbuf = gpu::DeviceBuffer(g, size_t(kn::moe_route_buffer_ints(max_tokens, int(s.topk), int(s.experts))) * 4);
     const kn::MoeRouting r = kn::moe_routing_view(rbuf.as<int>(), max_tokens, int(s.topk), int(s.experts));
+    const bool fp8 = s.dtype == "fp8";
     for (int64_t tokens : token_counts) {
-      ctx.progress.update(double(done++) / double(total),
-                          fmt::format("grouped n={} k={} experts={}/{} tokens={}", s.n, s.k, s.experts, s.model_experts, tokens));
+      ctx.progress.update(double(done++) / double(total), fmt::format("grouped n={} k={} experts={}/{} {} tokens={}", s.n,
+                                                                      s.k, s.experts, s.model_experts, s.dtype, tokens));
       // Layer 0's routing, and at decode sizes the first layers whose busiest expert holds another
       // row count: that count picks the kernel for the whole call (moe_gemm_tile_kind, the gemv's
       // rows per pass), and each layer routes its own way. With layer 0's alone (DeepSeek-V2-Lite at
@@ -143,14 +156,20 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
         d.rows = load.rows, d.x_rows = tokens;
         d.allow_cublas = tokens > kGraphTimedMaxRows;  // as the executor (engine_moe.cpp)
         d.cublas = &cublas;
+        d.qcublas = &qcublas;
         if (s.gather && xg.get()) d.gathered = xg.as<__nv_bfloat16>(), d.gathered_cap = max_in;
-        const double bytes = double(load.touched) * double(s.n * s.k) * 2;
+        const double bytes = double(load.touched) * double(s.n * s.k) * wbytes(s);
         const double expect_s = std::max(2.0 * double(load.rows * s.n * s.k) / 400e12, bytes / 4e12) + 5e-6;
         const int reps = std::clamp(int(300e-6 / expect_s), 1, 64);
         // Every kernel once outside the gate: CUDA loads kernels lazily at their first launch, and a
         // load waits for the device, which the gate's spin kernel holds (the profile then failed
         // with "host stalled > 10 s" on its first grouped GEMM).
-        a.w = w[0].as<__nv_bfloat16>();
+        // This call's weight copy c (bf16, or fp8 codes with their scales).
+        auto use_copy = [&](int c) {
+          if (fp8) a.w = nullptr, a.w_fp8 = w8[size_t(c % copies)].as<uint8_t>(), a.w_scale = w8_scale.as<float>();
+          else a.w = w[size_t(c % copies)].as<__nv_bfloat16>();
+        };
+        use_copy(0);
         const kn::MoeExpertPath path = kn::moe_expert_gemm_path(d, r, st);
         kn::moe_grouped_gemm(a, r, st);
         for (int kind = 0; kind < kn::kMoeTileKinds; ++kind) kn::moe_grouped_gemm_kind(a, r, kind, st);
@@ -164,7 +183,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
           auto region = [&] {
             return gpu::time_region(synchronising ? nullptr : &gate, st, {}, [&] {
               for (int i = 0; i < reps; ++i) {
-                a.w = w[size_t(c++ % copies)].as<__nv_bfloat16>();
+                use_copy(c++);
                 if (kind == -1) kn::moe_expert_gemm(d, r, st);
                 else if (kind == -2) kn::moe_grouped_gemm(a, r, st);
                 else kn::moe_grouped_gemm_kind(a, r, kind, st);
@@ -174,15 +193,15 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
           return time_compute_samples(ctx, g, region, reps);
         };
         ctx.ms.grouped_gemms.push_back({g, s.n, s.k, s.experts, s.topk, tokens, load.rows, load.touched, load.max_rows,
-                                        "bf16", timed(-1)});
+                                        s.dtype, timed(-1)});
         const double dispatch_s = ctx.ms.grouped_gemms.back().time.median;
         if (d.allow_cublas)
-          paths.push_back({{"n", s.n}, {"k", s.k}, {"experts", s.experts}, {"tokens", tokens}, {"layer", layer},
+          paths.push_back({{"n", s.n}, {"k", s.k}, {"dtype", s.dtype}, {"experts", s.experts}, {"tokens", tokens}, {"layer", layer},
                            {"rows", load.rows}, {"touched", load.touched}, {"max_rows", load.max_rows},
                            {"gflop_per_expert", kn::moe_gflop_per_expert({load.rows, load.touched, load.max_rows, s.n, s.k})},
                            {"path", kn::moe_expert_path_name(path)}, {"us", dispatch_s * 1e6}});
-        if (layer == 0 && load.max_rows <= 256) {  // the kernels side by side where more than one is plausible
-          nlohmann::json e = {{"n", s.n}, {"k", s.k}, {"experts", s.experts}, {"tokens", tokens},
+        if (layer == 0 && load.max_rows <= 256) {  // (fp8: kind 2 runs kind 1's kernel, moe_gemm_fp8.cu)  // the kernels side by side where more than one is plausible
+          nlohmann::json e = {{"n", s.n}, {"k", s.k}, {"dtype", s.dtype}, {"experts", s.experts}, {"tokens", tokens},
                               {"max_rows", load.max_rows}, {"chosen", kn::moe_gemm_tile_kind(load.max_rows, s.gather)},
                               {"path", kn::moe_expert_path_name(path)}};
           for (int kind = 0; kind < kn::kMoeTileKinds; ++kind)
@@ -190,7 +209,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
           e["weights_gbps"] = bytes / ctx.ms.grouped_gemms.back().time.median / 1e9;
           kinds.push_back(e);
         }
-        if (layer == 0 && tokens >= 256) {
+        if (layer == 0 && tokens >= 256 && !fp8) {
           // cuBLASLt per touched expert over rows already sorted, with the group sizes known on the
           // host (what cuBLAS's grouped GEMM needs, and a device-side routing cannot give without a
           // synchronisation): the alternative for prefill-sized groups, recorded beside our kernel.
@@ -255,7 +274,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
                                "on the cuBLAS path without the gate (the host synchronises inside the call), the "
                                "offsets' copy, the synchronisation and the launches after it included"},
                     {"paths", paths}}},
-      {"layout", "y[rows,n] = x[rows,k] W_e^T per touched expert, W_e [n,k]; bf16, fp32 accumulate"},
+      {"layout", "y[rows,n] = x[rows,k] W_e^T per touched expert, W_e [n,k]; bf16, or fp8 e4m3 codes with one scale per expert channel (converted to bf16 in registers; the eager cuBLAS path runs FP8 W8A8 per expert), fp32 accumulate"},
       {"kernels", "0: stream 16-row tiles, 1: stream 32-row tiles, 2: tiled 64-row tiles (us per call, median)"},
       {"kernel_choice", kinds},
       {"vs_cublas_per_expert", vs_cublas}};
@@ -263,7 +282,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
 
 void measure_grouped_gemm(Context& ctx) {
   const auto models = load_profile_models(ctx.opts.models);
-  const ShapeSet shapes = model_shape_set(models, ctx.gpus(), {"bf16"});
+  const ShapeSet shapes = model_shape_set(models, ctx.gpus(), ctx.opts.dtypes);  // fp8 experts with --dtypes fp8
   if (shapes.grouped.empty()) {
     ctx.not_applicable("grouped_gemm", "no MoE model among the profiled models");
     return;

@@ -51,8 +51,8 @@ TEST(AddModelNote, NoMachineFileInTheProvenanceLeavesAPlaceholder) {
 TEST(AddModelNote, QuantizedRoutedExpertsAreSaidToStayFitted) {
   nlohmann::json prov = fitted_provenance("h.json");
   EXPECT_EQ(unmeasured_note("mixtral-8x7b", prov).find("routed experts"), std::string::npos);
-  prov["quantized_experts"] = "fp8";
+  prov["quantized_experts"] = "int4";
   const std::string note = unmeasured_note("mixtral-8x7b", prov);
-  EXPECT_NE(note.find("--machine h.json\n  Its routed experts (fp8) stay priced from the fitted curves"), std::string::npos)
+  EXPECT_NE(note.find("--machine h.json\n  Its routed experts (int4) stay priced from the fitted curves"), std::string::npos)
       << note;
 }

@@ -1,0 +1,42 @@
+// Which routed-expert GEMMs a profile times (profiler/common/model_shapes.cpp): bf16 always, fp8 when
+// the profile times fp8 GEMMs (the executor's FP8 grouped kernels), never a format it cannot run.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "planner/model/model_config.hpp"
+#include "profiler/common/model_shapes.hpp"
+
+using namespace peerplan;
+using namespace peerplan::profiler;
+
+namespace {
+
+std::set<std::string> grouped_dtypes(const std::vector<std::string>& dtypes) {
+  const ModelConfig m = load_model_config(resolve_model_path("qwen1.5-moe-a2.7b"));
+  std::set<std::string> out;
+  for (const GroupedShapeKey& g : model_shape_set({m}, 2, dtypes).grouped) out.insert(g.dtype);
+  return out;
+}
+
+}  // namespace
+
+TEST(GroupedShapes, Fp8ExpertsAreTimedWhenTheProfileTimesFp8) {
+  EXPECT_EQ(grouped_dtypes({"bf16"}), (std::set<std::string>{"bf16"}));
+  EXPECT_EQ(grouped_dtypes({"bf16", "fp8"}), (std::set<std::string>{"bf16", "fp8"}));
+  EXPECT_EQ(grouped_dtypes({"fp8"}), (std::set<std::string>{"bf16", "fp8"})) << "bf16 experts are always timed";
+  EXPECT_EQ(grouped_dtypes({"bf16", "int4", "int8"}), (std::set<std::string>{"bf16"})) << "no int grouped kernels";
+  // Each fp8 key has its bf16 twin (same n, k, experts): the same shards in the other format.
+  const ModelConfig m = load_model_config(resolve_model_path("qwen1.5-moe-a2.7b"));
+  const ShapeSet s = model_shape_set({m}, 2, {"bf16", "fp8"});
+  int fp8 = 0;
+  for (const GroupedShapeKey& g : s.grouped) {
+    if (g.dtype != "fp8") continue;
+    ++fp8;
+    GroupedShapeKey twin = g;
+    twin.dtype = "bf16";
+    EXPECT_EQ(s.grouped.count(twin), 1u) << g.n << "x" << g.k << " experts " << g.experts;
+  }
+  EXPECT_GE(fp8, 4) << "gate_up and down, all experts and EP2's halves";
+}

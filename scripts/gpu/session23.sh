@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Session 23's prepared call, one GPU (H100 or H200). Binary: scripts/gpu/build.sh, packed as .gpu-pack
+# (docs/DEVELOPING.md). One call <= 600 s.
+#   session23.sh F   (~8 min) FP8 routed experts (profiler/kernels/moe_gemm_fp8.cu), their first GPU run:
+#     1. the MoE self-test (its FP8 rows: gemv, stream with and without the k split, cuBLASLt FP8 per expert)
+#     2. Qwen1.5-MoE decode steps, bf16 and --weights fp8, same lease (batch 1/8/32/64, context 1024)
+#     3. a profile of Qwen1.5-MoE with --dtypes bf16,fp8 (its fp8 grouped-GEMM rows), then Qwen1.5-MoE
+#        --weights fp8 on the chat workload against it
+#     4. if time is left: Mixtral-8x7B --weights fp8 decode steps (47 GB: fits an H100)
+#   session23.sh M   = session22.sh M (H200: Mixtral-8x7B long prompts from a paced profile)
+set -u
+PART=${1:?usage: session23.sh F | M}
+[ "$PART" = M ] && exec bash "$(dirname "$0")/session22.sh" M
+OUT_DEFAULT=/tmp/peerplan-s23
+source "$(dirname "$0")/call_lib.sh"
+if [ "$PART" = F ]; then
+  TAIL=4 step 150 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
+  grep -E "fp8" "$W/selftest-moe.txt" | head -40 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  grep -ciE "fail" "$W/selftest-moe.txt" | sed 's/^/  | lines with FAIL: /' | tee -a "$S" >/dev/null
+  for w in bf16 fp8; do
+    TAIL=10 step 80 "steps-qwen-$w" $B validate --bench-steps --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
+      --weights $w --machine models/hardware/h200x2-nvlink.json --allow-other-host --no-measure-missing \
+      --batches 1,8,32,64 --context 1024 --prefill 2048 --out "$W/steps-qwen-$w"
+  done
+  TAIL=12 step 200 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --dtypes bf16,fp8 --skip nccl,nccl_nop2p \
+    --out "$W/profile.json"
+  grep -o '"dtype": *"fp8"' "$W/profile.json" 2>/dev/null | wc -l | sed 's/^/  | fp8 rows in the profile: /' | tee -a "$S" >/dev/null
+  left 420 && v qwen-fp8-chat 150 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights fp8 \
+    --workload $V/workloads/validate-chat.json
+  left 500 && TAIL=10 step 80 steps-mixtral-fp8 $B validate --bench-steps --plan $P/mixtral-1gpu.json --model mixtral-8x7b \
+    --weights fp8 --machine models/hardware/h200x2-nvlink.json --allow-other-host --no-measure-missing \
+    --batches 1,8,32,64 --context 1024 --prefill 2048 --out "$W/steps-mixtral-fp8"
+  finish
+fi
+echo "unknown part $PART" >&2; exit 2

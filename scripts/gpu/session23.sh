@@ -6,7 +6,8 @@
 #     2. Qwen1.5-MoE decode steps, bf16 and --weights fp8, same lease (batch 1/8/32/64, context 1024)
 #     3. a profile of Qwen1.5-MoE with --dtypes bf16,fp8 (its fp8 grouped-GEMM rows), then Qwen1.5-MoE
 #        --weights fp8 on the chat workload against it
-#     4. if time is left: Mixtral-8x7B --weights fp8 decode steps (47 GB: fits an H100)
+#     4. if time is left: the FP8-expert PyTorch step (bench/moe/torch_fp8_moe_ref.py, torch._scaled_grouped_mm),
+#        then Mixtral-8x7B --weights fp8 decode steps (47 GB: fits an H100)
 #   session23.sh M   = session22.sh M (H200: Mixtral-8x7B long prompts from a paced profile)
 set -u
 PART=${1:?usage: session23.sh F | M}
@@ -27,6 +28,7 @@ if [ "$PART" = F ]; then
   grep -o '"dtype": *"fp8"' "$W/profile.json" 2>/dev/null | wc -l | sed 's/^/  | fp8 rows in the profile: /' | tee -a "$S" >/dev/null
   left 420 && v qwen-fp8-chat 150 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights fp8 \
     --workload $V/workloads/validate-chat.json
+  left 470 && TAIL=4 step 90 torch-fp8-moe python3 bench/moe/torch_fp8_moe_ref.py "$W" .gpu-ref qwen1.5-moe-a2.7b
   left 500 && TAIL=10 step 80 steps-mixtral-fp8 $B validate --bench-steps --plan $P/mixtral-1gpu.json --model mixtral-8x7b \
     --weights fp8 --machine models/hardware/h200x2-nvlink.json --allow-other-host --no-measure-missing \
     --batches 1,8,32,64 --context 1024 --prefill 2048 --out "$W/steps-mixtral-fp8"

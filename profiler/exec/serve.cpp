@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "planner/core/error.hpp"
+#include "planner/model/quantization.hpp"
 #include "planner/validate/kv_fit.hpp"
 #include "planner/sim/router.hpp"
 #include "planner/sim/scheduler.hpp"
@@ -481,7 +482,12 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
   res.provenance["p2p"] = opt.p2p;
   res.provenance["kv_slots"] = slots;
   res.provenance["max_ctx"] = max_ctx;
-  res.provenance["weights"] = "synthetic random bf16, the plan's exact shard shapes";
+  // The stored formats the executor allocated (engine_quant.cpp, engine_moe.cpp), not only bf16.
+  res.provenance["weights"] =
+      cfg.quant.quantized()
+          ? fmt::format("synthetic random, the plan's exact shard shapes; quantized matrices {} ({}), embeddings, "
+                        "routers and norms {}", describe(cfg.quant.linear), cfg.quant.source, dtype_name(cfg.dense_dtype()))
+          : "synthetic random bf16, the plan's exact shard shapes";
   res.measured.provenance = res.provenance;
   return res;
 }

@@ -228,31 +228,47 @@ void QuantGemmRunner::run_fp8(const void* x, const QuantWeight& w, void* y, int6
     kn::quantize_fp8_per_tensor(static_cast<const __nv_bfloat16*>(x), xq, M * w.k, w.x_scale.as<float>(), stream);
     return run_fp8_prequantized(xq, w, y, M, stream);
   }
-  run_fp8_scaled(x, w.codes.as<uint8_t>(), w.scales.as<float>(), w.scaling, w.n, w.k, y, M, stream);
+  const QuantizedRows q = quantize_x_rows(x, w.scaling, M, w.k, stream);
+  matmul_fp8_scaled(q.codes, q.scales, w.codes.as<uint8_t>(), w.scales.as<float>(), w.scaling, w.n, w.k, y, M, stream);
 }
 
-void QuantGemmRunner::run_fp8_channel(const void* x, const uint8_t* codes, const float* scales, int64_t n, int64_t k,
-                                      void* y, int64_t M, cudaStream_t stream) {
+void QuantGemmRunner::run_fp8_channel_slices(const void* x, int64_t M, int64_t n, int64_t k,
+                                             const std::vector<Fp8Slice>& slices, void* y, cudaStream_t stream) {
   ScopedDevice d(device_);
-  if (M <= 0) return;
+  if (M <= 0 || slices.empty()) return;
   check_quant_shape(DType::FP8_E4M3, n, k);
-  run_fp8_scaled(x, codes, scales, Fp8Scaling::PerChannel, n, k, y, M, stream);
+  const QuantizedRows q = quantize_x_rows(x, Fp8Scaling::PerChannel, M, k, stream);
+  for (const Fp8Slice& sl : slices) {
+    if (sl.rows <= 0) continue;
+    if (sl.row0 < 0 || sl.row0 + sl.rows > M)
+      throw RuntimeError("QuantGemmRunner::run_fp8_channel_slices: rows [" + std::to_string(sl.row0) + ", " +
+                         std::to_string(sl.row0 + sl.rows) + ") outside the input's " + std::to_string(M));
+    matmul_fp8_scaled(q.codes + sl.row0 * k, q.scales + sl.row0, sl.codes, sl.scales, Fp8Scaling::PerChannel, n, k,
+                      static_cast<__nv_bfloat16*>(y) + sl.row0 * n, sl.rows, stream);
+  }
 }
 
-// Channel- or block-scaled FP8: x quantized per token (or per token and 128 k), cuBLASLt's vector scales.
-void QuantGemmRunner::run_fp8_scaled(const void* x, const uint8_t* codes, const float* w_scales, Fp8Scaling scaling,
-                                     int64_t n, int64_t k, void* y, int64_t M, cudaStream_t stream) {
+// Channel- or block-scaled FP8: x quantized per token (or per token and 128 k) into scratch 0, its
+// scales into scratch 1 (each scale row padded to 16 bytes, see the top of gemm_quant.hpp).
+QuantGemmRunner::QuantizedRows QuantGemmRunner::quantize_x_rows(const void* x, Fp8Scaling scaling, int64_t M,
+                                                                int64_t k, cudaStream_t stream) {
   auto* xq = static_cast<uint8_t*>(scratch(0, size_t(M * k), stream));
-  const auto* xb = static_cast<const __nv_bfloat16*>(x);
   const int64_t group = scaling == Fp8Scaling::PerChannel ? k : 128;
-  const int64_t ld = (M + 3) / 4 * 4;  // scale rows padded to 16 bytes (see the top of gemm_quant.hpp)
+  const int64_t ld = (M + 3) / 4 * 4;
   auto* s = static_cast<float*>(scratch(1, size_t(ld * (k / group)) * 4, stream));
-  kn::quantize_fp8_rows(xb, xq, s, M, k, group, ld, stream, scaling == Fp8Scaling::Block128 && block_x_kmajor_);
-  const void* xs = s;
+  kn::quantize_fp8_rows(static_cast<const __nv_bfloat16*>(x), xq, s, M, k, group, ld, stream,
+                        scaling == Fp8Scaling::Block128 && block_x_kmajor_);
+  return {xq, s};
+}
+
+void QuantGemmRunner::matmul_fp8_scaled(const uint8_t* xq, const float* xs, const uint8_t* codes,
+                                        const float* w_scales, Fp8Scaling scaling, int64_t n, int64_t k, void* y,
+                                        int64_t M, cudaStream_t stream) {
   const Plan& p = plan_for(DType::FP8_E4M3, scaling, M, n, k, n);
   const void* ws = w_scales;
+  const void* xsp = xs;
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &ws, sizeof(ws)));
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &xs, sizeof(xs)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &xsp, sizeof(xsp)));
   const float alpha = 1.0f, beta = 0.0f;
   CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, codes, p.a, xq, p.b, &beta, y, p.c, y, p.c, &p.algo,
                               workspace_.get(), workspace_.bytes(), stream));

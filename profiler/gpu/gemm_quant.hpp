@@ -77,11 +77,17 @@ class QuantGemmRunner {
   // into the kernel before, as vLLM's fused RMSNorm-quant): the matmul alone. bench/quant uses it
   // beside run() to show what the separate quantize kernel costs.
   void run_fp8_prequantized(const void* xq, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream);
-  // FP8 per-channel (W8A8, x quantized per token here) on a slice of a larger weight: one routed
-  // expert's [n][k] codes and n scales inside the stacked experts (kernels/moe_expert_gemm.hpp's
-  // cuBLAS path). scales must be 16-byte aligned (cuBLASLt's vector scales).
-  void run_fp8_channel(const void* x, const uint8_t* codes, const float* scales, int64_t n, int64_t k, void* y,
-                       int64_t M, cudaStream_t stream);
+  // FP8 per-channel W8A8 over weight slices that share one input, as a grouped GEMM's experts on
+  // kernels/moe_expert_gemm.hpp's cuBLAS path: x's M rows quantized per token once (one kernel, as
+  // an engine quantizes a fused-MoE input once), then per slice one cuBLASLt FP8 matmul of its rows
+  // [row0, row0 + rows) against its [n][k] codes and n channel scales (16-byte aligned), into y's rows.
+  struct Fp8Slice {
+    int64_t row0 = 0, rows = 0;
+    const uint8_t* codes = nullptr;
+    const float* scales = nullptr;
+  };
+  void run_fp8_channel_slices(const void* x, int64_t M, int64_t n, int64_t k, const std::vector<Fp8Slice>& slices,
+                              void* y, cudaStream_t stream);
   // Largest M that runs the W4A16 GEMV kernel (default kernels::kW4GemvMaxM); larger M dequantise
   // + cuBLASLt. A bench sets it to time both paths at the same M.
   void set_int4_gemv_max_m(int64_t m) { int4_gemv_max_m_ = m; }
@@ -100,8 +106,15 @@ class QuantGemmRunner {
   const Plan& plan_for(DType dtype, Fp8Scaling scaling, int64_t M, int64_t n, int64_t k, int64_t ldc);
   void* scratch(int which, size_t bytes, cudaStream_t stream);
   void run_fp8(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream);
-  void run_fp8_scaled(const void* x, const uint8_t* codes, const float* w_scales, Fp8Scaling scaling, int64_t n,
-                      int64_t k, void* y, int64_t M, cudaStream_t stream);
+  // x quantized as `scaling` asks (per token, or per token and 128 k) into scratch: codes and scales.
+  struct QuantizedRows {
+    const uint8_t* codes;
+    const float* scales;
+  };
+  QuantizedRows quantize_x_rows(const void* x, Fp8Scaling scaling, int64_t M, int64_t k, cudaStream_t stream);
+  // One FP8 matmul of M quantized rows (xq, x scales xs) against codes / w_scales.
+  void matmul_fp8_scaled(const uint8_t* xq, const float* xs, const uint8_t* codes, const float* w_scales,
+                         Fp8Scaling scaling, int64_t n, int64_t k, void* y, int64_t M, cudaStream_t stream);
   void run_int8(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream);
   void run_int4(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream);
   int device_ = -1;

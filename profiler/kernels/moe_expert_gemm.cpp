@@ -63,15 +63,20 @@ MoeExpertPath moe_expert_gemm(const MoeExpertGemmArgs& a, const MoeRouting& r, c
     embedding_gather(g.gather, g.x, a.gathered, rows, a.x_rows > 0 ? a.x_rows : INT64_MAX, g.k, stream);
     x = a.gathered;
   }
+  if (g.w_fp8) {  // the rows quantized once, then one FP8 matmul per touched expert
+    std::vector<gpu::QuantGemmRunner::Fp8Slice> slices;
+    for (int e = 0; e < experts; ++e)
+      if (off[size_t(e) + 1] > off[size_t(e)])
+        slices.push_back({off[size_t(e)], off[size_t(e) + 1] - off[size_t(e)], g.w_fp8 + int64_t(e) * g.n * g.k,
+                          g.w_scale + int64_t(e) * g.n});
+    a.qcublas->run_fp8_channel_slices(x, rows, g.n, g.k, slices, g.y, stream);
+    return path;
+  }
   for (int e = 0; e < experts; ++e) {
     const int64_t m = off[size_t(e) + 1] - off[size_t(e)];
     if (m == 0) continue;
     const int64_t r0 = off[size_t(e)];
-    if (g.w_fp8)
-      a.qcublas->run_fp8_channel(x + r0 * g.k, g.w_fp8 + int64_t(e) * g.n * g.k, g.w_scale + int64_t(e) * g.n, g.n,
-                                 g.k, g.y + r0 * g.n, m, stream);
-    else
-      a.cublas->run_any_m(x + r0 * g.k, g.w + int64_t(e) * g.n * g.k, g.y + r0 * g.n, m, g.n, g.k, stream);
+    a.cublas->run_any_m(x + r0 * g.k, g.w + int64_t(e) * g.n * g.k, g.y + r0 * g.n, m, g.n, g.k, stream);
   }
   return path;
 }

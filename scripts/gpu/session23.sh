@@ -8,9 +8,14 @@
 #        --weights fp8 on the chat workload against it
 #     4. if time is left: the FP8-expert PyTorch step (bench/moe/torch_fp8_moe_ref.py, torch._scaled_grouped_mm),
 #        then Mixtral-8x7B --weights fp8 decode steps (47 GB: fits an H100)
+#   session23.sh G   (~6 min) after F: the FP8 experts' eager path quantizing the rows once per call
+#     1. the MoE self-test again (its cuBLAS FP8 rows now read each expert's x scales at its first row)
+#     2. Qwen1.5-MoE decode + 2048-token prefill steps, bf16 and --weights fp8, same lease
+#     3. a fresh profile (bf16,fp8) of Qwen1.5-MoE, then Qwen1.5-MoE --weights fp8 on the long-prompt workload
+#        (eager FP8 prefills) and DeepSeek-V2-Lite --weights fp8 on the chat workload against it
 #   session23.sh M   = session22.sh M (H200: Mixtral-8x7B long prompts from a paced profile)
 set -u
-PART=${1:?usage: session23.sh F | M}
+PART=${1:?usage: session23.sh F | G | M}
 [ "$PART" = M ] && exec bash "$(dirname "$0")/session22.sh" M
 OUT_DEFAULT=/tmp/peerplan-s23
 source "$(dirname "$0")/call_lib.sh"
@@ -32,6 +37,24 @@ if [ "$PART" = F ]; then
   left 500 && TAIL=10 step 80 steps-mixtral-fp8 $B validate --bench-steps --plan $P/mixtral-1gpu.json --model mixtral-8x7b \
     --weights fp8 --machine models/hardware/h200x2-nvlink.json --allow-other-host --no-measure-missing \
     --batches 1,8,32,64 --context 1024 --prefill 2048 --out "$W/steps-mixtral-fp8"
+  finish
+fi
+if [ "$PART" = G ]; then
+  TAIL=4 step 150 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
+  grep -E "fp8" "$W/selftest-moe.txt" | grep -v " ok$" | head -20 | sed 's/^/  | not ok: /' | tee -a "$S" >/dev/null
+  grep -cE "fp8.* ok$" "$W/selftest-moe.txt" | sed 's/^/  | fp8 rows ok: /' | tee -a "$S" >/dev/null
+  grep -ciE "fail" "$W/selftest-moe.txt" | sed 's/^/  | lines with FAIL: /' | tee -a "$S" >/dev/null
+  for w in bf16 fp8; do
+    TAIL=7 step 80 "steps-qwen-$w" $B validate --bench-steps --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
+      --weights $w --machine models/hardware/h200x2-nvlink.json --allow-other-host --no-measure-missing \
+      --batches 1,8,32,64 --context 1024 --prefill 2048 --out "$W/steps-qwen-$w"
+  done
+  TAIL=4 step 200 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --dtypes bf16,fp8 --skip nccl,nccl_nop2p \
+    --out "$W/profile.json"
+  left 400 && v qwen-fp8-long 150 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights fp8 \
+    --workload $V/workloads/validate-long-prompt.json
+  left 480 && v dsv2-fp8-chat 110 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite --weights fp8 \
+    --workload $V/workloads/validate-chat.json --requests 80
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

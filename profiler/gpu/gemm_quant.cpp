@@ -232,19 +232,23 @@ void QuantGemmRunner::run_fp8(const void* x, const QuantWeight& w, void* y, int6
   matmul_fp8_scaled(q.codes, q.scales, w.codes.as<uint8_t>(), w.scales.as<float>(), w.scaling, w.n, w.k, y, M, stream);
 }
 
-void QuantGemmRunner::run_fp8_channel_slices(const void* x, int64_t M, int64_t n, int64_t k,
-                                             const std::vector<Fp8Slice>& slices, void* y, cudaStream_t stream) {
+void QuantGemmRunner::run_fp8_channel_groups(const void* x, const int* off_host, const int* off_dev, int groups,
+                                             int64_t n, int64_t k, const uint8_t* codes, const float* scales, void* y,
+                                             cudaStream_t stream) {
   ScopedDevice d(device_);
-  if (M <= 0 || slices.empty()) return;
+  if (groups <= 0 || off_host[groups] <= 0) return;
   check_quant_shape(DType::FP8_E4M3, n, k);
+  const int64_t M = off_host[groups];
   const QuantizedRows q = quantize_x_rows(x, Fp8Scaling::PerChannel, M, k, stream);
-  for (const Fp8Slice& sl : slices) {
-    if (sl.rows <= 0) continue;
-    if (sl.row0 < 0 || sl.row0 + sl.rows > M)
-      throw RuntimeError("QuantGemmRunner::run_fp8_channel_slices: rows [" + std::to_string(sl.row0) + ", " +
-                         std::to_string(sl.row0 + sl.rows) + ") outside the input's " + std::to_string(M));
-    matmul_fp8_scaled(q.codes + sl.row0 * k, q.scales + sl.row0, sl.codes, sl.scales, Fp8Scaling::PerChannel, n, k,
-                      static_cast<__nv_bfloat16*>(y) + sl.row0 * n, sl.rows, stream);
+  auto* padded = static_cast<float*>(scratch(6, size_t(M + 3 * int64_t(groups)) * 4, stream));
+  kn::pad_group_scales(q.scales, off_dev, groups, padded, stream);
+  int64_t start = 0;  // this group's first padded scale, as pad_group_scales lays them out
+  for (int g = 0; g < groups; ++g) {
+    const int64_t r0 = off_host[g], rows = off_host[g + 1] - r0;
+    if (rows > 0)
+      matmul_fp8_scaled(q.codes + r0 * k, padded + start, codes + int64_t(g) * n * k, scales + int64_t(g) * n,
+                        Fp8Scaling::PerChannel, n, k, static_cast<__nv_bfloat16*>(y) + r0 * n, rows, stream);
+    start += kn::padded_group_rows(rows);
   }
 }
 

@@ -77,17 +77,15 @@ class QuantGemmRunner {
   // into the kernel before, as vLLM's fused RMSNorm-quant): the matmul alone. bench/quant uses it
   // beside run() to show what the separate quantize kernel costs.
   void run_fp8_prequantized(const void* xq, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream);
-  // FP8 per-channel W8A8 over weight slices that share one input, as a grouped GEMM's experts on
-  // kernels/moe_expert_gemm.hpp's cuBLAS path: x's M rows quantized per token once (one kernel, as
-  // an engine quantizes a fused-MoE input once), then per slice one cuBLASLt FP8 matmul of its rows
-  // [row0, row0 + rows) against its [n][k] codes and n channel scales (16-byte aligned), into y's rows.
-  struct Fp8Slice {
-    int64_t row0 = 0, rows = 0;
-    const uint8_t* codes = nullptr;
-    const float* scales = nullptr;
-  };
-  void run_fp8_channel_slices(const void* x, int64_t M, int64_t n, int64_t k, const std::vector<Fp8Slice>& slices,
-                              void* y, cudaStream_t stream);
+  // FP8 per-channel W8A8 of consecutive row groups against weights of their own, as a grouped GEMM's
+  // experts on kernels/moe_expert_gemm.hpp's cuBLAS path: rows [off[g], off[g+1]) of x times group g's
+  // [n][k] codes (codes + g n k) with its n channel scales (scales + g n), into the same rows of y.
+  // x's rows are quantized per token once (one kernel, as an engine quantizes a fused-MoE input once),
+  // their scales re-laid so each group's start is 16-byte aligned (kernels::pad_group_scales), then
+  // one cuBLASLt FP8 matmul per non-empty group. off_host and off_dev: the groups + 1 offsets (off[0]
+  // = 0) on the host and on the device.
+  void run_fp8_channel_groups(const void* x, const int* off_host, const int* off_dev, int groups, int64_t n,
+                              int64_t k, const uint8_t* codes, const float* scales, void* y, cudaStream_t stream);
   // Largest M that runs the W4A16 GEMV kernel (default kernels::kW4GemvMaxM); larger M dequantise
   // + cuBLASLt. A bench sets it to time both paths at the same M.
   void set_int4_gemv_max_m(int64_t m) { int4_gemv_max_m_ = m; }
@@ -125,8 +123,8 @@ class QuantGemmRunner {
   DeviceBuffer workspace_;
   // 0: quantized x, 1: x scales, 2: int32 acc, 3: int4 bf16 slab, 4: int4 split-K (v1..v6: one slice
   // per split, written whole), 5: int4 split-K of v7 (summed by atomics: zero between calls, so no
-  // other kernel may share it).
-  DeviceBuffer scratch_[6];
+  // other kernel may share it), 6: x scales padded per row group (run_fp8_channel_groups).
+  DeviceBuffer scratch_[7];
   std::vector<DeviceBuffer> retired_;  // outgrown scratch that captured graphs may still use
   std::map<std::tuple<int, int, int64_t, int64_t, int64_t, int64_t>, std::unique_ptr<Plan>> plans_;
 };

@@ -24,7 +24,7 @@ MoeExpertPath moe_expert_gemm_path(const MoeExpertGemmArgs& a, const MoeRouting&
   if (!a.allow_cublas || !runner || g.entries <= 0 || g.entries > r.cap_entries) return MoeExpertPath::Grouped;
   if (g.gather && (!a.gathered || a.gathered_cap < g.entries * g.k || reinterpret_cast<uintptr_t>(a.gathered) % 256))
     return MoeExpertPath::Grouped;
-  const MoeExpertLoad load{a.rows, g.touched, g.max_rows, g.n, g.k};
+  const MoeExpertLoad load{a.rows, g.touched, g.max_rows, g.n, g.k, g.w_fp8 != nullptr};
   if (!moe_use_cublas(load, true, a.min_gflop)) return MoeExpertPath::Grouped;
   // Last, and only when the rule says cuBLAS, so a decode graph's calls make no extra CUDA call: the
   // offsets' copy and synchronisation cannot be captured (the capture would be invalidated).
@@ -64,12 +64,7 @@ MoeExpertPath moe_expert_gemm(const MoeExpertGemmArgs& a, const MoeRouting& r, c
     x = a.gathered;
   }
   if (g.w_fp8) {  // the rows quantized once, then one FP8 matmul per touched expert
-    std::vector<gpu::QuantGemmRunner::Fp8Slice> slices;
-    for (int e = 0; e < experts; ++e)
-      if (off[size_t(e) + 1] > off[size_t(e)])
-        slices.push_back({off[size_t(e)], off[size_t(e) + 1] - off[size_t(e)], g.w_fp8 + int64_t(e) * g.n * g.k,
-                          g.w_scale + int64_t(e) * g.n});
-    a.qcublas->run_fp8_channel_slices(x, rows, g.n, g.k, slices, g.y, stream);
+    a.qcublas->run_fp8_channel_groups(x, off.data(), r.offsets, experts, g.n, g.k, g.w_fp8, g.w_scale, g.y, stream);
     return path;
   }
   for (int e = 0; e < experts; ++e) {

@@ -168,6 +168,36 @@ void quantize_fp8_rows(const bf16* x, uint8_t* xq, float* scales, int64_t rows, 
   CUDA_CHECK_LAUNCH("quantize_fp8_rows");
 }
 
+namespace {
+__global__ void pad_group_scales_kernel(const float* s, const int* offsets, int groups, float* out) {
+  extern __shared__ int sh[];  // offsets[0..groups], then each group's padded start
+  int* o = sh;
+  int* st = sh + groups + 1;
+  for (int g = threadIdx.x; g <= groups; g += blockDim.x) o[g] = offsets[g];
+  __syncthreads();
+  if (threadIdx.x == 0) {  // a few hundred groups at most: one thread's prefix sum
+    int64_t p = 0;
+    for (int g = 0; g < groups; ++g) st[g] = int(p), p += padded_group_rows(o[g + 1] - o[g]);
+  }
+  __syncthreads();
+  for (int r = threadIdx.x; r < o[groups]; r += blockDim.x) {
+    int lo = 0, hi = groups - 1;  // the last group starting at or before r: the non-empty one holding it
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (o[mid] <= r) lo = mid;
+      else hi = mid - 1;
+    }
+    out[st[lo] + r - o[lo]] = s[r];
+  }
+}
+}  // namespace
+
+void pad_group_scales(const float* s, const int* offsets, int groups, float* out, cudaStream_t stream) {
+  require(groups > 0 && groups <= 4096, "pad_group_scales: groups = " + std::to_string(groups) + " (1..4096)");
+  pad_group_scales_kernel<<<1, 1024, size_t(2 * groups + 1) * sizeof(int), stream>>>(s, offsets, groups, out);
+  CUDA_CHECK_LAUNCH("pad_group_scales");
+}
+
 void quantize_int8_rows(const bf16* x, int8_t* xq, float* scales, int64_t rows, int64_t cols, cudaStream_t stream) {
   require(cols % 8 == 0, "quantize_int8_rows: cols = " + std::to_string(cols) + " must be a multiple of 8");
   if (rows == 0) return;

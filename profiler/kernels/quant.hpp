@@ -25,6 +25,13 @@ void quantize_fp8_per_tensor(const __nv_bfloat16* x, uint8_t* xq, int64_t n, con
 // multiple of 8 and of group.
 void quantize_fp8_rows(const __nv_bfloat16* x, uint8_t* xq, float* scales, int64_t rows, int64_t cols, int64_t group,
                        int64_t scale_ld, cudaStream_t stream, bool kmajor = false);
+// Row scales of consecutive row groups (rows [offsets[g], offsets[g+1]), offsets on the device, offsets[0]
+// = 0) copied so each group starts at a multiple of 4 floats: out[start(g) + r - offsets[g]] = s[r], start(g)
+// the sum of the earlier groups' rows rounded up to 4 (padded_group_start). cuBLASLt refuses an
+// outer-vector scale pointer that is not 16-byte aligned (CUBLAS_STATUS_NOT_SUPPORTED, H100 2026-12-06),
+// and a grouped GEMM's experts start at any row. out holds rows + 3 * groups floats. One block.
+void pad_group_scales(const float* s, const int* offsets, int groups, float* out, cudaStream_t stream);
+__host__ __device__ constexpr int64_t padded_group_rows(int64_t rows) { return (rows + 3) / 4 * 4; }
 // Per-row dynamic int8: scales[r] = absmax / 127.
 void quantize_int8_rows(const __nv_bfloat16* x, int8_t* xq, float* scales, int64_t rows, int64_t cols,
                         cudaStream_t stream);

@@ -16,13 +16,11 @@ double moe_gflop_per_expert(const MoeExpertLoad& l) {
 bool moe_use_cublas(const MoeExpertLoad& l, bool eager, double min_gflop) {
   if (!eager || l.rows <= 0 || l.n <= 0 || l.k <= 0) return false;
   if (l.n % 128 != 0 || l.k % 128 != 0) return false;  // rows off cuBLASLt's default 256-byte alignment
-  const char* env = std::getenv("PEERPLAN_MOE_CUBLAS_MIN_GFLOP");
-  const bool fp8_default = l.fp8 && min_gflop < 0 && !(env && *env);  // see MoeExpertLoad::fp8
   const double t = min_gflop < 0 ? moe_cublas_min_gflop() : min_gflop;
-  if (t <= 0 && !fp8_default) return true;
+  if (t <= 0) return true;
   // The tiled kernel's range only (moe_gemm_tile_kind: busiest expert > 32 rows, or unknown).
   if (l.max_rows > 0 && l.max_rows <= 32) return false;
-  return fp8_default || moe_gflop_per_expert(l) >= t;
+  return moe_gflop_per_expert(l) >= t;
 }
 
 double moe_cublas_min_gflop() {
@@ -45,10 +43,8 @@ std::string moe_cublas_rule_text(double min_gflop) {
     return "eager calls with n, k multiples of 128: cuBLASLt per touched expert always (threshold 0); "
            "in CUDA graphs the grouped kernel";
   return std::string("eager calls with n, k multiples of 128, busiest expert > 32 rows and 2 * rows / touched * n * k >= ") +
-         buf +
-         " GFLOP (FP8 experts: any GFLOP, unless PEERPLAN_MOE_CUBLAS_MIN_GFLOP is set): cuBLASLt per touched expert "
-         "(offsets copied to the host, one stream sync; gate_up's rows gathered first); otherwise, and in CUDA graphs, "
-         "the grouped kernel";
+         buf + " GFLOP: cuBLASLt per touched expert (offsets copied to the host, one stream sync; gate_up's rows "
+               "gathered first); otherwise, and in CUDA graphs, the grouped kernel";
 }
 
 }  // namespace peerplan::kernels

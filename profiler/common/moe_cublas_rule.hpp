@@ -39,12 +39,6 @@ inline constexpr double kMoeCublasMinGflop = 2.5;
 struct MoeExpertLoad {
   int64_t rows = 0, touched = 0, max_rows = 0;
   int64_t n = 0, k = 0;
-  // FP8 experts (moe_gemm.hpp's w_fp8): no FP8 tiled kernel, so past 32 rows the grouped call would
-  // run the 32-row stream kernel, which re-reads each expert's weights per tile on mma.sync (Qwen1.5-
-  // MoE's 2048-token prefill 38.1 ms in FP8 against 33.7 in bf16, H100 2026-12-06). Eager FP8 calls
-  // therefore take cuBLASLt FP8 wherever the tiled kind would run, whatever the GFLOP (unless
-  // PEERPLAN_MOE_CUBLAS_MIN_GFLOP is set: then its threshold, as for bf16).
-  bool fp8 = false;
 };
 
 // Mean FLOPs per touched expert (0 when nothing is touched).

@@ -279,9 +279,8 @@ void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng,
   int max_rows = 0;
   for (int e = 0; e < x.count; ++e) max_rows = std::max(max_rows, off[size_t(e) + 1] - off[size_t(e)]);
   static const char* names[] = {"stream16", "stream32", "tiled64"};
-  static const char* fp8_names[] = {"stream16", "stream32", "stream32 for tiled64"};  // moe_gemm_fp8.cu
   const bool gemv = kind < 2 && kn::moe_gemv_rows(max_rows_hint);
-  const std::string kname = gemv ? (kind == 0 ? "gemv16" : "gemv32") : fp8 ? fp8_names[kind] : names[kind];
+  const std::string kname = gemv ? (kind == 0 ? "gemv16" : "gemv32") : names[kind];
   out.push_back(compare(fmt::format("moe_gemm{}({})", fp8 ? "_fp8" : "", kname),
                         fmt::format("rows={} max/expert={} experts={} n={} k={}{}{}{}", rows, max_rows, x.count, n, kdim,
                                     gather ? " gather" : "", kind < 2 && !split ? " no-split" : "",
@@ -444,7 +443,7 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
   check_expert_gemm(out, dev, rng, h, 384, 256, false, 1e30, kn::MoeExpertPath::Grouped);
   // FP8 experts (moe_gemm_fp8.cu): the gemv at 1-2 and 3-4 rows per pass, the stream kernel with
   // and without the k split on both tile heights (k = 288: one 64-column step short, the 32-column
-  // tail; 2080 = 32 x 65), kind 2 through the 32-row stream kernel, an EP shard, and the eager
+  // tail; 2080 = 32 x 65), the tiled kernel (n = 200 off its 128 rows), an EP shard, and the eager
   // dispatch on cuBLASLt FP8 per expert (the tokens quantized per row: W8A8, so the tolerance is the
   // e4m3 rounding of x, ~2^-4 per element, averaged over k) and on the grouped kernel.
   for (const bool gather : {true, false}) {

@@ -24,7 +24,7 @@ MoeExpertPath moe_expert_gemm_path(const MoeExpertGemmArgs& a, const MoeRouting&
   if (!a.allow_cublas || !runner || g.entries <= 0 || g.entries > r.cap_entries) return MoeExpertPath::Grouped;
   if (g.gather && (!a.gathered || a.gathered_cap < g.entries * g.k || reinterpret_cast<uintptr_t>(a.gathered) % 256))
     return MoeExpertPath::Grouped;
-  const MoeExpertLoad load{a.rows, g.touched, g.max_rows, g.n, g.k, g.w_fp8 != nullptr};
+  const MoeExpertLoad load{a.rows, g.touched, g.max_rows, g.n, g.k};
   if (!moe_use_cublas(load, true, a.min_gflop)) return MoeExpertPath::Grouped;
   // Last, and only when the rule says cuBLAS, so a decode graph's calls make no extra CUDA call: the
   // offsets' copy and synchronisation cannot be captured (the capture would be invalidated).

@@ -194,12 +194,8 @@ __global__ void __launch_bounds__(kGvWarps * 32) gemv_kernel(MoeGemmArgs a, cons
   }
 }
 
-// ---- tiled kernel: 128 weight rows x 64 routed rows per CTA, 8 warps (4 x 2) of 32 x 32 ----
-constexpr int kTM = 128, kTN = 64, kTK = 32, kStages = 3, kTiledThreads = 256;
-
-// Shared tile rows are 64 bytes (4 chunks of 16 B); chunk c of row r sits at c ^ ((r / 2) % 4), so
-// the 8 row addresses of an ldmatrix fall in 8 different 16-byte bank groups.
-__device__ __forceinline__ int swz(int r, int c) { return r * kTK + ((c ^ ((r >> 1) & 3)) * 8); }
+// ---- tiled kernel: 128 weight rows x 64 routed rows per CTA, 8 warps (4 x 2) of 32 x 32 (tile
+// sizes and the shared-memory swizzle: moe_gemm_tile.cuh) ----
 
 __global__ void __launch_bounds__(kTiledThreads) tiled_kernel(MoeGemmArgs a, const int* tiles, const int* num_tiles,
                                                               const int* offsets) {

@@ -30,7 +30,7 @@ struct MoeGemmArgs {
   // FP8 experts (issue 15): e4m3 codes [local experts][n][k] and one fp32 scale per output channel
   // of each expert, w_scale[expert * n + row] (per-channel weights, as FP8-dynamic checkpoints).
   // The gemv and stream kernels convert the codes to bf16 in registers (W8A16 at decode: the bytes
-  // read are the FP8 ones); 64-row tiles take the 32-row stream kernel (no FP8 tiled kernel).
+  // read are the FP8 ones); the tiled kernel converts them on their way into shared memory.
   const uint8_t* w_fp8 = nullptr;
   const float* w_scale = nullptr;
   __nv_bfloat16* y = nullptr;        // [routed rows][n]

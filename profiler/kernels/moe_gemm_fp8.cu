@@ -3,8 +3,9 @@
 // converting it to bf16 in registers (kv_fp8.cuh's exact shift; the channel scale multiplies the
 // fp32 sum once). At decode the time is the weight bytes, so this reads what an engine's W8A8
 // fused-MoE kernel reads (vLLM quantizes the tokens to FP8 and runs FP8 tensor cores; at a few rows
-// per expert both stream the same bytes). Kept apart from the bf16 kernels so their register
-// allocation, which the profiles timed, does not move.
+// per expert both stream the same bytes); prefill-sized groups go through a tiled kernel with the
+// codes converted on their way into shared memory. Kept apart from the bf16 kernels so their
+// register allocation, which the profiles timed, does not move.
 #include <algorithm>
 #include <cstdint>
 
@@ -236,10 +237,109 @@ __global__ void __launch_bounds__(R * S * 32) stream_fp8_kernel(MoeGemmArgs a, c
     }
 }
 
+// ---- tiled: the bf16 tiled kernel (moe_gemm.cu: 128 weight rows x 64 routed rows per CTA, 3-stage
+// shared-memory pipeline, ldmatrix) with the weights staged through registers: each thread loads one
+// 16-byte piece of codes (a row's 16 k of the 32-k stage) two stages ahead, converts it to 16 bf16 and
+// stores them in the swizzled layout ldmatrix reads, after the stage it overwrites was consumed. The
+// tokens keep cp.async. Prefill-sized groups that stay grouped (moe_cublas_rule.hpp) run here; before it
+// they ran the 32-row stream kernel, which re-reads an expert's weights per 32 rows (Qwen1.5-MoE's
+// 2048-token prefill 38.1 ms against 33.7 in bf16, H100 2026-12-06).
+__global__ void __launch_bounds__(kTiledThreads) tiled_fp8_kernel(MoeGemmArgs a, const int* tiles,
+                                                                  const int* num_tiles, const int* offsets) {
+  __shared__ __align__(128) bf16 sa[kStages][kTM * kTK];
+  __shared__ __align__(128) bf16 sb[kStages][kTN * kTK];
+  TileRef tl;
+  if (!tile_of(tiles, num_tiles, offsets, blockIdx.x, kTN, tl)) return;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int64_t n0 = int64_t(blockIdx.y) * kTM;
+  const int64_t K = a.k;
+  // Weights: thread tid holds row tid / 2's codes k 16 (tid % 2) .. +15 of each stage: bf16 chunks
+  // 2 (tid % 2) and 2 (tid % 2) + 1 of that row.
+  const int arow = tid / 2, ahalf = tid % 2;
+  const bool pa = n0 + arow < a.n;
+  const uint8_t* ga = a.w_fp8 + (int64_t(tl.expert) * a.n + (pa ? n0 + arow : 0)) * K + ahalf * 16;
+  const int sa_lo = swz(arow, 2 * ahalf), sa_hi = swz(arow, 2 * ahalf + 1);
+  auto load_a = [&](int kt) { return pa ? load_stream(ga + int64_t(kt) * kTK) : make_uint4(0, 0, 0, 0); };
+  auto store_a = [&](int stage, const uint4& c) {
+    uint4 lo, hi;
+    codes16_to_bf16(c, lo, hi);
+    *reinterpret_cast<uint4*>(&sa[stage][sa_lo]) = lo;
+    *reinterpret_cast<uint4*>(&sa[stage][sa_hi]) = hi;
+  };
+  const int brow = tid / 4, bch = tid % 4;
+  const int xr = tl.row0 + brow;
+  const bool pb = xr < tl.row_end;
+  const int src = pb ? (a.gather ? a.gather[xr] : xr) : 0;
+  const bf16* gb = a.x + int64_t(src) * K + bch * 8;
+  const int sb_off = swz(brow, bch);
+  const int ktiles = int(K / kTK);
+  auto load_b = [&](int stage, int kt) { ptx::cp_async16(&sb[stage][sb_off], gb + int64_t(kt) * kTK, pb); };
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < ktiles) store_a(s, load_a(s)), load_b(s, s);
+    ptx::cp_async_commit();
+  }
+  const int wm = (warp % 4) * 32, wn = (warp / 4) * 32;
+  float acc[2][4][4] = {};
+  for (int kt = 0; kt < ktiles; ++kt) {
+    ptx::cp_async_wait<kStages - 2>();
+    __syncthreads();  // stage kt complete (tokens by cp.async, weights by the stores two steps back)
+    const int nxt = kt + kStages - 1;
+    uint4 areg = make_uint4(0, 0, 0, 0);
+    if (nxt < ktiles) areg = load_a(nxt), load_b(nxt % kStages, nxt);
+    ptx::cp_async_commit();
+    const bf16* A = sa[kt % kStages];
+    const bf16* B = sb[kt % kStages];
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) {
+      uint32_t af[2][4], bfr[4][2];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        const int row = wm + mt * 16 + (lane % 16), ch = ks * 2 + lane / 16;
+        ptx::ldmatrix_x4(af[mt][0], af[mt][1], af[mt][2], af[mt][3], ptx::smem_u32(A + swz(row, ch)));
+      }
+#pragma unroll
+      for (int np = 0; np < 2; ++np) {
+        const int m = lane / 8, row = wn + np * 16 + (m / 2) * 8 + lane % 8, ch = ks * 2 + (m % 2);
+        ptx::ldmatrix_x4(bfr[2 * np][0], bfr[2 * np][1], bfr[2 * np + 1][0], bfr[2 * np + 1][1],
+                         ptx::smem_u32(B + swz(row, ch)));
+      }
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+          ptx::mma_bf16(acc[mt][nt], af[mt][0], af[mt][1], af[mt][2], af[mt][3], bfr[nt][0], bfr[nt][1]);
+    }
+    // Stage nxt % kStages was read in step kt - 1, which every thread finished before this step's barrier.
+    if (nxt < ktiles) store_a(nxt % kStages, areg);
+  }
+  ptx::cp_async_wait<0>();
+  const float* sc = a.w_scale + int64_t(tl.expert) * a.n;
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int q2 = 0; q2 < 2; ++q2) {
+      const int64_t col = n0 + wm + mt * 16 + g + 8 * q2;
+      const float s = col < a.n ? sc[col] : 0.f;
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int q = 2 * q2; q < 2 * q2 + 2; ++q) {
+          const int row = tl.row0 + wn + nt * 8 + 2 * t + (q & 1);
+          if (row < tl.row_end && col < a.n) a.y[int64_t(row) * a.n + col] = __float2bfloat16(acc[mt][nt][q] * s);
+        }
+    }
+}
+
 }  // namespace
 
 void moe_grouped_gemm_fp8(const MoeGemmArgs& a, const MoeRouting& r, int kind, bool gemv_on, cudaStream_t stream) {
-  if (kind == 2) kind = 1;  // no FP8 tiled kernel: 64-row tiles go through the 32-row stream kernel
+  if (kind == 2) {
+    const int64_t tiles = moe_max_tiles(a.entries, r.local_experts, moe_tile_rows(2));
+    const dim3 grid(unsigned(tiles), unsigned((a.n + kTM - 1) / kTM));
+    tiled_fp8_kernel<<<grid, kTiledThreads, 0, stream>>>(a, r.tiles[2], r.num_tiles + 2, r.offsets);
+    CUDA_CHECK_LAUNCH("moe_grouped_gemm (fp8 experts, tiled)");
+    return;
+  }
   const int64_t tiles = moe_max_tiles(a.entries, r.local_experts, moe_tile_rows(kind));
   const int* tl = r.tiles[kind];
   const int* nt = r.num_tiles + kind;

@@ -1,6 +1,6 @@
 #pragma once
 // What the grouped expert GEMM kernels (moe_gemm.cu: bf16 weights, moe_gemm_fp8.cu: FP8) share:
-// a CTA's (expert, row tile) from the routing's device-side tile list.
+// a CTA's (expert, row tile) from the routing's device-side tile list, the tiled kernels' tile shape.
 #include <cuda_bf16.h>
 
 #include "profiler/kernels/mma_ptx.cuh"
@@ -27,6 +27,13 @@ __device__ __forceinline__ bool tile_of(const int* tiles, const int* num_tiles, 
 
 // Weights are read once per call: stream them past L1.
 __device__ __forceinline__ uint4 load_stream(const void* p) { return ptx::ld_stream16(p); }
+
+// The tiled kernels (64-row tiles): 128 weight rows x 64 routed rows x 32 k per stage, 8 warps.
+constexpr int kTM = 128, kTN = 64, kTK = 32, kStages = 3, kTiledThreads = 256;
+
+// Shared tile rows are 64 bytes (4 chunks of 16 B); chunk c of row r sits at c ^ ((r / 2) % 4), so
+// the 8 row addresses of an ldmatrix fall in 8 different 16-byte bank groups.
+__device__ __forceinline__ int swz(int r, int c) { return r * kTK + ((c ^ ((r >> 1) & 3)) * 8); }
 
 }  // namespace peerplan::kernels::moe_tile
 

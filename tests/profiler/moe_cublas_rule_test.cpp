@@ -98,25 +98,3 @@ TEST(MoeCublasRule, ThresholdFromTheCallerOrTheEnvironment) {
   EnvGuard env(kVar, "");
   EXPECT_DOUBLE_EQ(moe_cublas_min_gflop(), kMoeCublasMinGflop);  // empty: the default
 }
-
-// FP8 experts have no tiled kernel: eager calls in the tiled kind's range take cuBLASLt FP8 whatever
-// their FLOPs (Qwen1.5-MoE's 2048-token prefill, 137 rows per expert, 1.6 GFLOP: bf16 stays on the
-// tiled kernel), still never in graphs, never at <= 32 rows, never off the 128 alignment; a set
-// threshold applies to them as to bf16.
-TEST(MoeCublasRule, Fp8ExpertsTakeCublasWhereverTheTiledKernelWouldRun) {
-  EnvGuard g(kVar, nullptr);
-  MoeExpertLoad q = load(8192, 60, 170, 2816, 2048);  // 2 * 136.5 * 2816 * 2048 = 1.6 GFLOP
-  EXPECT_FALSE(moe_use_cublas(q, true)) << "bf16: the tiled kernel";
-  q.fp8 = true;
-  EXPECT_TRUE(moe_use_cublas(q, true));
-  EXPECT_FALSE(moe_use_cublas(q, false)) << "never in a graph";
-  MoeExpertLoad small = load(600, 60, 20, 2816, 2048);
-  small.fp8 = true;
-  EXPECT_FALSE(moe_use_cublas(small, true)) << "<= 32 rows: the FP8 stream / gemv kernels";
-  MoeExpertLoad odd = load(8192, 60, 170, 2816, 2000);
-  odd.fp8 = true;
-  EXPECT_FALSE(moe_use_cublas(odd, true)) << "k off 128";
-  EnvGuard set(kVar, "1000");
-  EXPECT_FALSE(moe_use_cublas(q, true)) << "a set threshold applies to FP8 too";
-  EXPECT_NE(moe_cublas_rule_text().find("FP8 experts"), std::string::npos);
-}

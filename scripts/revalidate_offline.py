@@ -39,6 +39,7 @@ S16 = os.path.join(V, "runs/2026-12-05-session16")
 S18 = os.path.join(V, "runs/2026-12-05-session18")
 S19 = os.path.join(V, "runs/2026-12-05-session19")
 S21 = os.path.join(V, "runs/2026-12-06-session21")
+S23 = os.path.join(V, "runs/2026-12-06-session23")
 LONG_8K = os.path.join(ROOT, "models/workloads/long-prompt-8k-32k.json")
 LONG_64K = os.path.join(ROOT, "models/workloads/long-prompt-64k-100k.json")
 # (run directory, plan, model, workload, extra simulate arguments): as scripts/gpu/session8.sh ran them.
@@ -147,6 +148,16 @@ RUNS = [
     # long prompts of Qwen1.5-MoE and (its first) DeepSeek-V2-Lite priced from it.
     (f"{S21}/A/validate-qwen-moe-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, []),
     (f"{S21}/B/validate-dsv2-long", "deepseek-v2-lite-1gpu", "deepseek-v2-lite", LONG, []),
+    # session23.sh F and G (session 23, one H100 each): FP8 routed experts (--weights fp8). F's and G2's
+    # binaries ran 64-row FP8 groups on the 32-row stream kernel (G2: cuBLASLt FP8 above 32 rows), G3's on
+    # the FP8 tiled kernel; each priced from its own call's profile.
+    (f"{S23}/F/validate-qwen-fp8-chat", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", CHAT, ["--weights", "fp8"]),
+    (f"{S23}/G2/validate-qwen-fp8-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, ["--weights", "fp8"]),
+    (f"{S23}/G2/validate-dsv2-fp8-chat", "deepseek-v2-lite-1gpu", "deepseek-v2-lite", CHAT,
+     ["--weights", "fp8", "--requests", "80"]),
+    (f"{S23}/G3/validate-qwen-fp8-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, ["--weights", "fp8"]),
+    (f"{S23}/G3/validate-dsv2-fp8-chat", "deepseek-v2-lite-1gpu", "deepseek-v2-lite", CHAT,
+     ["--weights", "fp8", "--requests", "80"]),
 ]
 
 

@@ -4,8 +4,10 @@
 // fp32 sum once). At decode the time is the weight bytes, so this reads what an engine's W8A8
 // fused-MoE kernel reads (vLLM quantizes the tokens to FP8 and runs FP8 tensor cores; at a few rows
 // per expert both stream the same bytes); prefill-sized groups go through a tiled kernel with the
-// codes converted on their way into shared memory. Kept apart from the bf16 kernels so their
-// register allocation, which the profiles timed, does not move.
+// codes converted on their way into shared memory. Kept apart from the bf16 kernels, whose MMA
+// loops, split-K merge and epilogues they repeat, so the bf16 kernels' register allocation, which the
+// profiles timed, does not move: factoring the tiled MMA stage into a shared inline function renumbered
+// the bf16 kernel's PTX registers (session 23), which ptxas may allocate differently, unmeasured.
 #include <algorithm>
 #include <cstdint>
 

@@ -19,15 +19,17 @@ PART=${1:?usage: session23.sh F | G | M}
 [ "$PART" = M ] && exec bash "$(dirname "$0")/session22.sh" M
 OUT_DEFAULT=/tmp/peerplan-s23
 source "$(dirname "$0")/call_lib.sh"
+# Qwen1.5-MoE decode (context 1024) and 2048-token prefill steps in bf16 and fp8, same lease.
+qwen_steps() { for w in bf16 fp8; do
+  TAIL=$1 step 80 "steps-qwen-$w" $B validate --bench-steps --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
+    --weights $w --machine models/hardware/h200x2-nvlink.json --allow-other-host --no-measure-missing \
+    --batches 1,8,32,64 --context 1024 --prefill 2048 --out "$W/steps-qwen-$w"
+done; }
 if [ "$PART" = F ]; then
   TAIL=4 step 150 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
   grep -E "fp8" "$W/selftest-moe.txt" | head -40 | sed 's/^/  | /' | tee -a "$S" >/dev/null
   grep -ciE "fail" "$W/selftest-moe.txt" | sed 's/^/  | lines with FAIL: /' | tee -a "$S" >/dev/null
-  for w in bf16 fp8; do
-    TAIL=10 step 80 "steps-qwen-$w" $B validate --bench-steps --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
-      --weights $w --machine models/hardware/h200x2-nvlink.json --allow-other-host --no-measure-missing \
-      --batches 1,8,32,64 --context 1024 --prefill 2048 --out "$W/steps-qwen-$w"
-  done
+  qwen_steps 10
   TAIL=12 step 200 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --dtypes bf16,fp8 --skip nccl,nccl_nop2p \
     --out "$W/profile.json"
   grep -o '"dtype": *"fp8"' "$W/profile.json" 2>/dev/null | wc -l | sed 's/^/  | fp8 rows in the profile: /' | tee -a "$S" >/dev/null
@@ -44,11 +46,7 @@ if [ "$PART" = G ]; then
   grep -E "fp8" "$W/selftest-moe.txt" | grep -v " ok$" | head -20 | sed 's/^/  | not ok: /' | tee -a "$S" >/dev/null
   grep -cE "fp8.* ok$" "$W/selftest-moe.txt" | sed 's/^/  | fp8 rows ok: /' | tee -a "$S" >/dev/null
   grep -ciE "fail" "$W/selftest-moe.txt" | sed 's/^/  | lines with FAIL: /' | tee -a "$S" >/dev/null
-  for w in bf16 fp8; do
-    TAIL=7 step 80 "steps-qwen-$w" $B validate --bench-steps --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
-      --weights $w --machine models/hardware/h200x2-nvlink.json --allow-other-host --no-measure-missing \
-      --batches 1,8,32,64 --context 1024 --prefill 2048 --out "$W/steps-qwen-$w"
-  done
+  qwen_steps 7
   TAIL=4 step 200 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --dtypes bf16,fp8 --skip nccl,nccl_nop2p \
     --out "$W/profile.json"
   left 400 && v qwen-fp8-long 150 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights fp8 \

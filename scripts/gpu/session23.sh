@@ -13,9 +13,13 @@
 #     2. Qwen1.5-MoE decode + 2048-token prefill steps, bf16 and --weights fp8, same lease
 #     3. a fresh profile (bf16,fp8) of Qwen1.5-MoE, then Qwen1.5-MoE --weights fp8 on the long-prompt workload
 #        (eager FP8 prefills) and DeepSeek-V2-Lite --weights fp8 on the chat workload against it
+#   session23.sh D   (~5 min) DeepSeek-V2-Lite --weights fp8's decode, priced 2-6.5 % high at batch 2-4 in G3 (its chat
+#     TPOT p50 +14.1 %): a fresh profile of DeepSeek-V2-Lite with --dtypes bf16,fp8 (its own grouped rows, where G3
+#     priced it from Qwen1.5-MoE's of the same expert shape), decode steps at batch 1-8 in bf16 and fp8 priced from
+#     it (bf16 too over-priced: not FP8's), then the fp8 chat run with 200 requests (80 gave a noisy median)
 #   session23.sh M   = session22.sh M (H200: Mixtral-8x7B long prompts from a paced profile)
 set -u
-PART=${1:?usage: session23.sh F | G | M}
+PART=${1:?usage: session23.sh F | G | D | M}
 [ "$PART" = M ] && exec bash "$(dirname "$0")/session22.sh" M
 OUT_DEFAULT=/tmp/peerplan-s23
 source "$(dirname "$0")/call_lib.sh"
@@ -53,6 +57,17 @@ if [ "$PART" = G ]; then
     --workload $V/workloads/validate-long-prompt.json
   left 480 && v dsv2-fp8-chat 110 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite --weights fp8 \
     --workload $V/workloads/validate-chat.json --requests 80
+  finish
+fi
+if [ "$PART" = D ]; then
+  TAIL=4 step 200 profile $B profile --no-progress --model deepseek-v2-lite --dtypes bf16,fp8 --skip nccl,nccl_nop2p \
+    --out "$W/profile.json"
+  for w in bf16 fp8; do
+    TAIL=12 step 80 "steps-dsv2-$w" $B validate --bench-steps --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite \
+      --weights $w --machine "$W/profile.json" --batches 1,2,3,4,5,8 --context 700 --prefill 0 --out "$W/steps-dsv2-$w"
+  done
+  left 420 && v dsv2-fp8-chat 150 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite --weights fp8 \
+    --workload $V/workloads/validate-chat.json --requests 200
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

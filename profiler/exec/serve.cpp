@@ -482,11 +482,14 @@ ServeResult serve(const Plan& plan, const ModelConfig& cfg, const ModelFigures& 
   res.provenance["p2p"] = opt.p2p;
   res.provenance["kv_slots"] = slots;
   res.provenance["max_ctx"] = max_ctx;
-  // The stored formats the executor allocated (engine_quant.cpp, engine_moe.cpp), not only bf16.
+  // The stored formats the executor allocated (engine_quant.cpp, engine_moe.cpp), not only bf16: the
+  // model's quantized matrices run in the executor's own scale layout of that format.
   res.provenance["weights"] =
       cfg.quant.quantized()
-          ? fmt::format("synthetic random, the plan's exact shard shapes; quantized matrices {} ({}), embeddings, "
-                        "routers and norms {}", describe(cfg.quant.linear), cfg.quant.source, dtype_name(cfg.dense_dtype()))
+          ? fmt::format("synthetic random, the plan's exact shard shapes; the model's quantized matrices ({}, {}) as "
+                        "the executor stores that format (FP8: per-tensor scales for dense GEMMs, per-channel for routed "
+                        "experts; INT8 per-channel; INT4 group-128 scales), embeddings, routers and norms {}",
+                        describe(cfg.quant.linear), cfg.quant.source, dtype_name(cfg.dense_dtype()))
           : "synthetic random bf16, the plan's exact shard shapes";
   res.measured.provenance = res.provenance;
   return res;

@@ -86,7 +86,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
   size_t free_b = 0, total_b = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   const int64_t want = (4 * int64_t(std::max(l2_bytes, 1)) + min_touched - 1) / std::max<int64_t>(min_touched, 1);
-  const int64_t fit = int64_t(free_b / 4) / std::max<int64_t>(1, max_w * 2);
+  const int64_t fit = int64_t(free_b / 4) / std::max<int64_t>(1, max_w * (any_fp8 ? 3 : 2));  // bf16 + fp8 copies
   const int copies = int(std::clamp<int64_t>(std::min(want, fit), 1, 8));
   // FP8 experts: codes in copies of their own (finite e4m3 values) and one scale per expert channel.
   std::vector<gpu::DeviceBuffer> w, w8;

@@ -17,9 +17,11 @@
 #     TPOT p50 +14.1 %): a fresh profile of DeepSeek-V2-Lite with --dtypes bf16,fp8 (its own grouped rows, where G3
 #     priced it from Qwen1.5-MoE's of the same expert shape), decode steps at batch 1-8 in bf16 and fp8 priced from
 #     it (bf16 too over-priced: not FP8's), then the fp8 chat run with 200 requests (80 gave a noisy median)
+#   session23.sh E   (~1 min) D's first half without a profile: DeepSeek-V2-Lite decode steps (batch 1-8, bf16 and fp8)
+#     priced from G3's profile as its validation extended it (grouped rows from Qwen1.5-MoE's): is bf16 over-priced too?
 #   session23.sh M   = session22.sh M (H200: Mixtral-8x7B long prompts from a paced profile)
 set -u
-PART=${1:?usage: session23.sh F | G | D | M}
+PART=${1:?usage: session23.sh F | G | D | E | M}
 [ "$PART" = M ] && exec bash "$(dirname "$0")/session22.sh" M
 OUT_DEFAULT=/tmp/peerplan-s23
 source "$(dirname "$0")/call_lib.sh"
@@ -68,6 +70,16 @@ if [ "$PART" = D ]; then
   done
   left 420 && v dsv2-fp8-chat 150 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite --weights fp8 \
     --workload $V/workloads/validate-chat.json --requests 200
+  finish
+fi
+if [ "$PART" = E ]; then
+  zcat docs/validation/runs/2026-12-06-session23/G3/validate-dsv2-fp8-chat/machine-extended.json.gz > "$W/g3-extended.json"
+  for w in bf16 fp8; do
+    TAIL=12 step 60 "steps-dsv2-$w" $B validate --bench-steps --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite \
+      --weights $w --machine "$W/g3-extended.json" --allow-other-host --no-measure-missing --batches 1,2,3,4,5,8 \
+      --context 700 --prefill 0 --out "$W/steps-dsv2-$w"
+  done
+  rm -f "$W/g3-extended.json"
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

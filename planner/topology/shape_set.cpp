@@ -27,9 +27,12 @@ void ShapeSet::insert(const ShapeSet& o) {
 
 ShapeSet missing_shapes(const ShapeSet& wanted, const Measurements& have) {
   std::set<std::tuple<int64_t, int64_t, std::string, int64_t>> gemm_rows;  // + batch (gemm_from_table's match)
-  std::set<std::tuple<int64_t, int64_t, std::string>> grouped_rows;
+  // Grouped rows by their expert group too: another model of the same expert shape (Qwen1.5-MoE's and
+  // DeepSeek-V2-Lite's 2816 x 2048) routes other counts, and priced from Qwen's rows alone DeepSeek-V2-Lite's
+  // decode at batch 3-4 ran 0.94 of its price (session 23 E; with its own rows beside them it met).
+  std::set<std::tuple<int64_t, int64_t, std::string, int64_t, int64_t>> grouped_rows;
   for (const GemmTime& g : have.gemms) gemm_rows.insert({g.n, g.k, g.dtype, g.batch});
-  for (const GroupedGemmTime& g : have.grouped_gemms) grouped_rows.insert({g.n, g.k, g.dtype});
+  for (const GroupedGemmTime& g : have.grouped_gemms) grouped_rows.insert({g.n, g.k, g.dtype, g.experts, g.topk});
   std::set<std::tuple<int64_t, int64_t, int64_t, std::string, int64_t, std::string>> attn_rows;  // + v_dim, phase
   for (const AttentionTime& a : have.attention)
     attn_rows.insert({a.heads, a.kv_heads, a.head_dim, a.kv_dtype, attention_v_dim(a.v_dim, a.head_dim), a.phase});
@@ -45,7 +48,7 @@ ShapeSet missing_shapes(const ShapeSet& wanted, const Measurements& have) {
     if (lacks("decode") || lacks("prefill")) out.attention.insert(a);
   }
   for (const GroupedShapeKey& g : wanted.grouped)
-    if (!grouped_rows.count({g.n, g.k, g.dtype})) out.grouped.insert(g);
+    if (!grouped_rows.count({g.n, g.k, g.dtype, g.experts, g.topk})) out.grouped.insert(g);
   std::set<std::pair<std::string, int64_t>> ew_rows;  // (kind, cols): elementwise_from_table's curve
   for (const ElementwiseTime& e : have.elementwise) ew_rows.insert({e.kind, e.cols});
   for (const ElementwiseShapeKey& e : wanted.elementwise)

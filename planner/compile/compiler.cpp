@@ -333,13 +333,6 @@ void mla_attention_ops(Builder& B, const ModelConfig& cfg, const AttnShard& a, c
   }
 }
 
-// The layer's shared-expert matrices are all stored in bf16 (or it has none).
-bool shared_in_bf16(const LayerFigures& lf) {
-  for (const MatrixShape& m : lf.matrices)
-    if ((m.name.rfind("shared.", 0) == 0 || m.name == "shared_gate") && m.format.dtype != DType::BF16) return false;
-  return true;
-}
-
 bool is_attn_in(std::string_view n) {
   return n == "qkv" || n == "q" || n == "q_a" || n == "q_b" || n == "kv_a" || n == "kv_b";
 }
@@ -410,6 +403,12 @@ MoeLoads moe_loads(const ModelConfig& cfg, const std::vector<ExpertBlock>& block
 }
 
 }  // namespace
+
+bool shared_in_bf16(const LayerFigures& lf) {
+  for (const MatrixShape& m : lf.matrices)
+    if ((m.name.rfind("shared.", 0) == 0 || m.name == "shared_gate") && m.format.dtype != DType::BF16) return false;
+  return true;
+}
 
 struct CompileCacheData {
   bool checked = false;  // the plan passed validate_plan and check_shardable

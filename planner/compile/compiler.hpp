@@ -65,6 +65,9 @@ struct CompileOptions {
 // gained 7-11 % at 1-2 tokens and 5-7 % at 8 but lost 1-7 % at 32 and 64 (Qwen1.5-MoE and
 // DeepSeek-V2-Lite decode, H100, session 21 A), so it forks up to 8 tokens, the largest measured gain.
 inline constexpr int64_t kSharedStreamMaxTokens = 8;
+// Whether the layer's shared-expert matrices are all stored in bf16 (or it has none): only such shared
+// experts take the auxiliary stream (the executor keeps one quantized GEMM runner per GPU).
+bool shared_in_bf16(const LayerFigures& lf);
 
 OpGraph compile_iteration(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig,
                           const Machine& machine, const BatchShape& shape, const CompileOptions& opt = {});

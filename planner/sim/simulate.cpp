@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 
+#include "planner/compile/compiler.hpp"
 #include "planner/model/expert_format.hpp"
 #include "planner/sim/power_state.hpp"
 #include "planner/topology/executor_launch.hpp"
@@ -129,17 +130,21 @@ Simulation simulate_with(const Plan& plan, const ModelConfig& cfg, const ModelFi
     const int64_t batch = m.iterations > 0 ? std::max<int64_t>(1, std::llround(double(m.output_tokens) / double(m.iterations))) : 1;
     prov["moe_routing"] = routing::summary_json(
         routing::summarize(cfg.moe_routing, cfg.experts, cfg.experts_per_token, batch, moe_layers));
-    // Routed experts stored quantized: the profiler and the executor run experts in bf16 only
-    // (docs/quantization.md, "Not done"), so no profile can hold their rows (unmeasured_note says so).
+    // Routed experts stored in a format the executor does not run (int8, int4, MXFP4: docs/quantization.md),
+    // so no profile can hold their rows (unmeasured_note says so).
     if (const std::optional<DType> d = unrunnable_expert_format(cfg)) prov["quantized_experts"] = dtype_name(*d);
     // Where the shared experts run at decode (compiler.cpp CompileOptions::shared_stream): priced on a
     // second stream, Qwen1.5-MoE's batch-1 step is about a fifth shorter (docs/moe_executor.md).
-    bool shared = false;
+    bool shared = false, quantized_shared = false;
     for (const LayerFigures& lf : fig.layers)
-      for (const MatrixShape& ms : lf.matrices) shared = shared || ms.name == "shared.gate_up";
+      for (const MatrixShape& ms : lf.matrices)
+        if (ms.name == "shared.gate_up") shared = true, quantized_shared = quantized_shared || !shared_in_bf16(lf);
     if (shared)
       prov["moe_shared_experts"] =
-          shared_expert_stream(topo.machine())
+          quantized_shared
+              ? "on the compute stream after the routed experts: quantized shared experts run on the executor's one "
+                "quantized GEMM runner (vLLM overlaps them on a second stream at up to 256 tokens)"
+          : shared_expert_stream(topo.machine())
               ? "on a second stream at up to 8 tokens, as vLLM does up to 256 (the profile's executor ran them so)"
           : topo.machine().measurements
               ? "on the compute stream after the routed experts, as the profile's executor ran them (vLLM overlaps "

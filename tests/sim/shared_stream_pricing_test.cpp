@@ -138,3 +138,34 @@ TEST(SharedStreamPricing, TwoStreamingKernelsShareTheHbm) {
 
 }  // namespace
 }  // namespace peerplan
+
+namespace peerplan {
+namespace {
+
+// Quantized shared experts stay on the compute stream (the executor keeps one quantized GEMM runner per
+// GPU), even where the profile's executor forked bf16 ones: the compiler and the simulator's note say so.
+TEST(SharedStreamPricing, QuantizedSharedExpertsStayOnTheComputeStream) {
+  testing::ModelFix m = testing::model("qwen1.5-moe-a2.7b");
+  bool any_shared = false;
+  for (const LayerFigures& lf : m.fig.layers) {
+    EXPECT_TRUE(shared_in_bf16(lf));
+    for (const MatrixShape& ms : lf.matrices) any_shared = any_shared || ms.name == "shared.gate_up";
+  }
+  ASSERT_TRUE(any_shared);
+  const Machine machine = with_shared_stream(true);
+  const Plan plan = test_plans::tp({0}, int(m.cfg.layers));
+  auto on_aux = [&](const testing::ModelFix& f) {
+    const OpGraph g = compile_iteration(plan, f.cfg, f.fig, machine, decode(1));
+    return std::count_if(g.ops.begin(), g.ops.end(), [](const Op& op) { return op.stream == 1; });
+  };
+  EXPECT_GT(on_aux(m), 0) << "bf16 shared experts fork";
+  apply_precision(m.cfg, DType::FP8_E4M3, std::nullopt);
+  m.fig = derive_figures(m.cfg);
+  bool quantized = false;
+  for (const LayerFigures& lf : m.fig.layers) quantized = quantized || !shared_in_bf16(lf);
+  EXPECT_TRUE(quantized);
+  EXPECT_EQ(on_aux(m), 0) << "fp8 shared experts stay on the compute stream";
+}
+
+}  // namespace
+}  // namespace peerplan

@@ -265,6 +265,7 @@ QuantGemmRunner::QuantizedRows QuantGemmRunner::quantize_x_rows(const void* x, F
   return {xq, s};
 }
 
+// One cuBLASLt FP8 matmul; xs and w_scales as `scaling` lays them out (scalars for PerTensor).
 void QuantGemmRunner::matmul_fp8_scaled(const uint8_t* xq, const float* xs, const uint8_t* codes,
                                         const float* w_scales, Fp8Scaling scaling, int64_t n, int64_t k, void* y,
                                         int64_t M, cudaStream_t stream) {
@@ -283,14 +284,8 @@ void QuantGemmRunner::run_fp8_prequantized(const void* xq, const QuantWeight& w,
   ScopedDevice d(device_);
   if (w.dtype != DType::FP8_E4M3 || w.scaling != Fp8Scaling::PerTensor)
     throw RuntimeError("QuantGemmRunner::run_fp8_prequantized: per-tensor FP8 weights only");
-  const Plan& p = plan_for(DType::FP8_E4M3, w.scaling, M, w.n, w.k, w.n);
-  const void* ws = w.scales.get();
-  const void* xs = w.x_scale.get();
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &ws, sizeof(ws)));
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &xs, sizeof(xs)));
-  const float alpha = 1.0f, beta = 0.0f;
-  CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, w.codes.get(), p.a, xq, p.b, &beta, y, p.c, y, p.c, &p.algo,
-                              workspace_.get(), workspace_.bytes(), stream));
+  matmul_fp8_scaled(static_cast<const uint8_t*>(xq), w.x_scale.as<float>(), w.codes.as<uint8_t>(), w.scales.as<float>(),
+                    Fp8Scaling::PerTensor, w.n, w.k, y, M, stream);
 }
 
 void QuantGemmRunner::run_int8(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream) {

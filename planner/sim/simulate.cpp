@@ -130,7 +130,7 @@ Simulation simulate_with(const Plan& plan, const ModelConfig& cfg, const ModelFi
     const int64_t batch = m.iterations > 0 ? std::max<int64_t>(1, std::llround(double(m.output_tokens) / double(m.iterations))) : 1;
     prov["moe_routing"] = routing::summary_json(
         routing::summarize(cfg.moe_routing, cfg.experts, cfg.experts_per_token, batch, moe_layers));
-    // Routed experts stored in a format the executor does not run (int8, int4, MXFP4: docs/quantization.md),
+    // Routed experts stored in a format the executor does not run (int8, MXFP4: docs/quantization.md),
     // so no profile can hold their rows (unmeasured_note says so).
     if (const std::optional<DType> d = unrunnable_expert_format(cfg)) prov["quantized_experts"] = dtype_name(*d);
     // Where the shared experts run at decode (compiler.cpp CompileOptions::shared_stream): priced on a

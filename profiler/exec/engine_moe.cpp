@@ -12,6 +12,7 @@
 
 #include "planner/core/error.hpp"
 #include "planner/model/routing_model.hpp"
+#include "profiler/common/w4_expert_layout.hpp"
 #include "profiler/exec/engine_state.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/gpu/gemm_quant.hpp"
@@ -78,6 +79,7 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
   const uint64_t seed = opt_.seed * 1000003 + std::hash<std::string>{}(op.name);
   const bf16* w_bf16 = nullptr;
   const gpu::QuantWeight* w_fp8 = nullptr;
+  const gpu::QuantWeight* w_int4 = nullptr;
   if (op.wdtype == DType::FP8_E4M3) {
     // Every local expert stacked as one [experts x n][k] matrix, one scale per output channel.
     const int64_t rows = op.n * op.expert_count;
@@ -89,6 +91,22 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
       settle_new_weights(g);
     }
     w_fp8 = &q->second;
+  } else if (op.wdtype == DType::INT4) {
+    // Every local expert packed as w4_expert_layout.hpp says: n * k / 8 words and n * k / 128 bf16
+    // scales an expert, the same counts as a [experts x n][k] W4A16 weight, so its random codes and scales
+    // serve (they are random either way).
+    if (!kn::w4e_shape_ok(op.n, op.k))
+      throw RuntimeError(op_where(op) + ": int4 routed experts need n a multiple of 16 and k of 128 (found [" +
+                         std::to_string(op.n) + ", " + std::to_string(op.k) + "]); run the experts in bf16 or fp8 (--weights)");
+    const int64_t rows = op.n * op.expert_count;
+    auto q = g.qweights.find(op.name);
+    if (q == g.qweights.end() || q->second.dtype != op.wdtype || q->second.n < rows || q->second.k != op.k) {
+      gpu::QuantWeight w =
+          gpu::make_random_quant_weight(g.dev, op.wdtype, gpu::Fp8Scaling::PerTensor, rows, op.k, seed, g.stream);
+      q = g.qweights.insert_or_assign(op.name, std::move(w)).first;
+      settle_new_weights(g);
+    }
+    w_int4 = &q->second;
   } else if (op.wdtype == DType::BF16 || op.wdtype == DType::FP16) {
     auto it = g.weights.find(op.name);
     const int64_t welems = op.n * op.k * op.expert_count;  // every local expert, allocated once
@@ -100,7 +118,7 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
     w_bf16 = it->second.as<bf16>();
   } else {
     throw RuntimeError(op_where(op) + ": routed experts in " + dtype_name(op.wdtype) +
-                       " do not run (the executor runs bf16 and FP8 experts; validate refuses the model first)");
+                       " do not run (the executor runs bf16, FP8 and int4 experts; validate refuses the model first)");
   }
   const int topk = int(cfg_.experts_per_token);
   const int64_t entries = g.moe_tokens * topk;
@@ -118,6 +136,10 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
   if (w_fp8) {
     a.w_fp8 = w_fp8->codes.as<uint8_t>();
     a.w_scale = w_fp8->scales.as<float>();
+  }
+  if (w_int4) {
+    a.w_int4 = w_int4->codes.as<uint32_t>();
+    a.w_int4_scale = w_int4->scales.as<bf16>();
   }
   a.y = g.Y.as<bf16>();
   a.n = op.n;

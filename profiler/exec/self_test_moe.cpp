@@ -4,7 +4,7 @@
 // stream tiles and 64-row tiled, with and without the token gather, n off the 16-row and 128-row
 // tiles, k off the unrolled chunk), the executor's dispatch forced onto cuBLASLt per expert (the
 // offsets read back, gate_up's rows gathered; skewed routings with empty experts), the same over FP8
-// experts (moe_gemm_fp8.cu; cuBLASLt FP8 per expert) and the weighted combine. Outputs are poisoned first.
+// experts (moe_gemm_fp8.cu; cuBLASLt FP8 per expert), int4 experts (moe_gemm_int4.cu) and the weighted combine. Outputs are poisoned first.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "planner/model/routing.hpp"
+#include "profiler/common/w4_expert_layout.hpp"
 #include "profiler/exec/self_test_util.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/gpu/gemm.hpp"
@@ -200,22 +201,50 @@ std::vector<double> grouped_reference(const std::vector<int>& off, const std::ve
   return ref;
 }
 
+// The stored format of the experts under test.
+enum class Fmt { Bf16, Fp8, Int4 };
+const char* fmt_suffix(Fmt f) { return f == Fmt::Fp8 ? "_fp8" : f == Fmt::Int4 ? "_int4" : ""; }
+
 // Random expert weights on the device and their values for the reference: bf16 in [-0.1, 0.1), or
-// (fp8) every finite e4m3 code with one scale per expert channel in [1/8192, 1/4096).
+// (fp8) every finite e4m3 code with one scale per expert channel in [1/8192, 1/4096), or (int4) every
+// nibble, weight (q - 8) * s with a bf16 scale per row and 128 k in +-[1/512, 1/256), packed as
+// w4_expert_layout.hpp says (the kernels and this reference address through the same functions).
 struct ExpertWeights {
+  Fmt fmt = Fmt::Bf16;
   gpu::DeviceBuffer w, scales;
   std::vector<double> values;
   void set(kn::MoeGemmArgs& a) const {
-    if (scales.get()) a.w = nullptr, a.w_fp8 = w.as<uint8_t>(), a.w_scale = scales.as<float>();
+    if (fmt == Fmt::Fp8) a.w = nullptr, a.w_fp8 = w.as<uint8_t>(), a.w_scale = scales.as<float>();
+    else if (fmt == Fmt::Int4) a.w = nullptr, a.w_int4 = w.as<uint32_t>(), a.w_int4_scale = scales.as<bf16>();
     else a.w = w.as<bf16>();
   }
 };
 
-ExpertWeights expert_weights(int dev, std::mt19937_64& rng, int64_t count, int64_t n, int64_t kdim, bool fp8) {
+ExpertWeights expert_weights(int dev, std::mt19937_64& rng, int64_t count, int64_t n, int64_t kdim, Fmt fmt) {
   ExpertWeights ew;
+  ew.fmt = fmt;
   const size_t total = size_t(count * n * kdim);
   ew.values.resize(total);
-  if (!fp8) {
+  if (fmt == Fmt::Int4) {
+    std::vector<uint32_t> words(size_t(kn::w4e_words(count, n, kdim)), 0);
+    std::vector<bf16> sc(size_t(kn::w4e_scales(count, n, kdim)));
+    std::uniform_real_distribution<float> su(1.f / 512, 1.f / 256);
+    for (auto& v : sc) v = __float2bfloat16(rng() % 2 ? su(rng) : -su(rng));
+    std::uniform_int_distribution<int> nib(0, 15);
+    for (int64_t e = 0; e < count; ++e)
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t q = 0; q < kdim; ++q) {
+          const uint32_t code = uint32_t(nib(rng));
+          words[size_t(kn::w4e_word(n, kdim, e, r, q))] |= code << kn::w4e_shift(q);
+          ew.values[size_t((e * n + r) * kdim + q)] =
+              (double(code) - 8.0) * double(__bfloat162float(sc[size_t(kn::w4e_scale(n, kdim, e, r, q))]));
+        }
+    ew.w = gpu::DeviceBuffer(dev, words.size() * 4);
+    CUDA_CHECK(cudaMemcpy(ew.w.get(), words.data(), words.size() * 4, cudaMemcpyHostToDevice));
+    ew.scales = upload(dev, sc);
+    return ew;
+  }
+  if (fmt == Fmt::Bf16) {
     const auto w = random_bf16(total, rng, 0.1);
     for (size_t i = 0; i < total; ++i) ew.values[i] = bf16_value(w[i]);
     ew.w = upload(dev, w);
@@ -255,14 +284,14 @@ std::vector<double> token_values(const std::vector<bf16>& x, int64_t kdim, bool 
 // y[row] = x[src(row)] . W[e(row)]^T against fp64, for one tile kind.
 void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng, const Routed& x, int64_t n,
                 int64_t kdim, bool gather, int kind, bool split = true, int64_t max_rows_hint = 0, int gemv_shape = -1,
-                bool fp8 = false) {
+                Fmt fmt = Fmt::Bf16) {
   const int64_t entries = x.tokens * x.topk;
   const auto off = download(x.r.offsets, size_t(x.count + 1));
   const auto tor = download(x.r.token_of_row, size_t(entries));
   const int rows = off[size_t(x.count)];
   const int64_t in_rows = gather ? x.tokens : rows;
   const auto xin = random_bf16(size_t(std::max<int64_t>(in_rows, 1) * kdim), rng, 1.0);
-  const ExpertWeights w = expert_weights(dev, rng, x.count, n, kdim, fp8);
+  const ExpertWeights w = expert_weights(dev, rng, x.count, n, kdim, fmt);
   auto dx = upload(dev, xin);
   auto dy = poisoned(dev, size_t(rows) * size_t(n));
   kn::MoeGemmArgs a;
@@ -279,9 +308,9 @@ void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng,
   int max_rows = 0;
   for (int e = 0; e < x.count; ++e) max_rows = std::max(max_rows, off[size_t(e) + 1] - off[size_t(e)]);
   static const char* names[] = {"stream16", "stream32", "tiled64"};
-  const bool gemv = kind < 2 && kn::moe_gemv_rows(max_rows_hint);
+  const bool gemv = kind < 2 && kn::moe_gemv_rows(max_rows_hint) && fmt != Fmt::Int4;  // int4: no gemv
   const std::string kname = gemv ? (kind == 0 ? "gemv16" : "gemv32") : names[kind];
-  out.push_back(compare(fmt::format("moe_gemm{}({})", fp8 ? "_fp8" : "", kname),
+  out.push_back(compare(fmt::format("moe_gemm{}({})", fmt_suffix(fmt), kname),
                         fmt::format("rows={} max/expert={} experts={} n={} k={}{}{}{}", rows, max_rows, x.count, n, kdim,
                                     gather ? " gather" : "", kind < 2 && !split ? " no-split" : "",
                                     gemv ? fmt::format(" {} per pass{}", max_rows_hint <= 2 ? 2 : 4,
@@ -294,7 +323,7 @@ void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng,
 // per expert whatever the rows; huge: the grouped kernel), against the same fp64 reference: the
 // path it must take is checked too (a wrong path fails the row: its error is set to infinity).
 void check_expert_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng, const Routed& x, int64_t n,
-                       int64_t kdim, bool gather, double min_gflop, kn::MoeExpertPath want, bool fp8 = false) {
+                       int64_t kdim, bool gather, double min_gflop, kn::MoeExpertPath want, Fmt fmt = Fmt::Bf16) {
   const int64_t entries = x.tokens * x.topk;
   const auto off = download(x.r.offsets, size_t(x.count + 1));
   const auto tor = download(x.r.token_of_row, size_t(entries));
@@ -306,7 +335,7 @@ void check_expert_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_6
   }
   const int64_t in_rows = gather ? x.tokens : rows;
   const auto xin = random_bf16(size_t(std::max<int64_t>(in_rows, 1) * kdim), rng, 1.0);
-  const ExpertWeights w = expert_weights(dev, rng, x.count, n, kdim, fp8);
+  const ExpertWeights w = expert_weights(dev, rng, x.count, n, kdim, fmt);
   auto dx = upload(dev, xin);
   auto dy = poisoned(dev, size_t(std::max(rows, 1)) * size_t(n));
   gpu::DeviceBuffer gathered(dev, size_t(std::max<int64_t>(entries, 1) * kdim) * 2);
@@ -325,12 +354,12 @@ void check_expert_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_6
   d.qcublas = &qcublas;
   d.gathered = gathered.as<bf16>(), d.gathered_cap = entries * kdim;
   const kn::MoeExpertPath path = kn::moe_expert_gemm(d, x.r, nullptr);
-  SelfTestResult res = compare(fmt::format("moe_expert_gemm{}({})", fp8 ? "_fp8" : "", kn::moe_expert_path_name(want)),
+  SelfTestResult res = compare(fmt::format("moe_expert_gemm{}({})", fmt_suffix(fmt), kn::moe_expert_path_name(want)),
                                fmt::format("rows={} touched={}/{} empty={} max/expert={} n={} k={}{}{}", rows, touched,
                                            x.count, empty, max_rows, n, kdim, gather ? " gather" : "",
                                            x.cdf_host.empty() ? "" : " skewed"),
                                dy,
-                               grouped_reference(off, tor, token_values(xin, kdim, fp8 && want == kn::MoeExpertPath::CublasPerExpert),
+                               grouped_reference(off, tor, token_values(xin, kdim, fmt == Fmt::Fp8 && want == kn::MoeExpertPath::CublasPerExpert),
                                                  w.values, gather, x.count, n, kdim));
   if (path != want) {
     res.shape += fmt::format(" TOOK {}", kn::moe_expert_path_name(path));
@@ -447,22 +476,39 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
   // dispatch on cuBLASLt FP8 per expert (the tokens quantized per row: W8A8, so the tolerance is the
   // e4m3 rounding of x, ~2^-4 per element, averaged over k) and on the grouped kernel.
   for (const bool gather : {true, false}) {
-    check_gemm(out, dev, rng, a, 200, 288, gather, 0, true, 1, -1, true);
-    check_gemm(out, dev, rng, a, 72, 2080, gather, 1, true, 2, -1, true);
-    check_gemm(out, dev, rng, a, 200, 288, gather, 0, true, 4, -1, true);
-    check_gemm(out, dev, rng, b, 200, 288, gather, 1, true, 3, -1, true);
+    check_gemm(out, dev, rng, a, 200, 288, gather, 0, true, 1, -1, Fmt::Fp8);
+    check_gemm(out, dev, rng, a, 72, 2080, gather, 1, true, 2, -1, Fmt::Fp8);
+    check_gemm(out, dev, rng, a, 200, 288, gather, 0, true, 4, -1, Fmt::Fp8);
+    check_gemm(out, dev, rng, b, 200, 288, gather, 1, true, 3, -1, Fmt::Fp8);
     for (int kind = 0; kind < kn::kMoeTileKinds; ++kind) {
-      check_gemm(out, dev, rng, a, 200, 288, gather, kind, true, 0, -1, true);
-      check_gemm(out, dev, rng, b, 200, 2080, gather, kind, kind != 1, 0, -1, true);
+      check_gemm(out, dev, rng, a, 200, 288, gather, kind, true, 0, -1, Fmt::Fp8);
+      check_gemm(out, dev, rng, b, 200, 2080, gather, kind, kind != 1, 0, -1, Fmt::Fp8);
     }
   }
-  check_gemm(out, dev, rng, c, 128, 1024, true, 0, true, 1, -1, true);
-  check_gemm(out, dev, rng, c, 128, 1024, true, 1, true, 0, -1, true);
+  check_gemm(out, dev, rng, c, 128, 1024, true, 0, true, 1, -1, Fmt::Fp8);
+  check_gemm(out, dev, rng, c, 128, 1024, true, 1, true, 0, -1, Fmt::Fp8);
   for (const Routed* rt : {&h, &few, &b}) {
-    check_expert_gemm(out, dev, rng, *rt, 256, 384, true, 0, kn::MoeExpertPath::CublasPerExpert, true);
-    check_expert_gemm(out, dev, rng, *rt, 384, 256, false, 0, kn::MoeExpertPath::CublasPerExpert, true);
+    check_expert_gemm(out, dev, rng, *rt, 256, 384, true, 0, kn::MoeExpertPath::CublasPerExpert, Fmt::Fp8);
+    check_expert_gemm(out, dev, rng, *rt, 384, 256, false, 0, kn::MoeExpertPath::CublasPerExpert, Fmt::Fp8);
   }
-  check_expert_gemm(out, dev, rng, h, 256, 384, true, 1e30, kn::MoeExpertPath::Grouped, true);
+  check_expert_gemm(out, dev, rng, h, 256, 384, true, 1e30, kn::MoeExpertPath::Grouped, Fmt::Fp8);
+  // int4 experts (moe_gemm_int4.cu): the stream kernel (no gemv) on both tile heights with and without
+  // the k split, one row an expert (one of its two token tiles idle) and many, the tiled kernel; n and k
+  // on the packing's 16 rows and 128-k groups (k = 1408: Qwen1.5-MoE's down, 11 groups, an odd split);
+  // an EP shard; the executor's eager dispatch, which must stay grouped (no cuBLAS W4A16 path).
+  for (const bool gather : {true, false}) {
+    for (int kind = 0; kind < kn::kMoeTileKinds; ++kind) {
+      check_gemm(out, dev, rng, a, 208, 384, gather, kind, true, 0, -1, Fmt::Int4);
+      check_gemm(out, dev, rng, b, 208, 1408, gather, kind, kind != 1, 0, -1, Fmt::Int4);
+    }
+    check_gemm(out, dev, rng, a, 96, 1408, gather, 0, false, 1, -1, Fmt::Int4);
+  }
+  check_gemm(out, dev, rng, c, 128, 1024, true, 0, true, 1, -1, Fmt::Int4);
+  check_gemm(out, dev, rng, c, 128, 1024, true, 1, true, 0, -1, Fmt::Int4);
+  for (const Routed* rt : {&h, &few, &b}) {
+    check_expert_gemm(out, dev, rng, *rt, 256, 384, true, 0, kn::MoeExpertPath::Grouped, Fmt::Int4);
+    check_expert_gemm(out, dev, rng, *rt, 384, 256, false, 0, kn::MoeExpertPath::Grouped, Fmt::Int4);
+  }
   check_combine(out, dev, rng, b, 264);
   check_combine(out, dev, rng, c, 512);  // tokens with no local expert sum to zero
 }

@@ -20,7 +20,8 @@ const char* moe_expert_path_name(MoeExpertPath p) {
 MoeExpertPath moe_expert_gemm_path(const MoeExpertGemmArgs& a, const MoeRouting& r, cudaStream_t stream) {
   const MoeGemmArgs& g = a.gemm;
   // FP8: cuBLASLt FP8 wants n, k multiples of 16 (16-byte aligned rows, scale vectors and outputs per expert).
-  const bool runner = g.w_fp8 ? a.qcublas != nullptr && g.n % 16 == 0 && g.k % 16 == 0 : a.cublas != nullptr;
+  // int4: no cuBLAS path (cuBLASLt has no W4A16 GEMM); the tiled int4 kernel takes prefill-sized groups.
+  const bool runner = g.w_int4 ? false : g.w_fp8 ? a.qcublas != nullptr && g.n % 16 == 0 && g.k % 16 == 0 : a.cublas != nullptr;
   if (!a.allow_cublas || !runner || g.entries <= 0 || g.entries > r.cap_entries) return MoeExpertPath::Grouped;
   if (g.gather && (!a.gathered || a.gathered_cap < g.entries * g.k || reinterpret_cast<uintptr_t>(a.gathered) % 256))
     return MoeExpertPath::Grouped;

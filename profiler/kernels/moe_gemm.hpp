@@ -33,6 +33,11 @@ struct MoeGemmArgs {
   // read are the FP8 ones); the tiled kernel converts them on their way into shared memory.
   const uint8_t* w_fp8 = nullptr;
   const float* w_scale = nullptr;
+  // int4 experts (W4A16, issue 15): GPTQ's symmetric codes, weight = (q - 8) * scale, one bf16 scale per
+  // expert row and 128 k, packed as profiler/common/w4_expert_layout.hpp says (w4e_words / w4e_scales).
+  // n % 16 == 0 and k % 128 == 0. Converted to bf16 in registers (moe_gemm_int4.cu).
+  const uint32_t* w_int4 = nullptr;
+  const __nv_bfloat16* w_int4_scale = nullptr;
   __nv_bfloat16* y = nullptr;        // [routed rows][n]
   int64_t n = 0, k = 0;
   int64_t entries = 0;   // tokens x top-k of the routing: bounds the grid
@@ -44,8 +49,8 @@ struct MoeGemmArgs {
   int gemv_shape = -1;
 };
 
-// Throws std::invalid_argument for k not a multiple of 32 or a null operand (exactly one of w, w_fp8;
-// w_scale with w_fp8).
+// Throws std::invalid_argument for k not a multiple of 32 or a null operand (exactly one of w, w_fp8,
+// w_int4; w_scale with w_fp8, w_int4_scale with w_int4), and for int4 experts off their n % 16, k % 128.
 void moe_grouped_gemm(const MoeGemmArgs& a, const MoeRouting& r, cudaStream_t stream);
 // The same with the kernel forced (tile kind as moe_gemm_tile_kind): self-test and profiler.
 void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, cudaStream_t stream);

@@ -24,10 +24,12 @@
 #include "planner/model/routing_model.hpp"
 #include "profiler/common/gemm_shapes.hpp"
 #include "profiler/common/profile_models.hpp"
+#include "profiler/common/w4_expert_layout.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/gpu/gemm.hpp"
 #include "profiler/gpu/gemm_quant.hpp"
 #include "profiler/kernels/moe_expert_gemm.hpp"
+#include "profiler/kernels/elementwise.hpp"
 #include "profiler/kernels/moe_gemm.hpp"
 #include "profiler/kernels/moe_route.hpp"
 #include "profiler/kernels/quant.hpp"
@@ -52,17 +54,19 @@ constexpr int kRoutingsPerCount = 4;
 void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, const std::vector<int64_t>& token_counts) {
   std::set<GroupedShapeKey> shapes;
   for (const GroupedShapeKey& s : keys) {
-    if (s.dtype == "bf16" || s.dtype == "fp8") shapes.insert(s);
+    if (s.dtype == "bf16" || s.dtype == "fp8" || (s.dtype == "int4" && kn::w4e_shape_ok(s.n, s.k))) shapes.insert(s);
     else ctx.not_applicable(fmt::format("grouped_gemm n={} k={} ({})", s.n, s.k, s.dtype),
-                            "the executor runs routed experts in bf16 and fp8 only");
+                            "the executor runs routed experts in bf16, fp8 and int4 (n % 16, k % 128) only");
   }
   if (shapes.empty() || token_counts.empty()) return;
   const routing::RoutingSpec spec;  // uniform, default seed: what the compiler counts by default
   const int64_t max_tokens = *std::max_element(token_counts.begin(), token_counts.end());
   int64_t max_topk = 1, max_e = 1, max_w = 0, max_in = 0, max_out = 0, max_scales = 0;
-  bool any_fp8 = false;
+  int64_t max_w4_scales = 0;
+  bool any_fp8 = false, any_int4 = false;
   for (const auto& s : shapes) {
     if (s.dtype == "fp8") any_fp8 = true, max_scales = std::max(max_scales, s.experts * s.n);
+    if (s.dtype == "int4") any_int4 = true, max_w4_scales = std::max(max_w4_scales, kn::w4e_scales(s.experts, s.n, s.k));
     max_topk = std::max(max_topk, s.topk);
     max_e = std::max(max_e, s.model_experts);
     max_w = std::max(max_w, s.experts * s.n * s.k);
@@ -81,24 +85,33 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
   int l2_bytes = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, g));
   int64_t min_touched = std::numeric_limits<int64_t>::max();
-  auto wbytes = [](const GroupedShapeKey& s) { return s.dtype == "fp8" ? 1 : 2; };  // per weight
-  for (const auto& s : shapes) min_touched = std::min(min_touched, std::min(s.topk, s.experts) * s.n * s.k * wbytes(s));
+  auto wbytes = [](const GroupedShapeKey& s) { return s.dtype == "fp8" ? 1.0 : s.dtype == "int4" ? 0.5 : 2.0; };  // per weight
+  for (const auto& s : shapes)
+    min_touched = std::min(min_touched, int64_t(double(std::min(s.topk, s.experts) * s.n * s.k) * wbytes(s)));
   size_t free_b = 0, total_b = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   const int64_t want = (4 * int64_t(std::max(l2_bytes, 1)) + min_touched - 1) / std::max<int64_t>(min_touched, 1);
-  const int64_t fit = int64_t(free_b / 4) / std::max<int64_t>(1, max_w * (any_fp8 ? 3 : 2));  // bf16 + fp8 copies
+  // bf16 + fp8 + int4 copies (2 + 1 + 0.5 bytes a weight), in half-bytes
+  const int64_t fit = int64_t(free_b / 4) * 2 / std::max<int64_t>(1, max_w * (4 + (any_fp8 ? 2 : 0) + (any_int4 ? 1 : 0)));
   const int copies = int(std::clamp<int64_t>(std::min(want, fit), 1, 8));
-  // FP8 experts: codes in copies of their own (finite e4m3 values) and one scale per expert channel.
-  std::vector<gpu::DeviceBuffer> w, w8;
+  // FP8 experts: codes in copies of their own (finite e4m3 values) and one scale per expert channel;
+  // int4: packed codes in copies of their own (any nibbles) and a bf16 scale per row and 128 k.
+  std::vector<gpu::DeviceBuffer> w, w8, w4;
   for (int c = 0; c < copies; ++c) {
     w.emplace_back(g, size_t(max_w) * 2);
     gpu::launch_fill_bf16(w.back().get(), size_t(max_w), 11 + uint32_t(c), st);
+    if (any_int4) {
+      w4.emplace_back(g, size_t(max_w / 8) * 4);
+      kn::fill_random_u32(w4.back().as<uint32_t>(), max_w / 8, 23 + uint64_t(c), st);
+    }
     if (!any_fp8) continue;
     w8.emplace_back(g, size_t(max_w));
     kn::fill_random_fp8(w8.back().as<uint8_t>(), max_w, 17 + uint64_t(c), st);
   }
   gpu::DeviceBuffer w8_scale = any_fp8 ? gpu::DeviceBuffer(g, size_t(max_scales) * 4) : gpu::DeviceBuffer();
   if (any_fp8) kn::fill_random_f32(w8_scale.as<float>(), max_scales, 19, 1.f / 8192, 1.f / 4096, st);
+  gpu::DeviceBuffer w4_scale = any_int4 ? gpu::DeviceBuffer(g, size_t(max_w4_scales) * 2) : gpu::DeviceBuffer();
+  if (any_int4) kn::fill_random(w4_scale.as<__nv_bfloat16>(), max_w4_scales, 29, 1.f / 256, st);
   gpu::DeviceBuffer x(g, size_t(max_in) * 2), y(g, size_t(max_out) * 2), logits(g, size_t(max_tokens * max_e) * 2);
   // gate_up's gathered rows on the cuBLAS path (the executor puts them behind the tokens in Z).
   const bool any_eager_gather = max_tokens > kGraphTimedMaxRows &&
@@ -118,7 +131,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
   for (const auto& s : shapes) {
     rbuf = gpu::DeviceBuffer(g, size_t(kn::moe_route_buffer_ints(max_tokens, int(s.topk), int(s.experts))) * 4);
     const kn::MoeRouting r = kn::moe_routing_view(rbuf.as<int>(), max_tokens, int(s.topk), int(s.experts));
-    const bool fp8 = s.dtype == "fp8";
+    const bool fp8 = s.dtype == "fp8", int4 = s.dtype == "int4";
     for (int64_t tokens : token_counts) {
       ctx.progress.update(double(done++) / double(total), fmt::format("grouped n={} k={} experts={}/{} {} tokens={}", s.n,
                                                                       s.k, s.experts, s.model_experts, s.dtype, tokens));
@@ -164,9 +177,11 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
         // Every kernel once outside the gate: CUDA loads kernels lazily at their first launch, and a
         // load waits for the device, which the gate's spin kernel holds (the profile then failed
         // with "host stalled > 10 s" on its first grouped GEMM).
-        // This call's weight copy c (bf16, or fp8 codes with their scales).
+        // This call's weight copy c (bf16, or fp8 / int4 codes with their scales).
         auto use_copy = [&](int c) {
           if (fp8) a.w = nullptr, a.w_fp8 = w8[size_t(c % copies)].as<uint8_t>(), a.w_scale = w8_scale.as<float>();
+          else if (int4)
+            a.w = nullptr, a.w_int4 = w4[size_t(c % copies)].as<uint32_t>(), a.w_int4_scale = w4_scale.as<__nv_bfloat16>();
           else a.w = w[size_t(c % copies)].as<__nv_bfloat16>();
         };
         use_copy(0);
@@ -209,7 +224,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
           e["weights_gbps"] = bytes / ctx.ms.grouped_gemms.back().time.median / 1e9;
           kinds.push_back(e);
         }
-        if (layer == 0 && tokens >= 256 && !fp8) {
+        if (layer == 0 && tokens >= 256 && !fp8 && !int4) {
           // cuBLASLt per touched expert over rows already sorted, with the group sizes known on the
           // host (what cuBLAS's grouped GEMM needs, and a device-side routing cannot give without a
           // synchronisation): the alternative for prefill-sized groups, recorded beside our kernel.
@@ -274,7 +289,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
                                "on the cuBLAS path without the gate (the host synchronises inside the call), the "
                                "offsets' copy, the synchronisation and the launches after it included"},
                     {"paths", paths}}},
-      {"layout", "y[rows,n] = x[rows,k] W_e^T per touched expert, W_e [n,k]; bf16, or fp8 e4m3 codes with one scale per expert channel (converted to bf16 in registers; the eager cuBLAS path runs FP8 W8A8 per expert), fp32 accumulate"},
+      {"layout", "y[rows,n] = x[rows,k] W_e^T per touched expert, W_e [n,k]; bf16, or fp8 e4m3 codes with one scale per expert channel (converted to bf16 in registers; the eager cuBLAS path runs FP8 W8A8 per expert), or int4 codes with a bf16 scale per row and 128 k (converted to bf16 in registers; always grouped), fp32 accumulate"},
       {"kernels", "0: stream 16-row tiles, 1: stream 32-row tiles, 2: tiled 64-row tiles (us per call, median)"},
       {"kernel_choice", kinds},
       {"vs_cublas_per_expert", vs_cublas}};

@@ -192,24 +192,26 @@ TEST(Preflight, ExecutorLaunchOfNominalMachinesIsEmpty) {
 }
 
 // Quantized routed experts (a checkpoint's quantization_config or --weights): the executor runs experts in
-// bf16 and fp8 only, so validate refuses other formats instead of timing other kernels than it predicts.
+// bf16, fp8 and int4 only, so validate refuses other formats instead of timing other kernels than it predicts.
 #include "planner/model/model_config.hpp"
 
-TEST(Preflight, RoutedExpertsOutsideBf16AndFp8AreRefusedWithWhatToDoInstead) {
+TEST(Preflight, RoutedExpertsOutsideBf16Fp8AndInt4AreRefusedWithWhatToDoInstead) {
   ModelConfig mixtral = load_model_config(resolve_model_path("mixtral-8x7b"));
   EXPECT_NO_THROW(check_experts_executable(mixtral)) << "bf16 experts run";
   apply_precision(mixtral, DType::FP8_E4M3, std::nullopt);
   EXPECT_NO_THROW(check_experts_executable(mixtral)) << "fp8 experts run (moe_gemm_fp8.cu)";
   apply_precision(mixtral, DType::INT4, std::nullopt);
+  EXPECT_NO_THROW(check_experts_executable(mixtral)) << "int4 experts run (moe_gemm_int4.cu)";
+  apply_precision(mixtral, DType::INT8, std::nullopt);
   try {
     check_experts_executable(mixtral);
-    ADD_FAILURE() << "int4 experts accepted";
+    ADD_FAILURE() << "int8 experts accepted";
   } catch (const InputError& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("--weights"), std::string::npos) << m;
-    EXPECT_NE(m.find("bf16 and fp8 only"), std::string::npos) << m;
-    EXPECT_NE(m.find("int4"), std::string::npos) << m;
-    EXPECT_NE(m.find("--weights fp8 or --weights bf16"), std::string::npos) << m;
+    EXPECT_NE(m.find("bf16, fp8 and int4 only"), std::string::npos) << m;
+    EXPECT_NE(m.find("int8"), std::string::npos) << m;
+    EXPECT_NE(m.find("--weights int4, --weights fp8 or --weights bf16"), std::string::npos) << m;
   }
   ModelConfig gpt_oss = load_model_config(resolve_model_path("gpt-oss-20b"));  // MXFP4 experts in its checkpoint
   try {

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Session 24's prepared calls, one GPU (H100 or H200). Binary: scripts/gpu/build.sh, packed as .gpu-pack
+# (docs/DEVELOPING.md). One call <= 600 s.
+#   session24.sh I   (~7 min) int4 routed experts (profiler/kernels/moe_gemm_int4.cu), their first GPU run:
+#     1. the MoE self-test (its int4 rows: stream with and without the k split, tiled, the eager dispatch)
+#     2. Qwen1.5-MoE decode (batch 1/8/32/64, context 1024) and 2048-token prefill steps in bf16, fp8 and int4,
+#        same lease, beside the shared reference's bf16 MoE step (../shared/reference/torch_moe_fp8_ref.py's
+#        moe_case, Qwen only) and the FP8-expert PyTorch step (bench/moe/torch_fp8_moe_ref.py)
+#     3. a profile of Qwen1.5-MoE with --dtypes bf16,int4 (its int4 grouped-GEMM rows and W4A16 dense rows),
+#        int4 decode steps priced from it (batch 1-64), then Qwen1.5-MoE --weights int4 on the chat and the
+#        long-prompt workloads against it
+#     4. if time is left: DeepSeek-V2-Lite (session23.sh D's question: its fp8 decode priced high from Qwen's
+#        rows): a profile with its own rows (bf16, fp8), fp8 steps priced from it, the fp8 chat run
+#   session24.sh D   = session23.sh D
+set -u
+PART=${1:?usage: session24.sh I | D}
+[ "$PART" = D ] && exec bash "$(dirname "$0")/session23.sh" D
+OUT_DEFAULT=/tmp/peerplan-s24
+source "$(dirname "$0")/call_lib.sh"
+REF=${REF:-.gpu-ref}; [ -d ../shared/reference ] && REF=../shared/reference
+if [ "$PART" = I ]; then
+  TAIL=4 step 150 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
+  grep -E "int4" "$W/selftest-moe.txt" | grep -v " ok$" | head -30 | sed 's/^/  | int4 not ok: /' | tee -a "$S" >/dev/null
+  grep -cE "int4.* ok$" "$W/selftest-moe.txt" | sed 's/^/  | int4 rows ok: /' | tee -a "$S" >/dev/null
+  grep -ciE "fail" "$W/selftest-moe.txt" | sed 's/^/  | lines with FAIL: /' | tee -a "$S" >/dev/null
+  for w in bf16 fp8 int4; do
+    TAIL=10 step 80 "steps-qwen-$w" $B validate --bench-steps --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
+      --weights $w --machine models/hardware/h200x2-nvlink.json --allow-other-host --no-measure-missing \
+      --batches 1,8,32,64 --context 1024 --prefill 2048 --out "$W/steps-qwen-$w"
+  done
+  TAIL=3 step 120 torch-ref-qwen python3 -c "import sys, json; sys.path.insert(0, '$REF'); import torch_moe_fp8_ref as r
+out = {'torch': r.torch.__version__, 'gpu': r.torch.cuda.get_device_name(0)}
+r.moe_case('qwen1.5-moe-a2.7b', r.MOE['qwen1.5-moe-a2.7b'], out)
+json.dump(out, open('$W/torch_moe_ref_qwen.json', 'w'), indent=1)"
+  TAIL=3 step 90 torch-fp8-moe python3 bench/moe/torch_fp8_moe_ref.py "$W" "$REF" qwen1.5-moe-a2.7b
+  TAIL=4 step 200 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --dtypes bf16,int4 --skip nccl,nccl_nop2p \
+    --out "$W/profile.json"
+  grep -o '"dtype": *"int4"' "$W/profile.json" 2>/dev/null | wc -l | sed 's/^/  | int4 rows in the profile: /' | tee -a "$S" >/dev/null
+  TAIL=12 step 60 steps-qwen-int4-priced $B validate --bench-steps --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
+    --weights int4 --machine "$W/profile.json" --batches 1,2,4,8,16,32,64 --context 1024 --prefill 2048 \
+    --out "$W/steps-qwen-int4-priced"
+  left 400 && v qwen-int4-chat 120 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights int4 \
+    --workload $V/workloads/validate-chat.json
+  left 470 && v qwen-int4-long 100 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights int4 \
+    --workload $V/workloads/validate-long-prompt.json
+  finish
+fi
+echo "unknown part $PART" >&2; exit 2

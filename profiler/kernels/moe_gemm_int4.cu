@@ -2,7 +2,7 @@
 // symmetric codes, weight = (q - 8) * scale with one bf16 scale per expert row and 128 k, in the
 // packed order of profiler/common/w4_expert_layout.hpp. Two kernels, both on bf16 tensor cores with
 // the codes turned into bf16 in registers (as Marlin and the MoE kernels built on it do):
-//   stream: decode-sized groups (<= 32 rows an expert). A warp streams 16 weight rows, one 128-k
+//   stream: decode-sized groups (<= 32 rows an expert; 16-row tiles). A warp streams 16 weight rows, one 128-k
 //           group (1 KB, contiguous) per load, as the bf16 stream kernel streams its rows; the
 //           group's partial sums take the group scale in fp32.
 //   tiled:  prefill-sized groups. The FP8 tiled kernel's shape (moe_gemm_fp8.cu) with each thread's
@@ -261,17 +261,19 @@ void moe_grouped_gemm_int4(const MoeGemmArgs& a, const MoeRouting& r, int kind, 
     CUDA_CHECK_LAUNCH("moe_grouped_gemm (int4 experts, tiled)");
     return;
   }
-  const int64_t tiles = moe_max_tiles(a.entries, r.local_experts, moe_tile_rows(kind));
-  const int* tl = r.tiles[kind];
-  const int* nt = r.num_tiles + kind;
+  // Both stream kinds run on the 16-row tile list: on 32-row tiles (4 token tiles a warp, half the groups in
+  // flight for its registers) the kernel ran 1.3-1.5x longer at every decode size of Qwen1.5-MoE's gate_up
+  // (H100, session 24 I: 4 tokens 37.2 against 24.5 us, 64 tokens 109.9 against 75.4), where the bf16 and FP8
+  // kernels gain from it; so kind 1 runs kind 0's kernel here (the profile's kind1_us says so).
+  const int64_t tiles = moe_max_tiles(a.entries, r.local_experts, moe_tile_rows(0));
+  const int* tl = r.tiles[0];
+  const int* nt = r.num_tiles;
   if (moe_stream_split(a.n, a.touched)) {
     const dim3 grid(unsigned(tiles), unsigned(a.n / 32 + (a.n % 32 != 0)));
-    if (kind == 0) pdl::launch(stream_int4_kernel<2, 4, 2, kSplitK>, grid, dim3(2 * kSplitK * 32), 0, stream, a, tl, nt, r.offsets);
-    else pdl::launch(stream_int4_kernel<4, 2, 2, kSplitK>, grid, dim3(2 * kSplitK * 32), 0, stream, a, tl, nt, r.offsets);
+    pdl::launch(stream_int4_kernel<2, 4, 2, kSplitK>, grid, dim3(2 * kSplitK * 32), 0, stream, a, tl, nt, r.offsets);
   } else {
     const dim3 grid(unsigned(tiles), unsigned((a.n + 16 * kStreamWarps - 1) / (16 * kStreamWarps)));
-    if (kind == 0) pdl::launch(stream_int4_kernel<2, 4, kStreamWarps, 1>, grid, dim3(kStreamWarps * 32), 0, stream, a, tl, nt, r.offsets);
-    else pdl::launch(stream_int4_kernel<4, 2, kStreamWarps, 1>, grid, dim3(kStreamWarps * 32), 0, stream, a, tl, nt, r.offsets);
+    pdl::launch(stream_int4_kernel<2, 4, kStreamWarps, 1>, grid, dim3(kStreamWarps * 32), 0, stream, a, tl, nt, r.offsets);
   }
   CUDA_CHECK_LAUNCH("moe_grouped_gemm (int4 experts)");
 }

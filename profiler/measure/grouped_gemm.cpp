@@ -215,7 +215,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
                            {"rows", load.rows}, {"touched", load.touched}, {"max_rows", load.max_rows},
                            {"gflop_per_expert", kn::moe_gflop_per_expert({load.rows, load.touched, load.max_rows, s.n, s.k})},
                            {"path", kn::moe_expert_path_name(path)}, {"us", dispatch_s * 1e6}});
-        if (layer == 0 && load.max_rows <= 256) {  // (fp8: kind 2 runs kind 1's kernel, moe_gemm_fp8.cu)  // the kernels side by side where more than one is plausible
+        if (layer == 0 && load.max_rows <= 256) {  // the kernels side by side where more than one is plausible (int4: kind 1 runs kind 0's kernel)
           nlohmann::json e = {{"n", s.n}, {"k", s.k}, {"dtype", s.dtype}, {"experts", s.experts}, {"tokens", tokens},
                               {"max_rows", load.max_rows}, {"chosen", kn::moe_gemm_tile_kind(load.max_rows, s.gather)},
                               {"path", kn::moe_expert_path_name(path)}};

@@ -11,9 +11,16 @@
 #        long-prompt workloads against it
 #     4. if time is left: DeepSeek-V2-Lite (session23.sh D's question: its fp8 decode priced high from Qwen's
 #        rows): a profile with its own rows (bf16, fp8), fp8 steps priced from it, the fp8 chat run
+#   session24.sh J   (~8 min) after I: int4 stream kinds on 16-row tiles (I measured 32-row tiles 1.3-1.5x slower)
+#     1. the MoE self-test; Qwen1.5-MoE int4 and bf16 decode/prefill steps beside the shared reference's bf16 MoE step
+#     2. a fresh profile (bf16,int4) of Qwen1.5-MoE and Mixtral-8x7B; Qwen1.5-MoE int4 and bf16 steps priced from it
+#        (I: int4 at batch 4-64 ran 1.07-1.10x its price), its int4 chat against it
+#     3. Mixtral-8x7B int4 (as its AWQ / GPTQ checkpoints; 24 GB: fits an H100, bf16 does not) decode and prefill steps
+#        priced from the profile, then its chat run. (DeepSeek-V2-Lite has no int4 run: its layer-0 dense MLP's
+#        k = 10944 is not a multiple of the 128-k groups the W4A16 GEMMs take.)
 #   session24.sh D   = session23.sh D
 set -u
-PART=${1:?usage: session24.sh I | D}
+PART=${1:?usage: session24.sh I | J | D}
 [ "$PART" = D ] && exec bash "$(dirname "$0")/session23.sh" D
 OUT_DEFAULT=/tmp/peerplan-s24
 source "$(dirname "$0")/call_lib.sh"
@@ -43,6 +50,30 @@ json.dump(out, open('$W/torch_moe_ref_qwen.json', 'w'), indent=1)"
     --workload $V/workloads/validate-chat.json
   left 470 && v qwen-int4-long 100 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights int4 \
     --workload $V/workloads/validate-long-prompt.json
+  finish
+fi
+if [ "$PART" = J ]; then
+  TAIL=3 step 150 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
+  grep -E "int4" "$W/selftest-moe.txt" | grep -v " ok$" | head -30 | sed 's/^/  | int4 not ok: /' | tee -a "$S" >/dev/null
+  grep -cE "int4.* ok$" "$W/selftest-moe.txt" | sed 's/^/  | int4 rows ok: /' | tee -a "$S" >/dev/null
+  TAIL=3 step 120 torch-ref-qwen python3 -c "import sys, json; sys.path.insert(0, '$REF'); import torch_moe_fp8_ref as r
+out = {'torch': r.torch.__version__, 'gpu': r.torch.cuda.get_device_name(0)}
+r.moe_case('qwen1.5-moe-a2.7b', r.MOE['qwen1.5-moe-a2.7b'], out)
+json.dump(out, open('$W/torch_moe_ref_qwen.json', 'w'), indent=1)"
+  TAIL=4 step 240 profile $B profile --no-progress --model qwen1.5-moe-a2.7b,mixtral-8x7b --dtypes bf16,int4 \
+    --skip nccl,nccl_nop2p --out "$W/profile.json"
+  for w in int4 bf16; do
+    TAIL=10 step 60 "steps-qwen-$w" $B validate --bench-steps --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
+      --weights $w --machine "$W/profile.json" --batches 1,2,4,8,16,32,64 --context 1024 --prefill 2048 \
+      --out "$W/steps-qwen-$w"
+  done
+  TAIL=10 step 60 steps-mixtral-int4 $B validate --bench-steps --plan $P/mixtral-1gpu.json --model mixtral-8x7b \
+    --weights int4 --machine "$W/profile.json" --batches 1,2,4,8,16,32,64 --context 1024 --prefill 2048 \
+    --out "$W/steps-mixtral-int4"
+  left 420 && v qwen-int4-chat 110 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights int4 \
+    --workload $V/workloads/validate-chat.json
+  left 480 && v mixtral-int4-chat 110 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --weights int4 \
+    --workload $V/workloads/validate-chat.json
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

@@ -60,7 +60,7 @@ if [ "$PART" = J ]; then
 out = {'torch': r.torch.__version__, 'gpu': r.torch.cuda.get_device_name(0)}
 r.moe_case('qwen1.5-moe-a2.7b', r.MOE['qwen1.5-moe-a2.7b'], out)
 json.dump(out, open('$W/torch_moe_ref_qwen.json', 'w'), indent=1)"
-  TAIL=4 step 240 profile $B profile --no-progress --model qwen1.5-moe-a2.7b,mixtral-8x7b --dtypes bf16,int4 \
+  TAIL=4 step 240 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --model mixtral-8x7b --dtypes bf16,int4 \
     --skip nccl,nccl_nop2p --out "$W/profile.json"
   for w in int4 bf16; do
     TAIL=10 step 60 "steps-qwen-$w" $B validate --bench-steps --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
@@ -70,6 +70,10 @@ json.dump(out, open('$W/torch_moe_ref_qwen.json', 'w'), indent=1)"
   TAIL=10 step 60 steps-mixtral-int4 $B validate --bench-steps --plan $P/mixtral-1gpu.json --model mixtral-8x7b \
     --weights int4 --machine "$W/profile.json" --batches 1,2,4,8,16,32,64 --context 1024 --prefill 2048 \
     --out "$W/steps-mixtral-int4"
+  nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | awk '{exit !($1 > 120000)}' && \
+    TAIL=10 step 60 steps-mixtral-bf16 $B validate --bench-steps --plan $P/mixtral-1gpu.json --model mixtral-8x7b \
+    --weights bf16 --machine "$W/profile.json" --batches 1,2,4,8,16,32,64 --context 1024 --prefill 2048 \
+    --out "$W/steps-mixtral-bf16"  # an H200 only: 93 GB of bf16 weights
   left 420 && v qwen-int4-chat 110 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights int4 \
     --workload $V/workloads/validate-chat.json
   left 480 && v mixtral-int4-chat 110 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --weights int4 \

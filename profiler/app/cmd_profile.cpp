@@ -98,8 +98,9 @@ void add_profile_command(CLI::App& app, bool built_with_mpi) {
                   "and each MoE model's expert dispatch: ~8 s plus ~12 s a MoE model). The SM clock of each row is "
                   "recorded either way (docs/profiler.md, Clocks)")->capture_default_str();
   sub->add_option("--model", o->models,
-                  "Model(s) whose GEMM/attention shapes to time: shipped name or config.json (default: "
-                  "llama-3.1-8b, llama-3.1-70b, mixtral-8x7b)");
+                  "Model(s) whose GEMM/attention shapes to time: shipped name or config.json, comma-separated or "
+                  "repeated (default: llama-3.1-8b, llama-3.1-70b, mixtral-8x7b)")
+      ->delimiter(',');
   sub->add_option("--max-tokens", o->max_tokens, "GEMM token counts 1..N, powers of two")->capture_default_str();
   sub->add_option("--dtypes", o->dtypes,
                   "Weight formats to time the GEMMs in (comma-separated): bf16, fp8 (e4m3, per-tensor scales, x "

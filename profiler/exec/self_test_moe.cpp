@@ -495,7 +495,8 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
   // int4 experts (moe_gemm_int4.cu): the stream kernel (no gemv) on both tile heights with and without
   // the k split, one row an expert (one of its two token tiles idle) and many, the tiled kernel; n and k
   // on the packing's 16 rows and 128-k groups (k = 1408: Qwen1.5-MoE's down, 11 groups, an odd split);
-  // an EP shard; the executor's eager dispatch, which must stay grouped (no cuBLAS W4A16 path).
+  // an EP shard; the executor's eager dispatch on cuBLASLt per expert (each expert dequantized to bf16 in
+  // slabs: the reference rounds nothing, so the tolerance covers the bf16 weights) and on the grouped kernel.
   for (const bool gather : {true, false}) {
     for (int kind = 0; kind < kn::kMoeTileKinds; ++kind) {
       check_gemm(out, dev, rng, a, 208, 384, gather, kind, true, 0, -1, Fmt::Int4);
@@ -506,9 +507,10 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
   check_gemm(out, dev, rng, c, 128, 1024, true, 0, true, 1, -1, Fmt::Int4);
   check_gemm(out, dev, rng, c, 128, 1024, true, 1, true, 0, -1, Fmt::Int4);
   for (const Routed* rt : {&h, &few, &b}) {
-    check_expert_gemm(out, dev, rng, *rt, 256, 384, true, 0, kn::MoeExpertPath::Grouped, Fmt::Int4);
-    check_expert_gemm(out, dev, rng, *rt, 384, 256, false, 0, kn::MoeExpertPath::Grouped, Fmt::Int4);
+    check_expert_gemm(out, dev, rng, *rt, 256, 384, true, 0, kn::MoeExpertPath::CublasPerExpert, Fmt::Int4);
+    check_expert_gemm(out, dev, rng, *rt, 384, 256, false, 0, kn::MoeExpertPath::CublasPerExpert, Fmt::Int4);
   }
+  check_expert_gemm(out, dev, rng, h, 256, 384, true, 1e30, kn::MoeExpertPath::Grouped, Fmt::Int4);
   check_combine(out, dev, rng, b, 264);
   check_combine(out, dev, rng, c, 512);  // tokens with no local expert sum to zero
 }

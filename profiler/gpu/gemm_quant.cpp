@@ -6,6 +6,7 @@
 #include <string>
 
 #include "profiler/kernels/elementwise.hpp"
+#include "profiler/kernels/moe_gemm.hpp"
 #include "profiler/kernels/quant.hpp"
 #include "profiler/kernels/w4a16.hpp"
 
@@ -249,6 +250,28 @@ void QuantGemmRunner::run_fp8_channel_groups(const void* x, const int* off_host,
       matmul_fp8_scaled(q.codes + r0 * k, padded + start, codes + int64_t(g) * n * k, scales + int64_t(g) * n,
                         Fp8Scaling::PerChannel, n, k, static_cast<__nv_bfloat16*>(y) + r0 * n, rows, stream);
     start += kn::padded_group_rows(rows);
+  }
+}
+
+void QuantGemmRunner::run_int4_expert_groups(const void* x, const int* off_host, int groups,
+                                             const kernels::MoeGemmArgs& e, void* y, cudaStream_t stream) {
+  ScopedDevice d(device_);
+  const int64_t n = e.n, k = e.k;
+  const int64_t rows = int4_slab_rows(n, k);  // whole 128-row multiples, or n: inside the 16-row packing
+  const float alpha = 1.0f, beta = 0.0f;
+  for (int g = 0; g < groups; ++g) {
+    const int64_t m0 = off_host[g], M = off_host[g + 1] - m0;
+    if (M <= 0) continue;
+    auto* slab = static_cast<__nv_bfloat16*>(scratch(3, size_t(rows * k) * 2, stream));
+    for (int64_t r0 = 0; r0 < n; r0 += rows) {
+      const int64_t nr = std::min(rows, n - r0);
+      kn::moe_int4_dequant(e, g, r0, nr, slab, stream);
+      const Plan& p = plan_for(DType::BF16, Fp8Scaling::PerTensor, M, nr, k, n);
+      const void* xo = static_cast<const __nv_bfloat16*>(x) + m0 * k;
+      void* yo = static_cast<__nv_bfloat16*>(y) + m0 * n + r0;
+      CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, slab, p.a, xo, p.b, &beta, yo, p.c, yo, p.c, &p.algo,
+                                  workspace_.get(), workspace_.bytes(), stream));
+    }
   }
 }
 

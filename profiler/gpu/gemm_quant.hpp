@@ -33,6 +33,10 @@
 #include "profiler/gpu/gemm.hpp"
 #include "profiler/gpu/raii.hpp"
 
+namespace peerplan::kernels {
+struct MoeGemmArgs;
+}
+
 namespace peerplan::gpu {
 
 enum class Fp8Scaling { PerTensor, PerChannel, Block128 };
@@ -86,6 +90,12 @@ class QuantGemmRunner {
   // = 0) on the host and on the device.
   void run_fp8_channel_groups(const void* x, const int* off_host, const int* off_dev, int groups, int64_t n,
                               int64_t k, const uint8_t* codes, const float* scales, void* y, cudaStream_t stream);
+  // int4 (W4A16) experts, the same groups: each non-empty group's expert dequantized to bf16 in slabs of
+  // its rows (64 MiB of scratch, kernels::moe_int4_dequant), then a cuBLASLt bf16 matmul per slab into its
+  // columns of y (ldc = n): what the dense int4 path does past its GEMV sizes, per expert. `experts`: the
+  // grouped GEMM's arguments (w_int4, w_int4_scale, n, k); x [off[groups]][k], y [off[groups]][n].
+  void run_int4_expert_groups(const void* x, const int* off_host, int groups, const kernels::MoeGemmArgs& experts,
+                              void* y, cudaStream_t stream);
   // Largest M that runs the W4A16 GEMV kernel (default kernels::kW4GemvMaxM); larger M dequantise
   // + cuBLASLt. A bench sets it to time both paths at the same M.
   void set_int4_gemv_max_m(int64_t m) { int4_gemv_max_m_ = m; }

@@ -36,7 +36,8 @@ struct MoeExpertGemmArgs {
   double min_gflop = -1;     // the rule's threshold; < 0: moe_cublas_min_gflop() (the environment)
   gpu::GemmRunner* cublas = nullptr;  // the stream's device's runner; nullptr: grouped
   // FP8 experts (gemm.w_fp8): the device's quantized runner, per expert W8A8 per-channel
-  // (QuantGemmRunner::run_fp8_channel_groups: the tokens quantized per row once); nullptr: grouped.
+  // (QuantGemmRunner::run_fp8_channel_groups: the tokens quantized per row once); int4 experts
+  // (gemm.w_int4): its dequantize-then-bf16 path (run_int4_expert_groups); nullptr: grouped.
   gpu::QuantGemmRunner* qcublas = nullptr;
   // gate_up (gemm.gather set): room for the gathered rows, 256-byte aligned, `gathered_cap` elements;
   // with less than entries x k of it the call stays grouped.

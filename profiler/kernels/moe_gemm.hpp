@@ -52,6 +52,11 @@ struct MoeGemmArgs {
 // Throws std::invalid_argument for k not a multiple of 32 or a null operand (exactly one of w, w_fp8,
 // w_int4; w_scale with w_fp8, w_int4_scale with w_int4), and for int4 experts off their n % 16, k % 128.
 void moe_grouped_gemm(const MoeGemmArgs& a, const MoeRouting& r, cudaStream_t stream);
+// Rows [row0, row0 + rows) of int4 expert `expert` of a.w_int4 / a.w_int4_scale dequantized into out
+// [rows][k] bf16, (q - 8) * scale rounded once (as the tiled int4 kernel rounds them): the eager cuBLAS
+// path's slabs (gpu::QuantGemmRunner::run_int4_expert_groups).
+void moe_int4_dequant(const MoeGemmArgs& a, int expert, int64_t row0, int64_t rows, __nv_bfloat16* out,
+                      cudaStream_t stream);
 // The same with the kernel forced (tile kind as moe_gemm_tile_kind): self-test and profiler.
 void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, cudaStream_t stream);
 

@@ -248,7 +248,32 @@ __global__ void __launch_bounds__(kTiledThreads) tiled_int4_kernel(MoeGemmArgs a
       }
 }
 
+// One packed word (8 codes of a row) per thread -> 8 bf16 (q - 8) * scale in k order, rounded as the tiled
+// kernel rounds them: rows [row0, row0 + rows) of expert e into out[rows][k].
+__global__ void dequant_int4_kernel(MoeGemmArgs a, int e, int64_t row0, int64_t rows, bf16* out) {
+  const int64_t K = a.k, words = rows * (K / 8);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < words; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = row0 + i / (K / 8), kk = (i % (K / 8)) * 8;
+    const uint32_t w = a.w_int4[w4e_word(a.n, K, e, r, kk)];
+    const __nv_bfloat162 s2 = __bfloat162bfloat162(a.w_int4_scale[w4e_scale(a.n, K, e, r, kk)]);
+    const uint4 o = make_uint4(int4_pair_scaled(w, 0, s2), int4_pair_scaled(w, 1, s2), int4_pair_scaled(w, 2, s2),
+                               int4_pair_scaled(w, 3, s2));
+    reinterpret_cast<uint4*>(out)[i] = o;
+  }
+}
+
 }  // namespace
+
+void moe_int4_dequant(const MoeGemmArgs& a, int expert, int64_t row0, int64_t rows, __nv_bfloat16* out,
+                      cudaStream_t stream) {
+  if (!a.w_int4 || !a.w_int4_scale || !w4e_shape_ok(a.n, a.k) || row0 < 0 || rows < 0 || row0 + rows > a.n)
+    throw std::invalid_argument("moe_int4_dequant: int4 experts (n % 16, k % 128) and rows inside [0, n) are required");
+  if (rows == 0) return;
+  const int64_t words = rows * (a.k / 8);
+  const unsigned grid = unsigned(std::min<int64_t>((words + 255) / 256, 132 * 16));
+  dequant_int4_kernel<<<grid, 256, 0, stream>>>(a, expert, row0, rows, out);
+  CUDA_CHECK_LAUNCH("moe_int4_dequant");
+}
 
 void moe_grouped_gemm_int4(const MoeGemmArgs& a, const MoeRouting& r, int kind, cudaStream_t stream) {
   if (!w4e_shape_ok(a.n, a.k))

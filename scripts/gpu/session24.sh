@@ -18,9 +18,14 @@
 #     3. Mixtral-8x7B int4 (as its AWQ / GPTQ checkpoints; 24 GB: fits an H100, bf16 does not) decode and prefill steps
 #        priced from the profile, then its chat run. (DeepSeek-V2-Lite has no int4 run: its layer-0 dense MLP's
 #        k = 10944 is not a multiple of the 128-k groups the W4A16 GEMMs take.)
+#   session24.sh K   (~6 min) after J: int4 experts' eager prefill-sized groups through dequantize + cuBLASLt per expert
+#     (J: Mixtral-8x7B int4 2048-token prefill 242 ms on the tiled int4 kernel against 107 bf16 on cuBLASLt)
+#     1. the MoE self-test (its int4 cuBLAS rows); a fresh profile (bf16,int4) of Qwen1.5-MoE and Mixtral-8x7B
+#     2. Mixtral-8x7B int4 (and bf16 on an H200) and Qwen1.5-MoE int4 steps priced from it
+#     3. Mixtral-8x7B int4 on the long-prompt workload (prefill-heavy: the new path), Qwen1.5-MoE int4 long prompts
 #   session24.sh D   = session23.sh D
 set -u
-PART=${1:?usage: session24.sh I | J | D}
+PART=${1:?usage: session24.sh I | J | K | D}
 [ "$PART" = D ] && exec bash "$(dirname "$0")/session23.sh" D
 OUT_DEFAULT=/tmp/peerplan-s24
 source "$(dirname "$0")/call_lib.sh"
@@ -78,6 +83,28 @@ json.dump(out, open('$W/torch_moe_ref_qwen.json', 'w'), indent=1)"
     --workload $V/workloads/validate-chat.json
   left 480 && v mixtral-int4-chat 110 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --weights int4 \
     --workload $V/workloads/validate-chat.json
+  finish
+fi
+if [ "$PART" = K ]; then
+  TAIL=3 step 150 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
+  grep -E "int4" "$W/selftest-moe.txt" | grep -v " ok$" | head -30 | sed 's/^/  | int4 not ok: /' | tee -a "$S" >/dev/null
+  grep -cE "int4.* ok$" "$W/selftest-moe.txt" | sed 's/^/  | int4 rows ok: /' | tee -a "$S" >/dev/null
+  TAIL=4 step 240 profile $B profile --no-progress --model qwen1.5-moe-a2.7b,mixtral-8x7b --dtypes bf16,int4 \
+    --skip nccl,nccl_nop2p --out "$W/profile.json"
+  big=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | awk '{print ($1 > 120000)}')
+  for w in int4 bf16; do
+    [ "$w" = bf16 ] && [ "$big" != 1 ] && continue  # 93 GB of bf16 weights: an H200 only
+    TAIL=10 step 60 "steps-mixtral-$w" $B validate --bench-steps --plan $P/mixtral-1gpu.json --model mixtral-8x7b \
+      --weights $w --machine "$W/profile.json" --batches 1,2,4,8,16,32,64 --context 1024 --prefill 2048 \
+      --out "$W/steps-mixtral-$w"
+  done
+  TAIL=10 step 60 steps-qwen-int4 $B validate --bench-steps --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b \
+    --weights int4 --machine "$W/profile.json" --batches 1,2,4,8,16,32,64 --context 1024 --prefill 2048 \
+    --out "$W/steps-qwen-int4"
+  left 430 && v mixtral-int4-long 120 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --weights int4 \
+    --workload $V/workloads/validate-long-prompt.json
+  left 500 && v qwen-int4-long 90 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights int4 \
+    --workload $V/workloads/validate-long-prompt.json
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

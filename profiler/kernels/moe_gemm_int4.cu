@@ -76,14 +76,14 @@ __global__ void __launch_bounds__(R * S * 32) stream_int4_kernel(MoeGemmArgs a, 
     xb[j] = a.x + int64_t(src) * K + 32 * t;
   }
   float acc[NT][4] = {};
-  auto group = [&](int64_t gi, const uint4& A0, const uint4& A1) {
+  auto group = [&](int64_t gi, const uint4& A0, const uint4& A1, bf16 sc0, bf16 sc1) {
     uint4 B[4][NT];
 #pragma unroll
     for (int w = 0; w < 4; ++w)
 #pragma unroll
       for (int j = 0; j < NT; ++j)
         B[w][j] = j < nt_used ? __ldg(reinterpret_cast<const uint4*>(xb[j] + gi * kW4eGroup + 8 * w)) : make_uint4(0, 0, 0, 0);
-    const float s0 = __bfloat162float(sp[gi * a.n]), s1 = __bfloat162float(sp[gi * a.n + 8]);
+    const float s0 = __bfloat162float(sc0), s1 = __bfloat162float(sc1);
     const uint32_t w0[4] = {A0.x, A0.y, A0.z, A0.w}, w1[4] = {A1.x, A1.y, A1.z, A1.w};
     float part[NT][4] = {};
 #pragma unroll
@@ -107,18 +107,24 @@ __global__ void __launch_bounds__(R * S * 32) stream_int4_kernel(MoeGemmArgs a, 
     }
   };
   // U groups' loads in flight, the last batch predicated (warp-uniform): a split of 3 groups (Qwen1.5-MoE's
-  // down, k = 1408, over 4 splits) issues its 3 at once rather than one after another.
+  // down, k = 1408, over 4 splits) issues its 3 at once rather than one after another. The group scales
+  // are loaded with the codes: read when a group's sums were ready, each cold scale (a decode step reads
+  // every layer's once) put an HBM round trip in the warp's path, and Mixtral-8x7B's decode steps at batch
+  // 2-32 ran 1.08-1.12x a price timed with the scales L2-hot (H100, session 24 K).
   for (int64_t gi = active ? gbeg : gend; gi < gend; gi += U) {
     uint4 A0[U], A1[U];
+    bf16 S0[U], S1[U];
 #pragma unroll
     for (int u = 0; u < U; ++u)
       if (gi + u < gend) {
         A0[u] = load_stream(wp + (gi + u) * kW4eChunkWords);
         A1[u] = load_stream(wp + (gi + u) * kW4eChunkWords + 128);
+        S0[u] = __ldg(sp + (gi + u) * a.n);
+        S1[u] = __ldg(sp + (gi + u) * a.n + 8);
       }
 #pragma unroll
     for (int u = 0; u < U; ++u)
-      if (gi + u < gend) group(gi + u, A0[u], A1[u]);
+      if (gi + u < gend) group(gi + u, A0[u], A1[u], S0[u], S1[u]);
   }
   if constexpr (S > 1) {
     __shared__ float part[S - 1][R][NT * 4][32];  // [split][row group][value][lane]: conflict-free

@@ -95,14 +95,18 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
   const int64_t fit = int64_t(free_b / 4) * 2 / std::max<int64_t>(1, max_w * (4 + (any_fp8 ? 2 : 0) + (any_int4 ? 1 : 0)));
   const int copies = int(std::clamp<int64_t>(std::min(want, fit), 1, 8));
   // FP8 experts: codes in copies of their own (finite e4m3 values) and one scale per expert channel;
-  // int4: packed codes in copies of their own (any nibbles) and a bf16 scale per row and 128 k.
-  std::vector<gpu::DeviceBuffer> w, w8, w4;
+  // int4: packed codes and their bf16 scales (one per row and 128 k) in copies of their own: a decode step
+  // reads each layer's scales cold, and with one shared scale buffer (L2-hot) the int4 rows priced Mixtral-
+  // 8x7B's decode at batch 2-32 8-12 % fast (H100, session 24 K).
+  std::vector<gpu::DeviceBuffer> w, w8, w4, w4s;
   for (int c = 0; c < copies; ++c) {
     w.emplace_back(g, size_t(max_w) * 2);
     gpu::launch_fill_bf16(w.back().get(), size_t(max_w), 11 + uint32_t(c), st);
     if (any_int4) {
       w4.emplace_back(g, size_t(max_w / 8) * 4);
       kn::fill_random_u32(w4.back().as<uint32_t>(), max_w / 8, 23 + uint64_t(c), st);
+      w4s.emplace_back(g, size_t(max_w4_scales) * 2);
+      kn::fill_random(w4s.back().as<__nv_bfloat16>(), max_w4_scales, 29 + uint64_t(c), 1.f / 256, st);
     }
     if (!any_fp8) continue;
     w8.emplace_back(g, size_t(max_w));
@@ -110,8 +114,6 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
   }
   gpu::DeviceBuffer w8_scale = any_fp8 ? gpu::DeviceBuffer(g, size_t(max_scales) * 4) : gpu::DeviceBuffer();
   if (any_fp8) kn::fill_random_f32(w8_scale.as<float>(), max_scales, 19, 1.f / 8192, 1.f / 4096, st);
-  gpu::DeviceBuffer w4_scale = any_int4 ? gpu::DeviceBuffer(g, size_t(max_w4_scales) * 2) : gpu::DeviceBuffer();
-  if (any_int4) kn::fill_random(w4_scale.as<__nv_bfloat16>(), max_w4_scales, 29, 1.f / 256, st);
   gpu::DeviceBuffer x(g, size_t(max_in) * 2), y(g, size_t(max_out) * 2), logits(g, size_t(max_tokens * max_e) * 2);
   // gate_up's gathered rows on the cuBLAS path (the executor puts them behind the tokens in Z).
   const bool any_eager_gather = max_tokens > kGraphTimedMaxRows &&
@@ -181,7 +183,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
         auto use_copy = [&](int c) {
           if (fp8) a.w = nullptr, a.w_fp8 = w8[size_t(c % copies)].as<uint8_t>(), a.w_scale = w8_scale.as<float>();
           else if (int4)
-            a.w = nullptr, a.w_int4 = w4[size_t(c % copies)].as<uint32_t>(), a.w_int4_scale = w4_scale.as<__nv_bfloat16>();
+            a.w = nullptr, a.w_int4 = w4[size_t(c % copies)].as<uint32_t>(), a.w_int4_scale = w4s[size_t(c % copies)].as<__nv_bfloat16>();
           else a.w = w[size_t(c % copies)].as<__nv_bfloat16>();
         };
         use_copy(0);

@@ -23,9 +23,13 @@
 #     1. the MoE self-test (its int4 cuBLAS rows); a fresh profile (bf16,int4) of Qwen1.5-MoE and Mixtral-8x7B
 #     2. Mixtral-8x7B int4 (and bf16 on an H200) and Qwen1.5-MoE int4 steps priced from it
 #     3. Mixtral-8x7B int4 on the long-prompt workload (prefill-heavy: the new path), Qwen1.5-MoE int4 long prompts
+#   session24.sh L   (~5 min) after K: int4 group scales loaded with the codes, and profiled cold (K: int4 decode at
+#     batch 2-32 ran 1.08-1.12x its price; Mixtral-8x7B int4 long prompts missed TPOT p50 -7.7 %): the MoE self-test,
+#     a fresh profile (bf16,int4) of both models, int4 steps priced from it, Mixtral-8x7B int4 long prompts and chat,
+#     Qwen1.5-MoE int4 chat
 #   session24.sh D   = session23.sh D
 set -u
-PART=${1:?usage: session24.sh I | J | K | D}
+PART=${1:?usage: session24.sh I | J | K | L | D}
 [ "$PART" = D ] && exec bash "$(dirname "$0")/session23.sh" D
 OUT_DEFAULT=/tmp/peerplan-s24
 source "$(dirname "$0")/call_lib.sh"
@@ -105,6 +109,25 @@ if [ "$PART" = K ]; then
     --workload $V/workloads/validate-long-prompt.json
   left 500 && v qwen-int4-long 90 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights int4 \
     --workload $V/workloads/validate-long-prompt.json
+  finish
+fi
+if [ "$PART" = L ]; then
+  TAIL=3 step 150 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
+  grep -E "int4" "$W/selftest-moe.txt" | grep -v " ok$" | head -30 | sed 's/^/  | int4 not ok: /' | tee -a "$S" >/dev/null
+  grep -cE "int4.* ok$" "$W/selftest-moe.txt" | sed 's/^/  | int4 rows ok: /' | tee -a "$S" >/dev/null
+  TAIL=2 step 240 profile $B profile --no-progress --model qwen1.5-moe-a2.7b,mixtral-8x7b --dtypes bf16,int4 \
+    --skip nccl,nccl_nop2p --out "$W/profile.json"
+  for m in mixtral:mixtral-8x7b qwen-moe:qwen1.5-moe-a2.7b; do
+    TAIL=10 step 60 "steps-${m%%:*}-int4" $B validate --bench-steps --plan $P/${m%%:*}-1gpu.json --model ${m#*:} \
+      --weights int4 --machine "$W/profile.json" --batches 1,2,4,8,16,32,64 --context 1024 --prefill 2048 \
+      --out "$W/steps-${m%%:*}-int4"
+  done
+  v mixtral-int4-long 110 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --weights int4 \
+    --workload $V/workloads/validate-long-prompt.json
+  left 330 && v mixtral-int4-chat 100 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --weights int4 \
+    --workload $V/workloads/validate-chat.json
+  left 390 && v qwen-int4-chat 90 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights int4 \
+    --workload $V/workloads/validate-chat.json
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

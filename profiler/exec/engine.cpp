@@ -17,6 +17,7 @@
 #include "profiler/common/shared_stream.hpp"
 #include "profiler/exec/engine_state.hpp"
 #include "profiler/exec/executor.hpp"
+#include "profiler/common/quant_shapes.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/attention.hpp"
 
@@ -58,6 +59,13 @@ Engine::Engine(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig
                                 compile(BatchShape{0, 0, 0, padded_batch(kv_slots), max_ctx})};
   // MLA: a chunk at the longest context decompresses all of it (the kv_b GEMM over max_ctx rows).
   if (cfg.mla && max_ctx > max_tokens) worst.push_back(compile(BatchShape{1, max_tokens, max_ctx, 0, 0}));
+  // Quantized shards the kernels cannot take (DeepSeek-V2-Lite's layer-0 MLP in int4: k = 10944; Qwen1.5-MoE's
+  // int4 experts at TP 2: k = 704), refused here, before any weight is made, rather than at the first op.
+  for (const OpGraph& g : worst)
+    if (const std::string why = kn::unrunnable_quant_op(g); !why.empty())
+      throw InputError(cfg.source_file, cfg.quant.source.rfind("--weights", 0) == 0 ? cfg.quant.source : "quantization_config",
+                       "weight formats whose kernels take the plan's shard shapes: " + why +
+                           ". Validate the model with --weights bf16 (or fp8), or with a plan whose shards fit");
   const std::map<int, ScratchNeed> need = scratch_needs(worst);
   for (auto& [id, gp] : state_) allocate(*gp, need.count(id) ? need.at(id) : ScratchNeed{});
   for (auto& [id, gp] : state_) gp->stream.synchronize();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "profiler/common/quant_shapes.hpp"
 #include "profiler/kernels/elementwise.hpp"
 #include "profiler/kernels/moe_gemm.hpp"
 #include "profiler/kernels/quant.hpp"
@@ -56,15 +57,12 @@ size_t quant_weight_bytes(DType dtype, Fp8Scaling scaling, int64_t n, int64_t k)
 }
 
 void check_quant_shape(DType dtype, int64_t n, int64_t k) {
-  const bool ok = dtype == DType::INT4 ? (k % kn::kW4Group == 0 && n % 8 == 0)
-                  : (dtype == DType::FP8_E4M3 || dtype == DType::INT8) ? (k % 16 == 0 && n % 16 == 0)
-                                                                       : false;
-  if (!ok)
+  const bool quantized = dtype == DType::INT4 || dtype == DType::FP8_E4M3 || dtype == DType::INT8;
+  if (!quantized || !kn::quant_gemm_shape_ok(dtype, n, k))
     throw RuntimeError(std::string("quantized GEMM: ") + dtype_name(dtype) + " weights [" + std::to_string(n) + "," +
                        std::to_string(k) + "] do not run here (" +
-                       (dtype == DType::INT4 ? "int4: k a multiple of 128, n of 8"
-                        : (dtype == DType::FP8_E4M3 || dtype == DType::INT8) ? "fp8/int8: k and n multiples of 16"
-                                                                               : "not a quantized weight format") +
+                       (quantized ? dtype_name(dtype) + std::string(": ") + kn::quant_shape_rule(dtype, false)
+                                  : std::string("not a quantized weight format")) +
                        ")");
 }
 

@@ -1,5 +1,5 @@
-// Which routed-expert GEMMs a profile times (profiler/common/model_shapes.cpp): bf16 always, fp8 when
-// the profile times fp8 GEMMs (the executor's FP8 grouped kernels), never a format it cannot run.
+// Which routed-expert GEMMs a profile times (profiler/common/model_shapes.cpp): bf16 always, fp8 / int4 when
+// the profile times fp8 / int4 GEMMs (the executor's FP8 and int4 grouped kernels), never a format it cannot run.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -28,7 +28,7 @@ TEST(GroupedShapes, Fp8ExpertsAreTimedWhenTheProfileTimesFp8) {
   EXPECT_EQ(grouped_dtypes({"bf16"}), (std::set<std::string>{"bf16"}));
   EXPECT_EQ(grouped_dtypes({"bf16", "fp8"}), (std::set<std::string>{"bf16", "fp8"}));
   EXPECT_EQ(grouped_dtypes({"fp8"}), (std::set<std::string>{"bf16", "fp8"})) << "bf16 experts are always timed";
-  EXPECT_EQ(grouped_dtypes({"bf16", "int4", "int8"}), (std::set<std::string>{"bf16"})) << "no int grouped kernels";
+  EXPECT_EQ(grouped_dtypes({"bf16", "int8"}), (std::set<std::string>{"bf16"})) << "no int8 grouped kernels";
   // Each fp8 key has its bf16 twin (same n, k, experts): the same shards in the other format.
   const ModelConfig m = load_model_config(resolve_model_path("qwen1.5-moe-a2.7b"));
   const ShapeSet s = model_shape_set({m}, 2, {"bf16", "fp8"});
@@ -65,4 +65,27 @@ TEST(GroupedShapes, AnotherModelsRowsOfTheSameExpertShapeDoNotCountAsMeasured) {
   for (const GroupedShapeKey& g : d.grouped)
     have.grouped_gemms.push_back({0, g.n, g.k, g.experts, g.topk, 8, 8 * g.topk, 8, 1, g.dtype, {}});
   EXPECT_TRUE(missing_shapes(want, have).grouped.empty());
+}
+
+// int4 experts (moe_gemm_int4.cu) are timed when the profile times int4 GEMMs, on the shards their packing
+// takes (n % 16, k % 128): Qwen1.5-MoE at TP 2 splits its down projection's k to 704, which 128-k groups do
+// not divide, so that shard gets no int4 key and a note says why; its TP-1 and EP shards do.
+TEST(GroupedShapes, Int4ExpertsAreTimedOnTheShardsTheirPackingTakes) {
+  EXPECT_EQ(grouped_dtypes({"bf16", "int4"}), (std::set<std::string>{"bf16", "int4"}));
+  EXPECT_EQ(grouped_dtypes({"int4", "fp8"}), (std::set<std::string>{"bf16", "fp8", "int4"}));
+  const ModelConfig m = load_model_config(resolve_model_path("qwen1.5-moe-a2.7b"));
+  std::vector<ShapeNote> notes;
+  const ShapeSet s = model_shape_set({m}, 2, {"bf16", "int4"}, &notes);
+  int int4 = 0;
+  for (const GroupedShapeKey& g : s.grouped) {
+    if (g.dtype != "int4") continue;
+    ++int4;
+    EXPECT_EQ(g.n % 16, 0) << g.n << "x" << g.k;
+    EXPECT_EQ(g.k % 128, 0) << g.n << "x" << g.k;
+  }
+  EXPECT_GE(int4, 4) << "gate_up and down at TP 1 and EP 2";
+  bool noted = false;
+  for (const ShapeNote& n : notes) noted = noted || (n.what.find("int4 expert.down") != std::string::npos &&
+                                                     n.what.find("704") != std::string::npos);
+  EXPECT_TRUE(noted) << "the TP-2 down shard [2048, 704] is named in a note";
 }

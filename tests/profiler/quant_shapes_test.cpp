@@ -1,0 +1,66 @@
+// The shapes the executor's quantized kernels take (profiler/common/quant_shapes.hpp), one rule for the
+// runners and the engine's check of a plan's ops before any weight is made.
+#include "profiler/common/quant_shapes.hpp"
+
+#include <gtest/gtest.h>
+
+#include "planner/compile/compiler.hpp"
+#include "planner/core/files.hpp"
+#include "planner/model/model_config.hpp"
+#include "planner/model/model_figures.hpp"
+#include "planner/topology/machine.hpp"
+#include "tests/plan_fixtures.hpp"
+
+namespace peerplan::kernels {
+namespace {
+
+TEST(QuantShapes, EachFormatsRule) {
+  EXPECT_TRUE(quant_gemm_shape_ok(DType::BF16, 200, 10944)) << "bf16 takes any shape";
+  EXPECT_TRUE(quant_gemm_shape_ok(DType::INT4, 2048, 1408));
+  EXPECT_FALSE(quant_gemm_shape_ok(DType::INT4, 2048, 10944)) << "k not a multiple of the 128-k group";
+  EXPECT_FALSE(quant_gemm_shape_ok(DType::INT4, 2044, 1408)) << "n not a multiple of 8";
+  EXPECT_TRUE(quant_gemm_shape_ok(DType::FP8_E4M3, 2048, 10944));
+  EXPECT_FALSE(quant_gemm_shape_ok(DType::INT8, 2048, 10940));
+  EXPECT_FALSE(quant_gemm_shape_ok(DType::MXFP4, 2048, 2048)) << "no MXFP4 GEMM";
+  EXPECT_TRUE(quant_grouped_shape_ok(DType::INT4, 2816, 2048));
+  EXPECT_FALSE(quant_grouped_shape_ok(DType::INT4, 2048, 704)) << "Qwen1.5-MoE's down at TP 2";
+  EXPECT_FALSE(quant_grouped_shape_ok(DType::INT4, 2056, 2048)) << "n not a multiple of the 16-row tile";
+  EXPECT_TRUE(quant_grouped_shape_ok(DType::FP8_E4M3, 2048, 704));
+  EXPECT_FALSE(quant_grouped_shape_ok(DType::INT8, 2048, 2048)) << "no grouped int8 kernel";
+  EXPECT_NE(quant_shape_rule(DType::INT4, true).find("128"), std::string::npos);
+}
+
+ModelConfig shipped(const std::string& name) { return load_model_config(find_data_file("models/llm/" + name + "/config.json")); }
+
+OpGraph decode_graph(const ModelConfig& c, const std::vector<int>& tp) {
+  BatchShape b;
+  b.decode_seqs = 4, b.decode_context = 512;
+  const Machine m = load_machine(find_data_file("models/hardware/h200x2-nvlink.json"));
+  return compile_iteration(test_plans::tp(tp, int(c.layers)), c, derive_figures(c), m, b);
+}
+
+// What the engine refuses before it makes a weight: DeepSeek-V2-Lite in int4 (its layer-0 dense MLP's down
+// has k = 10944), Qwen1.5-MoE's int4 experts split at TP 2 (k = 704); the same models in bf16 and fp8, and
+// Qwen1.5-MoE in int4 on one GPU, run.
+TEST(QuantShapes, TheEnginesCheckNamesTheOpAndTheShape) {
+  ModelConfig dsv2 = shipped("deepseek-v2-lite");
+  EXPECT_EQ(unrunnable_quant_op(decode_graph(dsv2, {0})), "");
+  apply_precision(dsv2, DType::INT4, std::nullopt);
+  const std::string why = unrunnable_quant_op(decode_graph(dsv2, {0}));
+  EXPECT_NE(why.find("L0."), std::string::npos) << why;
+  EXPECT_NE(why.find("10944"), std::string::npos) << why;
+  EXPECT_NE(why.find("int4"), std::string::npos) << why;
+  EXPECT_NE(why.find("multiple of 128"), std::string::npos) << why;
+  apply_precision(dsv2, DType::FP8_E4M3, std::nullopt);
+  EXPECT_EQ(unrunnable_quant_op(decode_graph(dsv2, {0})), "");
+
+  ModelConfig qwen = shipped("qwen1.5-moe-a2.7b");
+  apply_precision(qwen, DType::INT4, std::nullopt);
+  EXPECT_EQ(unrunnable_quant_op(decode_graph(qwen, {0})), "") << "int4 Qwen1.5-MoE on one GPU runs";
+  const std::string tp2 = unrunnable_quant_op(decode_graph(qwen, {0, 1}));
+  EXPECT_NE(tp2.find("704"), std::string::npos) << tp2;
+  EXPECT_NE(tp2.find("grouped expert kernels"), std::string::npos) << tp2;
+}
+
+}  // namespace
+}  // namespace peerplan::kernels

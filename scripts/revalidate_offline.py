@@ -40,6 +40,7 @@ S18 = os.path.join(V, "runs/2026-12-05-session18")
 S19 = os.path.join(V, "runs/2026-12-05-session19")
 S21 = os.path.join(V, "runs/2026-12-06-session21")
 S23 = os.path.join(V, "runs/2026-12-06-session23")
+S24 = os.path.join(V, "runs/2026-12-06-session24")
 LONG_8K = os.path.join(ROOT, "models/workloads/long-prompt-8k-32k.json")
 LONG_64K = os.path.join(ROOT, "models/workloads/long-prompt-64k-100k.json")
 # (run directory, plan, model, workload, extra simulate arguments): as scripts/gpu/session8.sh ran them.
@@ -158,6 +159,20 @@ RUNS = [
     (f"{S23}/G3/validate-qwen-fp8-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, ["--weights", "fp8"]),
     (f"{S23}/G3/validate-dsv2-fp8-chat", "deepseek-v2-lite-1gpu", "deepseek-v2-lite", CHAT,
      ["--weights", "fp8", "--requests", "80"]),
+    # session24.sh I, J, K, L (session 24; one H100 each but J, one H200): int4 routed experts (--weights int4).
+    # I: 32-row stream tiles; J: 16-row; K: eager groups through dequantize + cuBLASLt; L: scales loaded with the
+    # codes and profiled cold. D = session23.sh D: DeepSeek-V2-Lite fp8 chat priced from its own grouped rows.
+    (f"{S24}/I/validate-qwen-int4-chat", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", CHAT, ["--weights", "int4"]),
+    (f"{S24}/I/validate-qwen-int4-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, ["--weights", "int4"]),
+    (f"{S24}/J/validate-qwen-int4-chat", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", CHAT, ["--weights", "int4"]),
+    (f"{S24}/J/validate-mixtral-int4-chat", "mixtral-1gpu", "mixtral-8x7b", CHAT, ["--weights", "int4"]),
+    (f"{S24}/K/validate-mixtral-int4-long", "mixtral-1gpu", "mixtral-8x7b", LONG, ["--weights", "int4"]),
+    (f"{S24}/K/validate-qwen-int4-long", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", LONG, ["--weights", "int4"]),
+    (f"{S24}/L/validate-mixtral-int4-long", "mixtral-1gpu", "mixtral-8x7b", LONG, ["--weights", "int4"]),
+    (f"{S24}/L/validate-mixtral-int4-chat", "mixtral-1gpu", "mixtral-8x7b", CHAT, ["--weights", "int4"]),
+    (f"{S24}/L/validate-qwen-int4-chat", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", CHAT, ["--weights", "int4"]),
+    (f"{S24}/D/validate-dsv2-fp8-chat", "deepseek-v2-lite-1gpu", "deepseek-v2-lite", CHAT,
+     ["--weights", "fp8", "--requests", "200"]),
 ]
 
 

@@ -12,7 +12,6 @@
 
 #include "planner/core/error.hpp"
 #include "planner/model/routing_model.hpp"
-#include "profiler/common/w4_expert_layout.hpp"
 #include "profiler/exec/engine_state.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/gpu/gemm_quant.hpp"
@@ -78,35 +77,21 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
                        std::to_string(op.expert_count) + " local experts before it in the layer");
   const uint64_t seed = opt_.seed * 1000003 + std::hash<std::string>{}(op.name);
   const bf16* w_bf16 = nullptr;
-  const gpu::QuantWeight* w_fp8 = nullptr;
-  const gpu::QuantWeight* w_int4 = nullptr;
-  if (op.wdtype == DType::FP8_E4M3) {
-    // Every local expert stacked as one [experts x n][k] matrix, one scale per output channel.
+  const gpu::QuantWeight* wq = nullptr;  // FP8 or int4 experts
+  if (op.wdtype == DType::FP8_E4M3 || op.wdtype == DType::INT4) {
+    // Every local expert as one [experts x n][k] weight: FP8 codes with one scale per output channel; int4
+    // packed as w4_expert_layout.hpp says, n * k / 8 words and n * k / 128 bf16 scales an expert, the same
+    // counts as a [experts x n][k] W4A16 weight, so its random codes and scales serve. (The engine's shape
+    // check, quant_shapes.hpp, refused shards the int4 packing cannot take before any weight was made.)
     const int64_t rows = op.n * op.expert_count;
     auto q = g.qweights.find(op.name);
     if (q == g.qweights.end() || q->second.dtype != op.wdtype || q->second.n < rows || q->second.k != op.k) {
-      gpu::QuantWeight w =
-          gpu::make_random_quant_weight(g.dev, op.wdtype, gpu::Fp8Scaling::PerChannel, rows, op.k, seed, g.stream);
+      const auto scaling = op.wdtype == DType::FP8_E4M3 ? gpu::Fp8Scaling::PerChannel : gpu::Fp8Scaling::PerTensor;
+      gpu::QuantWeight w = gpu::make_random_quant_weight(g.dev, op.wdtype, scaling, rows, op.k, seed, g.stream);
       q = g.qweights.insert_or_assign(op.name, std::move(w)).first;
       settle_new_weights(g);
     }
-    w_fp8 = &q->second;
-  } else if (op.wdtype == DType::INT4) {
-    // Every local expert packed as w4_expert_layout.hpp says: n * k / 8 words and n * k / 128 bf16
-    // scales an expert, the same counts as a [experts x n][k] W4A16 weight, so its random codes and scales
-    // serve (they are random either way).
-    if (!kn::w4e_shape_ok(op.n, op.k))
-      throw RuntimeError(op_where(op) + ": int4 routed experts need n a multiple of 16 and k of 128 (found [" +
-                         std::to_string(op.n) + ", " + std::to_string(op.k) + "]); run the experts in bf16 or fp8 (--weights)");
-    const int64_t rows = op.n * op.expert_count;
-    auto q = g.qweights.find(op.name);
-    if (q == g.qweights.end() || q->second.dtype != op.wdtype || q->second.n < rows || q->second.k != op.k) {
-      gpu::QuantWeight w =
-          gpu::make_random_quant_weight(g.dev, op.wdtype, gpu::Fp8Scaling::PerTensor, rows, op.k, seed, g.stream);
-      q = g.qweights.insert_or_assign(op.name, std::move(w)).first;
-      settle_new_weights(g);
-    }
-    w_int4 = &q->second;
+    wq = &q->second;
   } else if (op.wdtype == DType::BF16 || op.wdtype == DType::FP16) {
     auto it = g.weights.find(op.name);
     const int64_t welems = op.n * op.k * op.expert_count;  // every local expert, allocated once
@@ -133,14 +118,8 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
   a.x = g.Z.as<bf16>();
   a.gather = gather ? g.moe.token_of_row : nullptr;
   a.w = w_bf16;
-  if (w_fp8) {
-    a.w_fp8 = w_fp8->codes.as<uint8_t>();
-    a.w_scale = w_fp8->scales.as<float>();
-  }
-  if (w_int4) {
-    a.w_int4 = w_int4->codes.as<uint32_t>();
-    a.w_int4_scale = w_int4->scales.as<bf16>();
-  }
+  if (wq && wq->dtype == DType::FP8_E4M3) a.w_fp8 = wq->codes.as<uint8_t>(), a.w_scale = wq->scales.as<float>();
+  if (wq && wq->dtype == DType::INT4) a.w_int4 = wq->codes.as<uint32_t>(), a.w_int4_scale = wq->scales.as<bf16>();
   a.y = g.Y.as<bf16>();
   a.n = op.n;
   a.k = op.k;

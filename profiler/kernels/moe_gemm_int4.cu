@@ -11,6 +11,8 @@
 // is (128 + q_even, 128 + q_odd) (0x4300 = 128.0, one mantissa ulp = 1), minus 136. There is no
 // gemv variant: at one to four rows an expert the MMA pads the tokens to 8, which costs issue slots
 // the codes' four-times-smaller bytes leave free (about 25 warp instructions per 512 codes).
+// The tiled kernel's MMA loop and the stream kernel's split-K merge repeat the FP8 / bf16 kernels' (as
+// moe_gemm_fp8.cu says why: a shared inline stage renumbered a timed kernel's PTX registers).
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>

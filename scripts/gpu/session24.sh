@@ -34,6 +34,12 @@ PART=${1:?usage: session24.sh I | J | K | L | D}
 OUT_DEFAULT=/tmp/peerplan-s24
 source "$(dirname "$0")/call_lib.sh"
 REF=${REF:-.gpu-ref}; [ -d ../shared/reference ] && REF=../shared/reference
+# The MoE self-test, its int4 rows summarized.
+selftest_int4() {
+  TAIL=3 step 150 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
+  grep -E "int4" "$W/selftest-moe.txt" | grep -v " ok$" | head -30 | sed 's/^/  | int4 not ok: /' | tee -a "$S" >/dev/null
+  grep -cE "int4.* ok$" "$W/selftest-moe.txt" | sed 's/^/  | int4 rows ok: /' | tee -a "$S" >/dev/null
+}
 if [ "$PART" = I ]; then
   TAIL=4 step 150 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
   grep -E "int4" "$W/selftest-moe.txt" | grep -v " ok$" | head -30 | sed 's/^/  | int4 not ok: /' | tee -a "$S" >/dev/null
@@ -62,9 +68,7 @@ json.dump(out, open('$W/torch_moe_ref_qwen.json', 'w'), indent=1)"
   finish
 fi
 if [ "$PART" = J ]; then
-  TAIL=3 step 150 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
-  grep -E "int4" "$W/selftest-moe.txt" | grep -v " ok$" | head -30 | sed 's/^/  | int4 not ok: /' | tee -a "$S" >/dev/null
-  grep -cE "int4.* ok$" "$W/selftest-moe.txt" | sed 's/^/  | int4 rows ok: /' | tee -a "$S" >/dev/null
+  selftest_int4
   TAIL=3 step 120 torch-ref-qwen python3 -c "import sys, json; sys.path.insert(0, '$REF'); import torch_moe_fp8_ref as r
 out = {'torch': r.torch.__version__, 'gpu': r.torch.cuda.get_device_name(0)}
 r.moe_case('qwen1.5-moe-a2.7b', r.MOE['qwen1.5-moe-a2.7b'], out)
@@ -90,9 +94,7 @@ json.dump(out, open('$W/torch_moe_ref_qwen.json', 'w'), indent=1)"
   finish
 fi
 if [ "$PART" = K ]; then
-  TAIL=3 step 150 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
-  grep -E "int4" "$W/selftest-moe.txt" | grep -v " ok$" | head -30 | sed 's/^/  | int4 not ok: /' | tee -a "$S" >/dev/null
-  grep -cE "int4.* ok$" "$W/selftest-moe.txt" | sed 's/^/  | int4 rows ok: /' | tee -a "$S" >/dev/null
+  selftest_int4
   TAIL=4 step 240 profile $B profile --no-progress --model qwen1.5-moe-a2.7b,mixtral-8x7b --dtypes bf16,int4 \
     --skip nccl,nccl_nop2p --out "$W/profile.json"
   big=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | awk '{print ($1 > 120000)}')
@@ -112,9 +114,7 @@ if [ "$PART" = K ]; then
   finish
 fi
 if [ "$PART" = L ]; then
-  TAIL=3 step 150 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
-  grep -E "int4" "$W/selftest-moe.txt" | grep -v " ok$" | head -30 | sed 's/^/  | int4 not ok: /' | tee -a "$S" >/dev/null
-  grep -cE "int4.* ok$" "$W/selftest-moe.txt" | sed 's/^/  | int4 rows ok: /' | tee -a "$S" >/dev/null
+  selftest_int4
   TAIL=2 step 240 profile $B profile --no-progress --model qwen1.5-moe-a2.7b,mixtral-8x7b --dtypes bf16,int4 \
     --skip nccl,nccl_nop2p --out "$W/profile.json"
   for m in mixtral:mixtral-8x7b qwen-moe:qwen1.5-moe-a2.7b; do

@@ -43,9 +43,11 @@ constexpr int moe_gemm_tile_kind(int64_t max_rows, bool gathered = false) {
 // Whether the stream kernel splits k over 4 warps of a CTA: when the touched experts' 16-row weight
 // groups alone give fewer than 8 warps per SM (of 132). Measured on H200: at 512-704 such warps
 // (batch 1 of Qwen1.5-MoE, Mixtral's down) the split streams 1.8-2.2x faster; from 2048 up it is
-// 4-30 % slower. touched = 0 (unknown): split.
-constexpr bool moe_stream_split(int64_t n, int64_t touched) {
-  return touched <= 0 || (n + 15) / 16 * touched < 8 * 132;
+// 4-30 % slower. touched = 0 (unknown): split. `warp_factor` scales the warp count below which k is
+// split: 1 for bf16 and FP8; int4 takes it from PEERPLAN_INT4_SPLIT_WARPS (default 1; its loads carry a
+// quarter of bf16's bytes, so a larger factor is the candidate: docs/quantization.md, int4 routed experts).
+constexpr bool moe_stream_split(int64_t n, int64_t touched, int64_t warp_factor = 1) {
+  return touched <= 0 || (n + 15) / 16 * touched < 8 * 132 * warp_factor;
 }
 
 // Whether a stream-kind call (kind 0 or 1) runs the gemv kernel instead of the MMA stream kernel:

@@ -15,6 +15,7 @@
 // moe_gemm_fp8.cu says why: a shared inline stage renumbered a timed kernel's PTX registers).
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -301,7 +302,16 @@ void moe_grouped_gemm_int4(const MoeGemmArgs& a, const MoeRouting& r, int kind, 
   const int64_t tiles = moe_max_tiles(a.entries, r.local_experts, moe_tile_rows(0));
   const int* tl = r.tiles[0];
   const int* nt = r.num_tiles;
-  if (moe_stream_split(a.n, a.touched)) {
+  // PEERPLAN_INT4_SPLIT_WARPS=F splits k below F x the bf16 rule's warp count (A/B runs; default 1, what the
+  // session 24 profiles timed): L's profile showed Mixtral's down at 4-8 tokens latency-bound with k whole.
+  static const int64_t split_warps = [] {
+    const char* e = std::getenv("PEERPLAN_INT4_SPLIT_WARPS");
+    if (!e || !*e) return int64_t(1);
+    const long v = std::strtol(e, nullptr, 10);
+    if (v < 1 || v > 64) throw std::invalid_argument(std::string("PEERPLAN_INT4_SPLIT_WARPS: expected 1..64; found ") + e);
+    return int64_t(v);
+  }();
+  if (moe_stream_split(a.n, a.touched, split_warps)) {
     const dim3 grid(unsigned(tiles), unsigned(a.n / 32 + (a.n % 32 != 0)));
     pdl::launch(stream_int4_kernel<2, 4, 2, kSplitK>, grid, dim3(2 * kSplitK * 32), 0, stream, a, tl, nt, r.offsets);
   } else {

@@ -27,9 +27,13 @@
 #     batch 2-32 ran 1.08-1.12x its price; Mixtral-8x7B int4 long prompts missed TPOT p50 -7.7 %): the MoE self-test,
 #     a fresh profile (bf16,int4) of both models, int4 steps priced from it, Mixtral-8x7B int4 long prompts and chat,
 #     Qwen1.5-MoE int4 chat
+#   session24.sh S   (~5 min) the int4 k-split A/B (docs/quantization.md, int4 routed experts: Mixtral's int4 down at 4-8
+#     tokens ran latency-bound with k whole): the grouped int4 rows of both models and their int4 decode steps with
+#     PEERPLAN_INT4_SPLIT_WARPS=1 (the default, what L timed) and 4, same lease. If 4 wins at every size, make it the
+#     default (moe_gemm_int4.cu) and re-run L.
 #   session24.sh D   = session23.sh D
 set -u
-PART=${1:?usage: session24.sh I | J | K | L | D}
+PART=${1:?usage: session24.sh I | J | K | L | S | D}
 [ "$PART" = D ] && exec bash "$(dirname "$0")/session23.sh" D
 OUT_DEFAULT=/tmp/peerplan-s24
 source "$(dirname "$0")/call_lib.sh"
@@ -128,6 +132,23 @@ if [ "$PART" = L ]; then
     --workload $V/workloads/validate-chat.json
   left 390 && v qwen-int4-chat 90 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights int4 \
     --workload $V/workloads/validate-chat.json
+  finish
+fi
+if [ "$PART" = S ]; then
+  selftest_int4
+  i=0
+  for f in 1 4 1 4; do
+    n=$((++i))
+    TAIL=2 step 120 "grouped-f$f-$n" env PEERPLAN_INT4_SPLIT_WARPS=$f $B profile --only grouped_gemm --no-progress \
+      --model qwen1.5-moe-a2.7b,mixtral-8x7b --dtypes int4 --max-tokens 64 --out "$W/grouped-f$f-$n.json"
+    for m in mixtral:mixtral-8x7b qwen-moe:qwen1.5-moe-a2.7b; do
+      TAIL=9 step 40 "steps-${m%%:*}-f$f-$n" env PEERPLAN_INT4_SPLIT_WARPS=$f $B validate --bench-steps \
+        --plan $P/${m%%:*}-1gpu.json --model ${m#*:} --weights int4 --machine models/hardware/h200x2-nvlink.json \
+        --allow-other-host --no-measure-missing --batches 1,2,4,8,16,32,64 --context 1024 --prefill 0 \
+        --out "$W/steps-${m%%:*}-f$f-$n"
+    done
+    left 420 || break
+  done
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

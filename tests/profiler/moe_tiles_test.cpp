@@ -90,6 +90,12 @@ TEST(MoeTiles, StreamKernelSplitsKWhenTheTouchedRowsGiveTooFewWarps) {
   EXPECT_TRUE(moe_stream_split(2816, 4));   // Qwen gate_up at batch 1 (704)
   EXPECT_FALSE(moe_stream_split(2048, 27)); // Qwen down at batch 8 (3456)
   EXPECT_TRUE(moe_stream_split(100, 0));    // unknown: split
+  // A larger warp factor (the int4 candidate): Mixtral's down at 4 tokens (5 experts, 1280 row groups) splits
+  // at 4x, not at 1x; at 8 experts (2048) too; gate_up at 8 experts (14336) does not.
+  EXPECT_FALSE(moe_stream_split(4096, 5));
+  EXPECT_TRUE(moe_stream_split(4096, 5, 4));
+  EXPECT_TRUE(moe_stream_split(4096, 8, 4));
+  EXPECT_FALSE(moe_stream_split(28672, 8, 4));
 }
 
 TEST(MoeTiles, GemvTakesOnlyCallsExpectedToHoldAtMostFourRowsPerExpert) {

@@ -4,7 +4,8 @@
 // stream tiles and 64-row tiled, with and without the token gather, n off the 16-row and 128-row
 // tiles, k off the unrolled chunk), the executor's dispatch forced onto cuBLASLt per expert (the
 // offsets read back, gate_up's rows gathered; skewed routings with empty experts), the same over FP8
-// experts (moe_gemm_fp8.cu; cuBLASLt FP8 per expert), int4 experts (moe_gemm_int4.cu) and the weighted combine. Outputs are poisoned first.
+// experts (moe_gemm_fp8.cu; cuBLASLt FP8 per expert), int4 experts (moe_gemm_int4.cu; dequantize +
+// cuBLASLt per expert) and the weighted combine. Outputs are poisoned first.
 #include <algorithm>
 #include <cmath>
 #include <random>

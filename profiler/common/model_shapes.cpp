@@ -10,7 +10,7 @@
 #include "planner/validate/missing_shapes.hpp"
 #include "profiler/common/attention_support.hpp"
 #include "profiler/common/gemm_shapes.hpp"
-#include "profiler/common/w4_expert_layout.hpp"
+#include "profiler/common/quant_shapes.hpp"
 
 namespace peerplan::profiler {
 
@@ -111,10 +111,10 @@ ShapeSet model_shape_set(const std::vector<ModelConfig>& models, int gpus, const
       if (w.name != "expert.gate_up" && w.name != "expert.down") continue;
       const bool gather = w.name == "expert.gate_up";
       for (const std::string& d : grouped_dtypes) {
-        if (d == "int4" && !kernels::w4e_shape_ok(w.n, w.k)) {
+        if (d == "int4" && !kernels::quant_grouped_shape_ok(DType::INT4, w.n, w.k)) {
           if (notes)
             notes->push_back({fmt::format("int4 {} of {} [{}, {}]", w.name, m.name, w.n, w.k),
-                              "int4 experts need n a multiple of 16 and k of 128 (128-k scale groups)"});
+                              "int4 experts need " + kernels::quant_shape_rule(DType::INT4, true)});
           continue;
         }
         s.grouped.insert({w.n, w.k, m.experts, m.experts_per_token, m.experts, gather, d});  // TP-split experts

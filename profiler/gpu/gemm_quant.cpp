@@ -257,10 +257,10 @@ void QuantGemmRunner::run_int4_expert_groups(const void* x, const int* off_host,
   const int64_t n = e.n, k = e.k;
   const int64_t rows = int4_slab_rows(n, k);  // whole 128-row multiples, or n: inside the 16-row packing
   const float alpha = 1.0f, beta = 0.0f;
+  auto* slab = static_cast<__nv_bfloat16*>(scratch(3, size_t(rows * k) * 2, stream));
   for (int g = 0; g < groups; ++g) {
     const int64_t m0 = off_host[g], M = off_host[g + 1] - m0;
     if (M <= 0) continue;
-    auto* slab = static_cast<__nv_bfloat16*>(scratch(3, size_t(rows * k) * 2, stream));
     for (int64_t r0 = 0; r0 < n; r0 += rows) {
       const int64_t nr = std::min(rows, n - r0);
       kn::moe_int4_dequant(e, g, r0, nr, slab, stream);

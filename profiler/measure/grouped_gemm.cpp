@@ -24,6 +24,7 @@
 #include "planner/model/routing_model.hpp"
 #include "profiler/common/gemm_shapes.hpp"
 #include "profiler/common/profile_models.hpp"
+#include "profiler/common/quant_shapes.hpp"
 #include "profiler/common/w4_expert_layout.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/gpu/gemm.hpp"
@@ -54,9 +55,11 @@ constexpr int kRoutingsPerCount = 4;
 void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, const std::vector<int64_t>& token_counts) {
   std::set<GroupedShapeKey> shapes;
   for (const GroupedShapeKey& s : keys) {
-    if (s.dtype == "bf16" || s.dtype == "fp8" || (s.dtype == "int4" && kn::w4e_shape_ok(s.n, s.k))) shapes.insert(s);
+    if (s.dtype == "bf16" || s.dtype == "fp8" || (s.dtype == "int4" && kn::quant_grouped_shape_ok(DType::INT4, s.n, s.k)))
+      shapes.insert(s);
     else ctx.not_applicable(fmt::format("grouped_gemm n={} k={} ({})", s.n, s.k, s.dtype),
-                            "the executor runs routed experts in bf16, fp8 and int4 (n % 16, k % 128) only");
+                            "the executor runs routed experts in bf16, fp8 and int4 (int4: " +
+                                kn::quant_shape_rule(DType::INT4, true) + ") only");
   }
   if (shapes.empty() || token_counts.empty()) return;
   const routing::RoutingSpec spec;  // uniform, default seed: what the compiler counts by default
@@ -85,7 +88,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
   int l2_bytes = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, g));
   int64_t min_touched = std::numeric_limits<int64_t>::max();
-  auto wbytes = [](const GroupedShapeKey& s) { return s.dtype == "fp8" ? 1.0 : s.dtype == "int4" ? 0.5 : 2.0; };  // per weight
+  auto wbytes = [](const GroupedShapeKey& s) { return dtype_bits(*parse_dtype(s.dtype)) / 8; };  // per weight
   for (const auto& s : shapes)
     min_touched = std::min(min_touched, int64_t(double(std::min(s.topk, s.experts) * s.n * s.k) * wbytes(s)));
   size_t free_b = 0, total_b = 0;

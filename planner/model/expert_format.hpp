@@ -2,9 +2,10 @@
 // The stored formats of routed experts the executor runs (docs/quantization.md, "FP8 routed experts",
 // "int4 routed experts"): bf16 and fp16 through its grouped kernels and cuBLASLt per expert, FP8 (e4m3)
 // through their FP8 variants (per-channel scales; a block-scaled checkpoint's experts are timed
-// per-channel: the scales are < 0.1 % of the bytes), int4 (GPTQ / AWQ / compressed-tensors W4A16,
+// per-channel: the scales are < 0.1 % of the bytes), int8 (per-channel, compressed-tensors W8A8 int8)
+// through the same kernels with an int8 conversion, int4 (GPTQ / AWQ / compressed-tensors W4A16,
 // group 128) through their int4 variants (symmetric: AWQ's zero points are timed as GPTQ's implicit 8,
-// as the dense W4A16 GEMMs are). Experts in int8 or MXFP4 are priced (from the fitted curves) but
+// as the dense W4A16 GEMMs are). Experts in MXFP4 (gpt-oss) are priced (from the fitted curves) but
 // neither profiled nor run: validate refuses them (check_experts_executable) and simulate says so (its
 // provenance's quantized_experts).
 // Not for .cu files (model_config.hpp is host-only).
@@ -17,7 +18,7 @@ namespace peerplan {
 
 // The stored format of the model's routed experts when the executor cannot run it (the first MoE
 // layer's gate_up, as the checkpoint's quantization_config or --weights leave it); nullopt for dense
-// models and bf16 / fp16 / fp8 / int4 experts.
+// models and bf16 / fp16 / fp8 / int8 / int4 experts.
 std::optional<DType> unrunnable_expert_format(const ModelConfig& cfg);
 
 }  // namespace peerplan

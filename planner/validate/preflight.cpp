@@ -15,11 +15,11 @@ void check_experts_executable(const ModelConfig& cfg) {
   if (!d) return;
   const bool asked = cfg.quant.source.rfind("--weights", 0) == 0;
   throw InputError(cfg.source_file, asked ? cfg.quant.source : "quantization_config",
-                   fmt::format("routed experts the executor can run: it runs MoE experts in bf16, fp8 and int4 only "
+                   fmt::format("routed experts the executor can run: it runs MoE experts in bf16, fp8, int8 and int4 only "
                                "(grouped GEMMs in {} are not built, docs/quantization.md), so it would time other kernels "
                                "than the prediction prices. Predict it with `peerplan simulate` / `plan` (its experts "
-                               "priced from the fitted curves), or validate the model with --weights int4, --weights fp8 "
-                               "or --weights bf16",
+                               "priced from the fitted curves), or validate the model with --weights int4, --weights int8, "
+                               "--weights fp8 or --weights bf16",
                                dtype_name(*d)));
 }
 

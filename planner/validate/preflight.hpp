@@ -45,10 +45,10 @@ std::string launch_mismatch(const Machine& profile, const std::string& host_laun
 // when it follows the profile (-1) or agrees.
 std::string shared_stream_mismatch(const Machine& profile, int host_shared_stream);
 
-// The executor runs routed experts in bf16, fp8 and int4 (planner/model/expert_format.hpp): a MoE model
-// whose experts are stored int8 or MXFP4 (its checkpoint's quantization_config, or --weights) would run
-// other kernels than the prediction prices. Throws InputError naming the config file and the scheme,
-// and what to do instead; dense models and bf16 / fp16 / fp8 / int4 experts pass.
+// The executor runs routed experts in bf16, fp8, int8 and int4 (planner/model/expert_format.hpp): a MoE
+// model whose experts are stored MXFP4 (its checkpoint's quantization_config) would run other kernels than
+// the prediction prices. Throws InputError naming the config file and the scheme, and what to do instead;
+// dense models and bf16 / fp16 / fp8 / int8 / int4 experts pass.
 void check_experts_executable(const ModelConfig& cfg);
 
 // Whether any of the model's Linear layers is stored int4 (W4A16 GEMMs in the executor).

@@ -101,20 +101,21 @@ ShapeSet model_shape_set(const std::vector<ModelConfig>& models, int gpus, const
     s.attention_max_context = std::max<int64_t>(s.attention_max_context, std::min<int64_t>(m.max_context, int64_t(1) << 17));
     s.elementwise.insert(compiled.elementwise.begin(), compiled.elementwise.end());
     if (!m.is_moe()) continue;
-    // Routed experts in bf16 always, and in fp8 / int4 when the profile times fp8 / int4 GEMMs (the
-    // formats the executor's grouped kernels run: moe_gemm.hpp); int4 where its packing fits the
-    // shard (n % 16, k % 128: w4_expert_layout.hpp).
+    // Routed experts in bf16 always, and in fp8 / int8 / int4 when the profile times fp8 / int8 / int4
+    // GEMMs (the formats the executor's grouped kernels run: moe_gemm.hpp), where the format's grouped
+    // kernels take the shard (int4's packing: n % 16, k % 128, w4_expert_layout.hpp).
     std::vector<std::string> grouped_dtypes = {"bf16"};
-    for (const char* q : {"fp8", "int4"})
+    for (const char* q : {"fp8", "int8", "int4"})
       if (std::find(dtypes.begin(), dtypes.end(), q) != dtypes.end()) grouped_dtypes.push_back(q);
     for (const WeightShape& w : weight_shapes(m, gpus)) {
       if (w.name != "expert.gate_up" && w.name != "expert.down") continue;
       const bool gather = w.name == "expert.gate_up";
       for (const std::string& d : grouped_dtypes) {
-        if (d == "int4" && !kernels::quant_grouped_shape_ok(DType::INT4, w.n, w.k)) {
+        const DType dt = *parse_dtype(d);
+        if (!kernels::quant_grouped_shape_ok(dt, w.n, w.k)) {
           if (notes)
-            notes->push_back({fmt::format("int4 {} of {} [{}, {}]", w.name, m.name, w.n, w.k),
-                              "int4 experts need " + kernels::quant_shape_rule(DType::INT4, true)});
+            notes->push_back({fmt::format("{} {} of {} [{}, {}]", d, w.name, m.name, w.n, w.k),
+                              d + " experts need " + kernels::quant_shape_rule(dt, true)});
           continue;
         }
         s.grouped.insert({w.n, w.k, m.experts, m.experts_per_token, m.experts, gather, d});  // TP-split experts

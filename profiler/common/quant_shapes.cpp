@@ -23,7 +23,8 @@ bool quant_grouped_shape_ok(DType d, int64_t n, int64_t k) {
   switch (d) {
     case DType::BF16:
     case DType::FP16:
-    case DType::FP8_E4M3: return k % 32 == 0;
+    case DType::FP8_E4M3:
+    case DType::INT8: return k % 32 == 0;
     case DType::INT4: return w4e_shape_ok(n, k);
     default: return false;
   }
@@ -34,7 +35,7 @@ std::string quant_shape_rule(DType d, bool grouped) {
     case DType::BF16:
     case DType::FP16: return grouped ? "k a multiple of 32" : "any shape";
     case DType::FP8_E4M3: return grouped ? "k a multiple of 32" : "k and n multiples of 16";
-    case DType::INT8: return grouped ? "no grouped int8 kernel" : "k and n multiples of 16";
+    case DType::INT8: return grouped ? "k a multiple of 32" : "k and n multiples of 16";
     case DType::INT4: return grouped ? "n a multiple of 16 and k of 128 (128-k scale groups)"
                                      : "k a multiple of 128 (the scale group) and n of 8";
     default: return "not a weight format the executor runs";

@@ -4,7 +4,8 @@
 // stream tiles and 64-row tiled, with and without the token gather, n off the 16-row and 128-row
 // tiles, k off the unrolled chunk), the executor's dispatch forced onto cuBLASLt per expert (the
 // offsets read back, gate_up's rows gathered; skewed routings with empty experts), the same over FP8
-// experts (moe_gemm_fp8.cu; cuBLASLt FP8 per expert), int4 experts (moe_gemm_int4.cu; dequantize +
+// experts (moe_gemm_fp8.cu; cuBLASLt FP8 per expert), int8 experts (the same kernels with int8 codes;
+// cuBLASLt int8 per expert), int4 experts (moe_gemm_int4.cu; dequantize +
 // cuBLASLt per expert) and the weighted combine. Outputs are poisoned first.
 #include <algorithm>
 #include <cmath>
@@ -203,11 +204,14 @@ std::vector<double> grouped_reference(const std::vector<int>& off, const std::ve
 }
 
 // The stored format of the experts under test.
-enum class Fmt { Bf16, Fp8, Int4 };
-const char* fmt_suffix(Fmt f) { return f == Fmt::Fp8 ? "_fp8" : f == Fmt::Int4 ? "_int4" : ""; }
+enum class Fmt { Bf16, Fp8, Int8, Int4 };
+const char* fmt_suffix(Fmt f) {
+  return f == Fmt::Fp8 ? "_fp8" : f == Fmt::Int8 ? "_int8" : f == Fmt::Int4 ? "_int4" : "";
+}
 
 // Random expert weights on the device and their values for the reference: bf16 in [-0.1, 0.1), or
-// (fp8) every finite e4m3 code with one scale per expert channel in [1/8192, 1/4096), or (int4) every
+// (fp8) every finite e4m3 code or (int8) every int8 code with one scale per expert channel in
+// [1/8192, 1/4096), or (int4) every
 // nibble, weight (q - 8) * s with a bf16 scale per row and 128 k in +-[1/512, 1/256), packed as
 // w4_expert_layout.hpp says (the kernels and this reference address through the same functions).
 struct ExpertWeights {
@@ -216,6 +220,7 @@ struct ExpertWeights {
   std::vector<double> values;
   void set(kn::MoeGemmArgs& a) const {
     if (fmt == Fmt::Fp8) a.w = nullptr, a.w_fp8 = w.as<uint8_t>(), a.w_scale = scales.as<float>();
+    else if (fmt == Fmt::Int8) a.w = nullptr, a.w_int8 = w.as<int8_t>(), a.w_scale = scales.as<float>();
     else if (fmt == Fmt::Int4) a.w = nullptr, a.w_int4 = w.as<uint32_t>(), a.w_int4_scale = scales.as<bf16>();
     else a.w = w.as<bf16>();
   }
@@ -255,29 +260,35 @@ ExpertWeights expert_weights(int dev, std::mt19937_64& rng, int64_t count, int64
   std::uniform_int_distribution<int> byte(0, 255);
   for (auto& c : codes) {
     do c = uint8_t(byte(rng));
-    while ((c & 0x7F) == 0x7F);  // not the NaN codes
+    while (fmt == Fmt::Fp8 && (c & 0x7F) == 0x7F);  // not e4m3's NaN codes
   }
   std::vector<float> sc(size_t(count * n));
   std::uniform_real_distribution<float> su(1.f / 8192, 1.f / 4096);
   for (auto& v : sc) v = su(rng);
-  for (size_t i = 0; i < total; ++i) ew.values[i] = e4m3_value(codes[i]) * double(sc[i / size_t(kdim)]);
+  for (size_t i = 0; i < total; ++i)
+    ew.values[i] = (fmt == Fmt::Fp8 ? e4m3_value(codes[i]) : double(int8_t(codes[i]))) * double(sc[i / size_t(kdim)]);
   ew.w = gpu::DeviceBuffer(dev, total);
   CUDA_CHECK(cudaMemcpy(ew.w.get(), codes.data(), total, cudaMemcpyHostToDevice));
   ew.scales = upload_floats(dev, sc);
   return ew;
 }
 
-// The tokens' values as a kernel multiplies them: bf16, or (per_token_fp8: cuBLASLt's W8A8 per
-// expert) quantized to e4m3 per row at amax / 448, as kernels/quant.cu does before the FP8 matmul.
-std::vector<double> token_values(const std::vector<bf16>& x, int64_t kdim, bool per_token_fp8) {
+// The tokens' values as a kernel multiplies them: bf16, or (per_token = Fp8 / Int8: cuBLASLt's W8A8 per
+// expert) quantized per row to e4m3 at amax / 448 or to int8 at amax / 127, as kernels/quant.cu does
+// before the 8-bit matmul.
+std::vector<double> token_values(const std::vector<bf16>& x, int64_t kdim, Fmt per_token = Fmt::Bf16) {
   std::vector<double> v(x.size());
   for (size_t i = 0; i < x.size(); ++i) v[i] = bf16_value(x[i]);
-  if (!per_token_fp8) return v;
+  if (per_token != Fmt::Fp8 && per_token != Fmt::Int8) return v;
+  const bool fp8 = per_token == Fmt::Fp8;
   for (size_t r0 = 0; r0 < v.size(); r0 += size_t(kdim)) {
     float amax = 0.f;
     for (size_t c = 0; c < size_t(kdim); ++c) amax = std::max(amax, std::fabs(float(v[r0 + c])));
-    const float s = amax > 0.f ? amax / 448.f : 1.f, inv = 1.f / s;
-    for (size_t c = 0; c < size_t(kdim); ++c) v[r0 + c] = e4m3_value(e4m3_code(float(v[r0 + c]) * inv)) * double(s);
+    const float s = amax > 0.f ? amax / (fp8 ? 448.f : 127.f) : 1.f, inv = 1.f / s;
+    for (size_t c = 0; c < size_t(kdim); ++c) {
+      const float q = float(v[r0 + c]) * inv;
+      v[r0 + c] = (fp8 ? e4m3_value(e4m3_code(q)) : double(std::nearbyint(std::clamp(q, -127.f, 127.f)))) * double(s);
+    }
   }
   return v;
 }
@@ -305,7 +316,7 @@ void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng,
   a.max_rows = max_rows_hint;                 // 1 to 4 with kind 0 / 1: the gemv kernel
   a.gemv_shape = gemv_shape;
   kn::moe_grouped_gemm_kind(a, x.r, kind, nullptr);
-  const std::vector<double> ref = grouped_reference(off, tor, token_values(xin, kdim, false), w.values, gather, x.count, n, kdim);
+  const std::vector<double> ref = grouped_reference(off, tor, token_values(xin, kdim), w.values, gather, x.count, n, kdim);
   int max_rows = 0;
   for (int e = 0; e < x.count; ++e) max_rows = std::max(max_rows, off[size_t(e) + 1] - off[size_t(e)]);
   static const char* names[] = {"stream16", "stream32", "tiled64"};
@@ -360,7 +371,7 @@ void check_expert_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_6
                                            x.count, empty, max_rows, n, kdim, gather ? " gather" : "",
                                            x.cdf_host.empty() ? "" : " skewed"),
                                dy,
-                               grouped_reference(off, tor, token_values(xin, kdim, fmt == Fmt::Fp8 && want == kn::MoeExpertPath::CublasPerExpert),
+                               grouped_reference(off, tor, token_values(xin, kdim, want == kn::MoeExpertPath::CublasPerExpert ? fmt : Fmt::Bf16),
                                                  w.values, gather, x.count, n, kdim));
   if (path != want) {
     res.shape += fmt::format(" TOOK {}", kn::moe_expert_path_name(path));
@@ -493,6 +504,25 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
     check_expert_gemm(out, dev, rng, *rt, 384, 256, false, 0, kn::MoeExpertPath::CublasPerExpert, Fmt::Fp8);
   }
   check_expert_gemm(out, dev, rng, h, 256, 384, true, 1e30, kn::MoeExpertPath::Grouped, Fmt::Fp8);
+  // int8 experts (moe_gemm_fp8.cu's kernels with int8 codes): every int8 code through the gemv at 1-2 and 3-4
+  // rows per pass, the stream kernel on both tile heights with and without the k split (k = 288: the 32-column
+  // tail), the tiled kernel, an EP shard; the eager dispatch on cuBLASLt int8 per expert (IMMA, the tokens
+  // quantized per row to int8: the tolerance is that rounding, ~2^-8 of a row's amax per element) and on the
+  // grouped kernel.
+  for (const bool gather : {true, false}) {
+    check_gemm(out, dev, rng, a, 200, 288, gather, 0, true, 1, -1, Fmt::Int8);
+    check_gemm(out, dev, rng, b, 200, 288, gather, 1, true, 3, -1, Fmt::Int8);
+    for (int kind = 0; kind < kn::kMoeTileKinds; ++kind) {
+      check_gemm(out, dev, rng, a, 200, 288, gather, kind, true, 0, -1, Fmt::Int8);
+      check_gemm(out, dev, rng, b, 200, 2080, gather, kind, kind != 1, 0, -1, Fmt::Int8);
+    }
+  }
+  check_gemm(out, dev, rng, c, 128, 1024, true, 0, true, 1, -1, Fmt::Int8);
+  for (const Routed* rt : {&h, &few, &b}) {
+    check_expert_gemm(out, dev, rng, *rt, 256, 384, true, 0, kn::MoeExpertPath::CublasPerExpert, Fmt::Int8);
+    check_expert_gemm(out, dev, rng, *rt, 384, 256, false, 0, kn::MoeExpertPath::CublasPerExpert, Fmt::Int8);
+  }
+  check_expert_gemm(out, dev, rng, h, 256, 384, true, 1e30, kn::MoeExpertPath::Grouped, Fmt::Int8);
   // int4 experts (moe_gemm_int4.cu): the stream kernel (no gemv) on both tile heights with and without
   // the k split, one row an expert (one of its two token tiles idle) and many, the tiled kernel; n and k
   // on the packing's 16 rows and 128-k groups (k = 1408: Qwen1.5-MoE's down, 11 groups, an odd split);

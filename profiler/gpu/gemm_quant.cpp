@@ -251,6 +251,29 @@ void QuantGemmRunner::run_fp8_channel_groups(const void* x, const int* off_host,
   }
 }
 
+void QuantGemmRunner::run_int8_channel_groups(const void* x, const int* off_host, int groups, int64_t n, int64_t k,
+                                              const int8_t* codes, const float* scales, void* y, cudaStream_t stream) {
+  ScopedDevice d(device_);
+  if (groups <= 0 || off_host[groups] <= 0) return;
+  check_quant_shape(DType::INT8, n, k);
+  const int64_t M = off_host[groups];
+  auto* xq = static_cast<int8_t*>(scratch(0, size_t(M * k), stream));
+  auto* xs = static_cast<float*>(scratch(1, size_t(M) * 4, stream));
+  auto* acc = static_cast<int32_t*>(scratch(2, size_t(M * n) * 4, stream));
+  kn::quantize_int8_rows(static_cast<const __nv_bfloat16*>(x), xq, xs, M, k, stream);
+  const int32_t alpha = 1, beta = 0;
+  for (int g = 0; g < groups; ++g) {
+    const int64_t r0 = off_host[g], rows = off_host[g + 1] - r0;
+    if (rows <= 0) continue;
+    const Plan& p = plan_for(DType::INT8, Fp8Scaling::PerTensor, rows, n, k, n);
+    CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, codes + int64_t(g) * n * k, p.a, xq + r0 * k, p.b, &beta,
+                                acc + r0 * n, p.c, acc + r0 * n, p.c, &p.algo, workspace_.get(), workspace_.bytes(),
+                                stream));
+    kn::dequant_int32(acc + r0 * n, xs + r0, scales + int64_t(g) * n, static_cast<__nv_bfloat16*>(y) + r0 * n, rows, n,
+                      stream);
+  }
+}
+
 void QuantGemmRunner::run_int4_expert_groups(const void* x, const int* off_host, int groups,
                                              const kernels::MoeGemmArgs& e, void* y, cudaStream_t stream) {
   ScopedDevice d(device_);

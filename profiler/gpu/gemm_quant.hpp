@@ -90,6 +90,11 @@ class QuantGemmRunner {
   // = 0) on the host and on the device.
   void run_fp8_channel_groups(const void* x, const int* off_host, const int* off_dev, int groups, int64_t n,
                               int64_t k, const uint8_t* codes, const float* scales, void* y, cudaStream_t stream);
+  // int8 experts, the same groups, W8A8 as the dense int8 GEMM: x's rows quantized per token once, then
+  // per non-empty group one cuBLASLt int8 matmul (IMMA, int32 out) and its dequantisation with the
+  // group's channel scales (scales + g n) into the same rows of y.
+  void run_int8_channel_groups(const void* x, const int* off_host, int groups, int64_t n, int64_t k,
+                               const int8_t* codes, const float* scales, void* y, cudaStream_t stream);
   // int4 (W4A16) experts, the same groups: each non-empty group's expert dequantized to bf16 in slabs of
   // its rows (64 MiB of scratch, kernels::moe_int4_dequant), then a cuBLASLt bf16 matmul per slab into its
   // columns of y (ldc = n): what the dense int4 path does past its GEMV sizes, per expert. `experts`: the

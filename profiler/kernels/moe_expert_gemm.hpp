@@ -7,8 +7,8 @@
 //   cuBLAS:  the routing's per-expert offsets copied to the host (one cudaMemcpyAsync and a stream
 //            synchronisation), gate_up's routed tokens gathered into contiguous rows
 //            (embedding_gather over token_of_row), then one cuBLASLt GEMM per non-empty expert
-//            (gpu::GemmRunner, y[m,n] = x[m,k] W_e^T) on pointer offsets into x, W and y; FP8 experts
-//            through gpu::QuantGemmRunner (x quantized per token, FP8 tensor cores, as vLLM's W8A8).
+//            (gpu::GemmRunner, y[m,n] = x[m,k] W_e^T) on pointer offsets into x, W and y; FP8 and int8
+//            experts through gpu::QuantGemmRunner (x quantized per token, 8-bit tensor cores, as vLLM's W8A8).
 // Which one: moe_use_cublas (profiler/common/moe_cublas_rule.hpp) on the host figures, made before
 // the copy; never while `stream` is being captured into a CUDA graph (checked here).
 #include <cstdint>
@@ -36,7 +36,8 @@ struct MoeExpertGemmArgs {
   double min_gflop = -1;     // the rule's threshold; < 0: moe_cublas_min_gflop() (the environment)
   gpu::GemmRunner* cublas = nullptr;  // the stream's device's runner; nullptr: grouped
   // FP8 experts (gemm.w_fp8): the device's quantized runner, per expert W8A8 per-channel
-  // (QuantGemmRunner::run_fp8_channel_groups: the tokens quantized per row once); int4 experts
+  // (QuantGemmRunner::run_fp8_channel_groups: the tokens quantized per row once), int8 experts the same
+  // in int8 (run_int8_channel_groups); int4 experts
   // (gemm.w_int4): its dequantize-then-bf16 path (run_int4_expert_groups); nullptr: grouped.
   gpu::QuantGemmRunner* qcublas = nullptr;
   // gate_up (gemm.gather set): room for the gathered rows, 256-byte aligned, `gathered_cap` elements;

@@ -26,13 +26,17 @@ namespace peerplan::kernels {
 struct MoeGemmArgs {
   const __nv_bfloat16* x = nullptr;  // input rows, row stride k
   const int* gather = nullptr;       // row -> input row (routing.token_of_row), nullptr: identity
-  const __nv_bfloat16* w = nullptr;  // [local experts][n][k]; null when the experts are FP8 (w_fp8)
+  const __nv_bfloat16* w = nullptr;  // [local experts][n][k]; null when the experts are quantized
   // FP8 experts (issue 15): e4m3 codes [local experts][n][k] and one fp32 scale per output channel
   // of each expert, w_scale[expert * n + row] (per-channel weights, as FP8-dynamic checkpoints).
   // The gemv and stream kernels convert the codes to bf16 in registers (W8A16 at decode: the bytes
   // read are the FP8 ones); the tiled kernel converts them on their way into shared memory.
   const uint8_t* w_fp8 = nullptr;
   const float* w_scale = nullptr;
+  // int8 experts (issue 15): symmetric int8 codes [local experts][n][k], weight = q * w_scale[expert * n +
+  // row] (per-channel, as compressed-tensors W8A8 int8 checkpoints and vLLM's int8_w8a16 store them);
+  // the FP8 experts' kernels with an int8 -> bf16 conversion (moe_gemm_fp8.cu).
+  const int8_t* w_int8 = nullptr;
   // int4 experts (W4A16, issue 15): GPTQ's symmetric codes, weight = (q - 8) * scale, one bf16 scale per
   // expert row and 128 k, packed as profiler/common/w4_expert_layout.hpp says (w4e_words / w4e_scales).
   // n % 16 == 0 and k % 128 == 0. Converted to bf16 in registers (moe_gemm_int4.cu).
@@ -50,7 +54,7 @@ struct MoeGemmArgs {
 };
 
 // Throws std::invalid_argument for k not a multiple of 32 or a null operand (exactly one of w, w_fp8,
-// w_int4; w_scale with w_fp8, w_int4_scale with w_int4), and for int4 experts off their n % 16, k % 128.
+// w_int8, w_int4; w_scale with w_fp8 or w_int8, w_int4_scale with w_int4), and for int4 experts off their n % 16, k % 128.
 void moe_grouped_gemm(const MoeGemmArgs& a, const MoeRouting& r, cudaStream_t stream);
 // Rows [row0, row0 + rows) of int4 expert `expert` of a.w_int4 / a.w_int4_scale dequantized into out
 // [rows][k] bf16, (q - 8) * scale rounded once (as the tiled int4 kernel rounds them): the eager cuBLAS

@@ -1,10 +1,12 @@
-// Grouped expert GEMMs over FP8 (e4m3) expert weights with per-channel scales (moe_gemm.hpp,
-// MoeGemmArgs::w_fp8): the bf16 kernels' gemv and stream shapes, reading a byte per weight and
-// converting it to bf16 in registers (kv_fp8.cuh's exact shift; the channel scale multiplies the
-// fp32 sum once). At decode the time is the weight bytes, so this reads what an engine's W8A8
-// fused-MoE kernel reads (vLLM quantizes the tokens to FP8 and runs FP8 tensor cores; at a few rows
-// per expert both stream the same bytes); prefill-sized groups go through a tiled kernel with the
-// codes converted on their way into shared memory. Kept apart from the bf16 kernels, whose MMA
+// Grouped expert GEMMs over 8-bit expert weights with per-channel scales (moe_gemm.hpp): FP8 (e4m3,
+// MoeGemmArgs::w_fp8) and int8 (MoeGemmArgs::w_int8, vLLM's int8_w8a16 fused-MoE format) codes. The bf16
+// kernels' gemv and stream shapes, reading a byte per weight and converting it to bf16 in registers
+// (an exact shift for e4m3, kv_fp8.cuh; an exact float trick for int8, below; the channel scale
+// multiplies the fp32 sum once). At decode the time is the weight bytes, so this reads what an
+// engine's fused-MoE kernel reads (vLLM's W8A8 quantizes the tokens and runs 8-bit tensor cores; at a
+// few rows per expert both stream the same bytes); prefill-sized groups go through a tiled kernel with
+// the codes converted on their way into shared memory. The two code formats are one template (Codes
+// below) so each kernel is written once. Kept apart from the bf16 kernels, whose MMA
 // loops, split-K merge and epilogues they repeat, so the bf16 kernels' register allocation, which the
 // profiles timed, does not move: factoring the tiled MMA stage into a shared inline function renumbered
 // the bf16 kernel's PTX registers (session 23), which ptxas may allocate differently, unmeasured.
@@ -23,18 +25,43 @@ namespace {
 using bf16 = __nv_bfloat16;
 using namespace moe_tile;
 
-// 16 e4m3 codes -> two groups of 8 bf16 (k order kept).
+// The code formats: where the codes are and how 8 of them become 8 bf16 (k order kept).
+struct E4m3Codes {
+  static __device__ __forceinline__ const uint8_t* codes(const MoeGemmArgs& a) { return a.w_fp8; }
+  static __device__ __forceinline__ uint4 to_bf16x8(uint2 c) { return e4m3x8_to_bf16x8(c); }
+};
+// int8 -> bf16 exactly: byte b ^ 0x80 (b + 128, unsigned) as the low mantissa byte of the float 2^23
+// is 2^23 + b + 128; subtracting 2^23 + 128 leaves b, and |b| <= 128 has 8 significant bits, so the
+// float's high half is b's bf16 (no rounding). 11 integer / float ops per 4 codes, as e4m3's shifts.
+__device__ __forceinline__ uint32_t int8x2_to_bf16x2(uint32_t u, uint32_t sel0, uint32_t sel1) {
+  const float f0 = __uint_as_float(__byte_perm(u, 0x4B000000u, sel0)) - 8388736.f;
+  const float f1 = __uint_as_float(__byte_perm(u, 0x4B000000u, sel1)) - 8388736.f;
+  return __byte_perm(__float_as_uint(f0), __float_as_uint(f1), 0x7632u);
+}
+struct Int8Codes {
+  static __device__ __forceinline__ const uint8_t* codes(const MoeGemmArgs& a) {
+    return reinterpret_cast<const uint8_t*>(a.w_int8);
+  }
+  static __device__ __forceinline__ uint4 to_bf16x8(uint2 c) {
+    const uint32_t x = c.x ^ 0x80808080u, y = c.y ^ 0x80808080u;
+    return make_uint4(int8x2_to_bf16x2(x, 0x7650u, 0x7651u), int8x2_to_bf16x2(x, 0x7652u, 0x7653u),
+                      int8x2_to_bf16x2(y, 0x7650u, 0x7651u), int8x2_to_bf16x2(y, 0x7652u, 0x7653u));
+  }
+};
+
+// 16 codes -> two groups of 8 bf16 (k order kept).
+template <class C>
 __device__ __forceinline__ void codes16_to_bf16(const uint4& c, uint4& lo, uint4& hi) {
-  lo = e4m3x8_to_bf16x8(make_uint2(c.x, c.y));
-  hi = e4m3x8_to_bf16x8(make_uint2(c.z, c.w));
+  lo = C::to_bf16x8(make_uint2(c.x, c.y));
+  hi = C::to_bf16x8(make_uint2(c.z, c.w));
 }
 
 // ---- gemv: a warp reads RW weight rows, each 512 contiguous bytes (16 codes a lane) per load
 // instruction, as the bf16 gemv does with 256 columns; MT routed rows per pass over them.
 constexpr int kGvWarps = 4;
 
-template <int MT, int RW, int U>
-__global__ void __launch_bounds__(kGvWarps * 32) gemv_fp8_kernel(MoeGemmArgs a, const int* tiles, const int* num_tiles,
+template <class C, int MT, int RW, int U>
+__global__ void __launch_bounds__(kGvWarps * 32) gemv_w8_kernel(MoeGemmArgs a, const int* tiles, const int* num_tiles,
                                                                 const int* offsets, int tile_rows) {
   pdl::wait();
   pdl::launch_dependents();
@@ -44,7 +71,7 @@ __global__ void __launch_bounds__(kGvWarps * 32) gemv_fp8_kernel(MoeGemmArgs a, 
   const int64_t n0 = (int64_t(blockIdx.y) * kGvWarps + warp) * RW;
   if (n0 >= a.n) return;  // warp-uniform, no barrier below
   const int64_t K = a.k;
-  const uint8_t* wexp = a.w_fp8 + int64_t(tl.expert) * a.n * K;
+  const uint8_t* wexp = C::codes(a) + int64_t(tl.expert) * a.n * K;
   const uint8_t* wr[RW];
 #pragma unroll
   for (int r = 0; r < RW; ++r) wr[r] = wexp + std::min<int64_t>(n0 + r, a.n - 1) * K;  // past n: read, not stored
@@ -77,7 +104,7 @@ __global__ void __launch_bounds__(kGvWarps * 32) gemv_fp8_kernel(MoeGemmArgs a, 
 #pragma unroll
         for (int r = 0; r < RW; ++r) {
           uint4 lo, hi;
-          codes16_to_bf16(w[u][r], lo, hi);
+          codes16_to_bf16<C>(w[u][r], lo, hi);
 #pragma unroll
           for (int m = 0; m < MT; ++m) {
             ptx::dot8_bf16(acc[r][m], lo, xv[u][m][0]);
@@ -96,7 +123,7 @@ __global__ void __launch_bounds__(kGvWarps * 32) gemv_fp8_kernel(MoeGemmArgs a, 
 #pragma unroll
       for (int r = 0; r < RW; ++r) {
         uint4 lo, hi;
-        codes16_to_bf16(load_stream(wr[r] + kc), lo, hi);
+        codes16_to_bf16<C>(load_stream(wr[r] + kc), lo, hi);
 #pragma unroll
         for (int m = 0; m < MT; ++m) {
           ptx::dot8_bf16(acc[r][m], lo, xv[m][0]);
@@ -128,8 +155,8 @@ __global__ void __launch_bounds__(kGvWarps * 32) gemv_fp8_kernel(MoeGemmArgs a, 
 constexpr int kStreamWarps = 4;
 constexpr int kSplitK = 4;
 
-template <int NT, int U, int R, int S>
-__global__ void __launch_bounds__(R * S * 32) stream_fp8_kernel(MoeGemmArgs a, const int* tiles, const int* num_tiles,
+template <class C, int NT, int U, int R, int S>
+__global__ void __launch_bounds__(R * S * 32) stream_w8_kernel(MoeGemmArgs a, const int* tiles, const int* num_tiles,
                                                                 const int* offsets) {
   pdl::wait();
   pdl::launch_dependents();
@@ -143,7 +170,7 @@ __global__ void __launch_bounds__(R * S * 32) stream_fp8_kernel(MoeGemmArgs a, c
   const int64_t steps = K / 64, per = (steps + S - 1) / S;
   const int64_t kbeg = std::min(steps, split * per) * 64, kend = std::min(steps, (split + 1) * per) * 64;
   const bool tail = split == S - 1 && K % 64 != 0;  // the last 32 columns
-  const uint8_t* wexp = a.w_fp8 + int64_t(tl.expert) * a.n * K;
+  const uint8_t* wexp = C::codes(a) + int64_t(tl.expert) * a.n * K;
   const bool va0 = active && n0 + g < a.n, va1 = active && n0 + g + 8 < a.n;
   const uint8_t* wa0 = wexp + (va0 ? n0 + g : 0) * K + 16 * t;
   const uint8_t* wa1 = wexp + (va1 ? n0 + g + 8 : 0) * K + 16 * t;
@@ -165,8 +192,8 @@ __global__ void __launch_bounds__(R * S * 32) stream_fp8_kernel(MoeGemmArgs a, c
   };
   auto step64 = [&](const uint4& c0, const uint4& c1, const uint4 (&Blo)[NT], const uint4 (&Bhi)[NT]) {
     uint4 lo0, hi0, lo1, hi1;
-    codes16_to_bf16(keep(c0, va0), lo0, hi0);
-    codes16_to_bf16(keep(c1, va1), lo1, hi1);
+    codes16_to_bf16<C>(keep(c0, va0), lo0, hi0);
+    codes16_to_bf16<C>(keep(c1, va1), lo1, hi1);
     mma_chunk(lo0, lo1, Blo);
     mma_chunk(hi0, hi1, Bhi);
   };
@@ -206,7 +233,7 @@ __global__ void __launch_bounds__(R * S * 32) stream_fp8_kernel(MoeGemmArgs a, c
     uint4 B[NT];
 #pragma unroll
     for (int j = 0; j < NT; ++j) B[j] = __ldg(reinterpret_cast<const uint4*>(xb[j] + k0));
-    mma_chunk(keep(e4m3x8_to_bf16x8(c0), va0), keep(e4m3x8_to_bf16x8(c1), va1), B);
+    mma_chunk(keep(C::to_bf16x8(c0), va0), keep(C::to_bf16x8(c1), va1), B);
   }
   if constexpr (S > 1) {
     __shared__ float part[S - 1][R][NT * 4][32];  // [split][row group][value][lane]: conflict-free
@@ -246,7 +273,8 @@ __global__ void __launch_bounds__(R * S * 32) stream_fp8_kernel(MoeGemmArgs a, c
 // tokens keep cp.async. Prefill-sized groups that stay grouped (moe_cublas_rule.hpp) run here; before it
 // they ran the 32-row stream kernel, which re-reads an expert's weights per 32 rows (Qwen1.5-MoE's
 // 2048-token prefill 38.1 ms against 33.7 in bf16, H100 2026-12-06).
-__global__ void __launch_bounds__(kTiledThreads) tiled_fp8_kernel(MoeGemmArgs a, const int* tiles,
+template <class C>
+__global__ void __launch_bounds__(kTiledThreads) tiled_w8_kernel(MoeGemmArgs a, const int* tiles,
                                                                   const int* num_tiles, const int* offsets) {
   __shared__ __align__(128) bf16 sa[kStages][kTM * kTK];
   __shared__ __align__(128) bf16 sb[kStages][kTN * kTK];
@@ -259,12 +287,12 @@ __global__ void __launch_bounds__(kTiledThreads) tiled_fp8_kernel(MoeGemmArgs a,
   // 2 (tid % 2) and 2 (tid % 2) + 1 of that row.
   const int arow = tid / 2, ahalf = tid % 2;
   const bool pa = n0 + arow < a.n;
-  const uint8_t* ga = a.w_fp8 + (int64_t(tl.expert) * a.n + (pa ? n0 + arow : 0)) * K + ahalf * 16;
+  const uint8_t* ga = C::codes(a) + (int64_t(tl.expert) * a.n + (pa ? n0 + arow : 0)) * K + ahalf * 16;
   const int sa_lo = swz(arow, 2 * ahalf), sa_hi = swz(arow, 2 * ahalf + 1);
   auto load_a = [&](int kt) { return pa ? load_stream(ga + int64_t(kt) * kTK) : make_uint4(0, 0, 0, 0); };
   auto store_a = [&](int stage, const uint4& c) {
     uint4 lo, hi;
-    codes16_to_bf16(c, lo, hi);
+    codes16_to_bf16<C>(c, lo, hi);
     *reinterpret_cast<uint4*>(&sa[stage][sa_lo]) = lo;
     *reinterpret_cast<uint4*>(&sa[stage][sa_hi]) = hi;
   };
@@ -334,12 +362,14 @@ __global__ void __launch_bounds__(kTiledThreads) tiled_fp8_kernel(MoeGemmArgs a,
 
 }  // namespace
 
-void moe_grouped_gemm_fp8(const MoeGemmArgs& a, const MoeRouting& r, int kind, bool gemv_on, cudaStream_t stream) {
+namespace {
+template <class C>
+void launch_w8(const MoeGemmArgs& a, const MoeRouting& r, int kind, bool gemv_on, cudaStream_t stream) {
   if (kind == 2) {
     const int64_t tiles = moe_max_tiles(a.entries, r.local_experts, moe_tile_rows(2));
     const dim3 grid(unsigned(tiles), unsigned((a.n + kTM - 1) / kTM));
-    tiled_fp8_kernel<<<grid, kTiledThreads, 0, stream>>>(a, r.tiles[2], r.num_tiles + 2, r.offsets);
-    CUDA_CHECK_LAUNCH("moe_grouped_gemm (fp8 experts, tiled)");
+    tiled_w8_kernel<C><<<grid, kTiledThreads, 0, stream>>>(a, r.tiles[2], r.num_tiles + 2, r.offsets);
+    CUDA_CHECK_LAUNCH("moe_grouped_gemm (8-bit experts, tiled)");
     return;
   }
   const int64_t tiles = moe_max_tiles(a.entries, r.local_experts, moe_tile_rows(kind));
@@ -349,18 +379,24 @@ void moe_grouped_gemm_fp8(const MoeGemmArgs& a, const MoeRouting& r, int kind, b
     // Bytes in flight per warp as the bf16 gemv's 4x4 / 4x2 shapes (16 codes a lane per load).
     const dim3 grid(unsigned(tiles), unsigned((a.n + kGvWarps * 4 - 1) / (kGvWarps * 4)));
     const int rows = moe_tile_rows(kind);
-    if (a.max_rows > 2) pdl::launch(gemv_fp8_kernel<4, 4, 1>, grid, dim3(kGvWarps * 32), 0, stream, a, tl, nt, r.offsets, rows);
-    else pdl::launch(gemv_fp8_kernel<2, 4, 2>, grid, dim3(kGvWarps * 32), 0, stream, a, tl, nt, r.offsets, rows);
+    if (a.max_rows > 2) pdl::launch(gemv_w8_kernel<C, 4, 4, 1>, grid, dim3(kGvWarps * 32), 0, stream, a, tl, nt, r.offsets, rows);
+    else pdl::launch(gemv_w8_kernel<C, 2, 4, 2>, grid, dim3(kGvWarps * 32), 0, stream, a, tl, nt, r.offsets, rows);
   } else if (moe_stream_split(a.n, a.touched)) {
     const dim3 grid(unsigned(tiles), unsigned((a.n + 32 - 1) / 32));
-    if (kind == 0) pdl::launch(stream_fp8_kernel<2, 4, 2, kSplitK>, grid, dim3(2 * kSplitK * 32), 0, stream, a, tl, nt, r.offsets);
-    else pdl::launch(stream_fp8_kernel<4, 2, 2, kSplitK>, grid, dim3(2 * kSplitK * 32), 0, stream, a, tl, nt, r.offsets);
+    if (kind == 0) pdl::launch(stream_w8_kernel<C, 2, 4, 2, kSplitK>, grid, dim3(2 * kSplitK * 32), 0, stream, a, tl, nt, r.offsets);
+    else pdl::launch(stream_w8_kernel<C, 4, 2, 2, kSplitK>, grid, dim3(2 * kSplitK * 32), 0, stream, a, tl, nt, r.offsets);
   } else {
     const dim3 grid(unsigned(tiles), unsigned((a.n + 16 * kStreamWarps - 1) / (16 * kStreamWarps)));
-    if (kind == 0) pdl::launch(stream_fp8_kernel<2, 4, kStreamWarps, 1>, grid, dim3(kStreamWarps * 32), 0, stream, a, tl, nt, r.offsets);
-    else pdl::launch(stream_fp8_kernel<4, 2, kStreamWarps, 1>, grid, dim3(kStreamWarps * 32), 0, stream, a, tl, nt, r.offsets);
+    if (kind == 0) pdl::launch(stream_w8_kernel<C, 2, 4, kStreamWarps, 1>, grid, dim3(kStreamWarps * 32), 0, stream, a, tl, nt, r.offsets);
+    else pdl::launch(stream_w8_kernel<C, 4, 2, kStreamWarps, 1>, grid, dim3(kStreamWarps * 32), 0, stream, a, tl, nt, r.offsets);
   }
-  CUDA_CHECK_LAUNCH("moe_grouped_gemm (fp8 experts)");
+  CUDA_CHECK_LAUNCH("moe_grouped_gemm (8-bit experts)");
+}
+}  // namespace
+
+void moe_grouped_gemm_w8(const MoeGemmArgs& a, const MoeRouting& r, int kind, bool gemv_on, cudaStream_t stream) {
+  if (a.w_int8) launch_w8<Int8Codes>(a, r, kind, gemv_on, stream);
+  else launch_w8<E4m3Codes>(a, r, kind, gemv_on, stream);
 }
 
 }  // namespace peerplan::kernels

@@ -38,9 +38,9 @@ __device__ __forceinline__ int swz(int r, int c) { return r * kTK + ((c ^ ((r >>
 }  // namespace peerplan::kernels::moe_tile
 
 namespace peerplan::kernels {
-// The FP8-weight launch of moe_grouped_gemm_kind (moe_gemm_fp8.cu), after its argument checks:
-// `kind` as moe_gemm_tile_kind, `gemv_on` the PEERPLAN_MOE_GEMV switch.
-void moe_grouped_gemm_fp8(const MoeGemmArgs& a, const MoeRouting& r, int kind, bool gemv_on, cudaStream_t stream);
+// The 8-bit-weight launch of moe_grouped_gemm_kind (moe_gemm_fp8.cu: FP8 codes, or int8 when a.w_int8),
+// after its argument checks: `kind` as moe_gemm_tile_kind, `gemv_on` the PEERPLAN_MOE_GEMV switch.
+void moe_grouped_gemm_w8(const MoeGemmArgs& a, const MoeRouting& r, int kind, bool gemv_on, cudaStream_t stream);
 // The int4-weight launch (moe_gemm_int4.cu): the stream kernel on 16-row tiles for kinds 0 and 1 (no gemv),
 // tiled for 2.
 void moe_grouped_gemm_int4(const MoeGemmArgs& a, const MoeRouting& r, int kind, cudaStream_t stream);

@@ -55,20 +55,22 @@ constexpr int kRoutingsPerCount = 4;
 void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, const std::vector<int64_t>& token_counts) {
   std::set<GroupedShapeKey> shapes;
   for (const GroupedShapeKey& s : keys) {
-    if (s.dtype == "bf16" || s.dtype == "fp8" || (s.dtype == "int4" && kn::quant_grouped_shape_ok(DType::INT4, s.n, s.k)))
-      shapes.insert(s);
+    const std::optional<DType> dt = parse_dtype(s.dtype);
+    const bool runs = s.dtype == "bf16" || s.dtype == "fp8" || s.dtype == "int8" || s.dtype == "int4";
+    if (runs && kn::quant_grouped_shape_ok(*dt, s.n, s.k)) shapes.insert(s);
     else ctx.not_applicable(fmt::format("grouped_gemm n={} k={} ({})", s.n, s.k, s.dtype),
-                            "the executor runs routed experts in bf16, fp8 and int4 (int4: " +
-                                kn::quant_shape_rule(DType::INT4, true) + ") only");
+                            runs ? s.dtype + " experts need " + kn::quant_shape_rule(*dt, true)
+                                 : std::string("the executor runs routed experts in bf16, fp8, int8 and int4 only"));
   }
   if (shapes.empty() || token_counts.empty()) return;
   const routing::RoutingSpec spec;  // uniform, default seed: what the compiler counts by default
   const int64_t max_tokens = *std::max_element(token_counts.begin(), token_counts.end());
   int64_t max_topk = 1, max_e = 1, max_w = 0, max_in = 0, max_out = 0, max_scales = 0;
   int64_t max_w4_scales = 0;
-  bool any_fp8 = false, any_int4 = false;
+  bool any_fp8 = false, any_int8 = false, any_int4 = false;
   for (const auto& s : shapes) {
     if (s.dtype == "fp8") any_fp8 = true, max_scales = std::max(max_scales, s.experts * s.n);
+    if (s.dtype == "int8") any_int8 = true, max_scales = std::max(max_scales, s.experts * s.n);
     if (s.dtype == "int4") any_int4 = true, max_w4_scales = std::max(max_w4_scales, kn::w4e_scales(s.experts, s.n, s.k));
     max_topk = std::max(max_topk, s.topk);
     max_e = std::max(max_e, s.model_experts);
@@ -94,14 +96,16 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
   size_t free_b = 0, total_b = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   const int64_t want = (4 * int64_t(std::max(l2_bytes, 1)) + min_touched - 1) / std::max<int64_t>(min_touched, 1);
-  // bf16 + fp8 + int4 copies (2 + 1 + 0.5 bytes a weight), in half-bytes
-  const int64_t fit = int64_t(free_b / 4) * 2 / std::max<int64_t>(1, max_w * (4 + (any_fp8 ? 2 : 0) + (any_int4 ? 1 : 0)));
+  // bf16 + fp8 + int8 + int4 copies (2 + 1 + 1 + 0.5 bytes a weight), in half-bytes
+  const int64_t fit = int64_t(free_b / 4) * 2 /
+                      std::max<int64_t>(1, max_w * (4 + (any_fp8 ? 2 : 0) + (any_int8 ? 2 : 0) + (any_int4 ? 1 : 0)));
   const int copies = int(std::clamp<int64_t>(std::min(want, fit), 1, 8));
-  // FP8 experts: codes in copies of their own (finite e4m3 values) and one scale per expert channel;
+  // FP8 / int8 experts: codes in copies of their own (finite e4m3 values, any int8) and one scale per expert
+  // channel (shared: 4 bytes per n k-long row, < 0.4 % of the codes);
   // int4: packed codes and their bf16 scales (one per row and 128 k) in copies of their own: a decode step
   // reads each layer's scales cold, and with one shared scale buffer (L2-hot) the int4 rows priced Mixtral-
   // 8x7B's decode at batch 2-32 8-12 % fast (H100, session 24 K).
-  std::vector<gpu::DeviceBuffer> w, w8, w4, w4s;
+  std::vector<gpu::DeviceBuffer> w, w8, wi8, w4, w4s;
   for (int c = 0; c < copies; ++c) {
     w.emplace_back(g, size_t(max_w) * 2);
     gpu::launch_fill_bf16(w.back().get(), size_t(max_w), 11 + uint32_t(c), st);
@@ -111,12 +115,17 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
       w4s.emplace_back(g, size_t(max_w4_scales) * 2);
       kn::fill_random(w4s.back().as<__nv_bfloat16>(), max_w4_scales, 29 + uint64_t(c), 1.f / 256, st);
     }
+    if (any_int8) {
+      wi8.emplace_back(g, size_t(max_w));
+      kn::fill_random_int8(wi8.back().as<int8_t>(), max_w, 31 + uint64_t(c), st);
+    }
     if (!any_fp8) continue;
     w8.emplace_back(g, size_t(max_w));
     kn::fill_random_fp8(w8.back().as<uint8_t>(), max_w, 17 + uint64_t(c), st);
   }
-  gpu::DeviceBuffer w8_scale = any_fp8 ? gpu::DeviceBuffer(g, size_t(max_scales) * 4) : gpu::DeviceBuffer();
-  if (any_fp8) kn::fill_random_f32(w8_scale.as<float>(), max_scales, 19, 1.f / 8192, 1.f / 4096, st);
+  const bool any_w8 = any_fp8 || any_int8;
+  gpu::DeviceBuffer w8_scale = any_w8 ? gpu::DeviceBuffer(g, size_t(max_scales) * 4) : gpu::DeviceBuffer();
+  if (any_w8) kn::fill_random_f32(w8_scale.as<float>(), max_scales, 19, 1.f / 8192, 1.f / 4096, st);
   gpu::DeviceBuffer x(g, size_t(max_in) * 2), y(g, size_t(max_out) * 2), logits(g, size_t(max_tokens * max_e) * 2);
   // gate_up's gathered rows on the cuBLAS path (the executor puts them behind the tokens in Z).
   const bool any_eager_gather = max_tokens > kGraphTimedMaxRows &&
@@ -136,7 +145,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
   for (const auto& s : shapes) {
     rbuf = gpu::DeviceBuffer(g, size_t(kn::moe_route_buffer_ints(max_tokens, int(s.topk), int(s.experts))) * 4);
     const kn::MoeRouting r = kn::moe_routing_view(rbuf.as<int>(), max_tokens, int(s.topk), int(s.experts));
-    const bool fp8 = s.dtype == "fp8", int4 = s.dtype == "int4";
+    const bool fp8 = s.dtype == "fp8", int8 = s.dtype == "int8", int4 = s.dtype == "int4";
     for (int64_t tokens : token_counts) {
       ctx.progress.update(double(done++) / double(total), fmt::format("grouped n={} k={} experts={}/{} {} tokens={}", s.n,
                                                                       s.k, s.experts, s.model_experts, s.dtype, tokens));
@@ -182,9 +191,10 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
         // Every kernel once outside the gate: CUDA loads kernels lazily at their first launch, and a
         // load waits for the device, which the gate's spin kernel holds (the profile then failed
         // with "host stalled > 10 s" on its first grouped GEMM).
-        // This call's weight copy c (bf16, or fp8 / int4 codes with their scales).
+        // This call's weight copy c (bf16, or fp8 / int8 / int4 codes with their scales).
         auto use_copy = [&](int c) {
           if (fp8) a.w = nullptr, a.w_fp8 = w8[size_t(c % copies)].as<uint8_t>(), a.w_scale = w8_scale.as<float>();
+          else if (int8) a.w = nullptr, a.w_int8 = wi8[size_t(c % copies)].as<int8_t>(), a.w_scale = w8_scale.as<float>();
           else if (int4)
             a.w = nullptr, a.w_int4 = w4[size_t(c % copies)].as<uint32_t>(), a.w_int4_scale = w4s[size_t(c % copies)].as<__nv_bfloat16>();
           else a.w = w[size_t(c % copies)].as<__nv_bfloat16>();
@@ -229,7 +239,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
           e["weights_gbps"] = bytes / ctx.ms.grouped_gemms.back().time.median / 1e9;
           kinds.push_back(e);
         }
-        if (layer == 0 && tokens >= 256 && !fp8 && !int4) {
+        if (layer == 0 && tokens >= 256 && s.dtype == "bf16") {
           // cuBLASLt per touched expert over rows already sorted, with the group sizes known on the
           // host (what cuBLAS's grouped GEMM needs, and a device-side routing cannot give without a
           // synchronisation): the alternative for prefill-sized groups, recorded beside our kernel.

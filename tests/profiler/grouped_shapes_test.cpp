@@ -1,5 +1,5 @@
-// Which routed-expert GEMMs a profile times (profiler/common/model_shapes.cpp): bf16 always, fp8 / int4 when
-// the profile times fp8 / int4 GEMMs (the executor's FP8 and int4 grouped kernels), never a format it cannot run.
+// Which routed-expert GEMMs a profile times (profiler/common/model_shapes.cpp): bf16 always, fp8 / int8 / int4
+// when the profile times those GEMMs (the executor's 8-bit and int4 grouped kernels), never a format it cannot run.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -28,7 +28,8 @@ TEST(GroupedShapes, Fp8ExpertsAreTimedWhenTheProfileTimesFp8) {
   EXPECT_EQ(grouped_dtypes({"bf16"}), (std::set<std::string>{"bf16"}));
   EXPECT_EQ(grouped_dtypes({"bf16", "fp8"}), (std::set<std::string>{"bf16", "fp8"}));
   EXPECT_EQ(grouped_dtypes({"fp8"}), (std::set<std::string>{"bf16", "fp8"})) << "bf16 experts are always timed";
-  EXPECT_EQ(grouped_dtypes({"bf16", "int8"}), (std::set<std::string>{"bf16"})) << "no int8 grouped kernels";
+  EXPECT_EQ(grouped_dtypes({"bf16", "int8"}), (std::set<std::string>{"bf16", "int8"})) << "int8 experts run too";
+  EXPECT_EQ(grouped_dtypes({"bf16", "fp8", "int8", "int4"}), (std::set<std::string>{"bf16", "fp8", "int8", "int4"}));
   // Each fp8 key has its bf16 twin (same n, k, experts): the same shards in the other format.
   const ModelConfig m = load_model_config(resolve_model_path("qwen1.5-moe-a2.7b"));
   const ShapeSet s = model_shape_set({m}, 2, {"bf16", "fp8"});

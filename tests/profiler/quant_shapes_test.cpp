@@ -26,7 +26,9 @@ TEST(QuantShapes, EachFormatsRule) {
   EXPECT_FALSE(quant_grouped_shape_ok(DType::INT4, 2048, 704)) << "Qwen1.5-MoE's down at TP 2";
   EXPECT_FALSE(quant_grouped_shape_ok(DType::INT4, 2056, 2048)) << "n not a multiple of the 16-row tile";
   EXPECT_TRUE(quant_grouped_shape_ok(DType::FP8_E4M3, 2048, 704));
-  EXPECT_FALSE(quant_grouped_shape_ok(DType::INT8, 2048, 2048)) << "no grouped int8 kernel";
+  EXPECT_TRUE(quant_grouped_shape_ok(DType::INT8, 2048, 704)) << "int8 experts: the FP8 kernels' k step";
+  EXPECT_FALSE(quant_grouped_shape_ok(DType::INT8, 2048, 720)) << "k not a multiple of 32";
+  EXPECT_FALSE(quant_grouped_shape_ok(DType::MXFP4, 2048, 2048)) << "no grouped MXFP4 kernel";
   EXPECT_NE(quant_shape_rule(DType::INT4, true).find("128"), std::string::npos);
 }
 
@@ -60,6 +62,8 @@ TEST(QuantShapes, TheEnginesCheckNamesTheOpAndTheShape) {
   const std::string tp2 = unrunnable_quant_op(decode_graph(qwen, {0, 1}));
   EXPECT_NE(tp2.find("704"), std::string::npos) << tp2;
   EXPECT_NE(tp2.find("grouped expert kernels"), std::string::npos) << tp2;
+  apply_precision(qwen, DType::INT8, std::nullopt);
+  EXPECT_EQ(unrunnable_quant_op(decode_graph(qwen, {0, 1})), "") << "int8 experts split at TP 2 run (k = 704)";
 }
 
 }  // namespace

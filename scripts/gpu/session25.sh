@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Session 25's prepared calls, one GPU (H100 or H200). Binary: scripts/gpu/build.sh, packed as .gpu-pack
+# (docs/DEVELOPING.md). One call <= 600 s.
+#   session25.sh Q   (~9 min) int8 routed experts (moe_gemm_fp8.cu's kernels with int8 codes; cuBLASLt int8 per
+#     expert on the eager path), their first GPU run:
+#     1. the MoE self-test (its int8 rows: gemv, stream with and without the k split, tiled, the eager dispatch)
+#     2. Qwen1.5-MoE decode (batch 1/8/32/64, context 1024) and 2048-token prefill steps in int8 and bf16 (fp8 when
+#        time is left), same lease, beside the shared reference's bf16 MoE step (torch_moe_fp8_ref.py's moe_case)
+#     3. a profile of Qwen1.5-MoE with --dtypes bf16,int8 (its int8 grouped rows and W8A8 dense rows), int8 steps
+#        priced from it (batch 1-64), then Qwen1.5-MoE --weights int8 on the chat workload against it
+#   session25.sh X   (~8 min) after Q: Mixtral-8x7B int8 (47 GB: fits an H100): a profile (bf16,int8) of it, its
+#     int8 decode / prefill steps priced from it, its chat and long-prompt runs
+set -u
+PART=${1:?usage: session25.sh Q | X}
+OUT_DEFAULT=/tmp/peerplan-s25
+source "$(dirname "$0")/call_lib.sh"
+REF=${REF:-.gpu-ref}; [ -d ../shared/reference ] && REF=../shared/reference
+selftest_int8() {
+  TAIL=3 step 150 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
+  grep -E "int8" "$W/selftest-moe.txt" | grep -v " ok$" | head -30 | sed 's/^/  | int8 not ok: /' | tee -a "$S" >/dev/null
+  grep -cE "int8.* ok$" "$W/selftest-moe.txt" | sed 's/^/  | int8 rows ok: /' | tee -a "$S" >/dev/null
+  grep -E "moe_" "$W/selftest-moe.txt" | grep -vcE " ok$" | sed 's/^/  | moe rows not ok (any format): /' | tee -a "$S" >/dev/null
+}
+steps() {  # NAME MODEL-PLAN MODEL WEIGHTS MACHINE BATCHES PREFILL [extra]
+  local name=$1 plan=$2 model=$3 w=$4 m=$5 b=$6 pf=$7; shift 7
+  TAIL=10 step 70 "$name" $B validate --bench-steps --plan $P/$plan-1gpu.json --model $model --weights $w --machine "$m" \
+    --batches $b --context 1024 --prefill $pf --out "$W/$name" "$@"
+}
+if [ "$PART" = Q ]; then
+  selftest_int8
+  for w in int8 bf16; do
+    steps "steps-qwen-$w" qwen-moe qwen1.5-moe-a2.7b $w models/hardware/h200x2-nvlink.json 1,8,32,64 2048 \
+      --allow-other-host --no-measure-missing
+  done
+  TAIL=3 step 120 torch-ref-qwen python3 -c "import sys, json; sys.path.insert(0, '$REF'); import torch_moe_fp8_ref as r
+out = {'torch': r.torch.__version__, 'gpu': r.torch.cuda.get_device_name(0)}
+r.moe_case('qwen1.5-moe-a2.7b', r.MOE['qwen1.5-moe-a2.7b'], out)
+json.dump(out, open('$W/torch_moe_ref_qwen.json', 'w'), indent=1)"
+  TAIL=4 step 200 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --dtypes bf16,int8 --skip nccl,nccl_nop2p \
+    --out "$W/profile.json"
+  grep -o '"dtype": *"int8"' "$W/profile.json" 2>/dev/null | wc -l | sed 's/^/  | int8 rows in the profile: /' | tee -a "$S" >/dev/null
+  steps steps-qwen-int8-priced qwen-moe qwen1.5-moe-a2.7b int8 "$W/profile.json" 1,2,4,8,16,32,64 2048
+  left 460 && v qwen-int8-chat 110 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights int8 \
+    --workload $V/workloads/validate-chat.json
+  left 520 && steps steps-qwen-fp8 qwen-moe qwen1.5-moe-a2.7b fp8 models/hardware/h200x2-nvlink.json 1,8,32,64 2048 \
+    --allow-other-host --no-measure-missing
+  finish
+fi
+if [ "$PART" = X ]; then
+  selftest_int8
+  TAIL=4 step 220 profile $B profile --no-progress --model mixtral-8x7b --dtypes bf16,int8 --skip nccl,nccl_nop2p \
+    --out "$W/profile.json"
+  steps steps-mixtral-int8 mixtral mixtral-8x7b int8 "$W/profile.json" 1,2,4,8,16,32,64 2048
+  v mixtral-int8-chat 110 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --weights int8 \
+    --workload $V/workloads/validate-chat.json
+  left 480 && v mixtral-int8-long 100 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --weights int8 \
+    --workload $V/workloads/validate-long-prompt.json
+  finish
+fi
+echo "unknown part $PART" >&2; exit 2

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Session 25's prepared calls, one GPU (H100 or H200). Binary: scripts/gpu/build.sh, packed as .gpu-pack
 # (docs/DEVELOPING.md). One call <= 600 s.
-#   session25.sh Q   (~9 min) int8 routed experts (moe_gemm_fp8.cu's kernels with int8 codes; cuBLASLt int8 per
+#   session25.sh Q   (~7 min) int8 routed experts (moe_gemm_fp8.cu's kernels with int8 codes; cuBLASLt int8 per
 #     expert on the eager path), their first GPU run:
 #     1. the MoE self-test (its int8 rows: gemv, stream with and without the k split, tiled, the eager dispatch)
-#     2. Qwen1.5-MoE decode (batch 1/8/32/64, context 1024) and 2048-token prefill steps in int8 and bf16 (fp8 when
-#        time is left), same lease, beside the shared reference's bf16 MoE step (torch_moe_fp8_ref.py's moe_case)
-#     3. a profile of Qwen1.5-MoE with --dtypes bf16,int8 (its int8 grouped rows and W8A8 dense rows), int8 steps
-#        priced from it (batch 1-64), then Qwen1.5-MoE --weights int8 on the chat workload against it
-#   session25.sh X   (~8 min) after Q: Mixtral-8x7B int8 (47 GB: fits an H100): a profile (bf16,int8) of it, its
-#     int8 decode / prefill steps priced from it, its chat and long-prompt runs
+#     2. Qwen1.5-MoE decode (batch 1/8/32/64, context 1024) and 2048-token prefill steps in int8, fp8 and bf16,
+#        same lease, beside the shared reference's bf16 MoE step (torch_moe_fp8_ref.py's moe_case)
+#     3. a profile of Qwen1.5-MoE and Mixtral-8x7B with --dtypes bf16,int8 (int8 grouped rows and W8A8 dense rows),
+#        int8 steps of both priced from it (batch 1-64), then --weights int8 chat runs of both and Mixtral's long
+#        prompts (Mixtral int8: 47 GB, fits an H100)
+#     4. session24.sh S's int4 k-split A/B, one round each way, when time is left
 set -u
-PART=${1:?usage: session25.sh Q | X}
+PART=${1:?usage: session25.sh Q}
 OUT_DEFAULT=/tmp/peerplan-s25
 source "$(dirname "$0")/call_lib.sh"
 REF=${REF:-.gpu-ref}; [ -d ../shared/reference ] && REF=../shared/reference
@@ -28,7 +28,7 @@ steps() {  # NAME MODEL-PLAN MODEL WEIGHTS MACHINE BATCHES PREFILL [extra]
 }
 if [ "$PART" = Q ]; then
   selftest_int8
-  for w in int8 bf16; do
+  for w in int8 fp8 bf16; do
     steps "steps-qwen-$w" qwen-moe qwen1.5-moe-a2.7b $w models/hardware/h200x2-nvlink.json 1,8,32,64 2048 \
       --allow-other-host --no-measure-missing
   done
@@ -36,25 +36,24 @@ if [ "$PART" = Q ]; then
 out = {'torch': r.torch.__version__, 'gpu': r.torch.cuda.get_device_name(0)}
 r.moe_case('qwen1.5-moe-a2.7b', r.MOE['qwen1.5-moe-a2.7b'], out)
 json.dump(out, open('$W/torch_moe_ref_qwen.json', 'w'), indent=1)"
-  TAIL=4 step 200 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --dtypes bf16,int8 --skip nccl,nccl_nop2p \
-    --out "$W/profile.json"
+  TAIL=4 step 200 profile $B profile --no-progress --model qwen1.5-moe-a2.7b,mixtral-8x7b --dtypes bf16,int8 \
+    --skip nccl,nccl_nop2p --out "$W/profile.json"
   grep -o '"dtype": *"int8"' "$W/profile.json" 2>/dev/null | wc -l | sed 's/^/  | int8 rows in the profile: /' | tee -a "$S" >/dev/null
   steps steps-qwen-int8-priced qwen-moe qwen1.5-moe-a2.7b int8 "$W/profile.json" 1,2,4,8,16,32,64 2048
-  left 460 && v qwen-int8-chat 110 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights int8 \
+  steps steps-mixtral-int8-priced mixtral mixtral-8x7b int8 "$W/profile.json" 1,2,4,8,16,32,64 2048
+  v qwen-int8-chat 100 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights int8 \
     --workload $V/workloads/validate-chat.json
-  left 520 && steps steps-qwen-fp8 qwen-moe qwen1.5-moe-a2.7b fp8 models/hardware/h200x2-nvlink.json 1,8,32,64 2048 \
-    --allow-other-host --no-measure-missing
-  finish
-fi
-if [ "$PART" = X ]; then
-  selftest_int8
-  TAIL=4 step 220 profile $B profile --no-progress --model mixtral-8x7b --dtypes bf16,int8 --skip nccl,nccl_nop2p \
-    --out "$W/profile.json"
-  steps steps-mixtral-int8 mixtral mixtral-8x7b int8 "$W/profile.json" 1,2,4,8,16,32,64 2048
-  v mixtral-int8-chat 110 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --weights int8 \
+  left 420 && v mixtral-int8-chat 100 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --weights int8 \
     --workload $V/workloads/validate-chat.json
   left 480 && v mixtral-int8-long 100 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --weights int8 \
     --workload $V/workloads/validate-long-prompt.json
+  for f in 1 4; do  # session24.sh S, one round each way
+    left 530 || break
+    TAIL=9 step 30 "steps-mixtral-int4-f$f" env PEERPLAN_INT4_SPLIT_WARPS=$f $B validate --bench-steps \
+      --plan $P/mixtral-1gpu.json --model mixtral-8x7b --weights int4 --machine models/hardware/h200x2-nvlink.json \
+      --allow-other-host --no-measure-missing --batches 1,2,4,8,16,32,64 --context 1024 --prefill 0 \
+      --out "$W/steps-mixtral-int4-f$f"
+  done
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

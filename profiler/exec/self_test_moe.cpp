@@ -482,47 +482,31 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
   check_expert_gemm(out, dev, rng, h, 256, 1024, true, 0, kn::MoeExpertPath::CublasPerExpert);
   check_expert_gemm(out, dev, rng, h, 256, 384, true, 1e30, kn::MoeExpertPath::Grouped);
   check_expert_gemm(out, dev, rng, h, 384, 256, false, 1e30, kn::MoeExpertPath::Grouped);
-  // FP8 experts (moe_gemm_fp8.cu): the gemv at 1-2 and 3-4 rows per pass, the stream kernel with
-  // and without the k split on both tile heights (k = 288: one 64-column step short, the 32-column
-  // tail; 2080 = 32 x 65), the tiled kernel (n = 200 off its 128 rows), an EP shard, and the eager
-  // dispatch on cuBLASLt FP8 per expert (the tokens quantized per row: W8A8, so the tolerance is the
-  // e4m3 rounding of x, ~2^-4 per element, averaged over k) and on the grouped kernel.
-  for (const bool gather : {true, false}) {
-    check_gemm(out, dev, rng, a, 200, 288, gather, 0, true, 1, -1, Fmt::Fp8);
-    check_gemm(out, dev, rng, a, 72, 2080, gather, 1, true, 2, -1, Fmt::Fp8);
-    check_gemm(out, dev, rng, a, 200, 288, gather, 0, true, 4, -1, Fmt::Fp8);
-    check_gemm(out, dev, rng, b, 200, 288, gather, 1, true, 3, -1, Fmt::Fp8);
-    for (int kind = 0; kind < kn::kMoeTileKinds; ++kind) {
-      check_gemm(out, dev, rng, a, 200, 288, gather, kind, true, 0, -1, Fmt::Fp8);
-      check_gemm(out, dev, rng, b, 200, 2080, gather, kind, kind != 1, 0, -1, Fmt::Fp8);
+  // FP8 and int8 experts (moe_gemm_fp8.cu, one template over the code): the gemv at 1-2 and 3-4 rows per
+  // pass, the stream kernel with and without the k split on both tile heights (k = 288: one 64-column step
+  // short, the 32-column tail; 2080 = 32 x 65), the tiled kernel (n = 200 off its 128 rows), an EP shard, and
+  // the eager dispatch on cuBLASLt FP8 / int8 per expert (the tokens quantized per row: W8A8, so the tolerance
+  // is the e4m3 rounding of x, ~2^-4 per element, or int8's, ~2^-8 of a row's amax, averaged over k) and on
+  // the grouped kernel.
+  for (const Fmt f : {Fmt::Fp8, Fmt::Int8}) {
+    for (const bool gather : {true, false}) {
+      check_gemm(out, dev, rng, a, 200, 288, gather, 0, true, 1, -1, f);
+      check_gemm(out, dev, rng, a, 72, 2080, gather, 1, true, 2, -1, f);
+      check_gemm(out, dev, rng, a, 200, 288, gather, 0, true, 4, -1, f);
+      check_gemm(out, dev, rng, b, 200, 288, gather, 1, true, 3, -1, f);
+      for (int kind = 0; kind < kn::kMoeTileKinds; ++kind) {
+        check_gemm(out, dev, rng, a, 200, 288, gather, kind, true, 0, -1, f);
+        check_gemm(out, dev, rng, b, 200, 2080, gather, kind, kind != 1, 0, -1, f);
+      }
     }
-  }
-  check_gemm(out, dev, rng, c, 128, 1024, true, 0, true, 1, -1, Fmt::Fp8);
-  check_gemm(out, dev, rng, c, 128, 1024, true, 1, true, 0, -1, Fmt::Fp8);
-  for (const Routed* rt : {&h, &few, &b}) {
-    check_expert_gemm(out, dev, rng, *rt, 256, 384, true, 0, kn::MoeExpertPath::CublasPerExpert, Fmt::Fp8);
-    check_expert_gemm(out, dev, rng, *rt, 384, 256, false, 0, kn::MoeExpertPath::CublasPerExpert, Fmt::Fp8);
-  }
-  check_expert_gemm(out, dev, rng, h, 256, 384, true, 1e30, kn::MoeExpertPath::Grouped, Fmt::Fp8);
-  // int8 experts (moe_gemm_fp8.cu's kernels with int8 codes): every int8 code through the gemv at 1-2 and 3-4
-  // rows per pass, the stream kernel on both tile heights with and without the k split (k = 288: the 32-column
-  // tail), the tiled kernel, an EP shard; the eager dispatch on cuBLASLt int8 per expert (IMMA, the tokens
-  // quantized per row to int8: the tolerance is that rounding, ~2^-8 of a row's amax per element) and on the
-  // grouped kernel.
-  for (const bool gather : {true, false}) {
-    check_gemm(out, dev, rng, a, 200, 288, gather, 0, true, 1, -1, Fmt::Int8);
-    check_gemm(out, dev, rng, b, 200, 288, gather, 1, true, 3, -1, Fmt::Int8);
-    for (int kind = 0; kind < kn::kMoeTileKinds; ++kind) {
-      check_gemm(out, dev, rng, a, 200, 288, gather, kind, true, 0, -1, Fmt::Int8);
-      check_gemm(out, dev, rng, b, 200, 2080, gather, kind, kind != 1, 0, -1, Fmt::Int8);
+    check_gemm(out, dev, rng, c, 128, 1024, true, 0, true, 1, -1, f);
+    check_gemm(out, dev, rng, c, 128, 1024, true, 1, true, 0, -1, f);
+    for (const Routed* rt : {&h, &few, &b}) {
+      check_expert_gemm(out, dev, rng, *rt, 256, 384, true, 0, kn::MoeExpertPath::CublasPerExpert, f);
+      check_expert_gemm(out, dev, rng, *rt, 384, 256, false, 0, kn::MoeExpertPath::CublasPerExpert, f);
     }
+    check_expert_gemm(out, dev, rng, h, 256, 384, true, 1e30, kn::MoeExpertPath::Grouped, f);
   }
-  check_gemm(out, dev, rng, c, 128, 1024, true, 0, true, 1, -1, Fmt::Int8);
-  for (const Routed* rt : {&h, &few, &b}) {
-    check_expert_gemm(out, dev, rng, *rt, 256, 384, true, 0, kn::MoeExpertPath::CublasPerExpert, Fmt::Int8);
-    check_expert_gemm(out, dev, rng, *rt, 384, 256, false, 0, kn::MoeExpertPath::CublasPerExpert, Fmt::Int8);
-  }
-  check_expert_gemm(out, dev, rng, h, 256, 384, true, 1e30, kn::MoeExpertPath::Grouped, Fmt::Int8);
   // int4 experts (moe_gemm_int4.cu): the stream kernel (no gemv) on both tile heights with and without
   // the k split, one row an expert (one of its two token tiles idle) and many, the tiled kernel; n and k
   // on the packing's 16 rows and 128-k groups (k = 1408: Qwen1.5-MoE's down, 11 groups, an odd split);

@@ -10,6 +10,7 @@
 #        int8 steps of both priced from it (batch 1-64), then --weights int8 chat runs of both and Mixtral's long
 #        prompts (Mixtral int8: 47 GB, fits an H100)
 #     4. session24.sh S's int4 k-split A/B, one round each way, when time is left
+#     5. on an H200 with time left: session22.sh M (Mixtral-8x7B bf16 long prompts from a paced profile of its own)
 set -u
 PART=${1:?usage: session25.sh Q}
 OUT_DEFAULT=/tmp/peerplan-s25
@@ -54,6 +55,14 @@ json.dump(out, open('$W/torch_moe_ref_qwen.json', 'w'), indent=1)"
       --allow-other-host --no-measure-missing --batches 1,2,4,8,16,32,64 --context 1024 --prefill 0 \
       --out "$W/steps-mixtral-int4-f$f"
   done
+  big=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | awk '{print ($1 > 120000)}')
+  if [ "$big" = 1 ] && left 400; then  # session22.sh M: 93 GB of bf16 weights, an H200 only
+    TAIL=4 step 150 profile-m $B profile --no-progress --model mixtral-8x7b --dtypes bf16 --skip nccl,nccl_nop2p \
+      --duty 0.5 --out "$W/profile-m.json"
+    left 500 && TAIL=16 step 85 validate-mixtral-bf16-long $B validate --machine "$W/profile-m.json" \
+      --out "$W/validate-mixtral-bf16-long" --plan $P/mixtral-1gpu.json --model mixtral-8x7b \
+      --workload $V/workloads/validate-long-prompt.json
+  fi
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

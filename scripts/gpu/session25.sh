@@ -11,8 +11,11 @@
 #        prompts (Mixtral int8: 47 GB, fits an H100)
 #     4. session24.sh S's int4 k-split A/B, one round each way, when time is left
 #     5. on an H200 with time left: session22.sh M (Mixtral-8x7B bf16 long prompts from a paced profile of its own)
+#   session25.sh q   (~3 min) Q's first part alone, for a lease with little device time left: the self-test, Qwen1.5-MoE
+#     int8 and bf16 steps beside the reference, a profile of Qwen1.5-MoE (bf16,int8), int8 steps priced from it and
+#     its int8 chat run
 set -u
-PART=${1:?usage: session25.sh Q}
+PART=${1:?usage: session25.sh Q | q}
 OUT_DEFAULT=/tmp/peerplan-s25
 source "$(dirname "$0")/call_lib.sh"
 REF=${REF:-.gpu-ref}; [ -d ../shared/reference ] && REF=../shared/reference
@@ -27,6 +30,23 @@ steps() {  # NAME MODEL-PLAN MODEL WEIGHTS MACHINE BATCHES PREFILL [extra]
   TAIL=10 step 70 "$name" $B validate --bench-steps --plan $P/$plan-1gpu.json --model $model --weights $w --machine "$m" \
     --batches $b --context 1024 --prefill $pf --out "$W/$name" "$@"
 }
+if [ "$PART" = q ]; then
+  selftest_int8
+  for w in int8 bf16; do
+    steps "steps-qwen-$w" qwen-moe qwen1.5-moe-a2.7b $w models/hardware/h200x2-nvlink.json 1,8,32,64 2048 \
+      --allow-other-host --no-measure-missing
+  done
+  TAIL=3 step 120 torch-ref-qwen python3 -c "import sys, json; sys.path.insert(0, '$REF'); import torch_moe_fp8_ref as r
+out = {'torch': r.torch.__version__, 'gpu': r.torch.cuda.get_device_name(0)}
+r.moe_case('qwen1.5-moe-a2.7b', r.MOE['qwen1.5-moe-a2.7b'], out)
+json.dump(out, open('$W/torch_moe_ref_qwen.json', 'w'), indent=1)"
+  TAIL=4 step 120 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --dtypes bf16,int8 \
+    --skip nccl,nccl_nop2p --out "$W/profile.json"
+  steps steps-qwen-int8-priced qwen-moe qwen1.5-moe-a2.7b int8 "$W/profile.json" 1,2,4,8,16,32,64 2048
+  v qwen-int8-chat 100 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights int8 \
+    --workload $V/workloads/validate-chat.json
+  finish
+fi
 if [ "$PART" = Q ]; then
   selftest_int8
   for w in int8 fp8 bf16; do

@@ -41,6 +41,7 @@ S19 = os.path.join(V, "runs/2026-12-05-session19")
 S21 = os.path.join(V, "runs/2026-12-06-session21")
 S23 = os.path.join(V, "runs/2026-12-06-session23")
 S24 = os.path.join(V, "runs/2026-12-06-session24")
+S25 = os.path.join(V, "runs/2026-12-06-session25")
 LONG_8K = os.path.join(ROOT, "models/workloads/long-prompt-8k-32k.json")
 LONG_64K = os.path.join(ROOT, "models/workloads/long-prompt-64k-100k.json")
 # (run directory, plan, model, workload, extra simulate arguments): as scripts/gpu/session8.sh ran them.
@@ -173,6 +174,10 @@ RUNS = [
     (f"{S24}/L/validate-qwen-int4-chat", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", CHAT, ["--weights", "int4"]),
     (f"{S24}/D/validate-dsv2-fp8-chat", "deepseek-v2-lite-1gpu", "deepseek-v2-lite", CHAT,
      ["--weights", "fp8", "--requests", "200"]),
+    # session25.sh Q (session 25, one H100): int8 routed experts (--weights int8), priced from the call's profile.
+    (f"{S25}/Q/validate-qwen-int8-chat", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", CHAT, ["--weights", "int8"]),
+    (f"{S25}/Q/validate-mixtral-int8-chat", "mixtral-1gpu", "mixtral-8x7b", CHAT, ["--weights", "int8"]),
+    (f"{S25}/Q/validate-mixtral-int8-long", "mixtral-1gpu", "mixtral-8x7b", LONG, ["--weights", "int8"]),
 ]
 
 

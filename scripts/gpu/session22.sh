@@ -28,6 +28,8 @@ if [ "$PART" = W ]; then
   finish
 fi
 if [ "$PART" = M ]; then
+  big=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | awk '{print ($1 > 120000)}')
+  [ "$big" = 1 ] || { log "Mixtral-8x7B bf16 needs an H200 (run with needs_h200): nothing done"; finish; }
   TAIL=26 step 270 profile $B profile --no-progress --model mixtral-8x7b --dtypes bf16 --skip nccl,nccl_nop2p \
     --duty 0.5 --out "$W/profile.json"
   v mixtral-long 110 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json

@@ -30,16 +30,19 @@ steps() {  # NAME MODEL-PLAN MODEL WEIGHTS MACHINE BATCHES PREFILL [extra]
   TAIL=10 step 70 "$name" $B validate --bench-steps --plan $P/$plan-1gpu.json --model $model --weights $w --machine "$m" \
     --batches $b --context 1024 --prefill $pf --out "$W/$name" "$@"
 }
+torch_ref_qwen() {  # the shared reference's bf16 MoE step of Qwen1.5-MoE, same lease
+  TAIL=3 step 120 torch-ref-qwen python3 -c "import sys, json; sys.path.insert(0, '$REF'); import torch_moe_fp8_ref as r
+out = {'torch': r.torch.__version__, 'gpu': r.torch.cuda.get_device_name(0)}
+r.moe_case('qwen1.5-moe-a2.7b', r.MOE['qwen1.5-moe-a2.7b'], out)
+json.dump(out, open('$W/torch_moe_ref_qwen.json', 'w'), indent=1)"
+}
 if [ "$PART" = q ]; then
   selftest_int8
   for w in int8 bf16; do
     steps "steps-qwen-$w" qwen-moe qwen1.5-moe-a2.7b $w models/hardware/h200x2-nvlink.json 1,8,32,64 2048 \
       --allow-other-host --no-measure-missing
   done
-  TAIL=3 step 120 torch-ref-qwen python3 -c "import sys, json; sys.path.insert(0, '$REF'); import torch_moe_fp8_ref as r
-out = {'torch': r.torch.__version__, 'gpu': r.torch.cuda.get_device_name(0)}
-r.moe_case('qwen1.5-moe-a2.7b', r.MOE['qwen1.5-moe-a2.7b'], out)
-json.dump(out, open('$W/torch_moe_ref_qwen.json', 'w'), indent=1)"
+  torch_ref_qwen
   TAIL=4 step 120 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --dtypes bf16,int8 \
     --skip nccl,nccl_nop2p --out "$W/profile.json"
   steps steps-qwen-int8-priced qwen-moe qwen1.5-moe-a2.7b int8 "$W/profile.json" 1,2,4,8,16,32,64 2048
@@ -53,10 +56,7 @@ if [ "$PART" = Q ]; then
     steps "steps-qwen-$w" qwen-moe qwen1.5-moe-a2.7b $w models/hardware/h200x2-nvlink.json 1,8,32,64 2048 \
       --allow-other-host --no-measure-missing
   done
-  TAIL=3 step 120 torch-ref-qwen python3 -c "import sys, json; sys.path.insert(0, '$REF'); import torch_moe_fp8_ref as r
-out = {'torch': r.torch.__version__, 'gpu': r.torch.cuda.get_device_name(0)}
-r.moe_case('qwen1.5-moe-a2.7b', r.MOE['qwen1.5-moe-a2.7b'], out)
-json.dump(out, open('$W/torch_moe_ref_qwen.json', 'w'), indent=1)"
+  torch_ref_qwen
   TAIL=4 step 200 profile $B profile --no-progress --model qwen1.5-moe-a2.7b,mixtral-8x7b --dtypes bf16,int8 \
     --skip nccl,nccl_nop2p --out "$W/profile.json"
   grep -o '"dtype": *"int8"' "$W/profile.json" 2>/dev/null | wc -l | sed 's/^/  | int8 rows in the profile: /' | tee -a "$S" >/dev/null

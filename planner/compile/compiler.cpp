@@ -155,10 +155,12 @@ class Builder {
   // Routed experts of one GPU as one grouped GEMM over its touched experts (issue 14): only their
   // weights are read; `load` is what routing sent them.
   void grouped_gemm(std::string_view prefix, std::string_view matrix, int stage, int layer, int gpu,
-                    const routing::GroupLoad& load, int64_t n, int64_t k, const ExpertBlock& experts, double share = 1.0) {
+                    const routing::GroupLoad& load, int64_t tokens, int64_t n, int64_t k, const ExpertBlock& experts,
+                    double share = 1.0) {
     if (load.rows <= 0) return;
     Op& op = begin(OpKind::GroupedGemm, prefix, matrix, stage, layer, {gpu});
     op.m = load.rows, op.n = n, op.k = k, op.batch_count = load.touched, op.group_max_rows = load.max_rows;
+    op.group_tokens = tokens;
     op.group_share = share;
     op.expert_first = experts.first, op.expert_count = experts.count;
     op.flops = share * 2.0 * double(load.rows) * double(n) * double(k);
@@ -648,10 +650,10 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
           const routing::GroupLoad& g = load[size_t(r)];
           if (eg && ed && eg->count > 0 && g.rows > 0) {
             for (const auto& [x, share] : mix[size_t(r)])
-              B.grouped_gemm(L, "expert.gate_up", s, l, gpu, x, eg->n, eg->k, blocks[size_t(r)], share);
+              B.grouped_gemm(L, "expert.gate_up", s, l, gpu, x, T, eg->n, eg->k, blocks[size_t(r)], share);
             B.elementwise(L, "expert.act", {EwKind::Act, g.rows, eg->n / 2}, s, l, gpu, g.rows * eg->n / 2, 3, 5.0);
             for (const auto& [x, share] : mix[size_t(r)])
-              B.grouped_gemm(L, "expert.down", s, l, gpu, x, ed->n, ed->k, blocks[size_t(r)], share);
+              B.grouped_gemm(L, "expert.down", s, l, gpu, x, T, ed->n, ed->k, blocks[size_t(r)], share);
           }
           // Each token's k expert outputs, weighted by its router probabilities (after the return
           // all-to-all when tokens travelled; before the all-reduce otherwise).

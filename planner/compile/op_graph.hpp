@@ -92,6 +92,10 @@ struct Op {
   EwKind ew = EwKind::None;  // Elementwise: what it computes, over [ew_rows][ew_cols]
   int64_t ew_rows = 0, ew_cols = 0;
   int64_t group_max_rows = 0;  // GroupedGemm: rows of its busiest expert (tile padding, imbalance)
+  // GroupedGemm: tokens the iteration routes on this GPU (its MoeRoute's rows). Above
+  // kGraphTimedMaxRows the executor may run the experts as cuBLASLt calls instead of the grouped
+  // kernel (moe_cublas_path, planner/model/moe_kernel_class.hpp), a path of another cost.
+  int64_t group_tokens = 0;
   // GroupedGemm in the simulator's reduced model, where one compiled layer stands for several whose
   // routing differs: the share of those layers that route this load. Each distinct load is its own op,
   // priced on the kernel its busiest expert picks and weighted by its share, instead of one load
@@ -124,7 +128,7 @@ struct Op {
 inline auto priced_fields(const Op& o) {
   return std::tie(o.kind, o.gpus, o.m, o.n, o.k, o.batch_count, o.flops, o.mem_bytes, o.attn_batch, o.attn_q_len,
                   o.attn_context, o.attn_heads, o.attn_kv_heads, o.attn_head_dim, o.attn_v_dim, o.attn_prefill,
-                  o.attn_window, o.ew, o.ew_rows, o.ew_cols, o.group_max_rows, o.group_share, o.wdtype, o.kv_dtype, o.bytes, o.mode,
+                  o.attn_window, o.ew, o.ew_rows, o.ew_cols, o.group_max_rows, o.group_tokens, o.group_share, o.wdtype, o.kv_dtype, o.bytes, o.mode,
                   o.p2p, o.allreduce);
 }
 inline constexpr size_t kOpPlacementFields = 8;  // id, name, stage, layer, deps, expert_first, expert_count, stream

@@ -138,7 +138,8 @@ OpCost CostModel::price_compute(const Op& op) const {
   }
   if (op.kind == OpKind::GroupedGemm) {  // routed experts: planner/cost/grouped_gemm_cost.hpp
     if (meas)
-      if (auto t = grouped_gemm_from_table(meas->grouped_gemms, gpu, op)) {
+      if (auto t = grouped_gemm_from_table(meas->grouped_gemms, gpu, op,
+                                           meas->grouped_cublas_min_gflop.value_or(kMoeCublasMinGflop))) {
         c.seconds = t->seconds;
         c.source = t->source;
         return c;

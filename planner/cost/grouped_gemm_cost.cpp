@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "planner/compile/graph_batch.hpp"
 #include "planner/core/dtype.hpp"
 #include "planner/model/moe_kernel_class.hpp"
 
@@ -41,8 +42,22 @@ double launch_intercept(const std::vector<const GroupedGemmTime*>& pts) {
 
 }  // namespace
 
-std::optional<ComputePrice> grouped_gemm_from_table(const std::vector<GroupedGemmTime>& table, int gpu, const Op& op) {
+bool grouped_op_takes_cublas(const Op& op, double min_gflop) {
+  return op.group_tokens > kGraphTimedMaxRows &&
+         moe_cublas_path(op.m, op.batch_count, op.group_max_rows, op.n, op.k, min_gflop);
+}
+
+std::optional<ComputePrice> grouped_gemm_from_table(const std::vector<GroupedGemmTime>& table, int gpu, const Op& op,
+                                                    double cublas_min_gflop) {
   const std::string dtype = dtype_name(op.wdtype);
+  // Rows of the op's path only (moe_cublas_path): per expert, cuBLASLt and the grouped kernel differ up
+  // to 3x, and Mixtral int8's prefill at 257-511 tokens, priced between the grouped row of 256 tokens
+  // and the cuBLAS one of 512, ran 13-16 % under its price (H100, session 25). Rows of either path when
+  // the profile has none of the op's (profiles before session 13 time the grouped kernel only).
+  const bool cublas = grouped_op_takes_cublas(op, cublas_min_gflop);
+  bool path_rows = false;
+  for (const GroupedGemmTime& g : table)
+    path_rows = path_rows || (g.n == op.n && g.k == op.k && g.dtype == dtype && g.cublas == cublas);
   // Rows timed on the op's own kernel first (moe_kernel_class.hpp): a row of another kernel is
   // another cost curve. DeepSeek-V2-Lite at 4 tokens: max_rows-2 layers priced from the only row
   // of their (rows, touched), timed with max_rows 3 on the 4-rows-per-pass gemv, cost 137 us a
@@ -58,6 +73,7 @@ std::optional<ComputePrice> grouped_gemm_from_table(const std::vector<GroupedGem
     std::vector<const GroupedGemmTime*> all, own;
     for (const GroupedGemmTime& g : table) {
       if (g.n != op.n || g.k != op.k || g.dtype != dtype || g.touched <= 0 || (pass == 0 && g.gpu != gpu)) continue;
+      if (path_rows && g.cublas != cublas) continue;
       all.push_back(&g);
       if (gemv && moe_kernel_class(g.max_rows) == cls) own.push_back(&g);
     }

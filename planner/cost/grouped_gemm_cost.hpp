@@ -17,8 +17,8 @@
 // Linear interpolation across the weight-bound / compute-bound knee overestimates when points
 // are far apart (the synthetic test: 19 % with points 4x apart in tokens at the knee).
 //
-// Table: the profile's "grouped_gemms" entries of the same (n, k) and weight format, this GPU's
-// first, any GPU's otherwise. An entry with the op's exact (rows, touched) is Measured; else
+// Table: the profile's "grouped_gemms" entries of the same (n, k), weight format and path (the grouped
+// kernel, or in eager iterations cuBLASLt per expert), this GPU's first, any GPU's otherwise. An entry with the op's exact (rows, touched) is Measured; else
 // Interpolated between rows-per-expert points, Extrapolated beyond them.
 // Without entries of this (n, k), the cost model uses the same rule with the fitted GEMM price
 // of one expert (Fitted), or a roofline on the op's touched weight bytes and FLOPs.
@@ -28,6 +28,7 @@
 
 #include "planner/compile/op_graph.hpp"
 #include "planner/cost/compute_cost.hpp"
+#include "planner/model/moe_kernel_class.hpp"
 #include "planner/topology/measurements.hpp"
 
 namespace peerplan {
@@ -36,7 +37,13 @@ namespace peerplan {
 double grouped_time(const std::function<double(double rows)>& per_expert, int64_t rows, int64_t touched,
                     int64_t max_rows);
 
-// nullopt when the table has no entry of the op's (n, k) and weight format.
-std::optional<ComputePrice> grouped_gemm_from_table(const std::vector<GroupedGemmTime>& table, int gpu, const Op& op);
+// Whether the executor runs the op as cuBLASLt calls per expert (an eager iteration's prefill-sized
+// groups: moe_cublas_path, planner/model/moe_kernel_class.hpp) rather than the grouped kernel.
+bool grouped_op_takes_cublas(const Op& op, double min_gflop = kMoeCublasMinGflop);
+
+// nullopt when the table has no entry of the op's (n, k) and weight format. Rows of the op's path
+// (GroupedGemmTime::cublas) only, where the table has any; cublas_min_gflop: the profile's threshold.
+std::optional<ComputePrice> grouped_gemm_from_table(const std::vector<GroupedGemmTime>& table, int gpu, const Op& op,
+                                                    double cublas_min_gflop = kMoeCublasMinGflop);
 
 }  // namespace peerplan

@@ -27,4 +27,30 @@ constexpr bool moe_gemv_class(int64_t max_rows) {
   return c >= 1 && c <= 3;
 }
 
+// The other choice: in an eager iteration (more than kGraphTimedMaxRows tokens routed), prefill-sized
+// groups run as cuBLASLt calls, one per touched expert, instead of the grouped kernel. The rule and its
+// measured threshold are explained in profiler/common/moe_cublas_rule.hpp, which applies it (with the
+// PEERPLAN_MOE_CUBLAS_MIN_GFLOP override); here so the pricer prices a prefill op from the profile's
+// rows of the same path: the two paths' costs per expert differ up to 3x, and a price interpolated
+// between a grouped row (256 tokens) and a cuBLAS row (512) put Mixtral int8 prefill 13-16 % high
+// (H100, 2026-12-06, session 25).
+inline constexpr double kMoeCublasMinGflop = 2.5;
+
+// Mean FLOPs per touched expert, in GFLOP (0 when nothing is touched).
+constexpr double moe_gflop_per_expert(int64_t rows, int64_t touched, int64_t n, int64_t k) {
+  if (touched <= 0 || rows <= 0) return 0;
+  return 2.0 * double(rows) / double(touched) * double(n) * double(k) * 1e-9;
+}
+
+// Whether an eager call of this load takes the cuBLAS path: n and k multiples of 128 (rows 256-byte
+// aligned, as cuBLASLt's heuristic assumes), and either a threshold of 0 (always) or the tiled
+// kernel's range (busiest expert > 32 rows, or unknown) with at least min_gflop per touched expert.
+constexpr bool moe_cublas_path(int64_t rows, int64_t touched, int64_t max_rows, int64_t n, int64_t k,
+                               double min_gflop) {
+  if (rows <= 0 || n <= 0 || k <= 0 || n % 128 != 0 || k % 128 != 0) return false;
+  if (min_gflop <= 0) return true;
+  if (max_rows > 0 && max_rows <= 32) return false;
+  return moe_gflop_per_expert(rows, touched, n, k) >= min_gflop;
+}
+
 }  // namespace peerplan

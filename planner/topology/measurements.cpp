@@ -213,6 +213,40 @@ const PeerAllReduceCurve* Measurements::find_peer_allreduce(const std::string& a
   return nullptr;
 }
 
+namespace {
+
+// The grouped rows' dispatch as profiles of sessions 13-25 record it, beside the rows: the threshold
+// in force and, for each eager row, the path it ran (extra.grouped_gemm.dispatch, written by
+// profiler/measure/grouped_gemm.cpp). Rows that carry their own "path" keep it.
+void read_grouped_dispatch(const JsonIn& extra, Measurements& m) {
+  auto gg = extra.opt("grouped_gemm");
+  if (!gg || !gg->raw().is_object()) return;
+  auto d = gg->opt("dispatch");
+  if (!d || !d->raw().is_object()) return;
+  if (d->has("min_gflop")) m.grouped_cublas_min_gflop = d->nonnegative("min_gflop");
+  auto paths = d->opt("paths");
+  if (!paths) return;
+  if (!paths->raw().is_array()) d->fail("paths", "an array of the eager grouped rows' paths");
+  const int64_t gpu = gg->nonnegative_int_or("gpu", 0);
+  for (size_t i = 0; i < paths->size(); ++i) {
+    JsonIn p = (*paths)[i];
+    const std::string path = p.str("path");
+    if (path != "grouped" && path != "cublas_per_expert")
+      p.fail("path", "\"grouped\" or \"cublas_per_expert\", got '" + path + "'");
+    if (path == "grouped") continue;
+    const int64_t n = p.positive_int("n"), k = p.positive_int("k"), experts = p.positive_int("experts"),
+                  tokens = p.positive_int("tokens"), rows = p.positive_int("rows"), touched = p.positive_int("touched"),
+                  max_rows = p.positive_int("max_rows");
+    const std::string dtype = p.str_or("dtype", "bf16");
+    for (GroupedGemmTime& g : m.grouped_gemms)
+      if (g.gpu == gpu && g.n == n && g.k == k && g.experts == experts && g.tokens == tokens && g.rows == rows &&
+          g.touched == touched && g.max_rows == max_rows && g.dtype == dtype)
+        g.cublas = true;
+  }
+}
+
+}  // namespace
+
 Measurements parse_measurements(const JsonIn& j) {
   Measurements m;
   if (auto meta = j.opt("meta")) m.meta = meta->raw();
@@ -319,6 +353,10 @@ Measurements parse_measurements(const JsonIn& j) {
         t.fail("rows", fmt::format("between touched ({}) and tokens x topk ({}), got {}", g.touched, g.tokens * g.topk, g.rows));
       if (g.max_rows * g.touched < g.rows || g.max_rows > g.rows)
         t.fail("max_rows", fmt::format("between rows / touched and rows ({}), got {}", g.rows, g.max_rows));
+      const std::string path = t.str_or("path", "grouped");
+      if (path != "grouped" && path != "cublas_per_expert")
+        t.fail("path", "\"grouped\" or \"cublas_per_expert\" (the executor's path the row was timed on), got '" + path + "'");
+      g.cublas = path == "cublas_per_expert";
       g.time = parse_stats(t);
       m.grouped_gemms.push_back(g);
     }
@@ -380,7 +418,10 @@ Measurements parse_measurements(const JsonIn& j) {
     }
     m.power_throttle = t;
   }
-  if (auto e = j.opt("extra")) m.extra = e->raw();
+  if (auto e = j.opt("extra")) {
+    m.extra = e->raw();
+    read_grouped_dispatch(*e, m);
+  }
   return m;
 }
 
@@ -439,6 +480,7 @@ nlohmann::json measurements_to_json(const Measurements& m) {
       o["gpu"] = g.gpu; o["n"] = g.n; o["k"] = g.k; o["experts"] = g.experts; o["topk"] = g.topk;
       o["tokens"] = g.tokens; o["rows"] = g.rows; o["touched"] = g.touched; o["max_rows"] = g.max_rows;
       o["dtype"] = g.dtype;
+      if (g.cublas) o["path"] = "cublas_per_expert";  // absent means the grouped kernel
       j["grouped_gemms"].push_back(o);
     }
   }

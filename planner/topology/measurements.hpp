@@ -96,6 +96,9 @@ struct GroupedGemmTime {
   int64_t max_rows = 0;          // rows of the busiest expert
   std::string dtype = "bf16";
   SampleStats time;
+  // Timed on the cuBLASLt-per-expert path (an eager call, moe_cublas_path) rather than the grouped
+  // kernel: the row's "path", or in profiles of sessions 13-25 extra.grouped_gemm.dispatch.paths.
+  bool cublas = false;
 };
 
 // One executor elementwise kernel (RmsNorm, Rotary, MoeRoute, ...) over [rows][cols], timed back to
@@ -170,6 +173,9 @@ struct Measurements {
   std::vector<GemmTime> gemms;
   std::vector<AttentionTime> attention;
   std::vector<GroupedGemmTime> grouped_gemms;
+  // The cuBLAS path's threshold the grouped rows were timed under (extra.grouped_gemm.dispatch.min_gflop),
+  // which the pricer applies to decide an op's path; absent: kMoeCublasMinGflop.
+  std::optional<double> grouped_cublas_min_gflop;
   std::vector<ElementwiseTime> elementwise;  // optional section: absent in older profiles
   std::vector<double> hbm_gbps;            // per GPU, measured device-local copy (read+write)
   double launch_overhead_s = 0;            // measured empty-kernel launch

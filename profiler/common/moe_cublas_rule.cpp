@@ -8,19 +8,10 @@
 
 namespace peerplan::kernels {
 
-double moe_gflop_per_expert(const MoeExpertLoad& l) {
-  if (l.touched <= 0 || l.rows <= 0) return 0;
-  return 2.0 * double(l.rows) / double(l.touched) * double(l.n) * double(l.k) * 1e-9;
-}
+double moe_gflop_per_expert(const MoeExpertLoad& l) { return peerplan::moe_gflop_per_expert(l.rows, l.touched, l.n, l.k); }
 
 bool moe_use_cublas(const MoeExpertLoad& l, bool eager, double min_gflop) {
-  if (!eager || l.rows <= 0 || l.n <= 0 || l.k <= 0) return false;
-  if (l.n % 128 != 0 || l.k % 128 != 0) return false;  // rows off cuBLASLt's default 256-byte alignment
-  const double t = min_gflop < 0 ? moe_cublas_min_gflop() : min_gflop;
-  if (t <= 0) return true;
-  // The tiled kernel's range only (moe_gemm_tile_kind: busiest expert > 32 rows, or unknown).
-  if (l.max_rows > 0 && l.max_rows <= 32) return false;
-  return moe_gflop_per_expert(l) >= t;
+  return eager && moe_cublas_path(l.rows, l.touched, l.max_rows, l.n, l.k, min_gflop < 0 ? moe_cublas_min_gflop() : min_gflop);
 }
 
 double moe_cublas_min_gflop() {

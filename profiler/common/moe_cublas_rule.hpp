@@ -26,10 +26,11 @@
 #include <string>
 
 #include "planner/compile/graph_batch.hpp"
+#include "planner/model/moe_kernel_class.hpp"
 
 namespace peerplan::kernels {
 
-inline constexpr double kMoeCublasMinGflop = 2.5;
+using peerplan::kMoeCublasMinGflop;  // planner/model/moe_kernel_class.hpp: the pricer applies the same rule
 // Only iterations of more than kGraphTimedMaxRows tokens (planner/compile/graph_batch.hpp) may take
 // cuBLAS: the profile times the dispatch at those token counts only (measure/grouped_gemm.cpp), so an
 // eager iteration of fewer runs the grouped kernel its row was timed with.

@@ -223,7 +223,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
           return time_compute_samples(ctx, g, region, reps);
         };
         ctx.ms.grouped_gemms.push_back({g, s.n, s.k, s.experts, s.topk, tokens, load.rows, load.touched, load.max_rows,
-                                        s.dtype, timed(-1)});
+                                        s.dtype, timed(-1), path != kn::MoeExpertPath::Grouped});
         const double dispatch_s = ctx.ms.grouped_gemms.back().time.median;
         if (d.allow_cublas)
           paths.push_back({{"n", s.n}, {"k", s.k}, {"dtype", s.dtype}, {"experts", s.experts}, {"tokens", tokens}, {"layer", layer},

@@ -238,6 +238,97 @@ TEST(GroupedGemmCost, RowsOfAnotherKernelDoNotPriceTheOp) {
   EXPECT_NEAR(same->seconds, 81.5e-6, 1e-9);
 }
 
+// Mixtral's expert gate_up (8 experts, top-2, [4096 x 28672]): at more than 256 tokens (eager) its groups
+// run as cuBLASLt calls per expert, a cost curve apart from the grouped kernel's. An op of 384 tokens
+// is priced from the cuBLAS rows only (flat below the smallest: the weights are read either way), not
+// interpolated toward the grouped row of 256 tokens; an op of 256 tokens (a CUDA graph) from the
+// grouped rows; without rows of the op's path, from every row as before.
+TEST(GroupedGemmCost, RowsOfTheOpsPathOnly) {
+  constexpr int64_t n = 28672, k = 4096;
+  auto row = [&](int64_t tokens, double us, bool cublas) {
+    GroupedGemmTime p;
+    p.n = n, p.k = k, p.experts = 8, p.topk = 2, p.tokens = tokens;
+    p.rows = 2 * tokens, p.touched = 8, p.max_rows = 2 * tokens / 8;
+    p.time = compute_stats({us * 1e-6});
+    p.cublas = cublas;
+    return p;
+  };
+  auto op_at = [&](int64_t tokens) {
+    Op op;
+    op.kind = OpKind::GroupedGemm;
+    op.n = n, op.k = k, op.m = 2 * tokens, op.batch_count = 8, op.group_max_rows = 2 * tokens / 8;
+    op.group_tokens = tokens;
+    return op;
+  };
+  // Grouped 2x slower per expert than cuBLAS at these sizes (the shape of session 25's int8 rows).
+  std::vector<GroupedGemmTime> table = {row(128, 500, false), row(256, 900, false), row(512, 600, true),
+                                        row(1024, 1100, true)};
+  EXPECT_TRUE(grouped_op_takes_cublas(op_at(384)));
+  EXPECT_FALSE(grouped_op_takes_cublas(op_at(256)));  // a CUDA graph: never cuBLAS
+  EXPECT_FALSE(grouped_op_takes_cublas(op_at(384), 1e6));  // a threshold no group reaches
+  auto eager = grouped_gemm_from_table(table, 0, op_at(384));
+  ASSERT_TRUE(eager.has_value());
+  EXPECT_NEAR(eager->seconds, 600e-6, 1e-9);  // the 512-token cuBLAS row's cost per expert, not ~750 between paths
+  auto graph = grouped_gemm_from_table(table, 0, op_at(256));
+  ASSERT_TRUE(graph.has_value());
+  EXPECT_EQ(graph->source, CostSource::Measured);
+  EXPECT_NEAR(graph->seconds, 900e-6, 1e-9);
+  // The profile's threshold: 1e6 GFLOP puts the op on the grouped kernel, extrapolated past 256 tokens.
+  auto high = grouped_gemm_from_table(table, 0, op_at(384), 1e6);
+  ASSERT_TRUE(high.has_value());
+  EXPECT_GT(high->seconds, 1100e-6);
+  // A profile without cuBLAS rows (before session 13): all rows price it, as before.
+  table.pop_back(), table.pop_back();
+  auto old = grouped_gemm_from_table(table, 0, op_at(384));
+  ASSERT_TRUE(old.has_value());
+  EXPECT_NEAR(old->seconds, high->seconds, 1e-9);
+}
+
+// Profiles of sessions 13-25 record each eager row's path beside the rows
+// (extra.grouped_gemm.dispatch.paths) and the threshold; the reader marks the rows from it, a row's own
+// "path" round-trips, and a path of another name is an error naming its field.
+TEST(GroupedGemmCost, RowPathsFromTheRowOrTheRecordedDispatch) {
+  Measurements m;
+  m.grouped_gemms.push_back(point({}, 512));
+  m.grouped_gemms.push_back(point({}, 1024));
+  nlohmann::json j = measurements_to_json(m);
+  EXPECT_FALSE(j["grouped_gemms"][0].contains("path"));  // the grouped kernel: absent, as before
+  const GroupedGemmTime& r = m.grouped_gemms[1];
+  j["extra"]["grouped_gemm"] = {
+      {"gpu", 0},
+      {"dispatch",
+       {{"min_gflop", 1.5},
+        {"paths", {{{"n", r.n}, {"k", r.k}, {"dtype", "bf16"}, {"experts", r.experts}, {"tokens", r.tokens},
+                    {"rows", r.rows}, {"touched", r.touched}, {"max_rows", r.max_rows}, {"path", "cublas_per_expert"}},
+                   {{"n", r.n}, {"k", r.k}, {"dtype", "bf16"}, {"experts", r.experts}, {"tokens", 512},
+                    {"rows", m.grouped_gemms[0].rows}, {"touched", m.grouped_gemms[0].touched},
+                    {"max_rows", m.grouped_gemms[0].max_rows}, {"path", "grouped"}}}}}}};
+  const Measurements back = parse_measurements(JsonIn(j, "p.json"));
+  ASSERT_EQ(back.grouped_gemms.size(), 2u);
+  EXPECT_FALSE(back.grouped_gemms[0].cublas);
+  EXPECT_TRUE(back.grouped_gemms[1].cublas);
+  ASSERT_TRUE(back.grouped_cublas_min_gflop.has_value());
+  EXPECT_DOUBLE_EQ(*back.grouped_cublas_min_gflop, 1.5);
+  const nlohmann::json again = measurements_to_json(back);
+  EXPECT_EQ(again["grouped_gemms"][1]["path"], "cublas_per_expert");
+  nlohmann::json bad = j;
+  bad["grouped_gemms"][0]["path"] = "cublas";
+  try {
+    parse_measurements(JsonIn(bad, "p.json"));
+    ADD_FAILURE() << "a row path of another name";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "grouped_gemms/0/path") << e.what();
+  }
+  bad = j;
+  bad["extra"]["grouped_gemm"]["dispatch"]["paths"][0]["path"] = "cuda";
+  try {
+    parse_measurements(JsonIn(bad, "p.json"));
+    ADD_FAILURE() << "a recorded path of another name";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "extra/grouped_gemm/dispatch/paths/0/path") << e.what();
+  }
+}
+
 // The launch intercept comes from the op's kernel's own rows when three of them touch 8 experts or
 // more: there time is that intercept plus a flat cost per expert, and the other kernels' rows (another
 // intercept, another slope) would skew it.

@@ -4,10 +4,11 @@
 The routed-MoE kernels are timed on one GPU (`profile --only grouped_gemm`: each expert shape with all
 experts local, and the EP shards at TP 1), so a one-GPU run on the same GPU model gives a multi-GPU
 profile the curves its links were measured without. Entries are keyed by (n, k, experts, topk, tokens,
-dtype, rows, touched, max_rows); the source's replace the target's of the same key, the target's others stay. The source's
-provenance goes to measurements.meta.grouped_gemm_source.
+dtype, rows, touched, max_rows); the source's replace the target's of the same key, the target's others stay.
+--replace drops every target entry of a shape (n, k, experts, topk, dtype) the source times, so one shape's
+curve is never two kernel generations' rows. The source's provenance goes to measurements.meta.grouped_gemm_source.
 
-usage: scripts/splice_grouped_gemm.py TARGET.json SOURCE.json[.gz] [--note TEXT] [--out OUT.json]
+usage: scripts/splice_grouped_gemm.py TARGET.json SOURCE.json[.gz] [--replace] [--note TEXT] [--out OUT.json]
 """
 import argparse, gzip, json, os, sys, tempfile
 
@@ -28,6 +29,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("target"); ap.add_argument("source")
     ap.add_argument("--note", default=""); ap.add_argument("--out")
+    ap.add_argument("--replace", action="store_true", help="drop the target's entries of every shape the source times")
     a = ap.parse_args()
     tgt, src = load(a.target), load(a.source)
     new = src["measurements"].get("grouped_gemms") or []
@@ -36,7 +38,9 @@ def main():
     tg, sg = (tgt.get("gpus") or [{}])[0].get("name"), (src.get("gpus") or [{}])[0].get("name")
     if tg != sg:
         sys.exit(f"{a.source} timed a {sg}, {a.target} describes a {tg}: the curves would not be this GPU's")
-    merged = {key(e): e for e in tgt["measurements"].get("grouped_gemms") or []}
+    shapes = {key(e)[:4] + key(e)[5:6] for e in new}
+    merged = {key(e): e for e in tgt["measurements"].get("grouped_gemms") or []
+              if not (a.replace and key(e)[:4] + key(e)[5:6] in shapes)}
     for e in new:
         e = dict(e); e["gpu"] = 0
         merged[key(e)] = e

@@ -4,6 +4,7 @@
 
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/dense_gemv.hpp"
+#include "profiler/kernels/int8_codes.cuh"
 #include "profiler/kernels/mma_ptx.cuh"
 #include "profiler/kernels/pdl.cuh"
 
@@ -13,23 +14,44 @@ namespace {
 using bf16 = __nv_bfloat16;
 constexpr int kRows = 4;    // weight rows per block
 constexpr int kSplit = 4;   // warps per block, each a contiguous share of k
-constexpr int kU = 2;       // 256-element steps per load batch (two batches in flight)
+constexpr int kU = 2;       // load steps per batch (two batches in flight)
 
-template <int MT>
-__global__ void __launch_bounds__(kSplit * 32) dense_gemv_kernel(const bf16* x, const bf16* w, bf16* y, int M,
-                                                                 int64_t n, int64_t k) {
+// The weight formats: elements per 16-byte load (a lane's share of a 32-lane step) and their dot with x.
+struct Bf16W {
+  using T = bf16;
+  static constexpr int kPerLoad = 8;  // a step is 256 k
+  static constexpr bool kScaled = false;
+  static __device__ __forceinline__ void dot(float& acc, const uint4& w, const uint4 (&xv)[1]) {
+    ptx::dot8_bf16(acc, w, xv[0]);
+  }
+};
+struct Int8W {  // codes converted exactly (int8_codes.cuh); the channel scale multiplies the sum once
+  using T = int8_t;
+  static constexpr int kPerLoad = 16;  // a step is 512 k
+  static constexpr bool kScaled = true;
+  static __device__ __forceinline__ void dot(float& acc, const uint4& w, const uint4 (&xv)[2]) {
+    ptx::dot8_bf16(acc, int8x8_to_bf16x8(make_uint2(w.x, w.y)), xv[0]);
+    ptx::dot8_bf16(acc, int8x8_to_bf16x8(make_uint2(w.z, w.w)), xv[1]);
+  }
+};
+
+template <class W, int MT>
+__global__ void __launch_bounds__(kSplit * 32) dense_gemv_kernel(const bf16* x, const typename W::T* w,
+                                                                 const float* w_scale, bf16* y, int M, int64_t n,
+                                                                 int64_t k) {
+  constexpr int E = W::kPerLoad, XV = E / 8, kStep = 32 * E;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t n0 = int64_t(blockIdx.x) * kRows;
-  const int64_t steps = (k + 255) / 256, per = (steps + kSplit - 1) / kSplit;
+  const int64_t steps = (k + kStep - 1) / kStep, per = (steps + kSplit - 1) / kSplit;
   const int64_t s_begin = warp * per, s_end = min(steps, s_begin + per);
-  const bf16* wr[kRows];
+  const typename W::T* wr[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) wr[r] = w + min(n0 + r, n - 1) * k;  // past n: a valid row, never stored
   const uint4 zero = make_uint4(0, 0, 0, 0);
   auto load = [&](uint4 (&wv)[kU][kRows], int64_t s0) {
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
-      const int64_t kc = (s0 + u) * 256 + lane * 8;
+      const int64_t kc = (s0 + u) * kStep + lane * E;
       const bool ok = s0 + u < s_end && kc < k;
 #pragma unroll
       for (int r = 0; r < kRows; ++r) wv[u][r] = ok ? ptx::ld_stream16(wr[r] + kc) : zero;
@@ -43,20 +65,23 @@ __global__ void __launch_bounds__(kSplit * 32) dense_gemv_kernel(const bf16* x, 
   for (int64_t s0 = s_begin; s0 < s_end; s0 += kU) {
     const bool more = s0 + kU < s_end;
     if (more) load(nxt, s0 + kU);
-    uint4 xv[kU][MT];
+    uint4 xv[kU][MT][XV];
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
-      const int64_t kc = (s0 + u) * 256 + lane * 8;
+      const int64_t kc = (s0 + u) * kStep + lane * E;
 #pragma unroll
       for (int m = 0; m < MT; ++m)
-        xv[u][m] = s0 + u < s_end && kc < k && m < M ? __ldg(reinterpret_cast<const uint4*>(x + m * k + kc)) : zero;
+#pragma unroll
+        for (int h = 0; h < XV; ++h)
+          xv[u][m][h] = s0 + u < s_end && kc < k && m < M
+                            ? __ldg(reinterpret_cast<const uint4*>(x + m * k + kc + 8 * h)) : zero;
     }
 #pragma unroll
     for (int u = 0; u < kU; ++u)
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
 #pragma unroll
-        for (int m = 0; m < MT; ++m) ptx::dot8_bf16(acc[r][m], cur[u][r], xv[u][m]);
+        for (int m = 0; m < MT; ++m) W::dot(acc[r][m], cur[u][r], xv[u][m]);
     if (more)
 #pragma unroll
       for (int u = 0; u < kU; ++u)
@@ -80,6 +105,7 @@ __global__ void __launch_bounds__(kSplit * 32) dense_gemv_kernel(const bf16* x, 
       float s = 0.f;
 #pragma unroll
       for (int q = 0; q < kSplit; ++q) s += part[q][r][m];
+      if constexpr (W::kScaled) s *= w_scale[n0 + r];
       y[m * n + n0 + r] = __float2bfloat16(s);
     }
   }
@@ -93,9 +119,22 @@ void dense_gemv(const bf16* x, const bf16* w, bf16* y, int64_t M, int64_t n, int
                                 "), n " + std::to_string(n) + " (positive), k " + std::to_string(k) +
                                 " (a positive multiple of 8) and every operand set");
   const dim3 grid(unsigned((n + kRows - 1) / kRows));
-  if (M == 1) pdl::launch(dense_gemv_kernel<1>, grid, dim3(kSplit * 32), 0, stream, x, w, y, int(M), n, k);
-  else pdl::launch(dense_gemv_kernel<2>, grid, dim3(kSplit * 32), 0, stream, x, w, y, int(M), n, k);
+  const float* none = nullptr;
+  if (M == 1) pdl::launch(dense_gemv_kernel<Bf16W, 1>, grid, dim3(kSplit * 32), 0, stream, x, w, none, y, int(M), n, k);
+  else pdl::launch(dense_gemv_kernel<Bf16W, 2>, grid, dim3(kSplit * 32), 0, stream, x, w, none, y, int(M), n, k);
   CUDA_CHECK_LAUNCH("dense_gemv");
+}
+
+void dense_gemv_int8(const bf16* x, const int8_t* w, const float* w_scale, bf16* y, int64_t M, int64_t n, int64_t k,
+                     cudaStream_t stream) {
+  if (!dense_gemv_int8_supports(M, n, k) || !x || !w || !w_scale || !y)
+    throw std::invalid_argument("dense_gemv_int8: M " + std::to_string(M) + " (1.." + std::to_string(kDenseGemvMaxM) +
+                                "), n " + std::to_string(n) + " (positive), k " + std::to_string(k) +
+                                " (a positive multiple of 16) and every operand set");
+  const dim3 grid(unsigned((n + kRows - 1) / kRows));
+  if (M == 1) pdl::launch(dense_gemv_kernel<Int8W, 1>, grid, dim3(kSplit * 32), 0, stream, x, w, w_scale, y, int(M), n, k);
+  else pdl::launch(dense_gemv_kernel<Int8W, 2>, grid, dim3(kSplit * 32), 0, stream, x, w, w_scale, y, int(M), n, k);
+  CUDA_CHECK_LAUNCH("dense_gemv_int8");
 }
 
 }  // namespace peerplan::kernels

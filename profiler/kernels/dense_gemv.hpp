@@ -24,4 +24,15 @@ inline bool dense_gemv_supports(int64_t M, int64_t n, int64_t k) {
 void dense_gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y, int64_t M, int64_t n, int64_t k,
                 cudaStream_t stream);
 
+// The same GEMV over int8 weights with one fp32 scale per output channel (y = scale[n] * x . W[n]^T), the
+// codes converted to bf16 exactly in registers (int8_codes.cuh): W8A16 at decode, one kernel where the W8A8
+// path runs three (quantize x, IMMA, dequantize; gpu::QuantGemmRunner takes it for M <= kDenseGemvMaxM).
+// Reads a byte a weight, 512 contiguous bytes per row and load instruction. k a multiple of 16.
+inline bool dense_gemv_int8_supports(int64_t M, int64_t n, int64_t k) {
+  return dense_gemv_supports(M, n, k) && k % 16 == 0;
+}
+
+void dense_gemv_int8(const __nv_bfloat16* x, const int8_t* w, const float* w_scale, __nv_bfloat16* y, int64_t M,
+                     int64_t n, int64_t k, cudaStream_t stream);
+
 }  // namespace peerplan::kernels

@@ -1,7 +1,7 @@
 // Grouped expert GEMMs over 8-bit expert weights with per-channel scales (moe_gemm.hpp): FP8 (e4m3,
 // MoeGemmArgs::w_fp8) and int8 (MoeGemmArgs::w_int8, vLLM's int8_w8a16 fused-MoE format) codes. The bf16
 // kernels' gemv and stream shapes, reading a byte per weight and converting it to bf16 in registers
-// (an exact shift for e4m3, kv_fp8.cuh; an exact float trick for int8, below; the channel scale
+// (an exact shift for e4m3, kv_fp8.cuh; an exact float trick for int8, int8_codes.cuh; the channel scale
 // multiplies the fp32 sum once). At decode the time is the weight bytes, so this reads what an
 // engine's fused-MoE kernel reads (vLLM's W8A8 quantizes the tokens and runs 8-bit tensor cores; at a
 // few rows per expert both stream the same bytes); prefill-sized groups go through a tiled kernel with
@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "profiler/gpu/cuda_check.hpp"
+#include "profiler/kernels/int8_codes.cuh"
 #include "profiler/kernels/kv_fp8.cuh"
 #include "profiler/kernels/mma_ptx.cuh"
 #include "profiler/kernels/moe_gemm_tile.cuh"
@@ -30,23 +31,12 @@ struct E4m3Codes {
   static __device__ __forceinline__ const uint8_t* codes(const MoeGemmArgs& a) { return a.w_fp8; }
   static __device__ __forceinline__ uint4 to_bf16x8(uint2 c) { return e4m3x8_to_bf16x8(c); }
 };
-// int8 -> bf16 exactly: byte b ^ 0x80 (b + 128, unsigned) as the low mantissa byte of the float 2^23
-// is 2^23 + b + 128; subtracting 2^23 + 128 leaves b, and |b| <= 128 has 8 significant bits, so the
-// float's high half is b's bf16 (no rounding). 11 integer / float ops per 4 codes, as e4m3's shifts.
-__device__ __forceinline__ uint32_t int8x2_to_bf16x2(uint32_t u, uint32_t sel0, uint32_t sel1) {
-  const float f0 = __uint_as_float(__byte_perm(u, 0x4B000000u, sel0)) - 8388736.f;
-  const float f1 = __uint_as_float(__byte_perm(u, 0x4B000000u, sel1)) - 8388736.f;
-  return __byte_perm(__float_as_uint(f0), __float_as_uint(f1), 0x7632u);
-}
+// int8 -> bf16 exactly (int8_codes.cuh).
 struct Int8Codes {
   static __device__ __forceinline__ const uint8_t* codes(const MoeGemmArgs& a) {
     return reinterpret_cast<const uint8_t*>(a.w_int8);
   }
-  static __device__ __forceinline__ uint4 to_bf16x8(uint2 c) {
-    const uint32_t x = c.x ^ 0x80808080u, y = c.y ^ 0x80808080u;
-    return make_uint4(int8x2_to_bf16x2(x, 0x7650u, 0x7651u), int8x2_to_bf16x2(x, 0x7652u, 0x7653u),
-                      int8x2_to_bf16x2(y, 0x7650u, 0x7651u), int8x2_to_bf16x2(y, 0x7652u, 0x7653u));
-  }
+  static __device__ __forceinline__ uint4 to_bf16x8(uint2 c) { return int8x8_to_bf16x8(c); }
 };
 
 // 16 codes -> two groups of 8 bf16 (k order kept).

@@ -42,6 +42,7 @@ S21 = os.path.join(V, "runs/2026-12-06-session21")
 S23 = os.path.join(V, "runs/2026-12-06-session23")
 S24 = os.path.join(V, "runs/2026-12-06-session24")
 S25 = os.path.join(V, "runs/2026-12-06-session25")
+S26 = os.path.join(V, "runs/2026-12-06-session26")
 LONG_8K = os.path.join(ROOT, "models/workloads/long-prompt-8k-32k.json")
 LONG_64K = os.path.join(ROOT, "models/workloads/long-prompt-64k-100k.json")
 # (run directory, plan, model, workload, extra simulate arguments): as scripts/gpu/session8.sh ran them.
@@ -178,6 +179,11 @@ RUNS = [
     (f"{S25}/Q/validate-qwen-int8-chat", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", CHAT, ["--weights", "int8"]),
     (f"{S25}/Q/validate-mixtral-int8-chat", "mixtral-1gpu", "mixtral-8x7b", CHAT, ["--weights", "int8"]),
     (f"{S25}/Q/validate-mixtral-int8-long", "mixtral-1gpu", "mixtral-8x7b", LONG, ["--weights", "int8"]),
+    # session26.sh P (session 26, one H100): the same Mixtral runs from a paced profile (--duty 0.5) after the
+    # grouped pricer took each path's rows apart, and fp8 chat.
+    (f"{S26}/P/validate-mixtral-int8-chat", "mixtral-1gpu", "mixtral-8x7b", CHAT, ["--weights", "int8"]),
+    (f"{S26}/P/validate-mixtral-int8-long", "mixtral-1gpu", "mixtral-8x7b", LONG, ["--weights", "int8"]),
+    (f"{S26}/P/validate-mixtral-fp8-chat", "mixtral-1gpu", "mixtral-8x7b", CHAT, ["--weights", "fp8"]),
 ]
 
 

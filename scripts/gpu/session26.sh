@@ -10,8 +10,13 @@
 #     format the executor runs (Qwen1.5-MoE, Mixtral-8x7B, DeepSeek-V2-Lite; bf16, fp8, int8, int4: `profile --only
 #     grouped_gemm`), to splice into models/hardware/h200x2-nvlink.json (scripts/splice_grouped_gemm.py --replace);
 #     (2) session22.sh M: Mixtral-8x7B bf16 long prompts from a paced profile of its own (93 GB: an H200 only)
+#   session26.sh G   (~5 min, H100 or H200) (1) the dense int8 GEMV (W8A16 at M <= 2, kernels/dense_gemv.hpp): the quant
+#     self-test, Llama-3.1-8B decode in int8 / fp8 / bf16 and Qwen1.5-MoE in int8 / fp8 beside the shared references
+#     (torch_ref.py's 8B step, torch_moe_fp8_ref.py's Qwen MoE step), same lease; (2) Mixtral-8x7B int8 prefill steps
+#     from 431 to 4096 tokens priced from P's back-to-back profile (where the cuBLAS int8 curve departs from its
+#     interpolation), and the grouped int8 rows again with a token count at 2515 (the long run's chunk)
 set -u
-PART=${1:?usage: session26.sh P | H}
+PART=${1:?usage: session26.sh P | G | H}
 OUT_DEFAULT=/tmp/peerplan-s26
 source "$(dirname "$0")/call_lib.sh"
 steps() {  # NAME MODEL-PLAN MODEL WEIGHTS MACHINE BATCHES PREFILL [extra]
@@ -36,6 +41,32 @@ if [ "$PART" = P ]; then
   # The same rows back to back (the default), for repricing the runs above offline (revalidate_offline.py).
   left 490 && TAIL=4 step 70 profile-b2b $B profile --no-progress --model mixtral-8x7b --dtypes int8,fp8 \
     --skip nccl,nccl_nop2p --out "$W/profile-b2b.json"
+  finish
+fi
+if [ "$PART" = G ]; then
+  REF=${REF:-.gpu-ref}; [ -d ../shared/reference ] && REF=../shared/reference
+  TAIL=4 step 120 selftest-quant env PEERPLAN_SELFTEST_ONLY=quant $B validate --self-test
+  grep -E "gemm_int8" "$W/selftest-quant.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  for w in int8 fp8 bf16; do
+    steps "steps-8b-$w" llama8b llama-3.1-8b $w models/hardware/h200x2-nvlink.json 1,2,8 0 --allow-other-host --no-measure-missing
+  done
+  for w in int8 fp8; do
+    steps "steps-qwen-$w" qwen-moe qwen1.5-moe-a2.7b $w models/hardware/h200x2-nvlink.json 1,8,32,64 0 \
+      --allow-other-host --no-measure-missing
+  done
+  TAIL=3 step 60 torch-ref-qwen python3 -c "import sys, json; sys.path.insert(0, '$REF'); import torch_moe_fp8_ref as r
+out = {'torch': r.torch.__version__, 'gpu': r.torch.cuda.get_device_name(0)}
+r.moe_case('qwen1.5-moe-a2.7b', r.MOE['qwen1.5-moe-a2.7b'], out)
+json.dump(out, open('$W/torch_moe_ref_qwen.json', 'w'), indent=1)"
+  TAIL=6 step 150 torch-ref-8b python3 "$REF/torch_ref.py" "$W"
+  gunzip -c docs/validation/runs/2026-12-06-session26/P/profile-b2b.json.gz > "$W/profile-b2b.json"
+  for pf in 431 640 1024 1536 2048 2515 3072 4096; do
+    left 480 || break
+    TAIL=3 step 40 "prefill-mixtral-int8-$pf" $B validate --bench-steps --plan $P/mixtral-1gpu.json --model mixtral-8x7b \
+      --weights int8 --machine "$W/profile-b2b.json" --batches 1 --context 1024 --prefill $pf --out "$W/prefill-$pf"
+  done
+  left 500 && TAIL=3 step 60 profile-grouped-2515 $B profile --no-progress --only grouped_gemm --model mixtral-8x7b \
+    --dtypes int8 --max-tokens 2515 --out "$W/profile-grouped-2515.json"
   finish
 fi
 if [ "$PART" = H ]; then

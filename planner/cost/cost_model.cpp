@@ -137,13 +137,17 @@ OpCost CostModel::price_compute(const Op& op) const {
     }
   }
   if (op.kind == OpKind::GroupedGemm) {  // routed experts: planner/cost/grouped_gemm_cost.hpp
-    if (meas)
+    if (meas) {
+      bool measured_bw = false;
+      const double bw = hbm_Bps_if_known(gpu, &measured_bw);
+      const double floor_s = bw > 0 ? double(op.n) * double(op.k) * dtype_bits(op.wdtype) / 8 / bw : 0;  // one expert's weights
       if (auto t = grouped_gemm_from_table(meas->grouped_gemms, gpu, op,
-                                           meas->grouped_cublas_min_gflop.value_or(kMoeCublasMinGflop))) {
+                                           meas->grouped_cublas_min_gflop.value_or(kMoeCublasMinGflop), floor_s)) {
         c.seconds = t->seconds;
         c.source = t->source;
         return c;
       }
+    }
     if (const FittedCompute* f = fitted()) {
       bool all = true;
       auto one = [&](double rows) {

@@ -48,16 +48,22 @@ bool grouped_op_takes_cublas(const Op& op, double min_gflop) {
 }
 
 std::optional<ComputePrice> grouped_gemm_from_table(const std::vector<GroupedGemmTime>& table, int gpu, const Op& op,
-                                                    double cublas_min_gflop) {
+                                                    double cublas_min_gflop, double floor_s) {
   const std::string dtype = dtype_name(op.wdtype);
   // Rows of the op's path only (moe_cublas_path): per expert, cuBLASLt and the grouped kernel differ up
   // to 3x, and Mixtral int8's prefill at 257-511 tokens, priced between the grouped row of 256 tokens
   // and the cuBLAS one of 512, ran 13-16 % under its price (H100, session 25). Rows of either path when
   // the profile has none of the op's (profiles before session 13 time the grouped kernel only).
+  // An eager op needs an eager row of its path (a call of more than kGraphTimedMaxRows tokens) to go by:
+  // session 23's profiles ran every eager FP8 call on cuBLAS whatever its FLOPs (their rule said so), so a
+  // Qwen1.5-MoE fp8 prefill the rule now keeps grouped would be priced from the graph rows (<= 256 tokens)
+  // alone, extrapolated 30x (its long-prompt TTFT +77 %); there all rows price it, as before.
   const bool cublas = grouped_op_takes_cublas(op, cublas_min_gflop);
+  const bool eager = op.group_tokens > kGraphTimedMaxRows;
   bool path_rows = false;
   for (const GroupedGemmTime& g : table)
-    path_rows = path_rows || (g.n == op.n && g.k == op.k && g.dtype == dtype && g.cublas == cublas);
+    path_rows = path_rows || (g.n == op.n && g.k == op.k && g.dtype == dtype && g.cublas == cublas &&
+                              (!eager || g.tokens > kGraphTimedMaxRows));
   // Rows timed on the op's own kernel first (moe_kernel_class.hpp): a row of another kernel is
   // another cost curve. DeepSeek-V2-Lite at 4 tokens: max_rows-2 layers priced from the only row
   // of their (rows, touched), timed with max_rows 3 on the 4-rows-per-pass gemv, cost 137 us a
@@ -110,6 +116,18 @@ std::optional<ComputePrice> grouped_gemm_from_table(const std::vector<GroupedGem
     for (const auto& [r, sn] : per) pts.push_back({r, sn.first / double(sn.second)});
     CostSource src = CostSource::Measured;
     auto w = [&](double r) {
+      if (cublas && path_rows && pts.size() >= 2 && r < pts[0].first) {
+        // Below the smallest rows per expert of the op's path (the cuBLAS path's rows start at a 512-token
+        // call: Mixtral's 128 rows per expert): the line through its two smallest points, not under the
+        // expert's weight read (floor_s; else in proportion to rows), not over the smallest point's time.
+        // A flat price put Mixtral int8's 431-token prefill at 1.10x its measured step (H100, session 26 P);
+        // the line through 128 and 256 rows per expert gives the layer's measured 843 us within 1 %.
+        const auto [r0, t0] = pts[0];
+        const auto [r1, t1] = pts[1];
+        const double line = t0 + (r - r0) * (t1 - t0) / (r1 - r0);
+        src = weaker(src, CostSource::Extrapolated);
+        return std::min(t0, std::max(line, floor_s > 0 ? floor_s : t0 * r / r0));
+      }
       ComputePrice p = from_points(pts, r);
       src = weaker(src, p.source);
       return p.seconds;

@@ -5,8 +5,9 @@
 // The rule works per expert. w(r) is the time one expert of [k,n] takes on r rows inside a
 // grouped launch; a measured point (rows m_i, touched t_i, time s_i) gives w(m_i / t_i) = s_i / t_i.
 // Between measured rows-per-expert w is linear, below the smallest it is that point's time (the
-// expert's weights must be read however few rows it gets), above the largest it grows in
-// proportion (compute-bound). So at decode (about one row per expert) the time is touched experts
+// expert's weights must be read however few rows it gets; where the smallest lies above one row per
+// expert, as the cuBLAS path's rows do, the line through the two smallest points, between the weight
+// read and that point's time), above the largest it grows in proportion (compute-bound). So at decode (about one row per expert) the time is touched experts
 // x one weight read, at prefill it is rows x the per-row FLOPs -- which is what a grouped kernel
 // does. The busiest expert is priced on its own rows and the others on the rest:
 //   time = w(max_rows) + (touched - 1) w((rows - max_rows) / (touched - 1))
@@ -43,7 +44,9 @@ bool grouped_op_takes_cublas(const Op& op, double min_gflop = kMoeCublasMinGflop
 
 // nullopt when the table has no entry of the op's (n, k) and weight format. Rows of the op's path
 // (GroupedGemmTime::cublas) only, where the table has any; cublas_min_gflop: the profile's threshold.
+// floor_s: one expert's weight read (bytes over HBM bandwidth; 0 unknown), the least an expert costs where
+// the op's rows per expert lie below its path's smallest (there the line through the two smallest points).
 std::optional<ComputePrice> grouped_gemm_from_table(const std::vector<GroupedGemmTime>& table, int gpu, const Op& op,
-                                                    double cublas_min_gflop = kMoeCublasMinGflop);
+                                                    double cublas_min_gflop = kMoeCublasMinGflop, double floor_s = 0);
 
 }  // namespace peerplan

@@ -240,7 +240,7 @@ TEST(GroupedGemmCost, RowsOfAnotherKernelDoNotPriceTheOp) {
 
 // Mixtral's expert gate_up (8 experts, top-2, [4096 x 28672]): at more than 256 tokens (eager) its groups
 // run as cuBLASLt calls per expert, a cost curve apart from the grouped kernel's. An op of 384 tokens
-// is priced from the cuBLAS rows only (flat below the smallest: the weights are read either way), not
+// is priced from the cuBLAS rows only (below the smallest, the line through the two smallest), not
 // interpolated toward the grouped row of 256 tokens; an op of 256 tokens (a CUDA graph) from the
 // grouped rows; without rows of the op's path, from every row as before.
 TEST(GroupedGemmCost, RowsOfTheOpsPathOnly) {
@@ -266,22 +266,39 @@ TEST(GroupedGemmCost, RowsOfTheOpsPathOnly) {
   EXPECT_TRUE(grouped_op_takes_cublas(op_at(384)));
   EXPECT_FALSE(grouped_op_takes_cublas(op_at(256)));  // a CUDA graph: never cuBLAS
   EXPECT_FALSE(grouped_op_takes_cublas(op_at(384), 1e6));  // a threshold no group reaches
+  // 96 rows per expert, below the cuBLAS rows' smallest (128): the line through 128 and 256 rows per expert
+  // (75 and 137.5 us an expert), not the grouped rows' ~750 us between paths, nor flat at 75.
   auto eager = grouped_gemm_from_table(table, 0, op_at(384));
   ASSERT_TRUE(eager.has_value());
-  EXPECT_NEAR(eager->seconds, 600e-6, 1e-9);  // the 512-token cuBLAS row's cost per expert, not ~750 between paths
+  EXPECT_EQ(eager->source, CostSource::Extrapolated);
+  EXPECT_NEAR(eager->seconds, 8 * (75 - 32 * 62.5 / 128) * 1e-6, 1e-9);
+  // Never under one expert's weight read (floor_s), never over the smallest point's time.
+  auto floored = grouped_gemm_from_table(table, 0, op_at(384), kMoeCublasMinGflop, 70e-6);
+  ASSERT_TRUE(floored.has_value());
+  EXPECT_NEAR(floored->seconds, 8 * 70e-6, 1e-9);
+  auto capped = grouped_gemm_from_table(table, 0, op_at(384), kMoeCublasMinGflop, 90e-6);
+  ASSERT_TRUE(capped.has_value());
+  EXPECT_NEAR(capped->seconds, 8 * 75e-6, 1e-9);
   auto graph = grouped_gemm_from_table(table, 0, op_at(256));
   ASSERT_TRUE(graph.has_value());
   EXPECT_EQ(graph->source, CostSource::Measured);
   EXPECT_NEAR(graph->seconds, 900e-6, 1e-9);
-  // The profile's threshold: 1e6 GFLOP puts the op on the grouped kernel, extrapolated past 256 tokens.
+  // The profile's threshold: 1e6 GFLOP puts the op on the grouped kernel. Without an eager grouped row
+  // (session 23's profiles ran every eager FP8 call on cuBLAS) every row prices it, as before the split:
+  // 96 rows per expert between the grouped 64 (112.5 us an expert) and the cuBLAS 128 (75).
   auto high = grouped_gemm_from_table(table, 0, op_at(384), 1e6);
   ASSERT_TRUE(high.has_value());
-  EXPECT_GT(high->seconds, 1100e-6);
-  // A profile without cuBLAS rows (before session 13): all rows price it, as before.
-  table.pop_back(), table.pop_back();
+  EXPECT_NEAR(high->seconds, 8 * 93.75e-6, 1e-9);
+  // With one (1024 tokens, 256 rows per expert, 250 us an expert), the grouped rows alone.
+  table.push_back(row(1024, 2000, false));
+  auto grouped = grouped_gemm_from_table(table, 0, op_at(384), 1e6);
+  ASSERT_TRUE(grouped.has_value());
+  EXPECT_NEAR(grouped->seconds, 8 * (112.5 + 32.0 / 192 * 137.5) * 1e-6, 1e-9);
+  // A profile without cuBLAS rows (before session 13): the grouped rows, whatever the rule says.
+  table = {row(128, 500, false), row(256, 900, false), row(1024, 2000, false)};
   auto old = grouped_gemm_from_table(table, 0, op_at(384));
   ASSERT_TRUE(old.has_value());
-  EXPECT_NEAR(old->seconds, high->seconds, 1e-9);
+  EXPECT_NEAR(old->seconds, grouped->seconds, 1e-9);
 }
 
 // Profiles of sessions 13-25 record each eager row's path beside the rows

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/compile/graph_batch.hpp"
 #include "planner/core/error.hpp"
 
 namespace peerplan::profiler {
@@ -61,6 +62,15 @@ std::vector<int64_t> token_counts(int64_t max_tokens) {
   std::vector<int64_t> out;
   for (int64_t t = 1; t <= max_tokens; t *= 2) out.push_back(t);
   if (out.back() != max_tokens) out.push_back(max_tokens);
+  return out;
+}
+
+std::vector<int64_t> grouped_token_counts(const std::vector<int64_t>& tokens) {
+  std::vector<int64_t> out = tokens;
+  for (int64_t t : tokens)
+    if (t >= kGraphTimedMaxRows && std::find(tokens.begin(), tokens.end(), 2 * t) != tokens.end()) out.push_back(t + t / 2);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 

@@ -21,6 +21,13 @@ std::string format_size(int64_t bytes);  // 4096 -> "4 KiB", 1<<30 -> "1 GiB"
 // Powers of two from 1 to max (max included even if not a power of two).
 std::vector<int64_t> token_counts(int64_t max_tokens);
 
+// The grouped expert GEMMs' token counts: `tokens`, plus the midpoint 1.5 t between each count t >=
+// kGraphTimedMaxRows and 2 t when both are there (midpoints from 384 on: eager calls). Eager calls take cuBLASLt per expert, whose time
+// is not linear in the rows between powers of two (Mixtral int8 gate_up per expert at 128 / 256 / 512 /
+// 1024 rows: 71 / 143 / 187 / 352 us, H100, session 26 P; a 2515-token chunk ran 12 % under the price
+// interpolated between 512 and 1024 rows per expert).
+std::vector<int64_t> grouped_token_counts(const std::vector<int64_t>& tokens);
+
 struct SweepPlan {
   std::vector<int64_t> transfer_sizes;   // peer / host / local copies
   std::vector<int64_t> collective_sizes; // NCCL, P2P allowed

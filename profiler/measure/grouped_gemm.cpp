@@ -25,6 +25,7 @@
 #include "profiler/common/gemm_shapes.hpp"
 #include "profiler/common/profile_models.hpp"
 #include "profiler/common/quant_shapes.hpp"
+#include "profiler/common/sweep.hpp"
 #include "profiler/common/w4_expert_layout.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/gpu/gemm.hpp"
@@ -52,7 +53,8 @@ constexpr int kRoutingsPerCount = 4;
 // Token counts up to kGraphTimedMaxRows (planner/compile/graph_batch.hpp) are decode batches in CUDA
 // graphs: the grouped kernel. Above, eager: moe_expert_gemm's choice.
 
-void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, const std::vector<int64_t>& token_counts) {
+void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, const std::vector<int64_t>& tokens) {
+  const std::vector<int64_t> token_counts = grouped_token_counts(tokens);  // midpoints where cuBLAS runs
   std::set<GroupedShapeKey> shapes;
   for (const GroupedShapeKey& s : keys) {
     const std::optional<DType> dt = parse_dtype(s.dtype);
@@ -239,7 +241,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
           e["weights_gbps"] = bytes / ctx.ms.grouped_gemms.back().time.median / 1e9;
           kinds.push_back(e);
         }
-        if (layer == 0 && tokens >= 256 && s.dtype == "bf16") {
+        if (layer == 0 && tokens >= 256 && (tokens & (tokens - 1)) == 0 && s.dtype == "bf16") {  // powers of two
           // cuBLASLt per touched expert over rows already sorted, with the group sizes known on the
           // host (what cuBLAS's grouped GEMM needs, and a device-side routing cannot give without a
           // synchronisation): the alternative for prefill-sized groups, recorded beside our kernel.

@@ -14,7 +14,7 @@
 #     self-test, Llama-3.1-8B decode in int8 / fp8 / bf16 and Qwen1.5-MoE in int8 / fp8 beside the shared references
 #     (torch_ref.py's 8B step, torch_moe_fp8_ref.py's Qwen MoE step), same lease; (2) Mixtral-8x7B int8 prefill steps
 #     from 431 to 4096 tokens priced from P's back-to-back profile (where the cuBLAS int8 curve departs from its
-#     interpolation), and the grouped int8 rows again with a token count at 2515 (the long run's chunk)
+#     interpolation), and the grouped int8 / fp8 rows on the finer eager token grid (profiler/common/sweep.hpp)
 set -u
 PART=${1:?usage: session26.sh P | G | H}
 OUT_DEFAULT=/tmp/peerplan-s26
@@ -65,8 +65,10 @@ json.dump(out, open('$W/torch_moe_ref_qwen.json', 'w'), indent=1)"
     TAIL=3 step 40 "prefill-mixtral-int8-$pf" $B validate --bench-steps --plan $P/mixtral-1gpu.json --model mixtral-8x7b \
       --weights int8 --machine "$W/profile-b2b.json" --batches 1 --context 1024 --prefill $pf --out "$W/prefill-$pf"
   done
-  left 500 && TAIL=3 step 60 profile-grouped-2515 $B profile --no-progress --only grouped_gemm --model mixtral-8x7b \
-    --dtypes int8 --max-tokens 2515 --out "$W/profile-grouped-2515.json"
+  # The grouped rows on the finer eager grid (grouped_token_counts: 384, 768, 1536, 3072 besides the powers of two),
+  # to splice into P's profile and reprice its long run offline.
+  left 500 && TAIL=3 step 80 profile-grouped-fine $B profile --no-progress --only grouped_gemm --model mixtral-8x7b \
+    --dtypes int8,fp8 --max-tokens 4096 --out "$W/profile-grouped-fine.json"
   finish
 fi
 if [ "$PART" = H ]; then

@@ -116,3 +116,19 @@ TEST(Sweep, RepsCoverTheTargetDurationForSmallCopies) {
   // 8 MiB at 400 GB/s is 21 us: 10 copies fill 200 us.
   EXPECT_EQ(reps_for(8 << 20, 400, 200e-6, 64), 10);
 }
+
+namespace peerplan::profiler {
+namespace {
+// The grouped rows add the midpoints of the eager (cuBLAS) range only: 384 .. 6144 between 256 .. 8192; the
+// graph range keeps its powers of two, and a max that is not a power of two gets no midpoint past it.
+TEST(Sweep, GroupedTokenCountsAddEagerMidpoints) {
+  EXPECT_EQ(grouped_token_counts(token_counts(8192)),
+            (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144,
+                                  8192}));
+  EXPECT_EQ(grouped_token_counts(token_counts(256)), token_counts(256));
+  EXPECT_EQ(grouped_token_counts(token_counts(2515)),
+            (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 2515}));
+  EXPECT_EQ(grouped_token_counts({}), std::vector<int64_t>{});
+}
+}  // namespace
+}  // namespace peerplan::profiler

@@ -7,7 +7,8 @@
 // Between measured rows-per-expert w is linear, below the smallest it is that point's time (the
 // expert's weights must be read however few rows it gets; where the smallest lies above one row per
 // expert, as the cuBLAS path's rows do, the line through the two smallest points, between the weight
-// read and that point's time), above the largest it grows in proportion (compute-bound). So at decode (about one row per expert) the time is touched experts
+// read and that point's time), above the largest it grows in proportion (compute-bound). So at
+// decode (about one row per expert) the time is touched experts
 // x one weight read, at prefill it is rows x the per-row FLOPs -- which is what a grouped kernel
 // does. The busiest expert is priced on its own rows and the others on the rest:
 //   time = w(max_rows) + (touched - 1) w((rows - max_rows) / (touched - 1))
@@ -19,7 +20,8 @@
 // are far apart (the synthetic test: 19 % with points 4x apart in tokens at the knee).
 //
 // Table: the profile's "grouped_gemms" entries of the same (n, k), weight format and path (the grouped
-// kernel, or in eager iterations cuBLASLt per expert), this GPU's first, any GPU's otherwise. An entry with the op's exact (rows, touched) is Measured; else
+// kernel, or in eager iterations cuBLASLt per expert), this GPU's first, any GPU's otherwise. An
+// entry with the op's exact (rows, touched) is Measured; else
 // Interpolated between rows-per-expert points, Extrapolated beyond them.
 // Without entries of this (n, k), the cost model uses the same rule with the fitted GEMM price
 // of one expert (Fitted), or a roofline on the op's touched weight bytes and FLOPs.

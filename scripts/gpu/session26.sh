@@ -63,7 +63,8 @@ json.dump(out, open('$W/torch_moe_ref_qwen.json', 'w'), indent=1)"
   for pf in 431 640 1024 1536 2048 2515 3072 4096; do
     left 480 || break
     TAIL=3 step 40 "prefill-mixtral-int8-$pf" $B validate --bench-steps --plan $P/mixtral-1gpu.json --model mixtral-8x7b \
-      --weights int8 --machine "$W/profile-b2b.json" --batches 1 --context 1024 --prefill $pf --out "$W/prefill-$pf"
+      --weights int8 --machine "$W/profile-b2b.json" --allow-other-host --batches 1 --context 1024 --prefill $pf \
+      --out "$W/prefill-$pf"
   done
   # The grouped rows on the finer eager grid (grouped_token_counts: 384, 768, 1536, 3072 besides the powers of two),
   # to splice into P's profile and reprice its long run offline.

@@ -53,8 +53,8 @@ SelfTestResult failed(const std::string& kernel, const std::string& shape, const
 std::vector<double> quantized_x(const std::vector<float>& x, int64_t M, int64_t k, DType dt, gpu::Fp8Scaling sc,
                                 float x_scale) {
   std::vector<double> out(x.size());
-  // W4A16's mma.sync variants and the int8 GEMV (M = 1, W8A16) multiply bf16 x.
-  if ((dt == DType::INT4 && !kernels::w4a16_quantizes_x(M)) || (dt == DType::INT8 && M == 1)) {
+  // W4A16's mma.sync variants and the int8 GEMV (M <= 2, W8A16) multiply bf16 x.
+  if ((dt == DType::INT4 && !kernels::w4a16_quantizes_x(M)) || (dt == DType::INT8 && M <= kernels::kDenseGemvMaxM)) {
     for (size_t i = 0; i < x.size(); ++i) out[i] = x[i];
     return out;
   }
@@ -332,12 +332,14 @@ void quant_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt1993
   out.push_back(gemm_case(dev, rng, DType::FP8_E4M3, S::Block128, 20, 512, 384));
   // A failing block case says which of the four scale orders cuBLASLt reads, in the same output.
   if (!out[out.size() - 1].pass() || !out[out.size() - 2].pass()) fp8_block_layout_probe(out, dev, rng);
-  // int8: the W8A16 GEMV at M = 1 (a partial 512-k step; k of one step shared by four warps, three without
+  // int8: the W8A16 GEMV at M <= 2 (a partial 512-k step; k of one step shared by four warps, three without
   // one; int8 weights need n and k multiples of 16), the W8A8 path (quantize, IMMA, dequantize) above.
   out.push_back(gemm_case(dev, rng, DType::INT8, S::PerTensor, 1, 256, 512));
   out.push_back(gemm_case(dev, rng, DType::INT8, S::PerTensor, 1, 272, 4112));
+  out.push_back(gemm_case(dev, rng, DType::INT8, S::PerTensor, 2, 272, 4112));
   out.push_back(gemm_case(dev, rng, DType::INT8, S::PerTensor, 1, 144, 48));
-  out.push_back(gemm_case(dev, rng, DType::INT8, S::PerTensor, 2, 128, 256));
+  out.push_back(gemm_case(dev, rng, DType::INT8, S::PerTensor, 2, 144, 48));
+  out.push_back(gemm_case(dev, rng, DType::INT8, S::PerTensor, 3, 128, 256));
   out.push_back(gemm_case(dev, rng, DType::INT8, S::PerTensor, 33, 128, 256));
   out.push_back(gemm_case(dev, rng, DType::INT4, S::PerTensor, 1, 256, 1024));   // split-K
   out.push_back(gemm_case(dev, rng, DType::INT4, S::PerTensor, 16, 4096, 256));  // no split

@@ -335,7 +335,7 @@ void QuantGemmRunner::run_fp8_prequantized(const void* xq, const QuantWeight& w,
 
 void QuantGemmRunner::run_int8(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream) {
   const int64_t n = w.n, k = w.k;
-  // Decode at M = 1: W8A16, one GEMV kernel reading the int8 bytes (kernels/dense_gemv.hpp) instead of
+  // Decode at M <= 2: W8A16, one GEMV kernel reading the int8 bytes (kernels/dense_gemv.hpp) instead of
   // quantize + IMMA + dequantize, which left int8 behind fp8 at batch 1 (Qwen1.5-MoE 2.636 against 2.407 ms,
   // H100, session 25); TensorRT-LLM's int8 weight-only GEMV does the same at small batches.
   const bool aligned = ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(w.codes.get()) |

@@ -26,12 +26,12 @@ void dense_gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y
 
 // The same GEMV over int8 weights with one fp32 scale per output channel (y = scale[n] * x . W[n]^T), the
 // codes converted to bf16 exactly in registers (int8_codes.cuh): W8A16 at decode, one kernel where the W8A8
-// path runs three (quantize x, IMMA, dequantize; gpu::QuantGemmRunner takes it at M = 1).
+// path runs three (quantize x, IMMA, dequantize; gpu::QuantGemmRunner takes it at M <= kDenseGemvMaxM).
 // Reads a byte a weight, 512 contiguous bytes per row and load instruction. k a multiple of 16.
-// M = 1 only: at M = 2 the kernel was slower than W8A8 (Llama-3.1-8B decode at batch 2 4.470 ms against fp8's
-// 3.931, while batch 1 ran 3.789 against 3.866; H100, session 26 G).
+// M <= 2: Llama-3.1-8B int8 decode at batch 2 ran 4.470 ms with it and 4.823 on W8A8 (two H100 leases, fp8 3.931 /
+// 4.018 in each: fp8's W8A8 stays ahead at batch 2); batch 1 3.789 / 3.813 against fp8's 3.866 / 3.955 (session 26 G).
 inline bool dense_gemv_int8_supports(int64_t M, int64_t n, int64_t k) {
-  return M == 1 && dense_gemv_supports(M, n, k) && k % 16 == 0;
+  return dense_gemv_supports(M, n, k) && k % 16 == 0;
 }
 
 void dense_gemv_int8(const __nv_bfloat16* x, const int8_t* w, const float* w_scale, __nv_bfloat16* y, int64_t M,

@@ -58,8 +58,8 @@ std::optional<ComputePrice> grouped_gemm_from_table(const std::vector<GroupedGem
   // session 23's profiles ran every eager FP8 call on cuBLAS whatever its FLOPs (their rule said so), so a
   // Qwen1.5-MoE fp8 prefill the rule now keeps grouped would be priced from the graph rows (<= 256 tokens)
   // alone, extrapolated 30x (its long-prompt TTFT +77 %); there all rows price it, as before.
-  const bool cublas = grouped_op_takes_cublas(op, cublas_min_gflop);
   const bool eager = op.group_tokens > kGraphTimedMaxRows;
+  const bool cublas = grouped_op_takes_cublas(op, cublas_min_gflop);  // implies eager
   bool path_rows = false;
   for (const GroupedGemmTime& g : table)
     path_rows = path_rows || (g.n == op.n && g.k == op.k && g.dtype == dtype && g.cublas == cublas &&

@@ -215,6 +215,15 @@ const PeerAllReduceCurve* Measurements::find_peer_allreduce(const std::string& a
 
 namespace {
 
+// A grouped row's path as the profile names it: true for the cuBLAS-per-expert path, false for the
+// grouped kernel (`def` when the key is absent); any other name fails naming the field.
+bool read_grouped_path(const JsonIn& t, const std::string& key, const std::string& def) {
+  const std::string path = t.str_or(key, def);
+  if (path != "grouped" && path != "cublas_per_expert")
+    t.fail(key, "\"grouped\" or \"cublas_per_expert\" (the executor's path the row was timed on), got '" + path + "'");
+  return path == "cublas_per_expert";
+}
+
 // The grouped rows' dispatch as profiles of sessions 13-25 record it, beside the rows: the threshold
 // in force and, for each eager row, the path it ran (extra.grouped_gemm.dispatch, written by
 // profiler/measure/grouped_gemm.cpp). Rows that carry their own "path" keep it.
@@ -230,10 +239,7 @@ void read_grouped_dispatch(const JsonIn& extra, Measurements& m) {
   const int64_t gpu = gg->nonnegative_int_or("gpu", 0);
   for (size_t i = 0; i < paths->size(); ++i) {
     JsonIn p = (*paths)[i];
-    const std::string path = p.str("path");
-    if (path != "grouped" && path != "cublas_per_expert")
-      p.fail("path", "\"grouped\" or \"cublas_per_expert\", got '" + path + "'");
-    if (path == "grouped") continue;
+    if (!read_grouped_path(p, "path", "")) continue;
     const int64_t n = p.positive_int("n"), k = p.positive_int("k"), experts = p.positive_int("experts"),
                   tokens = p.positive_int("tokens"), rows = p.positive_int("rows"), touched = p.positive_int("touched"),
                   max_rows = p.positive_int("max_rows");
@@ -353,10 +359,7 @@ Measurements parse_measurements(const JsonIn& j) {
         t.fail("rows", fmt::format("between touched ({}) and tokens x topk ({}), got {}", g.touched, g.tokens * g.topk, g.rows));
       if (g.max_rows * g.touched < g.rows || g.max_rows > g.rows)
         t.fail("max_rows", fmt::format("between rows / touched and rows ({}), got {}", g.rows, g.max_rows));
-      const std::string path = t.str_or("path", "grouped");
-      if (path != "grouped" && path != "cublas_per_expert")
-        t.fail("path", "\"grouped\" or \"cublas_per_expert\" (the executor's path the row was timed on), got '" + path + "'");
-      g.cublas = path == "cublas_per_expert";
+      g.cublas = read_grouped_path(t, "path", "grouped");
       g.time = parse_stats(t);
       m.grouped_gemms.push_back(g);
     }

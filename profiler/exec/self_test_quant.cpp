@@ -50,11 +50,11 @@ SelfTestResult failed(const std::string& kernel, const std::string& shape, const
 }
 
 // x quantized as the runner does, dequantized back: the values the GEMM multiplies.
-std::vector<double> quantized_x(const std::vector<float>& x, int64_t M, int64_t k, DType dt, gpu::Fp8Scaling sc,
-                                float x_scale) {
+std::vector<double> quantized_x(const std::vector<float>& x, int64_t M, int64_t n, int64_t k, DType dt,
+                                gpu::Fp8Scaling sc, float x_scale) {
   std::vector<double> out(x.size());
-  // W4A16's mma.sync variants and the int8 GEMV (M <= 2, W8A16) multiply bf16 x.
-  if ((dt == DType::INT4 && !kernels::w4a16_quantizes_x(M)) || (dt == DType::INT8 && M <= kernels::kDenseGemvMaxM)) {
+  // W4A16's mma.sync variants and the int8 GEMV (W8A16, the runner's rule) multiply bf16 x.
+  if ((dt == DType::INT4 && !kernels::w4a16_quantizes_x(M)) || (dt == DType::INT8 && kernels::dense_gemv_int8_supports(M, n, k))) {
     for (size_t i = 0; i < x.size(); ++i) out[i] = x[i];
     return out;
   }
@@ -133,7 +133,7 @@ SelfTestResult gemm_case(int dev, std::mt19937_64& rng, DType dt, gpu::Fp8Scalin
     if (w.x_scale.get()) x_scale = download<float>(w.x_scale, 1)[0];
     gpu::QuantGemmRunner runner(dev);
     if (layout >= 0) runner.set_block_scale_layout(layout & 2, layout & 1);
-    const std::vector<double> X = quantized_x(xf, M, k, dt, sc, x_scale), W = dequantized_w(w, runner.block_w_kmajor());
+    const std::vector<double> X = quantized_x(xf, M, n, k, dt, sc, x_scale), W = dequantized_w(w, runner.block_w_kmajor());
     std::vector<double> ref(size_t(M * n));
     for (int64_t r = 0; r < M; ++r)
       for (int64_t c = 0; c < n; ++c) {

@@ -22,15 +22,29 @@ double grouped_time(const std::function<double(double rows)>& per_expert, int64_
 
 namespace {
 
+// The decode-like points (at most 2 rows per expert: weight-bound, so time = c0 + touched x one
+// weight read) launch_intercept fits.
+bool decode_like(const GroupedGemmTime& g) { return g.rows <= 2 * g.touched; }
+
+// Whether the points hold decode-like ones at two touched counts or more: enough for an intercept.
+bool two_touched_counts(const std::vector<const GroupedGemmTime*>& pts) {
+  int64_t first = -1;
+  for (const GroupedGemmTime* g : pts) {
+    if (!decode_like(*g)) continue;
+    if (first < 0) first = g->touched;
+    else if (g->touched != first) return true;
+  }
+  return false;
+}
+
 // The launch's fixed part: the intercept of time against touched experts over the decode-like
-// points (at most 2 rows per expert: weight-bound, so time = c0 + touched x one weight read),
-// least squares; 0 without two such points of different touched counts; never negative nor
-// above half the fastest point.
+// points, least squares; 0 without two such points of different touched counts; never negative
+// nor above half the fastest point.
 double launch_intercept(const std::vector<const GroupedGemmTime*>& pts) {
   double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0, fastest = 1e300;
   for (const GroupedGemmTime* g : pts) {
     fastest = std::min(fastest, g->time.median);
-    if (g->rows > 2 * g->touched) continue;
+    if (!decode_like(*g)) continue;
     const double x = double(g->touched), y = g->time.median;
     n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
   }
@@ -98,12 +112,18 @@ std::optional<ComputePrice> grouped_gemm_from_table(const std::vector<GroupedGem
     // The launch's fixed part: from the kernel's own rows when three of them touch 8 experts or more
     // (where time is linear in touched experts: DeepSeek-V2-Lite's gemv-2 rows at 10, 19 and 36 experts
     // give ~5 us and a flat ~2.7 us per expert; fitted over every kernel's rows the 10-expert point
-    // cost 3.2 per expert and decode at 4 tokens was priced 0.3 ms high, session 10 A); else from every
-    // row of the shape (Mixtral EP2's 4 local experts: one expert with 2 rows streams at 2.1 TB/s,
-    // four at 4: not linear, and a fit over them alone gave a 27 us launch).
+    // cost 3.2 per expert and decode at 4 tokens was priced 0.3 ms high, session 10 A), or when they
+    // time it at two touched counts or more: every kernel's rows are as many lines (each its launch,
+    // its cost per expert), and the fit across them can come out at a launch of 0 that the kernel's
+    // own rows do not have. Mixtral's expert down (int8, H100, session 26 P): the 2-rows gemv at 3 and
+    // 5 experts, 75.3 and 106.1 us, is 29 us + 15.4 per expert; the fit across the 1-, 2- and 3-4-rows
+    // kernels gave 0, so an expert cost 21-25 us and a layer of 6 or 7 experts 20-25 % over the line.
+    // Else from every row of the shape (Mixtral EP2's 4 local experts: one expert with 2 rows streams
+    // at 2.1 TB/s, four at 4: not linear, and a fit over them alone gave a 27 us launch).
     int wide = 0;
     for (const GroupedGemmTime* g : own) wide += g->touched >= 8;
-    const double c0 = launch_intercept(&pts_of == &own && wide >= 3 ? own : all);
+    const bool own_launch = &pts_of == &own && (wide >= 3 || two_touched_counts(own));
+    const double c0 = launch_intercept(own_launch ? own : all);
     // Rows per expert -> time per expert (launch part removed); points of equal rows per expert
     // (from different touched counts) are averaged.
     std::map<double, std::pair<double, int>> per;
@@ -127,6 +147,15 @@ std::optional<ComputePrice> grouped_gemm_from_table(const std::vector<GroupedGem
         const double line = t0 + (r - r0) * (t1 - t0) / (r1 - r0);
         src = weaker(src, CostSource::Extrapolated);
         return std::min(t0, std::max(line, floor_s > 0 ? floor_s : t0 * r / r0));
+      }
+      if (gemv && !own.empty() && r > pts.back().first) {
+        // A gemv reads each touched expert's weights once whatever its rows (up to its kernel's 4): past
+        // the kernel's largest rows per expert measured, an expert costs what it cost there, not more in
+        // proportion (that is the compute-bound rule of the other kernels). Mixtral int8 on one H100
+        // (session 26 P): the 2-rows gemv's gate_up ran 41.4 and 41.1 us per expert at 1.33 and 1.6 rows
+        // per expert, the 3-4-rows one 63.5, 64.2, 62.8 and 63.0 at 1.33 to 2.29: flat.
+        src = weaker(src, CostSource::Extrapolated);
+        return pts.back().second;
       }
       ComputePrice p = from_points(pts, r);
       src = weaker(src, p.source);

@@ -7,15 +7,17 @@
 // Between measured rows-per-expert w is linear, below the smallest it is that point's time (the
 // expert's weights must be read however few rows it gets; where the smallest lies above one row per
 // expert, as the cuBLAS path's rows do, the line through the two smallest points, between the weight
-// read and that point's time), above the largest it grows in proportion (compute-bound). So at
-// decode (about one row per expert) the time is touched experts
+// read and that point's time), above the largest it grows in proportion (compute-bound; for the gemv
+// kernels, busiest expert <= 4 rows, it stays flat: a gemv reads an expert's weights once whatever its
+// rows). So at decode (about one row per expert) the time is touched experts
 // x one weight read, at prefill it is rows x the per-row FLOPs -- which is what a grouped kernel
 // does. The busiest expert is priced on its own rows and the others on the rest:
 //   time = w(max_rows) + (touched - 1) w((rows - max_rows) / (touched - 1))
 // (equal to touched x w(rows / touched) when balanced, and more when one expert holds extra tiles).
 //
 // A launch's fixed part c0 is taken out first: the intercept of time against touched experts over
-// the decode-like points (<= 2 rows per expert), so time = c0 + the rule, w from (s_i - c0) / t_i.
+// the decode-like points (<= 2 rows per expert), so time = c0 + the rule, w from (s_i - c0) / t_i;
+// at gemv sizes over the op's own kernel's rows where they give it (two touched counts or more).
 // Linear interpolation across the weight-bound / compute-bound knee overestimates when points
 // are far apart (the synthetic test: 19 % with points 4x apart in tokens at the knee).
 //

@@ -4,15 +4,17 @@
 
 namespace peerplan {
 
-std::optional<DType> unrunnable_expert_format(const ModelConfig& cfg) {
-  for (int64_t l = 0; l < cfg.layers; ++l) {
-    if (!cfg.is_moe_layer(l)) continue;
-    const DType d = matrix_format(cfg.quant, "expert.gate_up", l, cfg.model_type, cfg.dense_dtype()).dtype;
-    if (d == DType::BF16 || d == DType::FP16 || d == DType::FP8_E4M3 || d == DType::INT8 || d == DType::INT4)
-      return std::nullopt;
-    return d;
-  }
+std::optional<DType> routed_expert_format(const ModelConfig& cfg) {
+  for (int64_t l = 0; l < cfg.layers; ++l)
+    if (cfg.is_moe_layer(l)) return matrix_format(cfg.quant, "expert.gate_up", l, cfg.model_type, cfg.dense_dtype()).dtype;
   return std::nullopt;
+}
+
+std::optional<DType> unrunnable_expert_format(const ModelConfig& cfg) {
+  const std::optional<DType> d = routed_expert_format(cfg);
+  if (!d || *d == DType::BF16 || *d == DType::FP16 || *d == DType::FP8_E4M3 || *d == DType::INT8 || *d == DType::INT4)
+    return std::nullopt;
+  return d;
 }
 
 }  // namespace peerplan

@@ -20,5 +20,7 @@ namespace peerplan {
 // layer's gate_up, as the checkpoint's quantization_config or --weights leave it); nullopt for dense
 // models and bf16 / fp16 / fp8 / int8 / int4 experts.
 std::optional<DType> unrunnable_expert_format(const ModelConfig& cfg);
+// The stored format of the model's routed experts (the first MoE layer's gate_up); nullopt for dense models.
+std::optional<DType> routed_expert_format(const ModelConfig& cfg);
 
 }  // namespace peerplan

@@ -41,4 +41,16 @@ inline std::string w4_layout_timed(const Machine& m) {
   return it != m.meta.end() && it->is_string() ? it->get<std::string>() : "gptq";
 }
 
+// Whether that executor multiplied FP8 / int8 experts' prefill-sized groups (the tiled grouped kernel) on
+// 8-bit tensor cores, the tokens quantized per (row, 64 k) (profiler/kernels/moe_gemm_w8mma.cu, since
+// session 27, opt-in: PEERPLAN_MOE_W8_MMA=1), or converted the codes to bf16 (the default, and every profile
+// before, which lacks the key): 1, 0, or -1 for a machine without measurements.
+inline constexpr const char* kMoeW8MmaKey = "executor_moe_w8_mma";
+
+inline int moe_w8_mma_timed(const Machine& m) {
+  if (!m.measurements) return -1;
+  const auto it = m.meta.find(kMoeW8MmaKey);
+  return it != m.meta.end() && it->is_boolean() && it->get<bool>() ? 1 : 0;
+}
+
 }  // namespace peerplan

@@ -29,6 +29,22 @@ bool uses_w4a16(const ModelConfig& cfg) {
                      [](const auto& kv) { return kv.second.dtype == DType::INT4; });
 }
 
+bool uses_w8_experts(const ModelConfig& cfg) {
+  const std::optional<DType> d = routed_expert_format(cfg);
+  return d && (*d == DType::FP8_E4M3 || *d == DType::INT8);
+}
+
+std::string moe_w8_mma_mismatch(const Machine& profile, int host_w8_mma) {
+  const int timed = moe_w8_mma_timed(profile);
+  if (timed < 0 || host_w8_mma < 0 || timed == host_w8_mma) return "";
+  auto on = [](int v) { return v == 1 ? "8-bit tensor cores (the tokens quantized)" : "bf16 tensor cores (the codes converted)"; };
+  return fmt::format(
+      "the profile timed FP8 / int8 experts' prefill-sized grouped GEMMs on {} but this executor runs them on {}: "
+      "MoE prefill and large decode batches run {} than priced. Re-profile with this build (`peerplan profile`), or "
+      "set PEERPLAN_MOE_W8_MMA={} to run as the profile was timed",
+      on(timed), on(host_w8_mma), host_w8_mma == 1 ? "faster" : "slower", timed);
+}
+
 std::string w4_layout_mismatch(const Machine& profile, const std::string& host_layout) {
   const std::string timed = w4_layout_timed(profile);
   if (timed.empty() || host_layout.empty() || timed == host_layout) return "";
@@ -90,6 +106,8 @@ std::vector<std::string> executor_mismatches(const Machine& profile, const HostI
   if (std::string w = shared_stream_mismatch(profile, host.shared_stream); !w.empty()) warnings.push_back(w);
   if (opt.w4a16)
     if (std::string w = w4_layout_mismatch(profile, host.w4_layout); !w.empty()) warnings.push_back(w);
+  if (opt.w8_experts)
+    if (std::string w = moe_w8_mma_mismatch(profile, host.moe_w8_mma); !w.empty()) warnings.push_back(w);
   return warnings;
 }
 

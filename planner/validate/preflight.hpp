@@ -24,11 +24,13 @@ struct HostInfo {
   std::string executor_launch;  // how this host's executor launches decode kernels ("pdl", "serial"; "" unknown)
   int shared_stream = -1;       // PEERPLAN_SHARED_STREAM here: -1 as the profile says, 0 never, 1 always
   std::string w4_layout;        // the int4 word order this executor reads ("tiled", "gptq"; "" unknown)
+  int moe_w8_mma = -1;          // 8-bit experts' tiled groups on 8-bit tensor cores here: 1, 0, -1 unknown
 };
 
 struct PreflightOptions {
   bool allow_other_host = false;  // --allow-other-host: warn instead of refusing a foreign profile
   bool w4a16 = false;             // the model runs W4A16 GEMMs (uses_w4a16): the int4 word order matters
+  bool w8_experts = false;        // its routed experts are FP8 or int8 (uses_w8_experts): their tiled kernel matters
 };
 
 // Why a profile is not this host's ("" if it is). Rules: a nominal (hand-written) machine is
@@ -53,13 +55,19 @@ void check_experts_executable(const ModelConfig& cfg);
 
 // Whether any of the model's Linear layers is stored int4 (W4A16 GEMMs in the executor).
 bool uses_w4a16(const ModelConfig& cfg);
+// Whether the model's routed experts are stored FP8 or int8 (the 8-bit grouped kernels in the executor).
+bool uses_w8_experts(const ModelConfig& cfg);
+
+// The warning when the profile timed 8-bit experts' prefill-sized groups on other tensor cores than this
+// executor runs them (executor_launch.hpp moe_w8_mma_timed), "" when they agree or either is unknown.
+std::string moe_w8_mma_mismatch(const Machine& profile, int host_w8_mma);
 
 // The warning when the profile's W4A16 rows were timed on another word order of the packed weights
 // than this executor reads (executor_launch.hpp w4_layout_timed), "" when they agree or either is unknown.
 std::string w4_layout_mismatch(const Machine& profile, const std::string& host_layout);
 
 // The warnings when this host's executor runs otherwise than the profile timed it: the launch mode, the
-// shared experts' stream, and (opt.w4a16) the int4 word order. preflight() and the MPI ranks' preflight
+// shared experts' stream, (opt.w4a16) the int4 word order and (opt.w8_experts) the 8-bit experts' tiled kernel. preflight() and the MPI ranks' preflight
 // (profiler/common/rank_preflight.hpp) both give them.
 std::vector<std::string> executor_mismatches(const Machine& profile, const HostInfo& host, const PreflightOptions& opt);
 

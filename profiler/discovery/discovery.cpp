@@ -19,6 +19,7 @@
 #include "profiler/common/shared_stream.hpp"
 #include "profiler/discovery/nvml.hpp"
 #include "profiler/gpu/cuda_check.hpp"
+#include "profiler/kernels/moe_gemm.hpp"
 #include "profiler/kernels/w4a16.hpp"
 
 namespace peerplan::profiler {
@@ -135,6 +136,7 @@ HostInfo discover_host() {
   h.executor_launch = launch_mode(gpus);
   h.shared_stream = exec::shared_stream_from_env(std::getenv("PEERPLAN_SHARED_STREAM"));
   h.w4_layout = kernels::w4a16_layout_name(kernels::w4a16_layout());
+  h.moe_w8_mma = kernels::moe_w8mma_on() ? 1 : 0;
   return h;
 }
 
@@ -174,6 +176,7 @@ Machine discover_machine() {
   // faster at up to 8 tokens and priced within 2 % but Qwen1.5-MoE batch 1 at 6 %: docs/moe_executor.md).
   m.meta[kSharedStreamKey] = exec::shared_stream_from_env(std::getenv("PEERPLAN_SHARED_STREAM")) != 0;
   m.meta[kW4LayoutKey] = kernels::w4a16_layout_name(kernels::w4a16_layout());  // the order its W4A16 rows read
+  m.meta[kMoeW8MmaKey] = kernels::moe_w8mma_on();  // 8-bit experts' tiled groups on 8-bit tensor cores
   const int n = m.gpu_count();
   if (n == 0) throw RuntimeError("no CUDA GPU visible (check the driver and CUDA_VISIBLE_DEVICES)");
   std::vector<NvmlGpuInfo> nv(static_cast<size_t>(n));

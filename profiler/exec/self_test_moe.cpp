@@ -275,17 +275,20 @@ ExpertWeights expert_weights(int dev, std::mt19937_64& rng, int64_t count, int64
 
 // The tokens' values as a kernel multiplies them: bf16, or (per_token = Fp8 / Int8: cuBLASLt's W8A8 per
 // expert) quantized per row to e4m3 at amax / 448 or to int8 at amax / 127, as kernels/quant.cu does
-// before the 8-bit matmul.
-std::vector<double> token_values(const std::vector<bf16>& x, int64_t kdim, Fmt per_token = Fmt::Bf16) {
+// before the 8-bit matmul; `block` > 0: per (row, `block` k) instead, as the 8-bit tensor-core grouped
+// kernel quantizes them (moe_gemm_w8mma.cu, 64 k).
+std::vector<double> token_values(const std::vector<bf16>& x, int64_t kdim, Fmt per_token = Fmt::Bf16,
+                                 int64_t block = 0) {
   std::vector<double> v(x.size());
   for (size_t i = 0; i < x.size(); ++i) v[i] = bf16_value(x[i]);
   if (per_token != Fmt::Fp8 && per_token != Fmt::Int8) return v;
   const bool fp8 = per_token == Fmt::Fp8;
-  for (size_t r0 = 0; r0 < v.size(); r0 += size_t(kdim)) {
+  const size_t span = size_t(block > 0 ? block : kdim);
+  for (size_t r0 = 0; r0 < v.size(); r0 += span) {
     float amax = 0.f;
-    for (size_t c = 0; c < size_t(kdim); ++c) amax = std::max(amax, std::fabs(float(v[r0 + c])));
+    for (size_t c = 0; c < span; ++c) amax = std::max(amax, std::fabs(float(v[r0 + c])));
     const float s = amax > 0.f ? amax / (fp8 ? 448.f : 127.f) : 1.f, inv = 1.f / s;
-    for (size_t c = 0; c < size_t(kdim); ++c) {
+    for (size_t c = 0; c < span; ++c) {
       const float q = float(v[r0 + c]) * inv;
       v[r0 + c] = (fp8 ? e4m3_value(e4m3_code(q)) : double(std::nearbyint(std::clamp(q, -127.f, 127.f)))) * double(s);
     }
@@ -293,7 +296,8 @@ std::vector<double> token_values(const std::vector<bf16>& x, int64_t kdim, Fmt p
   return v;
 }
 
-// y[row] = x[src(row)] . W[e(row)]^T against fp64, for one tile kind.
+// y[row] = x[src(row)] . W[e(row)]^T against fp64, for one tile kind; kind 3: the 8-bit tensor-core tiled
+// kernel whatever PEERPLAN_MOE_W8_MMA says (8-bit experts, k % 64 == 0).
 void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng, const Routed& x, int64_t n,
                 int64_t kdim, bool gather, int kind, bool split = true, int64_t max_rows_hint = 0, int gemv_shape = -1,
                 Fmt fmt = Fmt::Bf16) {
@@ -315,13 +319,17 @@ void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng,
   a.touched = split ? 0 : int64_t(1) << 30;  // stream kernels: k split over 4 warps, or not
   a.max_rows = max_rows_hint;                 // 1 to 4 with kind 0 / 1: the gemv kernel
   a.gemv_shape = gemv_shape;
-  kn::moe_grouped_gemm_kind(a, x.r, kind, nullptr);
-  const std::vector<double> ref = grouped_reference(off, tor, token_values(xin, kdim), w.values, gather, x.count, n, kdim);
+  if (kind == 3 && !kn::moe_w8mma_supported(a)) return;  // FP8 before compute capability 8.9: no such kernel
+  const bool mma8 = kind == 3 || kn::moe_w8mma_takes(a, kind);
+  if (kind == 3) kn::moe_grouped_gemm_w8mma(a, x.r, nullptr);
+  else kn::moe_grouped_gemm_kind(a, x.r, kind, nullptr);
+  const std::vector<double> ref = grouped_reference(off, tor, mma8 ? token_values(xin, kdim, fmt, 64) : token_values(xin, kdim),
+                                                    w.values, gather, x.count, n, kdim);
   int max_rows = 0;
   for (int e = 0; e < x.count; ++e) max_rows = std::max(max_rows, off[size_t(e) + 1] - off[size_t(e)]);
   static const char* names[] = {"stream16", "stream32", "tiled64"};
   const bool gemv = kind < 2 && kn::moe_gemv_rows(max_rows_hint) && fmt != Fmt::Int4;  // int4: no gemv
-  const std::string kname = gemv ? (kind == 0 ? "gemv16" : "gemv32") : names[kind];
+  const std::string kname = gemv ? (kind == 0 ? "gemv16" : "gemv32") : mma8 ? "tiled64-mma8" : names[std::min(kind, 2)];
   out.push_back(compare(fmt::format("moe_gemm{}({})", fmt_suffix(fmt), kname),
                         fmt::format("rows={} max/expert={} experts={} n={} k={}{}{}{}", rows, max_rows, x.count, n, kdim,
                                     gather ? " gather" : "", kind < 2 && !split ? " no-split" : "",
@@ -371,7 +379,11 @@ void check_expert_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_6
                                            x.count, empty, max_rows, n, kdim, gather ? " gather" : "",
                                            x.cdf_host.empty() ? "" : " skewed"),
                                dy,
-                               grouped_reference(off, tor, token_values(xin, kdim, want == kn::MoeExpertPath::CublasPerExpert ? fmt : Fmt::Bf16),
+                               grouped_reference(off, tor,
+                                                 path == kn::MoeExpertPath::CublasPerExpert ? token_values(xin, kdim, fmt)
+                                                 : kn::moe_w8mma_takes(d.gemm, kn::moe_gemm_tile_kind(max_rows, gather))
+                                                     ? token_values(xin, kdim, fmt, 64)
+                                                     : token_values(xin, kdim),
                                                  w.values, gather, x.count, n, kdim));
   if (path != want) {
     res.shape += fmt::format(" TOOK {}", kn::moe_expert_path_name(path));
@@ -475,6 +487,7 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
   check_route(out, h);
   Routed ht = route(dev, rng, 96, 64, 6, 32, 32, hot, 0);
   Routed few = route(dev, rng, 5, 64, 6, 0, 64, hot, 0);
+  Routed p = route(dev, rng, 600, 8, 2, 0, 8, {}, 0);  // ~150 rows an expert: 3 tiles of 64
   for (const Routed* rt : {&h, &ht, &few, &b}) {
     check_expert_gemm(out, dev, rng, *rt, 256, 384, true, 0, kn::MoeExpertPath::CublasPerExpert);
     check_expert_gemm(out, dev, rng, *rt, 384, 256, false, 0, kn::MoeExpertPath::CublasPerExpert);
@@ -506,6 +519,16 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
       check_expert_gemm(out, dev, rng, *rt, 384, 256, false, 0, kn::MoeExpertPath::CublasPerExpert, f);
     }
     check_expert_gemm(out, dev, rng, h, 256, 384, true, 1e30, kn::MoeExpertPath::Grouped, f);
+    // The 8-bit tensor-core tiled kernel (moe_gemm_w8mma.cu, k % 64 == 0; the cases above have k % 64 = 32
+    // and keep the bf16 tensor-core one): several 64-row tiles an expert (p), one partial tile (b), an EP
+    // shard (c), n off the 128-row tile, k = 1408 (Qwen1.5-MoE's down, 22 stages) and 1024; and the
+    // executor's grouped dispatch onto it.
+    for (const bool gather : {true, false}) {
+      check_gemm(out, dev, rng, p, 200, 1408, gather, 3, true, 0, -1, f);
+      check_gemm(out, dev, rng, b, 136, 1024, gather, 3, true, 0, -1, f);
+    }
+    check_gemm(out, dev, rng, c, 128, 1024, true, 3, true, 0, -1, f);
+    check_expert_gemm(out, dev, rng, p, 256, 1024, true, 1e30, kn::MoeExpertPath::Grouped, f);
   }
   // int4 experts (moe_gemm_int4.cu): the stream kernel (no gemv) on both tile heights with and without
   // the k split, one row an expert (one of its two token tiles idle) and many, the tiled kernel; n and k

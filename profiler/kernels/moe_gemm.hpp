@@ -63,5 +63,17 @@ void moe_int4_dequant(const MoeGemmArgs& a, int expert, int64_t row0, int64_t ro
                       cudaStream_t stream);
 // The same with the kernel forced (tile kind as moe_gemm_tile_kind): self-test and profiler.
 void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, cudaStream_t stream);
+// Whether a call of tile kind `kind` runs the 8-bit tensor-core kernel (moe_gemm_w8mma.cu: FP8 / int8
+// experts, tiled kind, k % 64 == 0, PEERPLAN_MOE_W8_MMA=1): the tokens are then quantized per (row, 64 k),
+// which the self-test's reference must do too.
+bool moe_w8mma_takes(const MoeGemmArgs& a, int kind);
+// PEERPLAN_MOE_W8_MMA: 1 this kernel, 0 the bf16 tensor-core tiled one (the default while it is not measured
+// faster; every profile before session 27 timed it).
+bool moe_w8mma_on();
+// Whether that kernel can take the call: int8 experts, or FP8 ones on compute capability 8.9+, k % 64 == 0.
+bool moe_w8mma_supported(const MoeGemmArgs& a);
+// The tiled kind of 8-bit experts on 8-bit tensor cores (moe_gemm_w8mma.cu) whatever the switch: the
+// dispatch where moe_w8mma_takes, and the self-test, which checks it either way. Throws where unsupported.
+void moe_grouped_gemm_w8mma(const MoeGemmArgs& a, const MoeRouting& r, cudaStream_t stream);
 
 }  // namespace peerplan::kernels

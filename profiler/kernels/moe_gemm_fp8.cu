@@ -356,6 +356,7 @@ namespace {
 template <class C>
 void launch_w8(const MoeGemmArgs& a, const MoeRouting& r, int kind, bool gemv_on, cudaStream_t stream) {
   if (kind == 2) {
+    if (moe_w8mma_takes(a, kind)) return moe_grouped_gemm_w8mma(a, r, stream);
     const int64_t tiles = moe_max_tiles(a.entries, r.local_experts, moe_tile_rows(2));
     const dim3 grid(unsigned(tiles), unsigned((a.n + kTM - 1) / kTM));
     tiled_w8_kernel<C><<<grid, kTiledThreads, 0, stream>>>(a, r.tiles[2], r.num_tiles + 2, r.offsets);

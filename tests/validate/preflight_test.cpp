@@ -228,3 +228,44 @@ TEST(Preflight, W4A16ModelsAreThoseWithInt4LinearLayers) {
   EXPECT_TRUE(uses_w4a16(load_model_config(resolve_model_path("llama-3.1-70b-awq")))) << "an AWQ checkpoint";
   EXPECT_FALSE(uses_w4a16(load_model_config(resolve_model_path("llama-3.1-8b-fp8"))));
 }
+
+TEST(Preflight, W8ExpertModelsAreThoseWithFp8OrInt8RoutedExperts) {
+  ModelConfig mixtral = load_model_config(resolve_model_path("mixtral-8x7b"));
+  EXPECT_FALSE(uses_w8_experts(mixtral)) << "bf16 experts";
+  apply_precision(mixtral, DType::FP8_E4M3, std::nullopt);
+  EXPECT_TRUE(uses_w8_experts(mixtral)) << "--weights fp8";
+  apply_precision(mixtral, DType::INT8, std::nullopt);
+  EXPECT_TRUE(uses_w8_experts(mixtral)) << "--weights int8";
+  apply_precision(mixtral, DType::INT4, std::nullopt);
+  EXPECT_FALSE(uses_w8_experts(mixtral)) << "--weights int4";
+  ModelConfig dense = load_model_config(resolve_model_path("llama-3.1-8b"));
+  apply_precision(dense, DType::FP8_E4M3, std::nullopt);
+  EXPECT_FALSE(uses_w8_experts(dense)) << "no routed experts";
+}
+
+TEST(Preflight, WarnsOfAnotherTiledKernelForEightBitExpertsOnlyForSuchModels) {
+  const Machine old = profile_of("a", {"GPU-1"});  // before session 27: no executor_moe_w8_mma, bf16 tensor cores
+  EXPECT_EQ(moe_w8_mma_timed(old), 0);
+  EXPECT_EQ(moe_w8_mma_timed(Machine{}), -1);  // nominal: prices no rows
+  HostInfo h = host_of("a", {"GPU-1"});
+  h.moe_w8_mma = 1;
+  PreflightOptions w8;
+  w8.w8_experts = true;
+  auto w = preflight(plan_on({0}), "plan.json", old, "profile.json", h, true, "", w8);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("on bf16 tensor cores (the codes converted) but this executor runs them on 8-bit tensor cores"),
+            std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("faster than priced"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("PEERPLAN_MOE_W8_MMA=0"), std::string::npos) << w[0];
+  EXPECT_TRUE(preflight(plan_on({0}), "plan.json", old, "profile.json", h, true, "").empty()) << "no 8-bit experts";
+  Machine mma = old;
+  mma.meta[kMoeW8MmaKey] = true;
+  EXPECT_EQ(moe_w8_mma_timed(mma), 1);
+  EXPECT_TRUE(preflight(plan_on({0}), "plan.json", mma, "profile.json", h, true, "", w8).empty());
+  h.moe_w8_mma = 0;
+  w = preflight(plan_on({0}), "plan.json", mma, "profile.json", h, true, "", w8);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("slower than priced"), std::string::npos) << w[0];
+  h.moe_w8_mma = -1;  // a backend that does not say
+  EXPECT_TRUE(preflight(plan_on({0}), "plan.json", old, "profile.json", h, true, "", w8).empty());
+}

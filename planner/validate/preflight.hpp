@@ -67,8 +67,8 @@ std::string moe_w8_mma_mismatch(const Machine& profile, int host_w8_mma);
 std::string w4_layout_mismatch(const Machine& profile, const std::string& host_layout);
 
 // The warnings when this host's executor runs otherwise than the profile timed it: the launch mode, the
-// shared experts' stream, (opt.w4a16) the int4 word order and (opt.w8_experts) the 8-bit experts' tiled kernel. preflight() and the MPI ranks' preflight
-// (profiler/common/rank_preflight.hpp) both give them.
+// shared experts' stream, (opt.w4a16) the int4 word order and (opt.w8_experts) the 8-bit experts' tiled
+// kernel. preflight() and the MPI ranks' preflight (profiler/common/rank_preflight.hpp) both give them.
 std::vector<std::string> executor_mismatches(const Machine& profile, const HostInfo& host, const PreflightOptions& opt);
 
 // Throws InputError naming `plan_file`/`profile_file` and how to fix it. Returns warnings (a

@@ -118,6 +118,8 @@ void run_add_models(const ProfileOptions& opts) {
       add_model_dtypes(profile, opts.dtypes_given ? opts.dtypes : std::vector<std::string>{});
   if (const std::string order = w4_layout_for_added_rows(profile, dtypes, host.w4_layout, file); !order.empty())
     profile.meta[kW4LayoutKey] = order;  // the profile's first int4 rows: timed in this executor's order
+  if (const int w8 = w8_mma_for_added_rows(profile, dtypes, host.moe_w8_mma, file); w8 >= 0)
+    profile.meta[kMoeW8MmaKey] = w8 == 1;  // the profile's first 8-bit expert rows: timed on this kernel
   const AddModelsPlan p = plan_add_models(profile, models, dtypes, names);
   const std::string out = opts.out_given ? opts.out : file;
   if (p.missing.empty()) {

@@ -38,6 +38,24 @@ std::string w4_layout_for_added_rows(const Machine& profile, const std::vector<s
                    " to add rows in its order, or write a fresh profile with `peerplan profile`");
 }
 
+int w8_mma_for_added_rows(const Machine& profile, const std::vector<std::string>& dtypes, int host_w8_mma,
+                          const std::string& file) {
+  auto eight_bit = [](const std::string& d) { return d == "fp8" || d == "int8"; };
+  if (std::none_of(dtypes.begin(), dtypes.end(), eight_bit) || host_w8_mma < 0) return -1;
+  const bool has = profile.measurements &&
+                   std::any_of(profile.measurements->grouped_gemms.begin(), profile.measurements->grouped_gemms.end(),
+                               [&](const GroupedGemmTime& g) { return eight_bit(g.dtype); });
+  if (!has) return host_w8_mma;
+  const int timed = moe_w8_mma_timed(profile);
+  if (timed == host_w8_mma) return -1;
+  throw InputError(file, std::string("meta.") + kMoeW8MmaKey,
+                   std::string(host_w8_mma == 1 ? "true" : "false") +
+                       ", as this executor runs 8-bit experts' tiled groups; the profile's fp8 / int8 grouped rows were "
+                       "timed with " + (timed == 1 ? "true" : "false") + ". Run with PEERPLAN_MOE_W8_MMA=" +
+                       std::to_string(timed) + " to add rows as they were timed, or write a fresh profile with "
+                       "`peerplan profile`");
+}
+
 std::vector<std::string> add_model_dtypes(const Machine& profile, const std::vector<std::string>& requested) {
   if (!requested.empty()) return requested;
   std::vector<std::string> out;

@@ -30,6 +30,11 @@ std::vector<std::string> add_model_dtypes(const Machine& profile, const std::vec
 // another order (one profile, one order, as for the launch mode). No int4 added: "".
 std::string w4_layout_for_added_rows(const Machine& profile, const std::vector<std::string>& dtypes,
                                      const std::string& host_layout, const std::string& file);
+// The same for the 8-bit experts' tiled kernel (executor_launch.hpp kMoeW8MmaKey): `host_w8_mma` (1 / 0) when
+// the profile has no fp8 / int8 grouped rows yet, -1 (nothing to change) when it has and they agree, or none
+// are added, or this executor does not say; throws InputError naming `file` when they were timed on the other.
+int w8_mma_for_added_rows(const Machine& profile, const std::vector<std::string>& dtypes, int host_w8_mma,
+                          const std::string& file);
 
 struct AddModelsPlan {
   std::vector<std::string> models;  // names, as recorded in meta.added_shapes

@@ -75,6 +75,29 @@ TEST(AddModel, Int4RowsAreAddedOnlyInTheOrderTheProfilesInt4RowsWereTimedIn) {
   EXPECT_EQ(w4_layout_for_added_rows(m, {"int4"}, "gptq", "p.json"), "") << "same order: nothing to change";
 }
 
+// One profile, one tiled kernel for 8-bit experts: the first fp8 / int8 grouped rows record this executor's.
+TEST(AddModel, EightBitExpertRowsAreAddedOnlyOnTheKernelTheProfilesRowsWereTimedOn) {
+  Machine m = shipped();
+  EXPECT_EQ(w8_mma_for_added_rows(m, {"bf16", "fp8"}, -1, "p.json"), -1) << "an executor that does not say";
+  EXPECT_EQ(w8_mma_for_added_rows(m, {"bf16", "int4"}, 1, "p.json"), -1) << "no 8-bit rows added";
+  m.measurements->grouped_gemms.erase(
+      std::remove_if(m.measurements->grouped_gemms.begin(), m.measurements->grouped_gemms.end(),
+                     [](const GroupedGemmTime& g) { return g.dtype == "fp8" || g.dtype == "int8"; }),
+      m.measurements->grouped_gemms.end());
+  EXPECT_EQ(w8_mma_for_added_rows(m, {"fp8"}, 1, "p.json"), 1) << "its first 8-bit expert rows";
+  GroupedGemmTime g;
+  g.n = 2816, g.k = 2048, g.experts = 60, g.topk = 4, g.tokens = 512, g.rows = 2048, g.dtype = "int8";
+  m.measurements->grouped_gemms.push_back(g);  // 8-bit rows without executor_moe_w8_mma: the bf16-core kernel
+  try {
+    w8_mma_for_added_rows(m, {"int8"}, 1, "p.json");
+    ADD_FAILURE() << "8-bit tensor-core rows added to a profile timed on the bf16-core kernel";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("PEERPLAN_MOE_W8_MMA=0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("p.json"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(w8_mma_for_added_rows(m, {"int8"}, 0, "p.json"), -1) << "same kernel: nothing to change";
+}
+
 TEST(AddModel, ShapesOfAModelAreItsTpShardsInEveryFormat) {
   // Qwen2-7B: 28 query heads, 4 KV heads of 128, hidden 3584. On 2 GPUs, TP 1 and 2 (28 % 2 == 0):
   // qkv is [28*128 + 2*4*128 = 4608, 3584] at TP 1 and [2304, 3584] at TP 2, in each format asked.

@@ -27,6 +27,7 @@
 #include <cuda_fp8.h>
 
 #include "profiler/gpu/cuda_check.hpp"
+#include "profiler/gpu/device_caps.hpp"
 #include "profiler/kernels/mma_ptx.cuh"
 #include "profiler/kernels/moe_gemm_tile.cuh"
 
@@ -243,25 +244,9 @@ bool moe_w8mma_on() {
   return on;
 }
 
-namespace {
-// FP8 MMA needs compute capability 8.9 (Ada, Hopper and later); int8's runs on 8.0.
-bool device_has_fp8_mma() {
-  int dev = 0;
-  CUDA_CHECK(cudaGetDevice(&dev));
-  static thread_local int cached_dev = -1;
-  static thread_local bool cached = false;
-  if (dev != cached_dev) {
-    int major = 0, minor = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-    cached = major * 10 + minor >= 89, cached_dev = dev;
-  }
-  return cached;
-}
-}  // namespace
-
 bool moe_w8mma_supported(const MoeGemmArgs& a) {
-  return a.w_scale && (a.w_int8 || (a.w_fp8 && device_has_fp8_mma())) && a.k % kTK8 == 0;
+  // FP8 MMA needs compute capability 8.9 (Ada, Hopper and later); int8's runs on 8.0.
+  return a.w_scale && (a.w_int8 || (a.w_fp8 && gpu::current_compute_capability() >= 89)) && a.k % kTK8 == 0;
 }
 
 bool moe_w8mma_takes(const MoeGemmArgs& a, int kind) { return kind == 2 && moe_w8mma_on() && moe_w8mma_supported(a); }

@@ -19,11 +19,11 @@
 // was timed the other way.
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <utility>
 
 #include "profiler/common/pdl_switch.hpp"
 #include "profiler/gpu/cuda_check.hpp"
+#include "profiler/gpu/device_caps.hpp"
 
 namespace peerplan::kernels::pdl {
 
@@ -40,17 +40,7 @@ __device__ __forceinline__ void launch_dependents() {
 }
 
 // Whether the current device takes the launch attribute (sm_90+), asked once per device.
-inline bool device_supports() {
-  static std::atomic<int> known[64];  // 0 not asked, 1 yes, 2 no
-  int dev = 0;
-  CUDA_CHECK(cudaGetDevice(&dev));
-  const bool cached = dev >= 0 && dev < 64;
-  if (cached && known[dev].load(std::memory_order_relaxed)) return known[dev].load(std::memory_order_relaxed) == 1;
-  int major = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  if (cached) known[dev].store(supported(major) ? 1 : 2, std::memory_order_relaxed);
-  return supported(major);
-}
+inline bool device_supports() { return supported(gpu::current_compute_capability() / 10); }
 
 // Appends the programmatic-serialization attribute to attrs[n] when enabled and the device takes it;
 // returns the new count (for launches that carry other attributes too, e.g. a cluster dimension).

@@ -7,6 +7,7 @@
 #include "planner/compile/compiler.hpp"
 #include "planner/core/error.hpp"
 #include "planner/model/model_figures.hpp"
+#include "planner/model/expert_format.hpp"
 #include "planner/validate/missing_shapes.hpp"
 #include "profiler/common/attention_support.hpp"
 #include "profiler/common/gemm_shapes.hpp"
@@ -101,12 +102,18 @@ ShapeSet model_shape_set(const std::vector<ModelConfig>& models, int gpus, const
     s.attention_max_context = std::max<int64_t>(s.attention_max_context, std::min<int64_t>(m.max_context, int64_t(1) << 17));
     s.elementwise.insert(compiled.elementwise.begin(), compiled.elementwise.end());
     if (!m.is_moe()) continue;
-    // Routed experts in bf16 always, and in fp8 / int8 / int4 when the profile times fp8 / int8 / int4
-    // GEMMs (the formats the executor's grouped kernels run: moe_gemm.hpp), where the format's grouped
-    // kernels take the shard (int4's packing: n % 16, k % 128, w4_expert_layout.hpp).
+    // Routed experts in bf16 always, in fp8 / int8 / int4 when the profile times fp8 / int8 / int4 GEMMs, and
+    // in the checkpoint's own format (gpt-oss: mxfp4, which no --dtypes names) (the formats the executor's
+    // grouped kernels run: moe_gemm.hpp), where the format's grouped kernels take the shard (int4's packing:
+    // n % 16, k % 128, w4_expert_layout.hpp; mxfp4's n % 16, k % 64).
     std::vector<std::string> grouped_dtypes = {"bf16"};
     for (const char* q : {"fp8", "int8", "int4"})
       if (std::find(dtypes.begin(), dtypes.end(), q) != dtypes.end()) grouped_dtypes.push_back(q);
+    const std::optional<DType> own = routed_expert_format(m);
+    if (own && *own != DType::BF16 && *own != DType::FP16) {  // the quantized formats
+      const std::string d = dtype_name(*own);
+      if (std::find(grouped_dtypes.begin(), grouped_dtypes.end(), d) == grouped_dtypes.end()) grouped_dtypes.push_back(d);
+    }
     for (const WeightShape& w : weight_shapes(m, gpus)) {
       if (w.name != "expert.gate_up" && w.name != "expert.down") continue;
       const bool gather = w.name == "expert.gate_up";

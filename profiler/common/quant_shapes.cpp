@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "profiler/common/mxfp4_expert_layout.hpp"
 #include "profiler/common/w4_expert_layout.hpp"
 
 namespace peerplan::kernels {
@@ -26,6 +27,7 @@ bool quant_grouped_shape_ok(DType d, int64_t n, int64_t k) {
     case DType::FP8_E4M3:
     case DType::INT8: return k % 32 == 0;
     case DType::INT4: return w4e_shape_ok(n, k);
+    case DType::MXFP4: return mxe_shape_ok(n, k);
     default: return false;
   }
 }
@@ -38,6 +40,8 @@ std::string quant_shape_rule(DType d, bool grouped) {
     case DType::INT8: return grouped ? "k a multiple of 32" : "k and n multiples of 16";
     case DType::INT4: return grouped ? "n a multiple of 16 and k of 128 (128-k scale groups)"
                                      : "k a multiple of 128 (the scale group) and n of 8";
+    case DType::MXFP4: return grouped ? "n a multiple of 16 and k of 64 (64-k chunks of 32-k scale blocks)"
+                                      : "not a dense weight format the executor runs (MXFP4 is for routed experts)";
     default: return "not a weight format the executor runs";
   }
 }

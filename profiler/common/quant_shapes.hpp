@@ -15,7 +15,7 @@ namespace peerplan::kernels {
 // int4 (W4A16, 128-k scale groups) k a multiple of 128 and n of 8.
 bool quant_gemm_shape_ok(DType d, int64_t n, int64_t k);
 // Routed experts [n][k] as `d`: bf16 / fp16 / fp8 / int8 k a multiple of 32 (the grouped kernels' k step); int4
-// n a multiple of 16 and k of 128 (w4_expert_layout.hpp); MXFP4 none (no grouped kernel).
+// n a multiple of 16 and k of 128 (w4_expert_layout.hpp); MXFP4 n of 16 and k of 64 (mxfp4_expert_layout.hpp).
 bool quant_grouped_shape_ok(DType d, int64_t n, int64_t k);
 // What the rule asks of `d`, as text ("k a multiple of 128 and n of 8").
 std::string quant_shape_rule(DType d, bool grouped);

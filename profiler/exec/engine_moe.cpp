@@ -78,10 +78,12 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
   const uint64_t seed = opt_.seed * 1000003 + std::hash<std::string>{}(op.name);
   const bf16* w_bf16 = nullptr;
   const gpu::QuantWeight* wq = nullptr;  // FP8, int8 or int4 experts
-  if (op.wdtype == DType::FP8_E4M3 || op.wdtype == DType::INT8 || op.wdtype == DType::INT4) {
+  if (op.wdtype == DType::FP8_E4M3 || op.wdtype == DType::INT8 || op.wdtype == DType::INT4 ||
+      op.wdtype == DType::MXFP4) {
     // Every local expert as one [experts x n][k] weight: FP8 / int8 codes with one scale per output channel; int4
     // packed as w4_expert_layout.hpp says, n * k / 8 words and n * k / 128 bf16 scales an expert, the same
-    // counts as a [experts x n][k] W4A16 weight, so its random codes and scales serve. (The engine's shape
+    // counts as a [experts x n][k] W4A16 weight, so its random codes and scales serve; MXFP4 likewise (n * k / 8
+    // words and n * k / 32 scale bytes an expert, mxfp4_expert_layout.hpp). (The engine's shape
     // check, quant_shapes.hpp, refused shards the int4 packing cannot take before any weight was made.)
     const int64_t rows = op.n * op.expert_count;
     auto q = g.qweights.find(op.name);
@@ -103,7 +105,7 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
     w_bf16 = it->second.as<bf16>();
   } else {
     throw RuntimeError(op_where(op) + ": routed experts in " + dtype_name(op.wdtype) +
-                       " do not run (the executor runs bf16, FP8, int8 and int4 experts; validate refuses the model first)");
+                       " do not run (the executor runs bf16, FP8, int8, int4 and MXFP4 experts; validate refuses the model first)");
   }
   const int topk = int(cfg_.experts_per_token);
   const int64_t entries = g.moe_tokens * topk;
@@ -121,6 +123,7 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
   if (wq && wq->dtype == DType::FP8_E4M3) a.w_fp8 = wq->codes.as<uint8_t>(), a.w_scale = wq->scales.as<float>();
   if (wq && wq->dtype == DType::INT8) a.w_int8 = wq->codes.as<int8_t>(), a.w_scale = wq->scales.as<float>();
   if (wq && wq->dtype == DType::INT4) a.w_int4 = wq->codes.as<uint32_t>(), a.w_int4_scale = wq->scales.as<bf16>();
+  if (wq && wq->dtype == DType::MXFP4) a.w_mxfp4 = wq->codes.as<uint32_t>(), a.w_mxfp4_scale = wq->scales.as<uint8_t>();
   a.y = g.Y.as<bf16>();
   a.n = op.n;
   a.k = op.k;

@@ -5,8 +5,8 @@
 // tiles, k off the unrolled chunk), the executor's dispatch forced onto cuBLASLt per expert (the
 // offsets read back, gate_up's rows gathered; skewed routings with empty experts), the same over FP8
 // experts (moe_gemm_fp8.cu; cuBLASLt FP8 per expert), int8 experts (the same kernels with int8 codes;
-// cuBLASLt int8 per expert), int4 experts (moe_gemm_int4.cu; dequantize +
-// cuBLASLt per expert) and the weighted combine. Outputs are poisoned first.
+// cuBLASLt int8 per expert), int4 experts (moe_gemm_int4.cu; dequantize + cuBLASLt per expert), MXFP4
+// experts (moe_gemm_mxfp4.cu; the same) and the weighted combine. Outputs are poisoned first.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "planner/model/routing.hpp"
+#include "profiler/common/mxfp4_expert_layout.hpp"
 #include "profiler/common/w4_expert_layout.hpp"
 #include "profiler/exec/self_test_util.hpp"
 #include "profiler/gpu/cuda_check.hpp"
@@ -204,16 +205,17 @@ std::vector<double> grouped_reference(const std::vector<int>& off, const std::ve
 }
 
 // The stored format of the experts under test.
-enum class Fmt { Bf16, Fp8, Int8, Int4 };
+enum class Fmt { Bf16, Fp8, Int8, Int4, Mxfp4 };
 const char* fmt_suffix(Fmt f) {
-  return f == Fmt::Fp8 ? "_fp8" : f == Fmt::Int8 ? "_int8" : f == Fmt::Int4 ? "_int4" : "";
+  return f == Fmt::Fp8 ? "_fp8" : f == Fmt::Int8 ? "_int8" : f == Fmt::Int4 ? "_int4" : f == Fmt::Mxfp4 ? "_mxfp4" : "";
 }
 
 // Random expert weights on the device and their values for the reference: bf16 in [-0.1, 0.1), or
 // (fp8) every finite e4m3 code or (int8) every int8 code with one scale per expert channel in
 // [1/8192, 1/4096), or (int4) every
 // nibble, weight (q - 8) * s with a bf16 scale per row and 128 k in +-[1/512, 1/256), packed as
-// w4_expert_layout.hpp says (the kernels and this reference address through the same functions).
+// w4_expert_layout.hpp says (the kernels and this reference address through the same functions), or (mxfp4)
+// every e2m1 code with an e8m0 scale per row and 32 k in 2^-10 .. 2^-5, packed as mxfp4_expert_layout.hpp says.
 struct ExpertWeights {
   Fmt fmt = Fmt::Bf16;
   gpu::DeviceBuffer w, scales;
@@ -222,6 +224,7 @@ struct ExpertWeights {
     if (fmt == Fmt::Fp8) a.w = nullptr, a.w_fp8 = w.as<uint8_t>(), a.w_scale = scales.as<float>();
     else if (fmt == Fmt::Int8) a.w = nullptr, a.w_int8 = w.as<int8_t>(), a.w_scale = scales.as<float>();
     else if (fmt == Fmt::Int4) a.w = nullptr, a.w_int4 = w.as<uint32_t>(), a.w_int4_scale = scales.as<bf16>();
+    else if (fmt == Fmt::Mxfp4) a.w = nullptr, a.w_mxfp4 = w.as<uint32_t>(), a.w_mxfp4_scale = scales.as<uint8_t>();
     else a.w = w.as<bf16>();
   }
 };
@@ -248,6 +251,25 @@ ExpertWeights expert_weights(int dev, std::mt19937_64& rng, int64_t count, int64
     ew.w = gpu::DeviceBuffer(dev, words.size() * 4);
     CUDA_CHECK(cudaMemcpy(ew.w.get(), words.data(), words.size() * 4, cudaMemcpyHostToDevice));
     ew.scales = upload(dev, sc);
+    return ew;
+  }
+  if (fmt == Fmt::Mxfp4) {
+    std::vector<uint32_t> words(size_t(kn::mxe_words(count, n, kdim)), 0);
+    std::vector<uint8_t> sc(size_t(kn::mxe_scales(count, n, kdim)));
+    std::uniform_int_distribution<int> ex(117, 122), nib(0, 15);
+    for (auto& v : sc) v = uint8_t(ex(rng));
+    for (int64_t e = 0; e < count; ++e)
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t q = 0; q < kdim; ++q) {
+          const uint32_t code = uint32_t(nib(rng));
+          words[size_t(kn::mxe_word(n, kdim, e, r, q))] |= code << (4 * (q % 8));
+          ew.values[size_t((e * n + r) * kdim + q)] =
+              kn::e2m1_value(code) * std::ldexp(1.0, int(sc[size_t(kn::mxe_scale(n, kdim, e, r, q))]) - 127);
+        }
+    ew.w = gpu::DeviceBuffer(dev, words.size() * 4);
+    CUDA_CHECK(cudaMemcpy(ew.w.get(), words.data(), words.size() * 4, cudaMemcpyHostToDevice));
+    ew.scales = gpu::DeviceBuffer(dev, sc.size());
+    CUDA_CHECK(cudaMemcpy(ew.scales.get(), sc.data(), sc.size(), cudaMemcpyHostToDevice));
     return ew;
   }
   if (fmt == Fmt::Bf16) {
@@ -328,7 +350,7 @@ void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng,
   int max_rows = 0;
   for (int e = 0; e < x.count; ++e) max_rows = std::max(max_rows, off[size_t(e) + 1] - off[size_t(e)]);
   static const char* names[] = {"stream16", "stream32", "tiled64"};
-  const bool gemv = kind < 2 && kn::moe_gemv_rows(max_rows_hint) && fmt != Fmt::Int4;  // int4: no gemv
+  const bool gemv = kind < 2 && kn::moe_gemv_rows(max_rows_hint) && fmt != Fmt::Int4 && fmt != Fmt::Mxfp4;  // 4-bit: no gemv
   const std::string kname = gemv ? (kind == 0 ? "gemv16" : "gemv32") : mma8 ? "tiled64-mma8" : names[std::min(kind, 2)];
   out.push_back(compare(fmt::format("moe_gemm{}({})", fmt_suffix(fmt), kname),
                         fmt::format("rows={} max/expert={} experts={} n={} k={}{}{}{}", rows, max_rows, x.count, n, kdim,
@@ -549,6 +571,24 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
     check_expert_gemm(out, dev, rng, *rt, 384, 256, false, 0, kn::MoeExpertPath::CublasPerExpert, Fmt::Int4);
   }
   check_expert_gemm(out, dev, rng, h, 256, 384, true, 1e30, kn::MoeExpertPath::Grouped, Fmt::Int4);
+  // MXFP4 experts (moe_gemm_mxfp4.cu), as int4's: k on the 64-k chunks but not on 128 (k = 320, 5 chunks:
+  // an odd split; 2880: gpt-oss, 45 chunks), n on the 16-row tiles; the stream kernel on both tile heights
+  // with and without the k split, the tiled kernel, an EP shard, the eager cuBLASLt path per expert (each
+  // expert decoded to bf16, exact) and the grouped dispatch.
+  for (const bool gather : {true, false}) {
+    for (int kind = 0; kind < kn::kMoeTileKinds; ++kind) {
+      check_gemm(out, dev, rng, a, 208, 320, gather, kind, true, 0, -1, Fmt::Mxfp4);
+      check_gemm(out, dev, rng, b, 144, 2880, gather, kind, kind != 1, 0, -1, Fmt::Mxfp4);
+    }
+    check_gemm(out, dev, rng, a, 96, 1472, gather, 0, false, 1, -1, Fmt::Mxfp4);
+  }
+  check_gemm(out, dev, rng, c, 128, 1024, true, 0, true, 1, -1, Fmt::Mxfp4);
+  check_gemm(out, dev, rng, c, 128, 1024, true, 1, true, 0, -1, Fmt::Mxfp4);
+  for (const Routed* rt : {&h, &few, &b}) {
+    check_expert_gemm(out, dev, rng, *rt, 256, 320, true, 0, kn::MoeExpertPath::CublasPerExpert, Fmt::Mxfp4);
+    check_expert_gemm(out, dev, rng, *rt, 320, 256, false, 0, kn::MoeExpertPath::CublasPerExpert, Fmt::Mxfp4);
+  }
+  check_expert_gemm(out, dev, rng, h, 256, 320, true, 1e30, kn::MoeExpertPath::Grouped, Fmt::Mxfp4);
   check_combine(out, dev, rng, b, 264);
   check_combine(out, dev, rng, c, 512);  // tokens with no local expert sum to zero
 }

@@ -53,16 +53,19 @@ size_t quant_weight_bytes(DType dtype, Fp8Scaling scaling, int64_t n, int64_t k)
     }
     case DType::INT8: return size_t(n * k + 4 * n);
     case DType::INT4: return size_t(n * k / 2 + 2 * n * (k / kn::kW4Group));
+    case DType::MXFP4: return size_t(n * k / 2 + n * (k / 32));
     default: return size_t(n * k * 2);
   }
 }
 
 void check_quant_shape(DType dtype, int64_t n, int64_t k) {
-  const bool quantized = dtype == DType::INT4 || dtype == DType::FP8_E4M3 || dtype == DType::INT8;
-  if (!quantized || !kn::quant_gemm_shape_ok(dtype, n, k))
+  // MXFP4 weights are routed experts only (their [experts x n][k] rows): the grouped kernels' rule.
+  const bool mx = dtype == DType::MXFP4;
+  const bool quantized = dtype == DType::INT4 || dtype == DType::FP8_E4M3 || dtype == DType::INT8 || mx;
+  if (!quantized || !(mx ? kn::quant_grouped_shape_ok(dtype, n, k) : kn::quant_gemm_shape_ok(dtype, n, k)))
     throw RuntimeError(std::string("quantized GEMM: ") + dtype_name(dtype) + " weights [" + std::to_string(n) + "," +
                        std::to_string(k) + "] do not run here (" +
-                       (quantized ? dtype_name(dtype) + std::string(": ") + kn::quant_shape_rule(dtype, false)
+                       (quantized ? dtype_name(dtype) + std::string(": ") + kn::quant_shape_rule(dtype, mx)
                                   : std::string("not a quantized weight format")) +
                        ")");
 }
@@ -92,6 +95,11 @@ QuantWeight make_random_quant_weight(int device, DType dtype, Fp8Scaling scaling
     kn::fill_random_int8(w.codes.as<int8_t>(), n * k, seed, stream);
     w.scales = DeviceBuffer(device, size_t(n) * 4);
     kn::fill_random_f32(w.scales.as<float>(), n, seed ^ 0x5ca1e, 1.f / 4096, 1.f / 2048, stream);
+  } else if (dtype == DType::MXFP4) {  // any e2m1 codes, scales 2^-9 .. 2^-6 (one byte per row and 32 k)
+    w.codes = DeviceBuffer(device, size_t(n * k / 2));
+    kn::fill_random_u32(w.codes.as<uint32_t>(), n * k / 8, seed, stream);
+    w.scales = DeviceBuffer(device, size_t(n * (k / 32)));
+    kn::fill_random_e8m0(w.scales.as<uint8_t>(), n * (k / 32), seed ^ 0x5ca1e, stream);
   } else {
     w.codes = DeviceBuffer(device, size_t(n * k / 2));
     kn::fill_random_u32(w.codes.as<uint32_t>(), n * k / 8, seed, stream);
@@ -275,7 +283,7 @@ void QuantGemmRunner::run_int8_channel_groups(const void* x, const int* off_host
   }
 }
 
-void QuantGemmRunner::run_int4_expert_groups(const void* x, const int* off_host, int groups,
+void QuantGemmRunner::run_4bit_expert_groups(const void* x, const int* off_host, int groups,
                                              const kernels::MoeGemmArgs& e, void* y, cudaStream_t stream) {
   ScopedDevice d(device_);
   const int64_t n = e.n, k = e.k;
@@ -287,7 +295,8 @@ void QuantGemmRunner::run_int4_expert_groups(const void* x, const int* off_host,
     if (M <= 0) continue;
     for (int64_t r0 = 0; r0 < n; r0 += rows) {
       const int64_t nr = std::min(rows, n - r0);
-      kn::moe_int4_dequant(e, g, r0, nr, slab, stream);
+      if (e.w_mxfp4) kn::moe_mxfp4_dequant(e, g, r0, nr, slab, stream);
+      else kn::moe_int4_dequant(e, g, r0, nr, slab, stream);
       const Plan& p = plan_for(DType::BF16, Fp8Scaling::PerTensor, M, nr, k, n);
       const void* xo = static_cast<const __nv_bfloat16*>(x) + m0 * k;
       void* yo = static_cast<__nv_bfloat16*>(y) + m0 * n + r0;

@@ -47,8 +47,10 @@ struct QuantWeight {
   DType dtype = DType::FP8_E4M3;  // FP8_E4M3, INT8 or INT4
   Fp8Scaling scaling = Fp8Scaling::PerTensor;  // FP8 only
   int64_t n = 0, k = 0;
-  DeviceBuffer codes;   // fp8 / int8: [n][k] bytes; int4: n*k/8 uint32 (kernels::w4a16_layout() order)
-  DeviceBuffer scales;  // fp32 (fp8: 1, n or ceil(k/128)*ceil(n/128); int8: n); int4: bf16 [n][k/128]
+  DeviceBuffer codes;   // fp8 / int8: [n][k] bytes; int4 / mxfp4: n*k/8 uint32 (int4: kernels::w4a16_layout() order;
+                        // mxfp4, routed experts only: mxfp4_expert_layout.hpp)
+  DeviceBuffer scales;  // fp32 (fp8: 1, n or ceil(k/128)*ceil(n/128); int8: n); int4: bf16 [n][k/128]; mxfp4: e8m0
+                        // bytes [n][k/32]
   DeviceBuffer x_scale;  // fp32 static activation scale (FP8 PerTensor)
 };
 // Bytes of the stored weight (codes + scales) in that format: what a GEMM streams at decode.
@@ -95,11 +97,12 @@ class QuantGemmRunner {
   // group's channel scales (scales + g n) into the same rows of y.
   void run_int8_channel_groups(const void* x, const int* off_host, int groups, int64_t n, int64_t k,
                                const int8_t* codes, const float* scales, void* y, cudaStream_t stream);
-  // int4 (W4A16) experts, the same groups: each non-empty group's expert dequantized to bf16 in slabs of
-  // its rows (64 MiB of scratch, kernels::moe_int4_dequant), then a cuBLASLt bf16 matmul per slab into its
-  // columns of y (ldc = n): what the dense int4 path does past its GEMV sizes, per expert. `experts`: the
-  // grouped GEMM's arguments (w_int4, w_int4_scale, n, k); x [off[groups]][k], y [off[groups]][n].
-  void run_int4_expert_groups(const void* x, const int* off_host, int groups, const kernels::MoeGemmArgs& experts,
+  // int4 (W4A16) or MXFP4 experts (experts.w_int4 or w_mxfp4), the same groups: each non-empty group's
+  // expert dequantized to bf16 in slabs of its rows (64 MiB of scratch, kernels::moe_int4_dequant or
+  // moe_mxfp4_dequant), then a cuBLASLt bf16 matmul per slab into its columns of y (ldc = n): what the
+  // dense int4 path does past its GEMV sizes, per expert. `experts`: the grouped GEMM's arguments (the
+  // codes and scales, n, k); x [off[groups]][k], y [off[groups]][n].
+  void run_4bit_expert_groups(const void* x, const int* off_host, int groups, const kernels::MoeGemmArgs& experts,
                               void* y, cudaStream_t stream);
   // Largest M that runs the W4A16 GEMV kernel (default kernels::kW4GemvMaxM); larger M dequantise
   // + cuBLASLt. A bench sets it to time both paths at the same M.

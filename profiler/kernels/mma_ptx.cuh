@@ -24,6 +24,13 @@ __device__ __forceinline__ uint4 ld_stream16(const void* p) {
   return v;
 }
 
+// The same for 8 bytes (the MXFP4 stream kernel: a lane's 16 codes of a row's 64-k chunk).
+__device__ __forceinline__ uint2 ld_stream8(const void* p) {
+  uint2 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+
 // acc += the 8 products of two 16-byte pieces of bf16 (a weight row's and a token's), on the FP32
 // cores: the GEMV kernels' arithmetic (2 FLOPs per weight, far below the cores' rate at decode).
 __device__ __forceinline__ void dot8_bf16(float& acc, const uint4& w, const uint4& x) {

@@ -20,9 +20,9 @@ const char* moe_expert_path_name(MoeExpertPath p) {
 MoeExpertPath moe_expert_gemm_path(const MoeExpertGemmArgs& a, const MoeRouting& r, cudaStream_t stream) {
   const MoeGemmArgs& g = a.gemm;
   // FP8 / int8: cuBLASLt's 8-bit matmuls want n, k multiples of 16 (16-byte aligned rows, scale vectors and
-  // outputs per expert). int4: each touched expert dequantized to bf16 in slabs, then cuBLASLt (the
+  // outputs per expert). int4 / MXFP4: each touched expert dequantized to bf16 in slabs, then cuBLASLt (the
   // quantized runner's).
-  const bool quantized = g.w_int4 || g.w_fp8 || g.w_int8;
+  const bool quantized = g.w_int4 || g.w_mxfp4 || g.w_fp8 || g.w_int8;
   const bool runner = quantized ? a.qcublas != nullptr && g.n % 16 == 0 && g.k % 16 == 0 : a.cublas != nullptr;
   if (!a.allow_cublas || !runner || g.entries <= 0 || g.entries > r.cap_entries) return MoeExpertPath::Grouped;
   if (g.gather && (!a.gathered || a.gathered_cap < g.entries * g.k || reinterpret_cast<uintptr_t>(a.gathered) % 256))
@@ -43,7 +43,8 @@ MoeExpertPath moe_expert_gemm(const MoeExpertGemmArgs& a, const MoeRouting& r, c
     moe_grouped_gemm(g, r, stream);
     return path;
   }
-  if (!g.x || !(g.w || ((g.w_fp8 || g.w_int8) && g.w_scale) || (g.w_int4 && g.w_int4_scale)) || !g.y || g.n <= 0 ||
+  if (!g.x || !(g.w || ((g.w_fp8 || g.w_int8) && g.w_scale) || (g.w_int4 && g.w_int4_scale) ||
+                (g.w_mxfp4 && g.w_mxfp4_scale)) || !g.y || g.n <= 0 ||
       g.k <= 0)
     throw std::invalid_argument("moe_expert_gemm: operands and a positive n, k are required");
   // Per-expert row offsets of this routing (moe_route.hpp: offsets[local experts + 1]). The host
@@ -67,8 +68,8 @@ MoeExpertPath moe_expert_gemm(const MoeExpertGemmArgs& a, const MoeRouting& r, c
     embedding_gather(g.gather, g.x, a.gathered, rows, a.x_rows > 0 ? a.x_rows : INT64_MAX, g.k, stream);
     x = a.gathered;
   }
-  if (g.w_int4) {  // each touched expert dequantized in slabs, one bf16 matmul per slab
-    a.qcublas->run_int4_expert_groups(x, off.data(), experts, g, g.y, stream);
+  if (g.w_int4 || g.w_mxfp4) {  // each touched expert dequantized in slabs, one bf16 matmul per slab
+    a.qcublas->run_4bit_expert_groups(x, off.data(), experts, g, g.y, stream);
     return path;
   }
   if (g.w_int8) {  // the rows quantized once, then one int8 matmul per touched expert

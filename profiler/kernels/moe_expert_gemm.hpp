@@ -38,7 +38,7 @@ struct MoeExpertGemmArgs {
   // FP8 experts (gemm.w_fp8): the device's quantized runner, per expert W8A8 per-channel
   // (QuantGemmRunner::run_fp8_channel_groups: the tokens quantized per row once), int8 experts the same
   // in int8 (run_int8_channel_groups); int4 experts
-  // (gemm.w_int4): its dequantize-then-bf16 path (run_int4_expert_groups); nullptr: grouped.
+  // (gemm.w_int4): its dequantize-then-bf16 path (run_4bit_expert_groups); nullptr: grouped.
   gpu::QuantGemmRunner* qcublas = nullptr;
   // gate_up (gemm.gather set): room for the gathered rows, 256-byte aligned, `gathered_cap` elements;
   // with less than entries x k of it the call stays grouped.

@@ -280,13 +280,14 @@ __global__ void __launch_bounds__(kTiledThreads) tiled_kernel(MoeGemmArgs a, con
 }  // namespace
 
 void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, cudaStream_t stream) {
-  const bool w8 = a.w_fp8 != nullptr || a.w_int8 != nullptr, int4 = a.w_int4 != nullptr;
-  const bool weights_ok = int(a.w != nullptr) + int(a.w_fp8 != nullptr) + int(a.w_int8 != nullptr) + int(int4) == 1 &&
-                          (!w8 || a.w_scale) && (!int4 || a.w_int4_scale);
+  const bool w8 = a.w_fp8 != nullptr || a.w_int8 != nullptr, int4 = a.w_int4 != nullptr, mx = a.w_mxfp4 != nullptr;
+  const bool weights_ok =
+      int(a.w != nullptr) + int(a.w_fp8 != nullptr) + int(a.w_int8 != nullptr) + int(int4) + int(mx) == 1 &&
+      (!w8 || a.w_scale) && (!int4 || a.w_int4_scale) && (!mx || a.w_mxfp4_scale);
   if (a.k % 32 != 0 || a.k <= 0 || a.n <= 0 || !a.x || !a.y || !weights_ok || kind < 0 || kind >= kMoeTileKinds)
     throw std::invalid_argument("moe_grouped_gemm: k " + std::to_string(a.k) + " must be a positive multiple of 32, n " +
                                 std::to_string(a.n) + " positive, x, y and one of w / w_fp8 or w_int8 (with w_scale) / "
-                                "w_int4 (with w_int4_scale) set, tile kind " + std::to_string(kind));
+                                "w_int4 (with w_int4_scale) / w_mxfp4 (with w_mxfp4_scale) set, tile kind " + std::to_string(kind));
   if (a.entries > r.cap_entries)
     throw std::invalid_argument("moe_grouped_gemm: " + std::to_string(a.entries) + " routed entries exceed the routing's " +
                                 std::to_string(r.cap_entries));
@@ -297,6 +298,7 @@ void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, 
   }();
   if (w8) return moe_grouped_gemm_w8(a, r, kind, gemv_on, stream);
   if (int4) return moe_grouped_gemm_int4(a, r, kind, stream);
+  if (mx) return moe_grouped_gemm_mxfp4(a, r, kind, stream);
   const int64_t tiles = moe_max_tiles(a.entries, r.local_experts, moe_tile_rows(kind));
   if (kind < 2 && gemv_on && moe_gemv_rows(a.max_rows)) {
     // PEERPLAN_MOE_GEMV_SHAPE=RWxU (4x2, 4x4, 2x4, 8x2, 2x8) forces the 2-rows-per-pass variant's

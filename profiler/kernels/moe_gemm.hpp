@@ -42,6 +42,11 @@ struct MoeGemmArgs {
   // n % 16 == 0 and k % 128 == 0. Converted to bf16 in registers (moe_gemm_int4.cu).
   const uint32_t* w_int4 = nullptr;
   const __nv_bfloat16* w_int4_scale = nullptr;
+  // MXFP4 experts (gpt-oss, issue 15): e2m1 codes with one e8m0 scale byte per expert row and 32 k, packed
+  // as profiler/common/mxfp4_expert_layout.hpp says (mxe_words / mxe_scales). n % 16 == 0 and k % 64 == 0.
+  // Decoded to bf16 in registers (moe_gemm_mxfp4.cu).
+  const uint32_t* w_mxfp4 = nullptr;
+  const uint8_t* w_mxfp4_scale = nullptr;
   __nv_bfloat16* y = nullptr;        // [routed rows][n]
   int64_t n = 0, k = 0;
   int64_t entries = 0;   // tokens x top-k of the routing: bounds the grid
@@ -54,13 +59,17 @@ struct MoeGemmArgs {
 };
 
 // Throws std::invalid_argument for k not a multiple of 32 or a null operand (exactly one of w, w_fp8,
-// w_int8, w_int4; w_scale with w_fp8 or w_int8, w_int4_scale with w_int4), and for int4 experts off their n % 16, k % 128.
+// w_int8, w_int4, w_mxfp4; w_scale with w_fp8 or w_int8, w_int4_scale with w_int4, w_mxfp4_scale with
+// w_mxfp4), and for int4 experts off their n % 16, k % 128, MXFP4 ones off n % 16, k % 64.
 void moe_grouped_gemm(const MoeGemmArgs& a, const MoeRouting& r, cudaStream_t stream);
 // Rows [row0, row0 + rows) of int4 expert `expert` of a.w_int4 / a.w_int4_scale dequantized into out
 // [rows][k] bf16, (q - 8) * scale rounded once (as the tiled int4 kernel rounds them): the eager cuBLAS
-// path's slabs (gpu::QuantGemmRunner::run_int4_expert_groups).
+// path's slabs (gpu::QuantGemmRunner::run_4bit_expert_groups).
 void moe_int4_dequant(const MoeGemmArgs& a, int expert, int64_t row0, int64_t rows, __nv_bfloat16* out,
                       cudaStream_t stream);
+// The same for MXFP4 experts (a.w_mxfp4 / a.w_mxfp4_scale): code * scale, exact in bf16.
+void moe_mxfp4_dequant(const MoeGemmArgs& a, int expert, int64_t row0, int64_t rows, __nv_bfloat16* out,
+                       cudaStream_t stream);
 // The same with the kernel forced (tile kind as moe_gemm_tile_kind): self-test and profiler.
 void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, cudaStream_t stream);
 // Whether a call of tile kind `kind` runs the 8-bit tensor-core kernel (moe_gemm_w8mma.cu: FP8 / int8

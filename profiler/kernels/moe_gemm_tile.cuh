@@ -44,4 +44,6 @@ void moe_grouped_gemm_w8(const MoeGemmArgs& a, const MoeRouting& r, int kind, bo
 // The int4-weight launch (moe_gemm_int4.cu): the stream kernel on 16-row tiles for kinds 0 and 1 (no gemv),
 // tiled for 2.
 void moe_grouped_gemm_int4(const MoeGemmArgs& a, const MoeRouting& r, int kind, cudaStream_t stream);
+// The MXFP4-weight launch (moe_gemm_mxfp4.cu): as the int4 one.
+void moe_grouped_gemm_mxfp4(const MoeGemmArgs& a, const MoeRouting& r, int kind, cudaStream_t stream);
 }  // namespace peerplan::kernels

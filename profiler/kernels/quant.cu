@@ -117,7 +117,8 @@ __device__ __forceinline__ uint64_t mix64(uint64_t x) {
 }
 
 // kind 0: e4m3 codes with exponent field 1..15 (normal, finite: never 0x7f/0xff, the NaNs);
-// 1: int8 in [-127, 127]; 2: any 32-bit word (packed nibbles).
+// 1: int8 in [-127, 127]; 2: any 32-bit word (packed nibbles); 3: e8m0 scale bytes 118..121 (2^-9 .. 2^-6:
+// MXFP4 weights up to 6 x 2^-6, near a checkpoint's).
 __global__ void fill_codes_kernel(void* p, int64_t n, uint64_t seed, int kind) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const uint64_t r = mix64(seed * 0x100000001B3ull + uint64_t(i));
@@ -127,6 +128,8 @@ __global__ void fill_codes_kernel(void* p, int64_t n, uint64_t seed, int kind) {
       static_cast<uint8_t*>(p)[i] = uint8_t(((r >> 16) & 1) << 7 | e << 3 | m);
     } else if (kind == 1) {
       static_cast<int8_t*>(p)[i] = int8_t(int(r % 255) - 127);
+    } else if (kind == 3) {
+      static_cast<uint8_t*>(p)[i] = uint8_t(118 + r % 4);
     } else {
       static_cast<uint32_t*>(p)[i] = uint32_t(r >> 17);
     }
@@ -227,6 +230,11 @@ void fill_random_u32(uint32_t* p, int64_t n, uint64_t seed, cudaStream_t stream)
   if (n == 0) return;
   fill_codes_kernel<<<grid_for(n, kBlock), kBlock, 0, stream>>>(p, n, seed, 2);
   CUDA_CHECK_LAUNCH("fill_random_u32");
+}
+void fill_random_e8m0(uint8_t* p, int64_t n, uint64_t seed, cudaStream_t stream) {
+  if (n == 0) return;
+  fill_codes_kernel<<<grid_for(n, kBlock), kBlock, 0, stream>>>(p, n, seed, 3);
+  CUDA_CHECK_LAUNCH("fill_random_e8m0");
 }
 void fill_random_f32(float* p, int64_t n, uint64_t seed, float lo, float hi, cudaStream_t stream) {
   if (n == 0) return;

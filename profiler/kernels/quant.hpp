@@ -43,6 +43,7 @@ void dequant_int32(const int32_t* acc, const float* row_scale, const float* col_
 void fill_random_fp8(uint8_t* p, int64_t n, uint64_t seed, cudaStream_t stream);   // |v| in [2^-6, 448), both signs
 void fill_random_int8(int8_t* p, int64_t n, uint64_t seed, cudaStream_t stream);   // [-127, 127]
 void fill_random_u32(uint32_t* p, int64_t n, uint64_t seed, cudaStream_t stream);  // packed int4: any nibbles
+void fill_random_e8m0(uint8_t* p, int64_t n, uint64_t seed, cudaStream_t stream); // MXFP4 scales 2^-9 .. 2^-6
 void fill_random_f32(float* p, int64_t n, uint64_t seed, float lo, float hi, cudaStream_t stream);
 void fill_f32(float* p, int64_t n, float v, cudaStream_t stream);
 

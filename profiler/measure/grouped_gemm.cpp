@@ -25,6 +25,7 @@
 #include "profiler/common/gemm_shapes.hpp"
 #include "profiler/common/profile_models.hpp"
 #include "profiler/common/quant_shapes.hpp"
+#include "profiler/common/mxfp4_expert_layout.hpp"
 #include "profiler/common/sweep.hpp"
 #include "profiler/common/w4_expert_layout.hpp"
 #include "profiler/gpu/cuda_check.hpp"
@@ -58,22 +59,23 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
   std::set<GroupedShapeKey> shapes;
   for (const GroupedShapeKey& s : keys) {
     const std::optional<DType> dt = parse_dtype(s.dtype);
-    const bool runs = s.dtype == "bf16" || s.dtype == "fp8" || s.dtype == "int8" || s.dtype == "int4";
+    const bool runs = s.dtype == "bf16" || s.dtype == "fp8" || s.dtype == "int8" || s.dtype == "int4" || s.dtype == "mxfp4";
     if (runs && kn::quant_grouped_shape_ok(*dt, s.n, s.k)) shapes.insert(s);
     else ctx.not_applicable(fmt::format("grouped_gemm n={} k={} ({})", s.n, s.k, s.dtype),
                             runs ? s.dtype + " experts need " + kn::quant_shape_rule(*dt, true)
-                                 : std::string("the executor runs routed experts in bf16, fp8, int8 and int4 only"));
+                                 : std::string("the executor runs routed experts in bf16, fp8, int8, int4 and mxfp4 only"));
   }
   if (shapes.empty() || token_counts.empty()) return;
   const routing::RoutingSpec spec;  // uniform, default seed: what the compiler counts by default
   const int64_t max_tokens = *std::max_element(token_counts.begin(), token_counts.end());
   int64_t max_topk = 1, max_e = 1, max_w = 0, max_in = 0, max_out = 0, max_scales = 0;
-  int64_t max_w4_scales = 0;
-  bool any_fp8 = false, any_int8 = false, any_int4 = false;
+  int64_t max_w4_scales = 0, max_mx_scales = 0;
+  bool any_fp8 = false, any_int8 = false, any_int4 = false, any_mx = false;
   for (const auto& s : shapes) {
     if (s.dtype == "fp8") any_fp8 = true, max_scales = std::max(max_scales, s.experts * s.n);
     if (s.dtype == "int8") any_int8 = true, max_scales = std::max(max_scales, s.experts * s.n);
     if (s.dtype == "int4") any_int4 = true, max_w4_scales = std::max(max_w4_scales, kn::w4e_scales(s.experts, s.n, s.k));
+    if (s.dtype == "mxfp4") any_mx = true, max_mx_scales = std::max(max_mx_scales, kn::mxe_scales(s.experts, s.n, s.k));
     max_topk = std::max(max_topk, s.topk);
     max_e = std::max(max_e, s.model_experts);
     max_w = std::max(max_w, s.experts * s.n * s.k);
@@ -98,16 +100,19 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
   size_t free_b = 0, total_b = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   const int64_t want = (4 * int64_t(std::max(l2_bytes, 1)) + min_touched - 1) / std::max<int64_t>(min_touched, 1);
-  // bf16 + fp8 + int8 + int4 copies (2 + 1 + 1 + 0.5 bytes a weight), in half-bytes
+  // bf16 + fp8 + int8 + int4 + mxfp4 copies (2 + 1 + 1 + 0.5 + 0.5 bytes a weight; the 4-bit formats' scales are
+  // 1/64 and 1/32 of their codes, inside the quarter's margin), in half-bytes
   const int64_t fit = int64_t(free_b / 4) * 2 /
-                      std::max<int64_t>(1, max_w * (4 + (any_fp8 ? 2 : 0) + (any_int8 ? 2 : 0) + (any_int4 ? 1 : 0)));
+                      std::max<int64_t>(1, max_w * (4 + (any_fp8 ? 2 : 0) + (any_int8 ? 2 : 0) + (any_int4 ? 1 : 0) +
+                                                    (any_mx ? 1 : 0)));
   const int copies = int(std::clamp<int64_t>(std::min(want, fit), 1, 8));
   // FP8 / int8 experts: codes in copies of their own (finite e4m3 values, any int8) and one scale per expert
   // channel (shared: 4 bytes per n k-long row, < 0.4 % of the codes);
   // int4: packed codes and their bf16 scales (one per row and 128 k) in copies of their own: a decode step
   // reads each layer's scales cold, and with one shared scale buffer (L2-hot) the int4 rows priced Mixtral-
   // 8x7B's decode at batch 2-32 8-12 % fast (H100, session 24 K).
-  std::vector<gpu::DeviceBuffer> w, w8, wi8, w4, w4s;
+  // MXFP4: the same, e2m1 codes and e8m0 scale bytes (one per row and 32 k).
+  std::vector<gpu::DeviceBuffer> w, w8, wi8, w4, w4s, wmx, wmxs;
   for (int c = 0; c < copies; ++c) {
     w.emplace_back(g, size_t(max_w) * 2);
     gpu::launch_fill_bf16(w.back().get(), size_t(max_w), 11 + uint32_t(c), st);
@@ -116,6 +121,12 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
       kn::fill_random_u32(w4.back().as<uint32_t>(), max_w / 8, 23 + uint64_t(c), st);
       w4s.emplace_back(g, size_t(max_w4_scales) * 2);
       kn::fill_random(w4s.back().as<__nv_bfloat16>(), max_w4_scales, 29 + uint64_t(c), 1.f / 256, st);
+    }
+    if (any_mx) {
+      wmx.emplace_back(g, size_t(max_w / 8) * 4);
+      kn::fill_random_u32(wmx.back().as<uint32_t>(), max_w / 8, 37 + uint64_t(c), st);
+      wmxs.emplace_back(g, size_t(max_mx_scales));
+      kn::fill_random_e8m0(wmxs.back().as<uint8_t>(), max_mx_scales, 41 + uint64_t(c), st);
     }
     if (any_int8) {
       wi8.emplace_back(g, size_t(max_w));
@@ -147,7 +158,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
   for (const auto& s : shapes) {
     rbuf = gpu::DeviceBuffer(g, size_t(kn::moe_route_buffer_ints(max_tokens, int(s.topk), int(s.experts))) * 4);
     const kn::MoeRouting r = kn::moe_routing_view(rbuf.as<int>(), max_tokens, int(s.topk), int(s.experts));
-    const bool fp8 = s.dtype == "fp8", int8 = s.dtype == "int8", int4 = s.dtype == "int4";
+    const bool fp8 = s.dtype == "fp8", int8 = s.dtype == "int8", int4 = s.dtype == "int4", mx = s.dtype == "mxfp4";
     for (int64_t tokens : token_counts) {
       ctx.progress.update(double(done++) / double(total), fmt::format("grouped n={} k={} experts={}/{} {} tokens={}", s.n,
                                                                       s.k, s.experts, s.model_experts, s.dtype, tokens));
@@ -193,12 +204,14 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
         // Every kernel once outside the gate: CUDA loads kernels lazily at their first launch, and a
         // load waits for the device, which the gate's spin kernel holds (the profile then failed
         // with "host stalled > 10 s" on its first grouped GEMM).
-        // This call's weight copy c (bf16, or fp8 / int8 / int4 codes with their scales).
+        // This call's weight copy c (bf16, or fp8 / int8 / int4 / mxfp4 codes with their scales).
         auto use_copy = [&](int c) {
           if (fp8) a.w = nullptr, a.w_fp8 = w8[size_t(c % copies)].as<uint8_t>(), a.w_scale = w8_scale.as<float>();
           else if (int8) a.w = nullptr, a.w_int8 = wi8[size_t(c % copies)].as<int8_t>(), a.w_scale = w8_scale.as<float>();
           else if (int4)
             a.w = nullptr, a.w_int4 = w4[size_t(c % copies)].as<uint32_t>(), a.w_int4_scale = w4s[size_t(c % copies)].as<__nv_bfloat16>();
+          else if (mx)
+            a.w = nullptr, a.w_mxfp4 = wmx[size_t(c % copies)].as<uint32_t>(), a.w_mxfp4_scale = wmxs[size_t(c % copies)].as<uint8_t>();
           else a.w = w[size_t(c % copies)].as<__nv_bfloat16>();
         };
         use_copy(0);
@@ -306,7 +319,7 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
                                "on the cuBLAS path without the gate (the host synchronises inside the call), the "
                                "offsets' copy, the synchronisation and the launches after it included"},
                     {"paths", paths}}},
-      {"layout", "y[rows,n] = x[rows,k] W_e^T per touched expert, W_e [n,k]; bf16, or fp8 e4m3 codes with one scale per expert channel (converted to bf16 in registers; the eager cuBLAS path runs FP8 W8A8 per expert), or int4 codes with a bf16 scale per row and 128 k (converted to bf16 in registers; always grouped), fp32 accumulate"},
+      {"layout", "y[rows,n] = x[rows,k] W_e^T per touched expert, W_e [n,k]; bf16, or fp8 e4m3 codes with one scale per expert channel (converted to bf16 in registers; the eager cuBLAS path runs FP8 W8A8 per expert), or int4 codes with a bf16 scale per row and 128 k, or mxfp4 e2m1 codes with an e8m0 scale per row and 32 k (both converted to bf16 in registers; the eager cuBLAS path dequantizes each touched expert to bf16), fp32 accumulate"},
       {"kernels", "0: stream 16-row tiles, 1: stream 32-row tiles, 2: tiled 64-row tiles (us per call, median)"},
       {"kernel_choice", kinds},
       {"vs_cublas_per_expert", vs_cublas}};

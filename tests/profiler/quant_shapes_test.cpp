@@ -28,7 +28,10 @@ TEST(QuantShapes, EachFormatsRule) {
   EXPECT_TRUE(quant_grouped_shape_ok(DType::FP8_E4M3, 2048, 704));
   EXPECT_TRUE(quant_grouped_shape_ok(DType::INT8, 2048, 704)) << "int8 experts: the FP8 kernels' k step";
   EXPECT_FALSE(quant_grouped_shape_ok(DType::INT8, 2048, 720)) << "k not a multiple of 32";
-  EXPECT_FALSE(quant_grouped_shape_ok(DType::MXFP4, 2048, 2048)) << "no grouped MXFP4 kernel";
+  EXPECT_TRUE(quant_grouped_shape_ok(DType::MXFP4, 5760, 2880)) << "gpt-oss gate_up: 45 chunks of 64 k";
+  EXPECT_TRUE(quant_grouped_shape_ok(DType::MXFP4, 1440, 2880)) << "gpt-oss gate_up at TP 4";
+  EXPECT_FALSE(quant_grouped_shape_ok(DType::MXFP4, 2880, 720)) << "gpt-oss down at TP 4: k not a multiple of 64";
+  EXPECT_FALSE(quant_grouped_shape_ok(DType::MXFP4, 2888, 2880)) << "n not a multiple of the 16-row tile";
   EXPECT_NE(quant_shape_rule(DType::INT4, true).find("128"), std::string::npos);
 }
 
@@ -64,6 +67,23 @@ TEST(QuantShapes, TheEnginesCheckNamesTheOpAndTheShape) {
   EXPECT_NE(tp2.find("grouped expert kernels"), std::string::npos) << tp2;
   apply_precision(qwen, DType::INT8, std::nullopt);
   EXPECT_EQ(unrunnable_quant_op(decode_graph(qwen, {0, 1})), "") << "int8 experts split at TP 2 run (k = 704)";
+}
+
+// gpt-oss's MXFP4 experts run whole (one GPU; EP keeps them whole): gate_up [5760, 2880] and down [2880, 2880] are
+// 45 chunks of 64 k. At TP 2 down's k = 1440 is not, and the engine says so before it makes a weight.
+TEST(QuantShapes, GptOssMxfp4ExpertsRunWholeAndSayWhyNotAtTp2) {
+  for (const char* name : {"gpt-oss-20b", "gpt-oss-120b"}) {
+    const ModelConfig oss = shipped(name);
+    const OpGraph g = decode_graph(oss, {0});
+    bool mx = false;
+    for (const Op& o : g.ops) mx = mx || (o.kind == OpKind::GroupedGemm && o.wdtype == DType::MXFP4);
+    EXPECT_TRUE(mx) << name << ": its checkpoint's experts are MXFP4";
+    EXPECT_EQ(unrunnable_quant_op(g), "") << name;
+    const std::string tp2 = unrunnable_quant_op(decode_graph(oss, {0, 1}));
+    EXPECT_NE(tp2.find("1440"), std::string::npos) << tp2;
+    EXPECT_NE(tp2.find("mxfp4"), std::string::npos) << tp2;
+    EXPECT_NE(tp2.find("k of 64"), std::string::npos) << tp2;
+  }
 }
 
 }  // namespace

@@ -10,11 +10,4 @@ std::optional<DType> routed_expert_format(const ModelConfig& cfg) {
   return std::nullopt;
 }
 
-std::optional<DType> unrunnable_expert_format(const ModelConfig& cfg) {
-  const std::optional<DType> d = routed_expert_format(cfg);
-  if (!d || *d == DType::BF16 || *d == DType::FP16 || *d == DType::FP8_E4M3 || *d == DType::INT8 || *d == DType::INT4)
-    return std::nullopt;
-  return d;
-}
-
 }  // namespace peerplan

@@ -5,9 +5,8 @@
 // per-channel: the scales are < 0.1 % of the bytes), int8 (per-channel, compressed-tensors W8A8 int8)
 // through the same kernels with an int8 conversion, int4 (GPTQ / AWQ / compressed-tensors W4A16,
 // group 128) through their int4 variants (symmetric: AWQ's zero points are timed as GPTQ's implicit 8,
-// as the dense W4A16 GEMMs are). Experts in MXFP4 (gpt-oss) are priced (from the fitted curves) but
-// neither profiled nor run: validate refuses them (check_experts_executable) and simulate says so (its
-// provenance's quantized_experts).
+// as the dense W4A16 GEMMs are), MXFP4 (gpt-oss: e2m1 codes, an e8m0 scale per 32 k) through theirs
+// (moe_gemm_mxfp4.cu). Every expert format a model card can hold runs, so validate refuses none.
 // Not for .cu files (model_config.hpp is host-only).
 #include <optional>
 
@@ -16,10 +15,6 @@
 
 namespace peerplan {
 
-// The stored format of the model's routed experts when the executor cannot run it (the first MoE
-// layer's gate_up, as the checkpoint's quantization_config or --weights leave it); nullopt for dense
-// models and bf16 / fp16 / fp8 / int8 / int4 experts.
-std::optional<DType> unrunnable_expert_format(const ModelConfig& cfg);
 // The stored format of the model's routed experts (the first MoE layer's gate_up); nullopt for dense models.
 std::optional<DType> routed_expert_format(const ModelConfig& cfg);
 

@@ -61,18 +61,10 @@ std::string unmeasured_note(const std::string& model, const nlohmann::json& prov
                                ? prov["machine_file"].get<std::string>()
                                : std::string();
   const std::string command = add_model_command(model_arg.empty() ? model : model_arg, file);
-  // Routed experts in MXFP4: the profiler times bf16, fp8, int8 and int4 experts only, so profiling the
-  // model adds its dense shapes but never these (simulate.cpp sets quantized_experts).
-  const std::string experts =
-      prov.contains("quantized_experts") && prov["quantized_experts"].is_string()
-          ? fmt::format("\n  Its routed experts ({}) stay priced from the fitted curves: the profiler and the executor "
-                        "run routed experts in bf16, fp8, int8 and int4 only (docs/quantization.md).",
-                        escape_control(prov["quantized_experts"].get<std::string>()))
-          : std::string();
   return fmt::format("Note: {:.0f} % of {}'s step time is not from measured points{}{}; measure its shapes into "
-                     "the machine file (on the host it profiles; nothing else is re-measured) with: {}{}\n",
+                     "the machine file (on the host it profiles; nothing else is re-measured) with: {}\n",
                      100 * (fitted + rough), escape_control(model), band, pb.known ? figures : "",
-                     escape_control(command), experts);
+                     escape_control(command));
 }
 
 namespace {

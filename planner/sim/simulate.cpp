@@ -5,7 +5,6 @@
 #include <memory>
 
 #include "planner/compile/compiler.hpp"
-#include "planner/model/expert_format.hpp"
 #include "planner/sim/power_state.hpp"
 #include "planner/topology/executor_launch.hpp"
 
@@ -130,9 +129,6 @@ Simulation simulate_with(const Plan& plan, const ModelConfig& cfg, const ModelFi
     const int64_t batch = m.iterations > 0 ? std::max<int64_t>(1, std::llround(double(m.output_tokens) / double(m.iterations))) : 1;
     prov["moe_routing"] = routing::summary_json(
         routing::summarize(cfg.moe_routing, cfg.experts, cfg.experts_per_token, batch, moe_layers));
-    // Routed experts stored in a format the executor does not run (int8, MXFP4: docs/quantization.md),
-    // so no profile can hold their rows (unmeasured_note says so).
-    if (const std::optional<DType> d = unrunnable_expert_format(cfg)) prov["quantized_experts"] = dtype_name(*d);
     // Where the shared experts run at decode (compiler.cpp CompileOptions::shared_stream): priced on a
     // second stream, Qwen1.5-MoE's batch-1 step is about a fifth shorter (docs/moe_executor.md).
     bool shared = false, quantized_shared = false;

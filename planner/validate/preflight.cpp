@@ -10,19 +10,6 @@
 
 namespace peerplan {
 
-void check_experts_executable(const ModelConfig& cfg) {
-  const std::optional<DType> d = unrunnable_expert_format(cfg);
-  if (!d) return;
-  const bool asked = cfg.quant.source.rfind("--weights", 0) == 0;
-  throw InputError(cfg.source_file, asked ? cfg.quant.source : "quantization_config",
-                   fmt::format("routed experts the executor can run: it runs MoE experts in bf16, fp8, int8 and int4 only "
-                               "(grouped GEMMs in {} are not built, docs/quantization.md), so it would time other kernels "
-                               "than the prediction prices. Predict it with `peerplan simulate` / `plan` (its experts "
-                               "priced from the fitted curves), or validate the model with --weights int4, --weights int8, "
-                               "--weights fp8 or --weights bf16",
-                               dtype_name(*d)));
-}
-
 bool uses_w4a16(const ModelConfig& cfg) {
   if (cfg.quant.linear.dtype == DType::INT4) return true;
   return std::any_of(cfg.quant.per_matrix.begin(), cfg.quant.per_matrix.end(),

@@ -47,12 +47,6 @@ std::string launch_mismatch(const Machine& profile, const std::string& host_laun
 // when it follows the profile (-1) or agrees.
 std::string shared_stream_mismatch(const Machine& profile, int host_shared_stream);
 
-// The executor runs routed experts in bf16, fp8, int8 and int4 (planner/model/expert_format.hpp): a MoE
-// model whose experts are stored MXFP4 (its checkpoint's quantization_config) would run other kernels than
-// the prediction prices. Throws InputError naming the config file and the scheme, and what to do instead;
-// dense models and bf16 / fp16 / fp8 / int8 / int4 experts pass.
-void check_experts_executable(const ModelConfig& cfg);
-
 // Whether any of the model's Linear layers is stored int4 (W4A16 GEMMs in the executor).
 bool uses_w4a16(const ModelConfig& cfg);
 // Whether the model's routed experts are stored FP8 or int8 (the 8-bit grouped kernels in the executor).

@@ -13,7 +13,6 @@
 #include "planner/compile/compiler.hpp"
 #include "planner/compile/graph_batch.hpp"
 #include "planner/core/error.hpp"
-#include "planner/validate/preflight.hpp"
 #include "profiler/common/shared_stream.hpp"
 #include "profiler/exec/engine_state.hpp"
 #include "profiler/exec/executor.hpp"
@@ -32,7 +31,6 @@ void check_model_executable(const ModelConfig& cfg) {
   kn::check_attention_executable(cfg, kn::prefill_attention_path());
   if (!cfg.gated_mlp)
     throw InputError(cfg.source_file, "architectures", "a gated (SwiGLU) MLP: the executor's activation is SiLU(gate) * up");
-  check_experts_executable(cfg);  // quantized routed experts: not run, so not validated
 }
 
 Engine::Engine(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,

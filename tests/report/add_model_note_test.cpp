@@ -47,13 +47,3 @@ TEST(AddModelNote, NoMachineFileInTheProvenanceLeavesAPlaceholder) {
   prov.erase("machine_file");
   EXPECT_NE(unmeasured_note("m", prov).find("--add-model m --machine <file>"), std::string::npos);
 }
-
-TEST(AddModelNote, QuantizedRoutedExpertsAreSaidToStayFitted) {
-  nlohmann::json prov = fitted_provenance("h.json");
-  EXPECT_EQ(unmeasured_note("mixtral-8x7b", prov).find("routed experts"), std::string::npos);
-  prov["quantized_experts"] = "mxfp4";  // simulate sets it for MXFP4 experts (int4 run since session 24, int8 25)
-  const std::string note = unmeasured_note("gpt-oss-20b", prov);
-  EXPECT_NE(note.find("--machine h.json\n  Its routed experts (mxfp4) stay priced from the fitted curves"), std::string::npos)
-      << note;
-  EXPECT_NE(note.find("bf16, fp8, int8 and int4 only"), std::string::npos) << note;
-}

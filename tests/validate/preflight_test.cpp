@@ -191,34 +191,7 @@ TEST(Preflight, ExecutorLaunchOfNominalMachinesIsEmpty) {
   EXPECT_EQ(executor_launch(measured), "pdl");
 }
 
-// Quantized routed experts (a checkpoint's quantization_config or --weights): the executor runs experts in
-// bf16, fp8, int8 and int4 only, so validate refuses other formats instead of timing other kernels than it predicts.
 #include "planner/model/model_config.hpp"
-
-TEST(Preflight, RoutedExpertsOutsideBf16Fp8Int8AndInt4AreRefusedWithWhatToDoInstead) {
-  ModelConfig mixtral = load_model_config(resolve_model_path("mixtral-8x7b"));
-  EXPECT_NO_THROW(check_experts_executable(mixtral)) << "bf16 experts run";
-  apply_precision(mixtral, DType::FP8_E4M3, std::nullopt);
-  EXPECT_NO_THROW(check_experts_executable(mixtral)) << "fp8 experts run (moe_gemm_fp8.cu)";
-  apply_precision(mixtral, DType::INT4, std::nullopt);
-  EXPECT_NO_THROW(check_experts_executable(mixtral)) << "int4 experts run (moe_gemm_int4.cu)";
-  apply_precision(mixtral, DType::INT8, std::nullopt);
-  EXPECT_NO_THROW(check_experts_executable(mixtral)) << "int8 experts run (moe_gemm_fp8.cu's int8 codes)";
-  ModelConfig gpt_oss = load_model_config(resolve_model_path("gpt-oss-20b"));  // MXFP4 experts in its checkpoint
-  try {
-    check_experts_executable(gpt_oss);
-    ADD_FAILURE() << "MXFP4 experts accepted";
-  } catch (const InputError& e) {
-    const std::string m = e.what();
-    EXPECT_NE(m.find("quantization_config"), std::string::npos) << m;
-    EXPECT_NE(m.find("bf16, fp8, int8 and int4 only"), std::string::npos) << m;
-    EXPECT_NE(m.find("mxfp4"), std::string::npos) << m;
-    EXPECT_NE(m.find("--weights int4, --weights int8, --weights fp8 or --weights bf16"), std::string::npos) << m;
-  }
-  ModelConfig dense = load_model_config(resolve_model_path("llama-3.1-8b"));
-  apply_precision(dense, DType::FP8_E4M3, std::nullopt);
-  EXPECT_NO_THROW(check_experts_executable(dense)) << "a dense model's fp8 GEMMs run";
-}
 
 TEST(Preflight, W4A16ModelsAreThoseWithInt4LinearLayers) {
   ModelConfig m = load_model_config(resolve_model_path("llama-3.1-8b"));

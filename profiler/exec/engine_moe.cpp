@@ -77,7 +77,7 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
                        std::to_string(op.expert_count) + " local experts before it in the layer");
   const uint64_t seed = opt_.seed * 1000003 + std::hash<std::string>{}(op.name);
   const bf16* w_bf16 = nullptr;
-  const gpu::QuantWeight* wq = nullptr;  // FP8, int8 or int4 experts
+  const gpu::QuantWeight* wq = nullptr;  // FP8, int8, int4 or MXFP4 experts
   if (op.wdtype == DType::FP8_E4M3 || op.wdtype == DType::INT8 || op.wdtype == DType::INT4 ||
       op.wdtype == DType::MXFP4) {
     // Every local expert as one [experts x n][k] weight: FP8 / int8 codes with one scale per output channel; int4
@@ -105,7 +105,7 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
     w_bf16 = it->second.as<bf16>();
   } else {
     throw RuntimeError(op_where(op) + ": routed experts in " + dtype_name(op.wdtype) +
-                       " do not run (the executor runs bf16, FP8, int8, int4 and MXFP4 experts; validate refuses the model first)");
+                       " do not run (the executor runs bf16, fp16, FP8, int8, int4 and MXFP4 experts)");
   }
   const int topk = int(cfg_.experts_per_token);
   const int64_t entries = g.moe_tokens * topk;

@@ -7,8 +7,9 @@
 #     (PEERPLAN_MOE_W8_MMA=0 vs 1) as far as the time allows.
 #   session28.sh B   (~8 min, H100 or H200) gpt-oss-20b validated: a paced profile of this lease with its models'
 #     MXFP4 grouped rows, its steps against that profile's prices, chat and long-prompt workloads.
+#   session28.sh C   (~9 min) the self-test and B's profile, steps and chat run in one call, then bf16 experts' steps.
 set -u
-PART=${1:?usage: session28.sh A | B}
+PART=${1:?usage: session28.sh A | B | C}
 OUT_DEFAULT=/tmp/peerplan-s28
 source "$(dirname "$0")/call_lib.sh"
 mkplan gptoss 24
@@ -42,6 +43,20 @@ if [ "$PART" = B ]; then
   left 400 && v gptoss20b-chat 100 --plan "$W/gptoss.plan.json" --model gpt-oss-20b --workload $V/workloads/validate-chat.json
   left 480 && v gptoss20b-long 100 --plan "$W/gptoss.plan.json" --model gpt-oss-20b \
     --workload $V/workloads/validate-long-prompt.json
+  finish
+fi
+if [ "$PART" = C ]; then  # A's MXFP4 half and B in one call, when starts are scarce
+  TAIL=4 step 180 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
+  grep -E "mxfp4|mma8|FAIL|fail" "$W/selftest-moe.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  TAIL=4 step 200 profile $B profile --no-progress --model gpt-oss-20b --dtypes bf16 --skip nccl,nccl_nop2p --duty 0.5 \
+    --out "$W/profile.json"
+  grep -c '"dtype": *"mxfp4"' "$W/profile.json" | sed 's/^/  | mxfp4 grouped rows: /' | tee -a "$S" >/dev/null
+  TAIL=10 step 90 steps-gptoss20b-priced $B validate --bench-steps --plan "$W/gptoss.plan.json" --model gpt-oss-20b \
+    --machine "$W/profile.json" --batches 1,8,32,64 --context 1024 --prefill 2048 --out "$W/steps-gptoss20b-priced"
+  left 420 && v gptoss20b-chat 100 --plan "$W/gptoss.plan.json" --model gpt-oss-20b --workload $V/workloads/validate-chat.json
+  left 470 && TAIL=10 step 60 steps-gptoss20b-bf16 $B validate --bench-steps --plan "$W/gptoss.plan.json" \
+    --model gpt-oss-20b --weights bf16 --machine "$W/profile.json" --no-measure-missing --batches 1,8,32,64 \
+    --context 1024 --prefill 2048 --out "$W/steps-gptoss20b-bf16"
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

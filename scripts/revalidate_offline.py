@@ -11,6 +11,11 @@ really happened, before a GPU is at hand. Prints TTFT p50 / TPOT p50 / E2E p99 e
                                                                   flat factor for every class, at 2048 and 4096
                                                                   tokens; docs/simulator.md "The MoE dispatch's
                                                                   own mixes". Not with --check)
+  scripts/revalidate_offline.py --iterations BUILD/peerplan mixtral   (also, for each run that kept its iterations.json.gz:
+                                                                  its eager prefill / mixed iterations' GPU time over
+                                                                  this pricer's price and over its boost price (the
+                                                                  ops before the power throttle), by prefill tokens;
+                                                                  docs/moe_routing.md "Mixtral long prompts")
   scripts/revalidate_offline.py --check BUILD/peerplan           (a test, ctest runs it: exit 1 if fewer runs meet
                                                                   all their targets - TTFT / TPOT p50 within 5 %,
                                                                   E2E p99 within 10 % - than did on the GPU, or if
@@ -21,7 +26,7 @@ long-prompt TPOT p50 3.53 and 3.49 ms (1.1 %) for one prediction (session 10 A, 
 move a run that sat at its bound across it (session 10 E's Qwen, -4.4 -> -5.3 %, when decode at graph batch 4
 stopped being over-priced by a rounded mean load, op_graph.hpp group_share), as long as no fewer runs meet
 their targets than did; beyond it, or with fewer runs met, the pricer broke something."""
-import gzip, json, os, shutil, subprocess, sys, tempfile
+import bisect, gzip, json, os, shutil, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 V = os.path.join(ROOT, "docs/validation")
@@ -188,6 +193,8 @@ RUNS = [
 
 
 TARGETS = {"ttft": 0.05, "tpot": 0.05, "e2e": 0.10}
+# Prefill-token buckets of --iterations (the eager range starts past 256 rows).
+CHUNKS = [(257, 1024), (1024, 1536), (1536, 2048), (2048, 3072), (3072, 3840), (3840, 4096), (4096, 1 << 30)]
 BAND = 0.01  # see the docstring
 
 
@@ -211,10 +218,53 @@ def with_dispatch_factor(machine, model, factor):
     return True
 
 
+def iteration_report(trace, run):
+    """Lines comparing a run's recorded eager prefill / mixed iterations (GPU span) with the traced prices of the
+    same shapes (prefill tokens, prefill sequences, decode sequences; each recorded iteration takes the first unused
+    traced one of its shape, shapes the simulation did not serve are left out): per prefill-token bucket, summed GPU
+    time over the price (throttle included) and over the boost price (the iteration's ops and gaps as traced)."""
+    ev = json.load(open(trace))["traceEvents"]
+    ops = sorted((e for e in ev if e.get("cat") in ("compute", "collective") and e.get("tid") == 0),
+                 key=lambda e: e["ts"])
+    starts = [e["ts"] for e in ops]
+    free = {}
+    for it in ev:
+        if it.get("cat") != "iteration" or it.get("tid") != 0 or "prefill" not in it["args"]["shape"]:
+            continue
+        shape = it["args"]["shape"]
+        key = (int(shape.split()[1]), int(shape.split("tok/")[1].split()[0]),
+               int(shape.split("+ decode ")[1].split()[0]) if "+ decode" in shape else 0)
+        lo = bisect.bisect_left(starts, it["ts"] - 1e-6)
+        hi = bisect.bisect_right(starts, it["ts"] + it["dur"] + 1e-6)
+        boost = ops[hi - 1]["ts"] + ops[hi - 1]["dur"] - it["ts"] if hi > lo else it["dur"]
+        free.setdefault(key, []).append((it["dur"], boost))
+    sums = {b: [0, 0.0, 0.0, 0.0] for b in CHUNKS}
+    rec = json.load(gzip.open(os.path.join(run, "iterations.json.gz")))["iterations"]
+    for x in rec:
+        if x["graph"] or x["prefill_tokens"] == 0 or x.get("replica", 0):
+            continue
+        got = free.get((x["prefill_tokens"], x["prefill_seqs"], x["decode_seqs"]))
+        b = next((b for b in CHUNKS if b[0] <= x["prefill_tokens"] < b[1]), None)
+        if not got or b is None:
+            continue
+        price, boost = got.pop(0)
+        s = sums[b]
+        s[0] += 1
+        s[1] += x["gpu_end_us"] - x["gpu_start_us"]
+        s[2] += price
+        s[3] += boost
+    cells = [f"{lo}-{hi - 1 if hi < 1 << 30 else ''}: {s[1] / s[2]:.3f} / {s[1] / s[3]:.3f} ({s[0]})"
+             for (lo, hi), s in sums.items() if s[0]]
+    return "    GPU / price, GPU / boost price (iterations) by prefill tokens: " + "; ".join(cells) if cells else ""
+
+
 def main():
     args = sys.argv[1:]
     check = bool(args) and args[0] == "--check"
     if check:
+        args = args[1:]
+    iterations = bool(args) and args[0] == "--iterations"
+    if iterations:
         args = args[1:]
     if not args:
         sys.exit(__doc__)
@@ -245,6 +295,10 @@ def main():
             plan_file = plan if plan.endswith(".json") else os.path.join(P, plan + ".json")
             cmd = [binary, "simulate", "--plan", plan_file, "--model", model, "--machine", machine,
                    "--workload", workload, "--out", out] + extra + os.environ.get("REVALIDATE_EXTRA", "").split()
+            trace = os.path.join(tmp, "trace.json")
+            per_iteration = iterations and os.path.exists(os.path.join(run, "iterations.json.gz"))
+            if per_iteration:
+                cmd += ["--trace", trace, "--trace-iterations", "1000000"]
             r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
             if r.returncode:
                 print(f"{tag:50s} simulate failed: {r.stderr.strip()[-300:]}")
@@ -260,6 +314,10 @@ def main():
                 met_now = met_now and abs(e) <= TARGETS[metric]
                 within_band = within_band and abs(e) <= TARGETS[metric] + BAND
             print(f"{tag:50s} " + " ".join(f"{c:>20s}" for c in cells))
+            if per_iteration:
+                line = iteration_report(trace, run)
+                if line:
+                    print(line)
             met_gpu += met_then
             met_offline += met_now
             if met_then and not within_band:

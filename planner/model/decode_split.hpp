@@ -12,11 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#if defined(__CUDACC__)
-#define PEERPLAN_HD __host__ __device__
-#else
-#define PEERPLAN_HD
-#endif
+#include "planner/core/host_device.hpp"
 
 // Macros only so a benchmark build can try other values (-D...): every other build uses these.
 #ifndef PEERPLAN_DECODE_BLOCKS_PER_SM
@@ -175,4 +171,3 @@ inline int64_t effective_context(int64_t real, int64_t padded, int64_t mean, int
 
 }  // namespace peerplan::decode_split
 
-#undef PEERPLAN_HD

@@ -12,11 +12,7 @@
 // This header includes nothing from CUDA: PEERPLAN_HD expands to __host__ __device__ under nvcc only.
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define PEERPLAN_HD __host__ __device__
-#else
-#define PEERPLAN_HD
-#endif
+#include "planner/core/host_device.hpp"
 
 namespace peerplan::routing {
 

@@ -15,11 +15,7 @@
 // adjacent. Requires n % 16 == 0 and k % 64 == 0 (mxe_shape_ok).
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define PEERPLAN_HD __host__ __device__
-#else
-#define PEERPLAN_HD
-#endif
+#include "planner/core/host_device.hpp"
 
 namespace peerplan::kernels {
 

@@ -80,12 +80,17 @@ std::vector<MatrixShard> layer_shards(const Plan& p, size_t stage, int rank, con
     } else if (n == "o" || n == "down" || n == "shared.down") {
       s.k = ceil_div(m.k, tp);  // row-parallel
     } else if (n == "expert.gate_up" || n == "expert.down") {
+      // MXFP4 experts split by TP keep each rank's intermediate a whole number of 64-k chunks, padded with
+      // zeros as engines pad it at load (vLLM / SGLang round it up to 64 to 256 by kernel; the executor's
+      // grouped kernels take k % 64): gpt-oss's 2880 at TP 2 is 1440 a rank, 1472 padded (+2.2 %), at TP 4
+      // 720 -> 768 (+6.7 %). Priced, placed in memory and run padded.
+      const int64_t pad = m.format.dtype == DType::MXFP4 && tp > 1 ? kMxfp4ShardQuantum : 1;
       if (lay.ep > 1) {
         s.count = local_experts(p, stage, rank, cfg);
       } else if (n == "expert.gate_up") {
-        s.n = ceil_div(m.n, tp);
+        s.n = pad > 1 ? 2 * round_up(ceil_div(m.n / 2, tp), pad) : ceil_div(m.n, tp);  // gate and up: 2 x intermediate
       } else {
-        s.k = ceil_div(m.k, tp);
+        s.k = round_up(ceil_div(m.k, tp), pad);
       }
     }  // q_a, kv_a, router, shared_gate: replicated (small, or needed whole by every rank)
     out.push_back(s);

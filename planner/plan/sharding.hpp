@@ -28,6 +28,9 @@ struct AttnShard {
 };
 AttnShard attn_shard(const ModelConfig& cfg, const LayerFigures& layer, int tp);
 
+// The multiple of which a TP rank's share of an MXFP4 expert's intermediate size is padded to (layer_shards).
+inline constexpr int64_t kMxfp4ShardQuantum = 64;
+
 struct MatrixShard {
   std::string name;   // the model's matrix name ("qkv", "expert.down", ...)
   int64_t k = 0, n = 0, count = 1;
@@ -60,5 +63,6 @@ int64_t layer_weight_bytes(const Plan& p, size_t stage, int rank, const ModelCon
 void check_shardable(const Plan& p, const ModelConfig& cfg);
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 }  // namespace peerplan

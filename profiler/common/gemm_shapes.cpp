@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <set>
 
+#include "planner/model/expert_format.hpp"
+#include "planner/plan/sharding.hpp"
+
 namespace peerplan::profiler {
 
 std::vector<int> tp_degrees(const ModelConfig& c, int max_tp) {
@@ -31,9 +34,13 @@ std::vector<WeightShape> weight_shapes(const ModelConfig& c, int max_tp) {
       add("down", c.hidden, c.intermediate / tp);
     }
     if (c.is_moe()) {
-      // Experts are usually split by expert parallelism, but TP-split experts are a plan option too.
-      add("expert.gate_up", up * c.expert_intermediate / tp, c.hidden);
-      add("expert.down", c.hidden, c.expert_intermediate / tp);
+      // Experts are usually split by expert parallelism, but TP-split experts are a plan option too (MXFP4
+      // ones padded per rank as layer_shards pads them, planner/plan/sharding.cpp).
+      const std::optional<DType> f = routed_expert_format(c);
+      const int64_t pad = f && *f == DType::MXFP4 && tp > 1 ? kMxfp4ShardQuantum : 1;
+      const int64_t inter = round_up(c.expert_intermediate / tp, pad);
+      add("expert.gate_up", up * inter, c.hidden);
+      add("expert.down", c.hidden, inter);
       if (c.shared_intermediate > 0) {
         add("shared.gate_up", up * c.shared_intermediate / tp, c.hidden);
         add("shared.down", c.hidden, c.shared_intermediate / tp);

@@ -9,6 +9,7 @@
 #include "planner/model/model_config.hpp"
 #include "planner/model/model_figures.hpp"
 #include "planner/topology/machine.hpp"
+#include "profiler/common/gemm_shapes.hpp"
 #include "tests/plan_fixtures.hpp"
 
 namespace peerplan::kernels {
@@ -37,10 +38,10 @@ TEST(QuantShapes, EachFormatsRule) {
 
 ModelConfig shipped(const std::string& name) { return load_model_config(find_data_file("models/llm/" + name + "/config.json")); }
 
-OpGraph decode_graph(const ModelConfig& c, const std::vector<int>& tp) {
+OpGraph decode_graph(const ModelConfig& c, const std::vector<int>& tp, const std::string& machine = "h200x2-nvlink") {
   BatchShape b;
   b.decode_seqs = 4, b.decode_context = 512;
-  const Machine m = load_machine(find_data_file("models/hardware/h200x2-nvlink.json"));
+  const Machine m = load_machine(find_data_file("models/hardware/" + machine + ".json"));
   return compile_iteration(test_plans::tp(tp, int(c.layers)), c, derive_figures(c), m, b);
 }
 
@@ -69,21 +70,35 @@ TEST(QuantShapes, TheEnginesCheckNamesTheOpAndTheShape) {
   EXPECT_EQ(unrunnable_quant_op(decode_graph(qwen, {0, 1})), "") << "int8 experts split at TP 2 run (k = 704)";
 }
 
-// gpt-oss's MXFP4 experts run whole (one GPU; EP keeps them whole): gate_up [5760, 2880] and down [2880, 2880] are
-// 45 chunks of 64 k. At TP 2 down's k = 1440 is not, and the engine says so before it makes a weight.
-TEST(QuantShapes, GptOssMxfp4ExpertsRunWholeAndSayWhyNotAtTp2) {
+// gpt-oss's MXFP4 experts: whole on one GPU (gate_up [5760, 2880] and down [2880, 2880] are 45 chunks of 64 k);
+// split by TP, each rank's share of the 2880 intermediate is padded to a multiple of 64 as engines pad it at load
+// (1440 -> 1472 at TP 2, 720 -> 768 at TP 4), so every shard runs, and the profiler times the same padded shapes.
+TEST(QuantShapes, GptOssMxfp4ExpertsRunWholeAndPaddedUnderTp) {
   for (const char* name : {"gpt-oss-20b", "gpt-oss-120b"}) {
     const ModelConfig oss = shipped(name);
-    const OpGraph g = decode_graph(oss, {0});
-    bool mx = false;
-    for (const Op& o : g.ops) mx = mx || (o.kind == OpKind::GroupedGemm && o.wdtype == DType::MXFP4);
-    EXPECT_TRUE(mx) << name << ": its checkpoint's experts are MXFP4";
-    EXPECT_EQ(unrunnable_quant_op(g), "") << name;
-    const std::string tp2 = unrunnable_quant_op(decode_graph(oss, {0, 1}));
-    EXPECT_NE(tp2.find("1440"), std::string::npos) << tp2;
-    EXPECT_NE(tp2.find("mxfp4"), std::string::npos) << tp2;
-    EXPECT_NE(tp2.find("k of 64"), std::string::npos) << tp2;
+    for (const auto& [gpus, inter] : std::vector<std::pair<std::vector<int>, int64_t>>{
+             {{0}, 2880}, {{0, 1}, 1472}, {{0, 1, 2, 3}, 768}}) {
+      const OpGraph g = decode_graph(oss, gpus, "hgx-h100x8");
+      int mx = 0;
+      for (const Op& o : g.ops) {
+        if (o.kind != OpKind::GroupedGemm || o.gpus.front() != 0) continue;
+        EXPECT_EQ(o.wdtype, DType::MXFP4) << name << ": its checkpoint's experts are MXFP4";
+        if (o.name.find("expert.gate_up") != std::string::npos) EXPECT_EQ(o.n, 2 * inter) << name << " " << o.name;
+        if (o.name.find("expert.down") != std::string::npos) EXPECT_EQ(o.k, inter) << name << " " << o.name;
+        ++mx;
+      }
+      EXPECT_GT(mx, 0) << name;
+      EXPECT_EQ(unrunnable_quant_op(g), "") << name << " at TP " << gpus.size();
+      bool profiled = false;
+      for (const profiler::WeightShape& w : profiler::weight_shapes(oss, int(gpus.size())))
+        if (w.tp == int(gpus.size()) && w.name == "expert.down") profiled = w.k == inter;
+      EXPECT_TRUE(profiled) << name << ": the profiler times the padded down projection at TP " << gpus.size();
+    }
   }
+  // bf16 experts keep their exact share (Qwen1.5-MoE's 1408 / 2 = 704).
+  const OpGraph q = decode_graph(shipped("qwen1.5-moe-a2.7b"), {0, 1});
+  for (const Op& o : q.ops)
+    if (o.kind == OpKind::GroupedGemm && o.name.find("expert.down") != std::string::npos) EXPECT_EQ(o.k, 704);
 }
 
 }  // namespace

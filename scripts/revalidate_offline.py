@@ -48,6 +48,7 @@ S23 = os.path.join(V, "runs/2026-12-06-session23")
 S24 = os.path.join(V, "runs/2026-12-06-session24")
 S25 = os.path.join(V, "runs/2026-12-06-session25")
 S26 = os.path.join(V, "runs/2026-12-06-session26")
+S28 = os.path.join(V, "runs/2026-12-06-session28")
 LONG_8K = os.path.join(ROOT, "models/workloads/long-prompt-8k-32k.json")
 LONG_64K = os.path.join(ROOT, "models/workloads/long-prompt-64k-100k.json")
 # (run directory, plan, model, workload, extra simulate arguments): as scripts/gpu/session8.sh ran them.
@@ -189,6 +190,8 @@ RUNS = [
     (f"{S26}/P/validate-mixtral-int8-chat", "mixtral-1gpu", "mixtral-8x7b", CHAT, ["--weights", "int8"]),
     (f"{S26}/P/validate-mixtral-int8-long", "mixtral-1gpu", "mixtral-8x7b", LONG, ["--weights", "int8"]),
     (f"{S26}/P/validate-mixtral-fp8-chat", "mixtral-1gpu", "mixtral-8x7b", CHAT, ["--weights", "fp8"]),
+    # session28.sh C (session 28, one H100): gpt-oss-20b with its checkpoint's MXFP4 experts, paced profile.
+    (f"{S28}/C/validate-gptoss20b-chat", "gpt-oss-20b-1gpu", "gpt-oss-20b", CHAT, []),
 ]
 
 

@@ -8,8 +8,8 @@
 #   session28.sh B   (~8 min, H100 or H200) gpt-oss-20b validated: a paced profile of this lease with its models'
 #     MXFP4 grouped rows, its steps against that profile's prices, chat and long-prompt workloads.
 #   session28.sh C   (~9 min) the self-test and B's profile, steps and chat run in one call, then bf16 experts' steps.
-#   session28.sh D   (~6 min) the self-test again (C's cuBLAS-path MXFP4 rows asked for shapes that path never takes),
-#     a paced profile, gpt-oss-20b long prompts.
+#   session28.sh D   (~8 min) the self-test again (C's cuBLAS-path MXFP4 rows asked for shapes that path never takes),
+#     a paced profile of both gpt-oss models, gpt-oss-120b chat on one GPU, gpt-oss-20b long prompts.
 set -u
 PART=${1:?usage: session28.sh A | B | C | D}
 OUT_DEFAULT=/tmp/peerplan-s28
@@ -61,12 +61,17 @@ if [ "$PART" = C ]; then  # A's MXFP4 half and B in one call, when starts are sc
     --context 1024 --prefill 2048 --out "$W/steps-gptoss20b-bf16"
   finish
 fi
-if [ "$PART" = D ]; then  # after C: the fixed cuBLAS-path self-test rows, and gpt-oss-20b's long prompts
+if [ "$PART" = D ]; then  # after C: the fixed cuBLAS-path self-test rows, gpt-oss-120b on one GPU, gpt-oss-20b long prompts
   TAIL=4 step 120 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
   grep -E "mxfp4|FAIL|fail" "$W/selftest-moe.txt" | sed 's/^/  | /' | tee -a "$S" >/dev/null
-  TAIL=4 step 200 profile $B profile --no-progress --model gpt-oss-20b --dtypes bf16 --skip nccl,nccl_nop2p --duty 0.5 \
-    --out "$W/profile.json"
-  v gptoss20b-long 150 --plan "$W/gptoss.plan.json" --model gpt-oss-20b --workload $V/workloads/validate-long-prompt.json
+  # Both models share their dense and attention shapes (hidden 2880, 64 x 64 query heads, 8 kv heads): the 120b adds
+  # its grouped rows only.
+  TAIL=4 step 240 profile $B profile --no-progress --model gpt-oss-20b,gpt-oss-120b --dtypes bf16 \
+    --skip nccl,nccl_nop2p --duty 0.5 --out "$W/profile.json"
+  mkplan gptoss120 36
+  v gptoss120b-chat 150 --plan "$W/gptoss120.plan.json" --model gpt-oss-120b --workload $V/workloads/validate-chat.json
+  left 430 && v gptoss20b-long 150 --plan "$W/gptoss.plan.json" --model gpt-oss-20b \
+    --workload $V/workloads/validate-long-prompt.json
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

@@ -84,7 +84,7 @@ std::vector<MatrixShard> layer_shards(const Plan& p, size_t stage, int rank, con
       // zeros as engines pad it at load (vLLM / SGLang round it up to 64 to 256 by kernel; the executor's
       // grouped kernels take k % 64): gpt-oss's 2880 at TP 2 is 1440 a rank, 1472 padded (+2.2 %), at TP 4
       // 720 -> 768 (+6.7 %). Priced, placed in memory and run padded.
-      const int64_t pad = m.format.dtype == DType::MXFP4 && tp > 1 ? kMxfp4ShardQuantum : 1;
+      const int64_t pad = expert_shard_padding(m.format.dtype, tp);
       if (lay.ep > 1) {
         s.count = local_experts(p, stage, rank, cfg);
       } else if (n == "expert.gate_up") {

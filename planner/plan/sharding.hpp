@@ -28,8 +28,12 @@ struct AttnShard {
 };
 AttnShard attn_shard(const ModelConfig& cfg, const LayerFigures& layer, int tp);
 
-// The multiple of which a TP rank's share of an MXFP4 expert's intermediate size is padded to (layer_shards).
+// The multiple a TP rank's share of a routed expert's intermediate size is padded to (layer_shards; the
+// profiler's weight_shapes): 64 for MXFP4 experts split by TP, as engines pad them at load; 1 (none) otherwise.
 inline constexpr int64_t kMxfp4ShardQuantum = 64;
+inline int64_t expert_shard_padding(DType expert_format, int64_t tp) {
+  return expert_format == DType::MXFP4 && tp > 1 ? kMxfp4ShardQuantum : 1;
+}
 
 struct MatrixShard {
   std::string name;   // the model's matrix name ("qkv", "expert.down", ...)

@@ -36,8 +36,7 @@ std::vector<WeightShape> weight_shapes(const ModelConfig& c, int max_tp) {
     if (c.is_moe()) {
       // Experts are usually split by expert parallelism, but TP-split experts are a plan option too (MXFP4
       // ones padded per rank as layer_shards pads them, planner/plan/sharding.cpp).
-      const std::optional<DType> f = routed_expert_format(c);
-      const int64_t pad = f && *f == DType::MXFP4 && tp > 1 ? kMxfp4ShardQuantum : 1;
+      const int64_t pad = expert_shard_padding(routed_expert_format(c).value_or(DType::BF16), tp);
       const int64_t inter = round_up(c.expert_intermediate / tp, pad);
       add("expert.gate_up", up * inter, c.hidden);
       add("expert.down", c.hidden, inter);

@@ -48,7 +48,8 @@ Measurements measure_shape_set(const Machine& profile, const ShapeSet& shapes, c
   // Rough seconds on an H200, for the ETA: a GEMM point ~3 ms of samples, an attention grid ~4 s.
   const double est_gemm = 0.003 * double(shapes.gemms.size() * sweep.tokens.size());
   const double est_attn = (sweep.quick ? 0.5 : 4.0) * double(shapes.attention.size());
-  const double est_grouped = 0.01 * double(shapes.grouped.size() * sweep.tokens.size());
+  // + ~2 s a shape for its one-expert cuBLAS rows (expert_gemm.cpp)
+  const double est_grouped = 0.01 * double(shapes.grouped.size() * sweep.tokens.size()) + 2.0 * double(shapes.grouped.size());
   const double est_ew = elementwise_est_seconds(elementwise_timing_keys(shapes.elementwise).size(), sweep.tokens.size());
   Progress bar(progress, est_gemm + est_attn + est_grouped + est_ew);
   Context ctx{opts, plan, machine, ms, bar, ""};
@@ -65,6 +66,7 @@ Measurements measure_shape_set(const Machine& profile, const ShapeSet& shapes, c
   if (!shapes.grouped.empty()) {
     bar.begin("grouped_gemm", est_grouped);
     time_grouped_shapes(ctx, shapes.grouped, sweep.tokens);
+    time_expert_shapes(ctx, shapes.grouped, sweep.tokens);
     bar.end();
   }
   if (!shapes.elementwise.empty()) {

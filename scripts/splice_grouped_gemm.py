@@ -5,6 +5,7 @@ The routed-MoE kernels are timed on one GPU (`profile --only grouped_gemm`: each
 experts local, and the EP shards at TP 1), so a one-GPU run on the same GPU model gives a multi-GPU
 profile the curves its links were measured without. Entries are keyed by (n, k, experts, topk, tokens,
 dtype, rows, touched, max_rows); the source's replace the target's of the same key, the target's others stay.
+The source's one-expert cuBLAS-path curve (expert_gemms, keyed by n, k, dtype, rows) goes with them, the same way.
 --replace drops every target entry of a shape (n, k, experts, topk, dtype) the source times, so one shape's
 curve is never two kernel generations' rows. The source's provenance goes to measurements.meta.grouped_gemm_source.
 
@@ -45,10 +46,22 @@ def main():
         e = dict(e); e["gpu"] = 0
         merged[key(e)] = e
     tgt["measurements"]["grouped_gemms"] = sorted(merged.values(), key=key)
+    # One expert's cuBLAS-path curve (expert_gemms, profiles from session 29) goes with the grouped rows:
+    # the pricer needs both (the grouped rows' expert_rows less this curve is the path's fixed part).
+    ekey = lambda e: (e["n"], e["k"], e.get("dtype", "bf16"), e["rows"])
+    enew = src["measurements"].get("expert_gemms") or []
+    eshapes = {ekey(e)[:3] for e in enew}
+    emerged = {ekey(e): e for e in tgt["measurements"].get("expert_gemms") or []
+               if not (a.replace and ekey(e)[:3] in eshapes)}
+    for e in enew:
+        e = dict(e); e["gpu"] = 0
+        emerged[ekey(e)] = e
+    if emerged:
+        tgt["measurements"]["expert_gemms"] = sorted(emerged.values(), key=ekey)
     sm = src["measurements"].get("meta", {})
     tgt["measurements"].setdefault("meta", {})["grouped_gemm_source"] = {
         "date": sm.get("date"), "driver": sm.get("driver"), "cuda_runtime": sm.get("cuda_runtime"), "gpu": sg,
-        "entries": len(new), "note": a.note}
+        "entries": len(new), "expert_entries": len(enew), "note": a.note}
     dst = a.out or a.target
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(dst)) or ".", suffix=".json")
     with os.fdopen(fd, "w") as f:

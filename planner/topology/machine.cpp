@@ -161,6 +161,7 @@ void check_measurement_gpus(const JsonIn& r, const Machine& m) {
   each("gemms", [&](const JsonIn& t) { check(t, "gpu", false); });
   each("attention", [&](const JsonIn& t) { check(t, "gpu", false); });
   each("grouped_gemms", [&](const JsonIn& t) { check(t, "gpu", false); });
+  each("expert_gemms", [&](const JsonIn& t) { check(t, "gpu", false); });
   each("elementwise", [&](const JsonIn& t) { check(t, "gpu", false); });
   each("collectives", [&](const JsonIn& t) {
     JsonIn g = t.array("gpus");

@@ -251,6 +251,27 @@ void read_grouped_dispatch(const JsonIn& extra, Measurements& m) {
   }
 }
 
+const std::vector<std::string> kExpertFormats = {"bf16", "fp8", "int8", "int4", "mxfp4"};
+
+// A cuBLAS-path grouped row's rows per touched expert: one positive count per touched expert, summing
+// to its rows, the largest its max_rows (the routing they come from gives all three).
+std::vector<int64_t> read_expert_rows(const JsonIn& t, const GroupedGemmTime& g) {
+  const JsonIn a = t.array("expert_rows");
+  std::vector<int64_t> out;
+  int64_t sum = 0, top = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const int64_t r = a[i].as_integer();
+    if (r < 1) a[i].fail("", fmt::format("a positive row count of a touched expert, got {}", r));
+    out.push_back(r);
+    sum += r, top = std::max(top, r);
+  }
+  if (int64_t(out.size()) != g.touched || sum != g.rows || top != g.max_rows)
+    t.fail("expert_rows", fmt::format("one row count per touched expert ({}) summing to rows ({}), the largest max_rows "
+                                      "({}); got {} counts summing to {}, the largest {}",
+                                      g.touched, g.rows, g.max_rows, out.size(), sum, top));
+  return out;
+}
+
 }  // namespace
 
 Measurements parse_measurements(const JsonIn& j) {
@@ -360,8 +381,25 @@ Measurements parse_measurements(const JsonIn& j) {
       if (g.max_rows * g.touched < g.rows || g.max_rows > g.rows)
         t.fail("max_rows", fmt::format("between rows / touched and rows ({}), got {}", g.rows, g.max_rows));
       g.cublas = read_grouped_path(t, "path", "grouped");
+      if (t.has("expert_rows")) g.expert_rows = read_expert_rows(t, g);  // optional: profiles from session 29
       g.time = parse_stats(t);
       m.grouped_gemms.push_back(g);
+    }
+  }
+  if (auto a = j.opt("expert_gemms")) {
+    if (!a->is_array()) j.fail("expert_gemms", "an array of one expert's cuBLAS GEMM timings (docs/schema.md)");
+    for (size_t i = 0; i < a->size(); ++i) {
+      JsonIn t = (*a)[i];
+      ExpertGemmTime e;
+      e.gpu = int(t.nonnegative_int("gpu"));
+      e.n = t.positive_int("n");
+      e.k = t.positive_int("k");
+      e.rows = t.positive_int("rows");
+      e.dtype = t.str_or("dtype", "bf16");
+      if (std::find(kExpertFormats.begin(), kExpertFormats.end(), e.dtype) == kExpertFormats.end())
+        t.fail("dtype", "one of bf16, fp8, int8, int4, mxfp4 (the executor's expert formats), got '" + e.dtype + "'");
+      e.time = parse_stats(t);
+      m.expert_gemms.push_back(e);
     }
   }
   if (auto a = j.opt("elementwise")) {
@@ -484,7 +522,16 @@ nlohmann::json measurements_to_json(const Measurements& m) {
       o["tokens"] = g.tokens; o["rows"] = g.rows; o["touched"] = g.touched; o["max_rows"] = g.max_rows;
       o["dtype"] = g.dtype;
       if (g.cublas) o["path"] = "cublas_per_expert";  // absent means the grouped kernel
+      if (!g.expert_rows.empty()) o["expert_rows"] = g.expert_rows;  // written only when known: older rows unchanged
       j["grouped_gemms"].push_back(o);
+    }
+  }
+  if (!m.expert_gemms.empty()) {  // written only when measured: older profiles round-trip unchanged
+    j["expert_gemms"] = nlohmann::json::array();
+    for (const auto& e : m.expert_gemms) {
+      auto o = stats_json(e.time);
+      o["gpu"] = e.gpu; o["n"] = e.n; o["k"] = e.k; o["rows"] = e.rows; o["dtype"] = e.dtype;
+      j["expert_gemms"].push_back(o);
     }
   }
   if (!m.elementwise.empty()) {  // written only when measured: older profiles round-trip unchanged

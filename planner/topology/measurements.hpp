@@ -99,6 +99,24 @@ struct GroupedGemmTime {
   // Timed on the cuBLASLt-per-expert path (an eager call, moe_cublas_path) rather than the grouped
   // kernel: the row's "path", or in profiles of sessions 13-25 extra.grouped_gemm.dispatch.paths.
   bool cublas = false;
+  // cuBLAS-path rows (profiles from session 29): the rows of each touched expert, in expert order, as
+  // the row's routing gave them. With the expert_gemms table the pricer takes the path's fixed part
+  // (offsets' copy, synchronisation, gather) out of the row: time - sum of one expert's time at each.
+  std::vector<int64_t> expert_rows;
+};
+
+// One expert's matmul on the eager cuBLAS path, alone ("expert_gemms" in the profile;
+// profiler/measure/expert_gemm.cpp): y[rows,n] = x[rows,k] W^T in the expert format as
+// moe_expert_gemm runs each touched expert (bf16: cuBLASLt; fp8 / int8: the tokens quantized, then the
+// 8-bit matmul; int4 / mxfp4: the expert dequantized to bf16, then cuBLASLt), at rows in steps of 32.
+// cuBLASLt changes kernels at row counts a grouped row's per-expert mean cannot see (Mixtral int8:
+// faster past 512 rows an expert, slower past 1024), so the pricer sums this over the op's experts'
+// own rows (planner/cost/grouped_gemm_cost.hpp; docs/moe_routing.md).
+struct ExpertGemmTime {
+  int gpu = 0;
+  int64_t n = 0, k = 0, rows = 0;
+  std::string dtype = "bf16";
+  SampleStats time;
 };
 
 // One executor elementwise kernel (RmsNorm, Rotary, MoeRoute, ...) over [rows][cols], timed back to
@@ -173,6 +191,7 @@ struct Measurements {
   std::vector<GemmTime> gemms;
   std::vector<AttentionTime> attention;
   std::vector<GroupedGemmTime> grouped_gemms;
+  std::vector<ExpertGemmTime> expert_gemms;  // optional section (profiles from session 29)
   // The cuBLAS path's threshold the grouped rows were timed under (extra.grouped_gemm.dispatch.min_gflop),
   // which the pricer applies to decide an op's path; absent: kMoeCublasMinGflop.
   std::optional<double> grouped_cublas_min_gflop;

@@ -201,6 +201,15 @@ MergeCount merge_shape_rows(Measurements& into, const Measurements& from) {
     into.grouped_gemms.push_back(g);
     ++c.grouped;
   }
+  // One expert's rows: another model of the same (n, k, dtype) plans the same rows, timed once.
+  using ExpertK = std::tuple<int, int64_t, int64_t, std::string, int64_t>;
+  std::set<ExpertK> xk;
+  for (const ExpertGemmTime& e : into.expert_gemms) xk.insert({e.gpu, e.n, e.k, e.dtype, e.rows});
+  for (const ExpertGemmTime& e : from.expert_gemms) {
+    if (!xk.insert({e.gpu, e.n, e.k, e.dtype, e.rows}).second) { ++c.duplicates; continue; }
+    into.expert_gemms.push_back(e);
+    ++c.expert;
+  }
   using EwK = std::tuple<int, std::string, int64_t, int64_t>;
   std::set<EwK> ek;
   for (const ElementwiseTime& e : into.elementwise) ek.insert({e.gpu, e.kind, e.rows, e.cols});
@@ -231,6 +240,7 @@ void record_added_shapes(Machine& profile, const AddedShapes& a) {
        {"rows_already_there", a.rows.duplicates},
        {"seconds", a.seconds}});
   if (a.rows.elementwise) profile.meta["added_shapes"].back()["rows_added"]["elementwise"] = a.rows.elementwise;
+  if (a.rows.expert) profile.meta["added_shapes"].back()["rows_added"]["expert_gemms"] = a.rows.expert;
   if (!a.details.is_null() && !a.details.empty()) profile.meta["added_shapes"].back()["details"] = a.details;
 }
 

@@ -113,10 +113,11 @@ ShapeSweep shape_sweep_of(const Machine& profile);
 // had a point of the same key (GPU, shape and size).
 struct MergeCount {
   size_t gemms = 0, attention = 0, grouped = 0, elementwise = 0, duplicates = 0;
-  size_t added() const { return gemms + attention + grouped + elementwise; }
+  size_t expert = 0;  // expert_gemms rows (one expert on the cuBLAS path), timed with the grouped ones
+  size_t added() const { return gemms + attention + grouped + elementwise + expert; }
 };
 
-// Appends `from`'s GEMM, attention, grouped-GEMM and elementwise rows to `into`, skipping a row whose
+// Appends `from`'s GEMM, attention, grouped-GEMM, expert-GEMM and elementwise rows to `into`, skipping a row whose
 // key (GPU, shape, token count / grid cell / rows, format) `into` already has, and merges
 // `from.extra`'s not_applicable notes. Existing rows are kept as they are.
 MergeCount merge_shape_rows(Measurements& into, const Measurements& from);

@@ -92,10 +92,11 @@ std::string add_models_report(const AddModelsPlan& p, const MergeCount& rows, do
                               describe_shapes(p.wanted), p.wanted.size() - p.missing.size());
   for (const ShapeNote& n : p.notes) s += fmt::format("  not timed: {}: {}\n", n.what, n.why);
   if (p.missing.empty()) return s + fmt::format("Nothing to measure: {} is unchanged.\n", out);
-  s += fmt::format("Measured {} shape{} ({}) in {:.1f} s: {} rows added ({} GEMM, {} attention, {} grouped, {} "
+  s += fmt::format("Measured {} shape{} ({}) in {:.1f} s: {} rows added ({} GEMM, {} attention, {} grouped{}, {} "
                    "elementwise){}.\n",
                    p.missing.size(), p.missing.size() == 1 ? "" : "s", describe_shapes(p.missing), seconds,
-                   rows.added(), rows.gemms, rows.attention, rows.grouped, rows.elementwise,
+                   rows.added(), rows.gemms, rows.attention, rows.grouped,
+                   rows.expert ? fmt::format(" + {} one-expert", rows.expert) : std::string(), rows.elementwise,
                    rows.duplicates ? fmt::format(", {} already there", rows.duplicates) : std::string());
   return s + fmt::format("Wrote {}.\n", out);
 }

@@ -38,7 +38,8 @@ void append_measurements(Measurements& to, Measurements from) {
   for (auto& c : from.peer_allreduce) to.peer_allreduce.push_back(std::move(c));
   for (auto& g : from.gemms) to.gemms.push_back(g);
   for (auto& a : from.attention) to.attention.push_back(a);
-  for (auto& g : from.grouped_gemms) to.grouped_gemms.push_back(g);
+  for (auto& g : from.grouped_gemms) to.grouped_gemms.push_back(std::move(g));
+  for (auto& e : from.expert_gemms) to.expert_gemms.push_back(std::move(e));
   for (auto& e : from.elementwise) to.elementwise.push_back(std::move(e));
   if (from.hbm_gbps.size() > to.hbm_gbps.size()) to.hbm_gbps.resize(from.hbm_gbps.size(), 0.0);
   for (size_t i = 0; i < from.hbm_gbps.size(); ++i)
@@ -64,6 +65,7 @@ void remap_gpu_ids(Measurements& ms, const std::map<int, int>& m) {
   for (auto& g : ms.gemms) g.gpu = map_id(m, g.gpu, "GEMM");
   for (auto& a : ms.attention) a.gpu = map_id(m, a.gpu, "attention");
   for (auto& g : ms.grouped_gemms) g.gpu = map_id(m, g.gpu, "grouped GEMM");
+  for (auto& e : ms.expert_gemms) e.gpu = map_id(m, e.gpu, "expert GEMM");
   for (auto& e : ms.elementwise) e.gpu = map_id(m, e.gpu, "elementwise kernel");
   // hbm_gbps is indexed by GPU; extra.launch is keyed "gpu<N>".
   std::vector<double> hbm;

@@ -48,8 +48,9 @@
     "bf16 cuBLASLt GEMMs of the models' shapes (TP 1..N, tokens 1..8192)")                                        \
   X(attention, "compute", Once, RankZero, true, 4.0,                                                              \
     "attention decode/prefill kernels of the executor over batch x context")                                      \
-  X(grouped_gemm, "compute", Once, RankZero, true, 6.0,                                                           \
-    "grouped expert GEMMs of the MoE models (routed tokens 1..8192, TP and EP shards; the executor's kernel)")    \
+  X(grouped_gemm, "compute", Once, RankZero, true, 8.0,                                                           \
+    "grouped expert GEMMs of the MoE models (routed tokens 1..8192, TP and EP shards; the executor's kernel)"     \
+    "; one expert's cuBLAS GEMM by rows (expert_gemms)")                                                          \
   X(elementwise, "compute", Once, RankZero, true, 3.0,                                                            \
     "the executor's elementwise kernels of the models (norms, rotary, act, MoE route/combine), rows 1..8192")
 

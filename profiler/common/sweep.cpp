@@ -8,6 +8,7 @@
 
 #include "planner/compile/graph_batch.hpp"
 #include "planner/core/error.hpp"
+#include "planner/model/routing_model.hpp"
 
 namespace peerplan::profiler {
 
@@ -71,6 +72,49 @@ std::vector<int64_t> grouped_token_counts(const std::vector<int64_t>& tokens) {
     if (t >= kGraphTimedMaxRows && std::find(tokens.begin(), tokens.end(), 2 * t) != tokens.end()) out.push_back(t + t / 2);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<int64_t> expert_gemm_rows(const std::vector<int64_t>& tokens, int64_t topk, int64_t experts) {
+  if (topk < 1 || experts < topk)
+    throw InputError("", "expert_gemm_rows", fmt::format("1 <= top-k <= experts, got top-k {} of {}", topk, experts));
+  const routing::RoutingSpec spec;  // what the grouped sweep and the compiler count by default
+  int64_t hi = 0;
+  for (int64_t t : tokens) {
+    if (t <= kGraphTimedMaxRows) continue;
+    int64_t busiest = 0;
+    for (int layer = 0; layer < kExpertRowsLayers; ++layer)
+      busiest = std::max(busiest, routing::group_load(routing::expert_counts(spec, experts, topk, t, layer), 0, experts).max_rows);
+    const int64_t up = (busiest + kExpertRowsStep - 1) / kExpertRowsStep * kExpertRowsStep;
+    hi = std::max(hi, std::min(up, t));
+  }
+  std::vector<int64_t> out;
+  if (hi <= 0) return out;
+  for (int64_t r = kExpertRowsStep; r < hi; r += kExpertRowsStep) out.push_back(r);
+  out.push_back(hi);
+  return out;
+}
+
+std::vector<int64_t> refine_expert_rows(const std::vector<std::pair<int64_t, double>>& timed, int64_t fine,
+                                        size_t max_steps) {
+  std::vector<int64_t> out;
+  if (timed.size() < 3 || fine < 1) return out;
+  std::vector<double> d;
+  for (size_t i = 1; i < timed.size(); ++i) d.push_back(timed[i].second - timed[i - 1].second);
+  std::vector<double> sorted = d;
+  std::nth_element(sorted.begin(), sorted.begin() + long(sorted.size() / 2), sorted.end());
+  const double typical = sorted[sorted.size() / 2];
+  std::vector<std::pair<double, size_t>> departs;  // (how far, step i: between timed[i] and timed[i + 1])
+  for (size_t i = 0; i < d.size(); ++i) {
+    const double off = std::abs(d[i] - typical);
+    const double tol = std::max(0.03 * std::max(timed[i].second, timed[i + 1].second), 2 * std::abs(typical));
+    if (off > tol && timed[i + 1].first - timed[i].first > fine) departs.push_back({off, i});
+  }
+  std::sort(departs.begin(), departs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  if (departs.size() > max_steps) departs.resize(max_steps);
+  for (const auto& [off, i] : departs)
+    for (int64_t r = timed[i].first + fine; r < timed[i + 1].first; r += fine) out.push_back(r);
+  std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -3,6 +3,7 @@
 // unit-tested on CPU, so the GPU code only executes the plan.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "profiler/profile_api.hpp"
@@ -27,6 +28,28 @@ std::vector<int64_t> token_counts(int64_t max_tokens);
 // 1024 rows: 71 / 143 / 187 / 352 us, H100, session 26 P; a 2515-token chunk ran 12 % under the price
 // interpolated between 512 and 1024 rows per expert).
 std::vector<int64_t> grouped_token_counts(const std::vector<int64_t>& tokens);
+
+// The rows one routed expert's cuBLASLt matmul is timed at (the expert_gemms table,
+// profiler/measure/expert_gemm.cpp): 32, 64, ... up to the busiest expert's rows in any eager call
+// (tokens > kGraphTimedMaxRows) of the grouped sweep's token counts `tokens` (grouped_token_counts),
+// routed as the compiler counts them (uniform, default seed) at each of the first kExpertRowsLayers
+// layers, not only the sweep's layer 0: the pricer sums the curve over every served layer's experts.
+// That count rounded up to 32, capped at the tokens (a token picks distinct experts), is the last
+// point. `topk` of the model's `experts` routed experts (an EP shard's experts get the same rows, so
+// its busiest is at most this). Empty when no token count is eager: decode graphs never take cuBLAS.
+inline constexpr int kExpertRowsLayers = 64;
+inline constexpr int64_t kExpertRowsStep = 32;
+std::vector<int64_t> expert_gemm_rows(const std::vector<int64_t>& tokens, int64_t topk, int64_t experts);
+
+// Rows to time inside the steps of that sweep where cuBLASLt changed kernels: every `fine` rows strictly
+// between two timed points whose difference departs from the curve's typical step (the median
+// difference) by more than 3 % of the larger time and twice the typical step itself (a drop, or a jump
+// several steps tall), the `max_steps` steps that depart most. `timed`: (rows, seconds), rows ascending.
+// Why: a kernel change is a discontinuity in rows; between points 32 rows apart the pricer interpolates
+// across it, and experts whose rows fall there were priced up to 25 % off (tests/cost/
+// cublas_experts_cost_test.cpp: a layer straddling the step 6.7 % high with steps of 32, 0.6 % with 4).
+std::vector<int64_t> refine_expert_rows(const std::vector<std::pair<int64_t, double>>& timed, int64_t fine = 4,
+                                        size_t max_steps = 6);
 
 struct SweepPlan {
   std::vector<int64_t> transfer_sizes;   // peer / host / local copies

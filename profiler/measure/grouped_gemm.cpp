@@ -238,7 +238,12 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
           return time_compute_samples(ctx, g, region, reps);
         };
         ctx.ms.grouped_gemms.push_back({g, s.n, s.k, s.experts, s.topk, tokens, load.rows, load.touched, load.max_rows,
-                                        s.dtype, timed(-1), path != kn::MoeExpertPath::Grouped});
+                                        s.dtype, timed(-1), path != kn::MoeExpertPath::Grouped, {}});
+        // The cuBLAS path's rows of each touched local expert (rank 0 holds experts [0, experts)): the
+        // pricer takes their expert_gemms times out of the row to get the path's fixed part.
+        if (path != kn::MoeExpertPath::Grouped)
+          for (int64_t e = 0; e < s.experts; ++e)
+            if (counts[size_t(e)] > 0) ctx.ms.grouped_gemms.back().expert_rows.push_back(counts[size_t(e)]);
         const double dispatch_s = ctx.ms.grouped_gemms.back().time.median;
         if (d.allow_cublas)
           paths.push_back({{"n", s.n}, {"k", s.k}, {"dtype", s.dtype}, {"experts", s.experts}, {"tokens", tokens}, {"layer", layer},
@@ -333,6 +338,7 @@ void measure_grouped_gemm(Context& ctx) {
     return;
   }
   time_grouped_shapes(ctx, shapes.grouped, ctx.plan.tokens);
+  time_expert_shapes(ctx, shapes.grouped, ctx.plan.tokens);  // the cuBLAS rows' per-expert part, same lease
   // A paced profile with the throttle by class: the MoE dispatch's own mixes (power_mix.cpp), after
   // the table so its rows do not follow seconds at the power cap.
   if (ctx.plan.duty < 1 && ctx.ms.power_throttle && !ctx.ms.power_throttle->mixes.empty()) {

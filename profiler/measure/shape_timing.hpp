@@ -26,6 +26,12 @@ void time_attention_shapes(Context& ctx, const std::set<AttentionShapeKey>& keys
 // its routing; the compiler's uniform routing counts).
 void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, const std::vector<int64_t>& tokens);
 
+// One expert's matmul on the eager cuBLAS path alone (the expert_gemms table, profiler/measure/expert_gemm.cpp),
+// for each (n, k, dtype) of `keys` that can take that path, at the rows expert_gemm_rows plans from the
+// same `tokens`. Run right after time_grouped_shapes: the pricer takes the path's fixed part from
+// those rows, and a shape none of whose rows took the cuBLAS path is skipped.
+void time_expert_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, const std::vector<int64_t>& tokens);
+
 // Each elementwise kernel (one per (kind, cols), elementwise_timing_keys) over `rows` tokens: the
 // executor's own call, back to back in a CUDA graph (profiler/measure/elementwise.cpp).
 void time_elementwise_shapes(Context& ctx, const std::set<ElementwiseShapeKey>& keys, const std::vector<int64_t>& rows);

@@ -49,7 +49,8 @@ Measurements fake_rows(const ShapeSet& s, const ShapeSweep& sw) {
     ms.attention.push_back({0, "prefill", 1, 512, 512, a.heads, a.kv_heads, a.head_dim, a.kv_dtype, t});
   }
   for (const GroupedShapeKey& g : s.grouped)
-    for (int64_t tok : sw.tokens) ms.grouped_gemms.push_back({0, g.n, g.k, g.experts, g.topk, tok, tok * g.topk, 1, 1, g.dtype, t});
+    for (int64_t tok : sw.tokens)
+      ms.grouped_gemms.push_back({0, g.n, g.k, g.experts, g.topk, tok, tok * g.topk, 1, 1, g.dtype, t, false, {}});
   return ms;
 }
 
@@ -209,6 +210,31 @@ TEST(AddModel, MergeAddsRowsOnceAndRecordsWhoAddedWhat) {
   const std::string report = add_models_report(p, c, 12.5, "host.json");
   EXPECT_NE(report.find(fmt::format("Measured {} shapes", p.missing.size())), std::string::npos) << report;
   EXPECT_NE(report.find("in 12.5 s"), std::string::npos) << report;
+}
+
+TEST(AddModel, OneExpertRowsMergeOncePerGpuShapeFormatAndRows) {
+  // A second model of the same expert shape (n, k, dtype) times the same one-expert rows again, and
+  // perhaps more of them: only the rows the profile lacks are added, counted and recorded.
+  Machine m = shipped();
+  Measurements first, second;
+  for (int64_t r : {32, 64, 96})
+    first.expert_gemms.push_back({0, 28672, 4096, r, "int8", compute_stats({1e-5 * double(r)})});
+  for (int64_t r : {64, 96, 128}) second.expert_gemms.push_back({0, 28672, 4096, r, "int8", compute_stats({2e-5})});
+  second.expert_gemms.push_back({0, 28672, 4096, 64, "bf16", compute_stats({3e-5})});  // another format
+  second.expert_gemms.push_back({1, 28672, 4096, 64, "int8", compute_stats({3e-5})});  // another GPU
+  const size_t before = m.measurements->expert_gemms.size();
+  EXPECT_EQ(merge_shape_rows(*m.measurements, first).expert, 3u);
+  AddedShapes a;
+  a.by = "profile --add-model";
+  const MergeCount c = add_measured_shapes(m, second, a);
+  EXPECT_EQ(c.expert, 3u) << "128 rows, the bf16 row and GPU 1's row";
+  EXPECT_EQ(c.duplicates, 2u) << "64 and 96 int8 rows on GPU 0 were there";
+  EXPECT_EQ(c.added(), 3u);
+  ASSERT_EQ(m.measurements->expert_gemms.size(), before + 6);
+  EXPECT_NEAR(m.measurements->expert_gemms[before + 1].time.median, 64e-5, 1e-12) << "existing rows are kept";
+  EXPECT_EQ(m.meta["added_shapes"].back()["rows_added"]["expert_gemms"], 3);
+  const Machine back = parse_machine_json(machine_to_json(m).dump(), "extended.json");
+  EXPECT_EQ(back.measurements->expert_gemms.size(), before + 6);
 }
 
 TEST(AddModel, AProfileOfAnotherHostIsRefusedNamingBothUuids) {

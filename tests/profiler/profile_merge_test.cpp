@@ -54,7 +54,7 @@ TEST(MergeMpiProfile, RankZerosModelTablesSurviveTheMerge) {
   // reach the merged profile under the rank's global GPU id, every table of them.
   Measurements part;
   part.gemms.push_back(GemmTime{0, 1, 2, 3, "bf16", compute_stats({1e-5})});
-  part.grouped_gemms.push_back(GroupedGemmTime{0, 2816, 2048, 60, 4, 1, 4, 4, 1, "bf16", compute_stats({1e-5})});
+  part.grouped_gemms.push_back(GroupedGemmTime{0, 2816, 2048, 60, 4, 1, 4, 4, 1, "bf16", compute_stats({1e-5}), false, {}});
   part.elementwise.push_back(ElementwiseTime{0, "moe_route", 1, 60, compute_stats({4e-6})});
   // Through the JSON a rank sends, then as profile_mpi.cpp merges it.
   Measurements back = rank_result_from_json(rank_result_to_json(part), "rank 0");
@@ -68,6 +68,32 @@ TEST(MergeMpiProfile, RankZerosModelTablesSurviveTheMerge) {
   EXPECT_EQ(all.elementwise[0].gpu, 3);
   EXPECT_EQ(all.elementwise[0].kind, "moe_route");
   EXPECT_NEAR(all.elementwise[0].time.median, 4e-6, 1e-12);
+}
+
+TEST(MergeMpiProfile, ExpertGemmsAndExpertRowsSurviveTheMergeUnderTheGlobalGpu) {
+  // grouped_gemm runs on rank 0 (RankZero) and times its one-expert cuBLAS rows with it: both tables
+  // reach the merged profile through the rank's JSON, renamed to the rank's global GPU.
+  Measurements part;
+  GroupedGemmTime g{0, 28672, 4096, 8, 2, 512, 1024, 8, 140, "int8", compute_stats({3e-4}), true, {}};
+  g.expert_rows = {120, 130, 140, 125, 127, 128, 124, 130};
+  part.grouped_gemms.push_back(g);
+  part.expert_gemms.push_back(ExpertGemmTime{0, 28672, 4096, 128, "int8", compute_stats({5e-5})});
+  part.expert_gemms.push_back(ExpertGemmTime{0, 28672, 4096, 160, "int8", compute_stats({6e-5})});
+  Measurements back = rank_result_from_json(rank_result_to_json(part), "rank 0");
+  remap_gpu_ids(back, {{0, 3}});
+  Measurements all;
+  append_measurements(all, std::move(back));
+  ASSERT_EQ(all.expert_gemms.size(), 2u);
+  for (const ExpertGemmTime& e : all.expert_gemms) EXPECT_EQ(e.gpu, 3) << e.rows;
+  EXPECT_EQ(all.expert_gemms[1].rows, 160);
+  EXPECT_EQ(all.expert_gemms[1].dtype, "int8");
+  EXPECT_NEAR(all.expert_gemms[1].time.median, 6e-5, 1e-12);
+  ASSERT_EQ(all.grouped_gemms.size(), 1u);
+  EXPECT_EQ(all.grouped_gemms[0].gpu, 3);
+  EXPECT_EQ(all.grouped_gemms[0].expert_rows, g.expert_rows);
+  Measurements stray;
+  stray.expert_gemms.push_back(ExpertGemmTime{1, 4096, 14336, 32, "bf16", compute_stats({2e-5})});
+  EXPECT_THROW(remap_gpu_ids(stray, {{0, 3}}), RuntimeError) << "a rank's expert row on a GPU it does not own";
 }
 
 TEST(MergeMpiProfile, PeerAllReduceCurvesSurviveTheMerge) {

@@ -40,6 +40,19 @@ def main():
         got = {(e["n"], e["tokens"], e["dtype"]): e["median_us"] for e in out["measurements"]["grouped_gemms"]}
         check(rc == 0 and got == {(2816, 1, "bf16"): 9, (2816, 4, "fp8"): 30, (1408, 1, "bf16"): 5}, f"--replace: {got}")
         check(out["measurements"]["meta"]["grouped_gemm_source"]["entries"] == 1, "provenance")
+        # One expert's cuBLAS-path curve goes with the rows: merged by (n, k, dtype, rows), --replace drops
+        # the target's curve of a shape the source times; absent from both, the key is not written.
+        ex = lambda n, r, us: {"gpu": 1, "n": n, "k": 2048, "rows": r, "dtype": "int8", "median_us": us}
+        tgt = profile("H200", old); tgt["measurements"]["expert_gemms"] = [ex(2816, 32, 5), ex(2816, 64, 6), ex(1408, 32, 3)]
+        src = profile("H200", new); src["measurements"]["expert_gemms"] = [ex(2816, 32, 4)]
+        rc, out, _ = run(tmp, tgt, src)
+        got = {(e["n"], e["rows"]): e["median_us"] for e in out["measurements"]["expert_gemms"]}
+        check(rc == 0 and got == {(2816, 32): 4, (2816, 64): 6, (1408, 32): 3}, f"expert curve merged: {got}")
+        rc, out, _ = run(tmp, tgt, src, "--replace")
+        got = {(e["n"], e["rows"]): e["median_us"] for e in out["measurements"]["expert_gemms"]}
+        check(rc == 0 and got == {(2816, 32): 4, (1408, 32): 3}, f"expert curve --replace: {got}")
+        rc, out, _ = run(tmp, profile("H200", old), profile("H200", new))
+        check("expert_gemms" not in out["measurements"], "no expert curve written where neither has one")
         rc, out, err = run(tmp, profile("H200", old), profile("H100", new), "--replace")
         check(rc != 0 and "H100" in err and len(out["measurements"]["grouped_gemms"]) == 4, f"other GPU refused: {rc} {err}")
     for f in fails: print("FAIL:", f)

@@ -156,12 +156,13 @@ class Builder {
   // weights are read; `load` is what routing sent them.
   void grouped_gemm(std::string_view prefix, std::string_view matrix, int stage, int layer, int gpu,
                     const routing::GroupLoad& load, int64_t tokens, int64_t n, int64_t k, const ExpertBlock& experts,
-                    double share = 1.0) {
+                    double share = 1.0, const ExpertRows& expert_rows = {}) {
     if (load.rows <= 0) return;
     Op& op = begin(OpKind::GroupedGemm, prefix, matrix, stage, layer, {gpu});
     op.m = load.rows, op.n = n, op.k = k, op.batch_count = load.touched, op.group_max_rows = load.max_rows;
     op.group_tokens = tokens;
     op.group_share = share;
+    op.group_expert_rows = expert_rows;
     op.expert_first = experts.first, op.expert_count = experts.count;
     op.flops = share * 2.0 * double(load.rows) * double(n) * double(k);
     // Weights as stored (issue 15: fp8, MXFP4, int4 experts stream fewer bytes than bf16).
@@ -345,9 +346,12 @@ bool is_attn_in(std::string_view n) {
 // mean of ranks that are busy by turns. `mix`: per rank, each distinct load and the share of the
 // layers that route it (the grouped GEMMs are priced per load: op_graph.hpp group_share); `mean`:
 // their average, rounded, for what is linear in the rows (activation, all-to-all, combine).
+// `expert_rows`: per rank, in eager iterations (tokens > kGraphTimedMaxRows, where the cuBLAS path may
+// run), each touched expert's rows in each layer, taken by the same busiest-first position.
 struct MoeLoads {
   std::vector<routing::GroupLoad> mean;
   std::vector<std::vector<std::pair<routing::GroupLoad, double>>> mix;
+  std::vector<ExpertRows> expert_rows;
 };
 MoeLoads moe_loads(const ModelConfig& cfg, const std::vector<ExpertBlock>& blocks, int64_t tokens,
                    const std::vector<int>& layers) {
@@ -360,13 +364,30 @@ MoeLoads moe_loads(const ModelConfig& cfg, const std::vector<ExpertBlock>& block
   out.mix.resize(nr);
   std::vector<size_t> first_order;
   std::vector<std::map<std::array<int64_t, 3>, int>> seen(nr);  // by position: load -> layers
+  const bool eager = tokens > kGraphTimedMaxRows;
+  std::vector<std::vector<int32_t>> rows_at(nr);  // by position: every layer's expert rows
+  auto take_rows = [&](size_t pos, const std::vector<int32_t>& c, const ExpertBlock& b) {
+    for (int64_t e = b.first; e < b.first + b.count && size_t(e) < c.size(); ++e) rows_at[pos].push_back(c[size_t(e)]);
+  };
+  auto finish_rows = [&](const std::vector<size_t>& order_of_position) {
+    out.expert_rows.assign(nr, ExpertRows{});
+    if (!eager || order_of_position.size() != nr) return;
+    for (size_t i = 0; i < nr; ++i)
+      out.expert_rows[order_of_position[i]] = ExpertRows::make(std::move(rows_at[i]), int(layers.size()));
+  };
   for (int l : layers) {
     const std::vector<int32_t>& c = routing::expert_counts(cfg.moe_routing, cfg.experts, cfg.experts_per_token, tokens, l);
     std::vector<routing::GroupLoad> g(nr);
     for (size_t r = 0; r < nr; ++r) g[r] = routing::group_load(c, blocks[r].first, blocks[r].count);
     if (layers.size() == 1) {
-      for (size_t r = 0; r < nr; ++r) out.mix[r] = {{g[r], 1.0}};
+      std::vector<size_t> same(nr);
+      for (size_t r = 0; r < nr; ++r) {
+        out.mix[r] = {{g[r], 1.0}};
+        same[r] = r;
+        if (eager) take_rows(r, c, blocks[r]);
+      }
       out.mean = std::move(g);
+      finish_rows(same);
       return out;
     }
     std::vector<size_t> order(nr);
@@ -376,8 +397,10 @@ MoeLoads moe_loads(const ModelConfig& cfg, const std::vector<ExpertBlock>& block
     for (size_t i = 0; i < nr; ++i) {
       const routing::GroupLoad& x = g[order[i]];
       ++seen[i][{x.rows, x.touched, x.max_rows}];
+      if (eager) take_rows(i, c, blocks[order[i]]);
     }
   }
+  finish_rows(first_order);
   const int64_t n = int64_t(layers.size());
   auto mean = [n](int64_t sum) { return (sum + n / 2) / n; };  // rounded half up
   for (size_t i = 0; i < nr; ++i) {
@@ -650,10 +673,12 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
           const routing::GroupLoad& g = load[size_t(r)];
           if (eg && ed && eg->count > 0 && g.rows > 0) {
             for (const auto& [x, share] : mix[size_t(r)])
-              B.grouped_gemm(L, "expert.gate_up", s, l, gpu, x, T, eg->n, eg->k, blocks[size_t(r)], share);
+              B.grouped_gemm(L, "expert.gate_up", s, l, gpu, x, T, eg->n, eg->k, blocks[size_t(r)], share,
+                             known->second.expert_rows[size_t(r)]);
             B.elementwise(L, "expert.act", {EwKind::Act, g.rows, eg->n / 2}, s, l, gpu, g.rows * eg->n / 2, 3, 5.0);
             for (const auto& [x, share] : mix[size_t(r)])
-              B.grouped_gemm(L, "expert.down", s, l, gpu, x, T, ed->n, ed->k, blocks[size_t(r)], share);
+              B.grouped_gemm(L, "expert.down", s, l, gpu, x, T, ed->n, ed->k, blocks[size_t(r)], share,
+                             known->second.expert_rows[size_t(r)]);
           }
           // Each token's k expert outputs, weighted by its router probabilities (after the return
           // all-to-all when tokens travelled; before the all-reduce otherwise).

@@ -63,6 +63,19 @@ CollOp coll_op(OpKind k) {
   }
 }
 
+ExpertRows ExpertRows::make(std::vector<int32_t> rows, int layers) {
+  rows.erase(std::remove_if(rows.begin(), rows.end(), [](int32_t r) { return r <= 0; }), rows.end());
+  ExpertRows e;
+  if (layers <= 0 || rows.empty()) return e;
+  std::sort(rows.begin(), rows.end());
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ uint64_t(layers);
+  for (int32_t r : rows) h = (h ^ uint64_t(r)) * 0x100000001B3ull + (h >> 29);
+  e.hash = h;
+  e.layers = layers;
+  e.rows = std::make_shared<const std::vector<int32_t>>(std::move(rows));
+  return e;
+}
+
 uint64_t priced_hash(const Op& o) {
   // One multiply per word, then one splitmix64 finaliser so every input bit reaches every output
   // bit: the cost model looks an op up once per op of every priced shape, so this is hot (a full
@@ -71,7 +84,9 @@ uint64_t priced_hash(const Op& o) {
   auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001B3ull + (h >> 29); };
   auto add = [&mix](const auto& v) {
     using T = std::decay_t<decltype(v)>;
-    if constexpr (std::is_same_v<T, std::vector<int>>) {
+    if constexpr (std::is_same_v<T, ExpertRows>) {
+      mix(v.empty() ? 0 : v.hash);
+    } else if constexpr (std::is_same_v<T, std::vector<int>>) {
       mix(v.size());
       for (int x : v) mix(uint64_t(int64_t(x)));
     } else if constexpr (std::is_floating_point_v<T>) {

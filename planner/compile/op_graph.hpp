@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "planner/compile/expert_rows.hpp"
 #include "planner/core/dtype.hpp"
 #include "planner/plan/allreduce_rule.hpp"
 #include "planner/topology/collective.hpp"
@@ -103,6 +104,9 @@ struct Op {
   // 14 of 32 layers; the rounded mean said one, and decode was priced 1.27x short; H200, session 10 X).
   // flops and mem_bytes are already scaled by it; 1 everywhere else.
   double group_share = 1.0;
+  // GroupedGemm of an eager iteration (group_tokens > kGraphTimedMaxRows): each touched expert's rows in
+  // each layer the op stands for, which the cuBLAS path is priced from (expert_rows.hpp); empty otherwise.
+  ExpertRows group_expert_rows;
   // MoeRoute / GroupedGemm / MoeCombine: the experts this GPU holds, [expert_first, expert_first +
   // expert_count) of the model's ids (EP); where tokens go is planner/model/routing.hpp's. Placement
   // only: what they change in the price is already in m, batch_count and group_max_rows.
@@ -128,7 +132,7 @@ struct Op {
 inline auto priced_fields(const Op& o) {
   return std::tie(o.kind, o.gpus, o.m, o.n, o.k, o.batch_count, o.flops, o.mem_bytes, o.attn_batch, o.attn_q_len,
                   o.attn_context, o.attn_heads, o.attn_kv_heads, o.attn_head_dim, o.attn_v_dim, o.attn_prefill,
-                  o.attn_window, o.ew, o.ew_rows, o.ew_cols, o.group_max_rows, o.group_tokens, o.group_share, o.wdtype, o.kv_dtype, o.bytes, o.mode,
+                  o.attn_window, o.ew, o.ew_rows, o.ew_cols, o.group_max_rows, o.group_tokens, o.group_share, o.group_expert_rows, o.wdtype, o.kv_dtype, o.bytes, o.mode,
                   o.p2p, o.allreduce);
 }
 inline constexpr size_t kOpPlacementFields = 8;  // id, name, stage, layer, deps, expert_first, expert_count, stream

@@ -141,6 +141,12 @@ OpCost CostModel::price_compute(const Op& op) const {
       bool measured_bw = false;
       const double bw = hbm_Bps_if_known(gpu, &measured_bw);
       const double floor_s = bw > 0 ? double(op.n) * double(op.k) * dtype_bits(op.wdtype) / 8 / bw : 0;  // one expert's weights
+      const double min_gflop = meas->grouped_cublas_min_gflop.value_or(kMoeCublasMinGflop);
+      if (auto t = cublas_experts_from_table(meas->expert_gemms, meas->grouped_gemms, gpu, op, min_gflop)) {
+        c.seconds = t->seconds;
+        c.source = t->source;
+        return c;
+      }
       if (auto t = grouped_gemm_from_table(meas->grouped_gemms, gpu, op,
                                            meas->grouped_cublas_min_gflop.value_or(kMoeCublasMinGflop), floor_s)) {
         c.seconds = t->seconds;

@@ -54,6 +54,22 @@ double launch_intercept(const std::vector<const GroupedGemmTime*>& pts) {
   return std::clamp((sy - slope * sx) / n, 0.0, 0.5 * fastest);
 }
 
+// The cuBLAS path's part besides its per-expert calls, at `rows` routed rows: a + b rows fitted over
+// (rows, part) points, least squares (the gather of gate_up's rows grows with them; the offsets' copy
+// and synchronisation do not), b not negative; the median of the points where they span one row count.
+double path_part(std::vector<std::pair<double, double>> pts, double rows) {
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [x, y] : pts) n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+  const double den = n * sxx - sx * sx;
+  if (n >= 2 && den > 1e-9 * n * sxx) {
+    const double b = (n * sxy - sx * sy) / den;
+    if (b > 0) return (sy - b * sx) / n + b * rows;
+  }
+  std::nth_element(pts.begin(), pts.begin() + long(pts.size() / 2), pts.end(),
+                   [](const auto& a, const auto& b) { return a.second < b.second; });
+  return pts[pts.size() / 2].second;
+}
+
 }  // namespace
 
 bool grouped_op_takes_cublas(const Op& op, double min_gflop) {
@@ -164,6 +180,56 @@ std::optional<ComputePrice> grouped_gemm_from_table(const std::vector<GroupedGem
     const double t = c0 + grouped_time(w, op.m, op.batch_count, op.group_max_rows);
     // A measured rows-per-expert point reused for another (rows, touched) is not this shape.
     return ComputePrice{t, src == CostSource::Measured ? CostSource::Interpolated : src};
+  }
+  return std::nullopt;
+}
+
+std::optional<ComputePrice> cublas_experts_from_table(const std::vector<ExpertGemmTime>& experts,
+                                                      const std::vector<GroupedGemmTime>& grouped, int gpu,
+                                                      const Op& op, double cublas_min_gflop) {
+  if (op.group_expert_rows.empty() || !grouped_op_takes_cublas(op, cublas_min_gflop)) return std::nullopt;
+  const std::string dtype = dtype_name(op.wdtype);
+  for (int pass = 0; pass < 2; ++pass) {
+    auto mine = [&](int g_gpu, int64_t n, int64_t k, const std::string& d) {
+      return n == op.n && k == op.k && d == dtype && (pass == 1 || g_gpu == gpu);
+    };
+    std::map<int64_t, std::pair<double, int>> by_rows;  // rows -> (sum of medians, count): GPUs averaged
+    for (const ExpertGemmTime& e : experts) {
+      if (!mine(e.gpu, e.n, e.k, e.dtype) || e.rows <= 0) continue;
+      auto& [sum, n] = by_rows[e.rows];
+      sum += e.time.median;
+      ++n;
+    }
+    if (by_rows.size() < 2) continue;
+    std::vector<double> xs, ts;  // ascending rows
+    for (const auto& [r, sn] : by_rows) xs.push_back(double(r)), ts.push_back(sn.first / double(sn.second));
+    bool beyond = false;  // a row above the table's largest
+    auto w = [&](double r) {
+      if (r <= xs.front()) return ts.front();  // a weight read and a launch whatever its rows
+      if (r >= xs.back()) {
+        beyond = beyond || r > xs.back();
+        return ts.back() * r / xs.back();
+      }
+      const size_t j = size_t(std::upper_bound(xs.begin(), xs.end(), r) - xs.begin());
+      return ts[j - 1] + (r - xs[j - 1]) * (ts[j] - ts[j - 1]) / (xs[j] - xs[j - 1]);
+    };
+    auto sum_w = [&](const auto& rows) {
+      double t = 0;
+      for (auto r : rows)
+        if (r > 0) t += w(double(r));
+      return t;
+    };
+    // The path's own part at each grouped row: (rows, time - sum of its experts' calls).
+    std::vector<std::pair<double, double>> own;
+    for (const GroupedGemmTime& g : grouped)
+      if (g.cublas && !g.expert_rows.empty() && mine(g.gpu, g.n, g.k, g.dtype))
+        own.push_back({double(g.rows), g.time.median - sum_w(g.expert_rows)});
+    if (own.empty()) continue;
+    beyond = false;  // only the op's own rows rate its price
+    const ExpertRows& er = op.group_expert_rows;
+    const double t = path_part(own, double(op.m)) + sum_w(*er.rows) / double(er.layers);
+    // Summed from per-expert points: a shape, never a measured row of the op's (rows, touched).
+    return ComputePrice{std::max(t, 0.0), beyond ? CostSource::Extrapolated : CostSource::Interpolated};
   }
   return std::nullopt;
 }

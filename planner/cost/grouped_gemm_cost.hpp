@@ -53,4 +53,19 @@ bool grouped_op_takes_cublas(const Op& op, double min_gflop = kMoeCublasMinGflop
 std::optional<ComputePrice> grouped_gemm_from_table(const std::vector<GroupedGemmTime>& table, int gpu, const Op& op,
                                                     double cublas_min_gflop = kMoeCublasMinGflop, double floor_s = 0);
 
+// The cuBLAS path priced per expert (profiles with an expert_gemms table, session 29): the op's layers'
+// mean of the sum, over each touched expert, of one expert's call at its own rows (w(r): the table's
+// rows of the op's (n, k) and format, linear between its steps of 32 rows, flat below the smallest,
+// in proportion above the largest), plus the path's own part: offsets' copy, synchronisation, the
+// gather of gate_up's rows. That part is a + b rows fitted to the grouped table's cuBLAS rows of the
+// same (n, k) and format that record their experts' rows (row time - the sum of w over them; their
+// median where they are of one row count). nullopt unless the op takes
+// the cuBLAS path, carries its experts' rows (Op::group_expert_rows) and both tables have its shape
+// (this GPU's rows first, any GPU's otherwise). Why per expert: cuBLASLt changes kernels at per-expert
+// row counts (Mixtral int8: faster past 512 rows, slower past 1024), which a mean rows per expert
+// interpolated between token counts straddles (docs/moe_routing.md).
+std::optional<ComputePrice> cublas_experts_from_table(const std::vector<ExpertGemmTime>& experts,
+                                                      const std::vector<GroupedGemmTime>& grouped, int gpu,
+                                                      const Op& op, double cublas_min_gflop = kMoeCublasMinGflop);
+
 }  // namespace peerplan

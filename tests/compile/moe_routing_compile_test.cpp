@@ -4,6 +4,7 @@
 // the memory model sizes routed-row buffers for the worst case.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "planner/compile/compiler.hpp"
@@ -206,6 +207,51 @@ TEST(MoeCompile, RepresentativeLayerAveragesTheLayersItStandsFor) {
   // Layer 1 has no list: it routes as itself.
   const routing::GroupLoad l1 = routing::group_load(routing::expert_counts(m.cfg.moe_routing, 60, 4, 16, 1), 0, 60);
   EXPECT_EQ(find(g, "L1.expert.gate_up", 0)->batch_count, l1.touched);
+}
+
+TEST(MoeCompile, EagerGroupsCarryEachExpertsRowsOfEveryLayerTheyStandFor) {
+  // A prefill of 2048 tokens on EP2 (Mixtral: experts 0-3 on GPU 0, 4-7 on GPU 1), layer 0 standing for
+  // layers 0-7: each rank's op lists its touched experts' rows of all eight layers, by the busiest-first
+  // position the loads are taken in, which is what the cuBLAS path is priced from (grouped_gemm_cost.hpp).
+  auto m = testing::model("mixtral-8x7b");
+  auto topo = testing::machine("nvswitch-8");
+  Plan p = one_stage({0, 1});
+  p.stages[0].layer_end = m.cfg.layers;
+  p.ep = 2;
+  p.expert_gpu = {0, 0, 0, 0, 1, 1, 1, 1};
+  std::vector<std::vector<int>> rl(size_t(m.cfg.layers));
+  rl[0] = {0, 1, 2, 3, 4, 5, 6, 7};
+  CompileOptions opt{&rl};
+  BatchShape b;
+  b.prefill_seqs = 1, b.prefill_tokens = 2048, b.prefill_context = 2048;
+  OpGraph g = compile_iteration(p, m.cfg, m.fig, topo->machine(), b, opt);
+  std::vector<int32_t> want_all;
+  for (int l = 0; l < 8; ++l) {
+    const auto& c = routing::expert_counts(m.cfg.moe_routing, 8, 2, 2048, l);
+    want_all.insert(want_all.end(), c.begin(), c.end());
+  }
+  std::vector<int32_t> got_all;
+  for (int r = 0; r < 2; ++r) {
+    const Op* gu = find(g, "L0.expert.gate_up", r);
+    ASSERT_TRUE(gu);
+    const ExpertRows& er = gu->group_expert_rows;
+    ASSERT_FALSE(er.empty());
+    EXPECT_EQ(er.layers, 8);
+    EXPECT_TRUE(std::is_sorted(er.rows->begin(), er.rows->end()));
+    EXPECT_LE(er.rows->size(), 8u * 4u);
+    // The op's mean load is these rows' mean per layer (rounded).
+    const int64_t sum = std::accumulate(er.rows->begin(), er.rows->end(), int64_t(0));
+    EXPECT_NEAR(double(sum) / 8, double(gu->m), 0.5);
+    got_all.insert(got_all.end(), er.rows->begin(), er.rows->end());
+    EXPECT_EQ(find(g, "L0.expert.down", r)->group_expert_rows, er);  // down runs on the same rows
+  }
+  // Both ranks together hold every expert of every layer exactly once.
+  std::sort(want_all.begin(), want_all.end());
+  std::sort(got_all.begin(), got_all.end());
+  EXPECT_EQ(got_all, want_all);
+  // Graph-timed iterations (at most kGraphTimedMaxRows tokens) never take the cuBLAS path: no rows.
+  OpGraph d = compile_iteration(p, m.cfg, m.fig, topo->machine(), decode(64), opt);
+  EXPECT_TRUE(find(d, "L0.expert.gate_up", 0)->group_expert_rows.empty());
 }
 
 TEST(MoeCompile, ExpertsOfAGpuMustBeOneBlock) {

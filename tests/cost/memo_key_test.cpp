@@ -31,6 +31,7 @@ template <class F>
 void perturb(F& f) {
   using T = std::decay_t<F>;
   if constexpr (std::is_same_v<T, std::vector<int>>) f.push_back(7);
+  else if constexpr (std::is_same_v<T, ExpertRows>) f = ExpertRows::make({3, 5}, 1);
   else if constexpr (std::is_same_v<T, bool>) f = !f;
   else if constexpr (std::is_floating_point_v<T>) f = f * 2 + 1.5;
   else if constexpr (std::is_enum_v<T>) f = T(int(f) + 1);

@@ -147,8 +147,7 @@ OpCost CostModel::price_compute(const Op& op) const {
         c.source = t->source;
         return c;
       }
-      if (auto t = grouped_gemm_from_table(meas->grouped_gemms, gpu, op,
-                                           meas->grouped_cublas_min_gflop.value_or(kMoeCublasMinGflop), floor_s)) {
+      if (auto t = grouped_gemm_from_table(meas->grouped_gemms, gpu, op, min_gflop, floor_s)) {
         c.seconds = t->seconds;
         c.source = t->source;
         return c;

@@ -203,13 +203,9 @@ std::optional<ComputePrice> cublas_experts_from_table(const std::vector<ExpertGe
     if (by_rows.size() < 2) continue;
     std::vector<double> xs, ts;  // ascending rows
     for (const auto& [r, sn] : by_rows) xs.push_back(double(r)), ts.push_back(sn.first / double(sn.second));
-    bool beyond = false;  // a row above the table's largest
     auto w = [&](double r) {
       if (r <= xs.front()) return ts.front();  // a weight read and a launch whatever its rows
-      if (r >= xs.back()) {
-        beyond = beyond || r > xs.back();
-        return ts.back() * r / xs.back();
-      }
+      if (r >= xs.back()) return ts.back() * r / xs.back();
       const size_t j = size_t(std::upper_bound(xs.begin(), xs.end(), r) - xs.begin());
       return ts[j - 1] + (r - xs[j - 1]) * (ts[j] - ts[j - 1]) / (xs[j] - xs[j - 1]);
     };
@@ -225,10 +221,11 @@ std::optional<ComputePrice> cublas_experts_from_table(const std::vector<ExpertGe
       if (g.cublas && !g.expert_rows.empty() && mine(g.gpu, g.n, g.k, g.dtype))
         own.push_back({double(g.rows), g.time.median - sum_w(g.expert_rows)});
     if (own.empty()) continue;
-    beyond = false;  // only the op's own rows rate its price
     const ExpertRows& er = op.group_expert_rows;
     const double t = path_part(own, double(op.m)) + sum_w(*er.rows) / double(er.layers);
-    // Summed from per-expert points: a shape, never a measured row of the op's (rows, touched).
+    // Summed from per-expert points: a shape, never a measured row of the op's (rows, touched); past the
+    // curve's largest rows (er.rows ascends), extrapolated.
+    const bool beyond = double(er.rows->back()) > xs.back();
     return ComputePrice{std::max(t, 0.0), beyond ? CostSource::Extrapolated : CostSource::Interpolated};
   }
   return std::nullopt;

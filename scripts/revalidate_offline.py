@@ -49,6 +49,7 @@ S24 = os.path.join(V, "runs/2026-12-06-session24")
 S25 = os.path.join(V, "runs/2026-12-06-session25")
 S26 = os.path.join(V, "runs/2026-12-06-session26")
 S28 = os.path.join(V, "runs/2026-12-06-session28")
+S30 = os.path.join(V, "runs/2026-12-07-session30")
 LONG_8K = os.path.join(ROOT, "models/workloads/long-prompt-8k-32k.json")
 LONG_64K = os.path.join(ROOT, "models/workloads/long-prompt-64k-100k.json")
 # (run directory, plan, model, workload, extra simulate arguments): as scripts/gpu/session8.sh ran them.
@@ -192,6 +193,12 @@ RUNS = [
     (f"{S26}/P/validate-mixtral-fp8-chat", "mixtral-1gpu", "mixtral-8x7b", CHAT, ["--weights", "fp8"]),
     # session28.sh C (session 28, one H100): gpt-oss-20b with its checkpoint's MXFP4 experts, paced profile.
     (f"{S28}/C/validate-gptoss20b-chat", "gpt-oss-20b-1gpu", "gpt-oss-20b", CHAT, []),
+    # session29.sh M and session28.sh D (session 30, one H100 each): Mixtral int8 priced per expert from a paced
+    # profile with the one-expert curve; gpt-oss-120b chat and gpt-oss-20b long prompts.
+    (f"{S30}/M/validate-mixtral-int8-long", "mixtral-1gpu", "mixtral-8x7b", LONG, ["--weights", "int8"]),
+    (f"{S30}/M/validate-mixtral-int8-chat", "mixtral-1gpu", "mixtral-8x7b", CHAT, ["--weights", "int8"]),
+    (f"{S30}/D/validate-gptoss120b-chat", f"{S30}/D/gptoss120.plan.json", "gpt-oss-120b", CHAT, []),
+    (f"{S30}/D/validate-gptoss20b-long", f"{S30}/D/gptoss.plan.json", "gpt-oss-20b", LONG, []),
 ]
 
 

@@ -21,7 +21,7 @@ m = json.load(open(sys.argv[1]))
 rows = m.get("measurements", m).get("expert_gemms", [])
 print(f"  | expert_gemms rows: {len(rows)}")
 by = {}
-for r in rows: by.setdefault((r["n"], r["k"], r["dtype"]), {})[r["rows"]] = r["time"]["median"] * 1e6
+for r in rows: by.setdefault((r["n"], r["k"], r["dtype"]), {})[r["rows"]] = r["median_us"]
 for key, c in sorted(by.items()):
     pick = [r for r in sorted(c) if r in (64, 256, 448, 480, 512, 544, 576, 960, 992, 1024, 1056, 1088)]
     print("  | %s: " % (key,) + " ".join(f"{r}:{c[r]:.0f}" for r in pick))

@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string>
 
 #include "planner/compile/graph_batch.hpp"
+#include "planner/core/dtype.hpp"
+#include "planner/model/expert_format.hpp"
 
 namespace peerplan {
 
@@ -33,10 +37,17 @@ ThrottleMix mix_at(const std::vector<ThrottleMix>& m, double share) {
 std::vector<GroupedThrottle> grouped_throttles_for(const PowerThrottle& p, const ModelConfig& cfg) {
   std::vector<GroupedThrottle> g;
   if (!cfg.is_moe()) return g;
-  for (const GroupedThrottle& t : p.grouped)
-    if (t.hidden == cfg.hidden && t.intermediate == cfg.expert_intermediate && t.experts == cfg.experts &&
-        t.topk == cfg.experts_per_token && !t.mixes.empty() && t.tokens > 0)
-      g.push_back(t);
+  // The tables of the experts' own format; a profile without them (every one before session 30 timed
+  // bf16 alone) gives its bf16 tables, as before.
+  const std::optional<DType> f = routed_expert_format(cfg);
+  const std::string want = f ? dtype_name(*f) : "bf16";
+  for (const std::string& dtype : {want, std::string("bf16")}) {
+    for (const GroupedThrottle& t : p.grouped)
+      if (t.hidden == cfg.hidden && t.intermediate == cfg.expert_intermediate && t.experts == cfg.experts &&
+          t.topk == cfg.experts_per_token && !t.mixes.empty() && t.tokens > 0 && t.dtype == dtype)
+        g.push_back(t);
+    if (!g.empty()) break;
+  }
   std::stable_sort(g.begin(), g.end(), [](const GroupedThrottle& a, const GroupedThrottle& b) { return a.tokens < b.tokens; });
   return g;
 }

@@ -31,7 +31,8 @@ struct ClassSeconds {
 };
 
 // The MoE dispatch's tables the profile timed for this model's expert shape (hidden, expert
-// intermediate, experts, top-k), one per routed token count, ascending. Empty: its grouped GEMMs
+// intermediate, experts, top-k) and its experts' stored format (routed_expert_format; bf16 tables where
+// the profile has none of that format), one per routed token count, ascending. Empty: its grouped GEMMs
 // slow as dense ones (profiles before session 20, dense models, models the profile did not time).
 std::vector<GroupedThrottle> grouped_throttles_for(const PowerThrottle& p, const ModelConfig& cfg);
 // The mixes of the table timed nearest `tokens` (in log tokens, the smaller on a tie: the dispatch's

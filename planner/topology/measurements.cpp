@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/core/dtype.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/json_in.hpp"
 #include "planner/core/suggest.hpp"
@@ -452,6 +453,9 @@ Measurements parse_measurements(const JsonIn& j) {
         g.topk = x.positive_int("topk");
         if (g.topk > g.experts) x.fail("topk", fmt::format("at most experts ({}), got {}", g.experts, g.topk));
         g.tokens = x.positive_int("tokens");
+        g.dtype = x.str_or("dtype", "bf16");
+        if (const auto d = parse_dtype(g.dtype); !d) x.fail("dtype", "the experts' format: bf16, fp16, fp8, int8, int4 or mxfp4");
+        else g.dtype = dtype_name(*d);  // canonical, as the pricer matches it
         g.mixes = read_mixes(x.array("mixes"));
         if (g.mixes.empty()) x.fail("mixes", "at least one mix");
         t.grouped.push_back(std::move(g));
@@ -550,11 +554,13 @@ nlohmann::json measurements_to_json(const Measurements& m) {
                            {"m", t->m}, {"n", t->n}, {"k", t->k}};
   if (const auto& t = m.power_throttle; t && !t->mixes.empty()) j["power_throttle"]["mixes"] = mixes_to_json(t->mixes);
   if (const auto& t = m.power_throttle; t && !t->grouped.empty())
-    for (const GroupedThrottle& g : t->grouped)
-      j["power_throttle"]["grouped"].push_back({{"model", g.model}, {"hidden", g.hidden},
-                                                {"intermediate", g.intermediate}, {"experts", g.experts},
-                                                {"topk", g.topk}, {"tokens", g.tokens},
-                                                {"mixes", mixes_to_json(g.mixes)}});
+    for (const GroupedThrottle& g : t->grouped) {
+      nlohmann::json x = {{"model", g.model}, {"hidden", g.hidden}, {"intermediate", g.intermediate},
+                          {"experts", g.experts}, {"topk", g.topk}, {"tokens", g.tokens}};
+      if (g.dtype != "bf16") x["dtype"] = g.dtype;  // bf16 as before: older files round-trip unchanged
+      x["mixes"] = mixes_to_json(g.mixes);
+      j["power_throttle"]["grouped"].push_back(std::move(x));
+    }
   if (!m.extra.empty()) j["extra"] = m.extra;
   return j;
 }

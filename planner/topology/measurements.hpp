@@ -169,6 +169,10 @@ struct GroupedThrottle {
   int64_t hidden = 0, intermediate = 0;     // its expert shape: gate_up [2 x intermediate, hidden]
   int64_t experts = 0, topk = 0;            // all experts on the one GPU timed
   int64_t tokens = 0;                       // routed tokens of each call
+  // The experts' stored format ("bf16", "fp8", "int8", "int4", "mxfp4"; dtype_name): each runs another
+  // dispatch (int8: quantize, IMMA and dequantize per expert on the eager path), which draws another power.
+  // Absent in a file: "bf16", every profile before session 30.
+  std::string dtype = "bf16";
   std::vector<ThrottleMix> mixes;           // ascending attention_share
 };
 struct PowerThrottle {

@@ -330,6 +330,26 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
       {"vs_cublas_per_expert", vs_cublas}};
 }
 
+namespace {
+
+// Each model's expert formats among the profiled shapes: its whole gate_up (every expert on one GPU), so the
+// dispatch's throttle mixes run each format the profile timed rows of (bf16 where none matches).
+std::vector<std::vector<DType>> dispatch_formats(const std::vector<ModelConfig>& models,
+                                                 const std::set<GroupedShapeKey>& shapes) {
+  std::vector<std::vector<DType>> out;
+  for (const ModelConfig& m : models) {
+    std::set<DType> fs;
+    for (const GroupedShapeKey& s : shapes)
+      if (s.gather && s.k == m.hidden && s.n == 2 * m.expert_intermediate && s.experts == m.experts &&
+          s.model_experts == m.experts && s.topk == m.experts_per_token)
+        if (const auto d = parse_dtype(s.dtype)) fs.insert(*d);
+    out.emplace_back(fs.begin(), fs.end());
+  }
+  return out;
+}
+
+}  // namespace
+
 void measure_grouped_gemm(Context& ctx) {
   const auto models = load_profile_models(ctx.opts.models);
   const ShapeSet shapes = model_shape_set(models, ctx.gpus(), ctx.opts.dtypes);  // fp8 experts with --dtypes fp8
@@ -342,8 +362,10 @@ void measure_grouped_gemm(Context& ctx) {
   // A paced profile with the throttle by class: the MoE dispatch's own mixes (power_mix.cpp), after
   // the table so its rows do not follow seconds at the power cap.
   if (ctx.plan.duty < 1 && ctx.ms.power_throttle && !ctx.ms.power_throttle->mixes.empty()) {
-    ctx.progress.update(1.0, "power throttle of the MoE dispatch (three mixes a model and token count, ~6 s each)");
-    ctx.ms.power_throttle->grouped = measure_grouped_throttle(ctx.measured_gpus().front(), models, kThrottleMixTokens);
+    ctx.progress.update(1.0, "power throttle of the MoE dispatch (three mixes a model, expert format and token count, "
+                             "~6 s each)");
+    ctx.ms.power_throttle->grouped = measure_grouped_throttle(ctx.measured_gpus().front(), models, kThrottleMixTokens,
+                                                              dispatch_formats(models, shapes.grouped));
   }
   nlohmann::json names = nlohmann::json::array();
   for (const auto& m : models)

@@ -7,6 +7,7 @@
 #include <functional>
 #include <vector>
 
+#include "planner/core/dtype.hpp"
 #include "planner/model/model_config.hpp"
 #include "planner/topology/measurements.hpp"
 #include "profiler/measure/context.hpp"
@@ -25,12 +26,15 @@ PowerThrottle measure_power_throttle(int gpu);
 // (PowerThrottle::mixes; power_mix.cpp). ~8 s.
 std::vector<ThrottleMix> measure_throttle_mixes(int gpu);
 
-// The same mixes with the MoE dispatch in the GEMM class, for each MoE model of `models` and each
-// routed token count of `tokens` (PowerThrottle::grouped; power_mix.cpp): each call is the
-// executor's moe_expert_gemm on gate_up then down (uniform routing, layer 0), all experts on GPU
-// `gpu`, at attention shares ~0, ~1/2, ~4/5. ~6 s a model and token count.
+// The same mixes with the MoE dispatch in the GEMM class, for each MoE model of `models`, each expert
+// format of formats[i] (empty or missing: bf16) and each routed token count of `tokens`
+// (PowerThrottle::grouped; power_mix.cpp): each call is the executor's moe_expert_gemm on gate_up then
+// down (uniform routing, layer 0), all experts on GPU `gpu`, at attention shares ~0, ~1/2, ~4/5. ~6 s a
+// model, format and token count. Why per format: Mixtral's int8 long prefills on an H100 ran 0.96-1.00x
+// their boost price where its bf16 dispatch's mixes priced 1.10x (session 30 M).
 std::vector<GroupedThrottle> measure_grouped_throttle(int gpu, const std::vector<ModelConfig>& models,
-                                                      const std::vector<int64_t>& tokens);
+                                                      const std::vector<int64_t>& tokens,
+                                                      const std::vector<std::vector<DType>>& formats = {});
 // The token counts a profile times them at: long prompts' chunks (validate-long-prompt's prefills run
 // 1.5k-4k tokens), where the dispatch's path can change (Qwen1.5-MoE: the grouped kernel at 2048,
 // cuBLASLt per expert from ~3300, profiler/common/moe_cublas_rule.hpp).

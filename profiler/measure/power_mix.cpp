@@ -11,6 +11,7 @@
 #include <array>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "profiler/common/power_throttle.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/gpu/gemm.hpp"
+#include "profiler/gpu/gemm_quant.hpp"
 #include "profiler/gpu/raii.hpp"
 #include "profiler/gpu/timing.hpp"
 #include "profiler/kernels/attention.hpp"
@@ -141,19 +143,29 @@ std::vector<ThrottleMix> measure_throttle_mixes(int gpu) {
 namespace {
 
 // One model's dispatch mixes at `tokens` routed tokens a call (see measure_grouped_throttle).
-GroupedThrottle time_dispatch_mixes(int gpu, const ModelConfig& c, int64_t tokens) {
+GroupedThrottle time_dispatch_mixes(int gpu, const ModelConfig& c, int64_t tokens, DType dtype) {
   namespace kn = peerplan::kernels;
   const int64_t E = c.experts, topk = c.experts_per_token, h = c.hidden, f = c.expert_intermediate;
   const int64_t rows = tokens * topk;
   MixRig rig(gpu);
   gpu::Stream& st = rig.stream();
-  gpu::DeviceBuffer wgu(gpu, size_t(E * 2 * f * h) * 2), wd(gpu, size_t(E * h * f) * 2);
+  const bool bf16 = dtype == DType::BF16;
+  // Quantized experts as the executor holds them (engine_moe.cpp): every expert as one [E x n][k] weight.
+  std::optional<gpu::QuantWeight> qgu, qd;
+  if (!bf16) {
+    const auto scaling = dtype == DType::FP8_E4M3 ? gpu::Fp8Scaling::PerChannel : gpu::Fp8Scaling::PerTensor;
+    qgu = gpu::make_random_quant_weight(gpu, dtype, scaling, E * 2 * f, h, 21, st.get());
+    qd = gpu::make_random_quant_weight(gpu, dtype, scaling, E * h, f, 22, st.get());
+  }
+  gpu::DeviceBuffer wgu(gpu, bf16 ? size_t(E * 2 * f * h) * 2 : 16), wd(gpu, bf16 ? size_t(E * h * f) * 2 : 16);
   gpu::DeviceBuffer x(gpu, size_t(tokens * h) * 2), xg(gpu, size_t(rows * h) * 2);
   gpu::DeviceBuffer ygu(gpu, size_t(rows * 2 * f) * 2), act(gpu, size_t(rows * f) * 2), yd(gpu, size_t(rows * h) * 2);
   gpu::DeviceBuffer logits(gpu, size_t(tokens * E) * 2);
   gpu::DeviceBuffer rbuf(gpu, size_t(kn::moe_route_buffer_ints(tokens, int(topk), int(E))) * 4);
-  gpu::launch_fill_bf16(wgu.get(), size_t(E * 2 * f * h), 21, st);
-  gpu::launch_fill_bf16(wd.get(), size_t(E * h * f), 22, st);
+  if (bf16) {
+    gpu::launch_fill_bf16(wgu.get(), size_t(E * 2 * f * h), 21, st);
+    gpu::launch_fill_bf16(wd.get(), size_t(E * h * f), 22, st);
+  }
   gpu::launch_fill_bf16(x.get(), size_t(tokens * h), 23, st);
   gpu::launch_fill_bf16(act.get(), size_t(rows * f), 24, st);
   gpu::launch_fill_bf16(logits.get(), size_t(tokens * E), 25, st);
@@ -168,24 +180,35 @@ GroupedThrottle time_dispatch_mixes(int gpu, const ModelConfig& c, int64_t token
   ra.seed = spec.seed, ra.layer = 0;
   kn::moe_route(ra, r, st);  // one routing: every call below reads it
   gpu::GemmRunner cublas(gpu);
+  gpu::QuantGemmRunner qcublas(gpu);
   auto dispatch = [&](bool gate_up) {  // the executor's call (engine_moe.cpp), as grouped_gemm.cpp times it
     kn::MoeExpertGemmArgs d;
     kn::MoeGemmArgs& a = d.gemm;
     a.x = gate_up ? x.as<__nv_bfloat16>() : act.as<__nv_bfloat16>();
     a.gather = gate_up ? r.token_of_row : nullptr;
-    a.w = (gate_up ? wgu : wd).as<__nv_bfloat16>();
+    if (bf16) {
+      a.w = (gate_up ? wgu : wd).as<__nv_bfloat16>();
+    } else {
+      const gpu::QuantWeight& q = gate_up ? *qgu : *qd;
+      if (dtype == DType::FP8_E4M3) a.w_fp8 = q.codes.as<uint8_t>(), a.w_scale = q.scales.as<float>();
+      else if (dtype == DType::INT8) a.w_int8 = q.codes.as<int8_t>(), a.w_scale = q.scales.as<float>();
+      else if (dtype == DType::INT4) a.w_int4 = q.codes.as<uint32_t>(), a.w_int4_scale = q.scales.as<__nv_bfloat16>();
+      else a.w_mxfp4 = q.codes.as<uint32_t>(), a.w_mxfp4_scale = q.scales.as<uint8_t>();
+    }
     a.y = (gate_up ? ygu : yd).as<__nv_bfloat16>();
     a.n = gate_up ? 2 * f : h, a.k = gate_up ? h : f;
     a.entries = rows, a.max_rows = load.max_rows, a.touched = load.touched;
     d.rows = load.rows, d.x_rows = gate_up ? tokens : 0;
     d.allow_cublas = true;  // an eager prefill iteration's call
     d.cublas = &cublas;
+    d.qcublas = &qcublas;
     if (gate_up) d.gathered = xg.as<__nv_bfloat16>(), d.gathered_cap = rows * h;
     kn::moe_expert_gemm(d, r, st);
   };
   auto call = [&](int) { dispatch(true), dispatch(false); };
   GroupedThrottle g;
   g.model = c.name, g.hidden = h, g.intermediate = f, g.experts = E, g.topk = topk, g.tokens = tokens;
+  g.dtype = dtype_name(dtype);
   g.mixes = rig.run(call, {{4, 0}, {4, -1}, {1, -1}});
   return g;
 }
@@ -193,12 +216,17 @@ GroupedThrottle time_dispatch_mixes(int gpu, const ModelConfig& c, int64_t token
 }  // namespace
 
 std::vector<GroupedThrottle> measure_grouped_throttle(int gpu, const std::vector<ModelConfig>& models,
-                                                      const std::vector<int64_t>& token_counts) {
+                                                      const std::vector<int64_t>& token_counts,
+                                                      const std::vector<std::vector<DType>>& formats) {
   std::vector<GroupedThrottle> out;
   gpu::ScopedDevice dev(gpu);
-  for (const ModelConfig& c : models)
-    if (c.is_moe())
-      for (const int64_t tokens : token_counts) out.push_back(time_dispatch_mixes(gpu, c, tokens));
+  for (size_t i = 0; i < models.size(); ++i) {
+    const ModelConfig& c = models[i];
+    if (!c.is_moe()) continue;
+    const std::vector<DType> fs = i < formats.size() && !formats[i].empty() ? formats[i] : std::vector<DType>{DType::BF16};
+    for (const DType dt : fs)
+      for (const int64_t tokens : token_counts) out.push_back(time_dispatch_mixes(gpu, c, tokens, dt));
+  }
   return out;
 }
 

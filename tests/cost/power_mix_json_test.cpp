@@ -65,6 +65,19 @@ TEST(PowerMixJson, GroupedTablesRoundTripAndNameTheirFields) {
   EXPECT_EQ(back.power_throttle->grouped[0].tokens, 2048);
   EXPECT_DOUBLE_EQ(back.power_throttle->grouped[0].mixes[0].gemm, 1.04);
   EXPECT_TRUE(parse(profile_with(mix)).power_throttle->grouped.empty()) << "profiles before session 20";
+  // The experts' format (session 30): absent is bf16 and stays absent; another format round-trips.
+  EXPECT_EQ(g.dtype, "bf16");
+  EXPECT_FALSE(measurements_to_json(m)["power_throttle"]["grouped"][0].contains("dtype"));
+  j["power_throttle"]["grouped"][0]["dtype"] = "int8";
+  EXPECT_EQ(parse(measurements_to_json(parse(j))).power_throttle->grouped[0].dtype, "int8");
+  j["power_throttle"]["grouped"][0]["dtype"] = "int3";
+  try {
+    parse(j);
+    ADD_FAILURE() << "an unknown format accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("power_throttle/grouped/0/dtype"), std::string::npos) << e.what();
+  }
+  j["power_throttle"]["grouped"][0].erase("dtype");
 
   j["power_throttle"]["grouped"][0]["topk"] = 9;
   try {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "planner/model/quantization.hpp"
 #include "planner/sim/power_state.hpp"
 
 using namespace peerplan;
@@ -215,6 +216,30 @@ TEST(PowerState, TheDispatchTableIsTheServedModelsNearestItsTokens) {
   EXPECT_EQ(nearest_grouped_mixes({}, 2048), nullptr);
   EXPECT_TRUE(grouped_throttles_for(p, qwen).empty()) << "another expert shape: priced as dense GEMMs";
   EXPECT_TRUE(grouped_throttles_for(p, dense).empty());
+}
+
+TEST(PowerState, TheDispatchTableIsOfTheExpertsFormatElseBf16s) {
+  // Mixtral int8's eager dispatch (quantize, IMMA, dequantize per expert) draws less than bf16's: a profile from
+  // session 30 times each format it profiles; older ones (bf16 only) price every format from bf16's.
+  PowerThrottle p = h200_by_class();
+  ModelConfig bf16 = load_model_config(resolve_model_path("mixtral-8x7b"));
+  ModelConfig int8 = bf16, fp8 = bf16;
+  int8.quant = weights_override(DType::INT8);
+  fp8.quant = weights_override(DType::FP8_E4M3);
+  for (const char* dtype : {"bf16", "int8"}) {
+    GroupedThrottle g;
+    g.model = "mixtral-8x7b", g.hidden = bf16.hidden, g.intermediate = bf16.expert_intermediate;
+    g.experts = bf16.experts, g.topk = bf16.experts_per_token, g.tokens = 2048, g.dtype = dtype;
+    g.mixes = {{0.0, std::string(dtype) == "int8" ? 1.03 : 1.11, 1.10, 1.01}};
+    p.grouped.push_back(g);
+  }
+  ASSERT_EQ(grouped_throttles_for(p, int8).size(), 1u);
+  EXPECT_EQ(grouped_throttles_for(p, int8)[0].dtype, "int8");
+  EXPECT_DOUBLE_EQ(grouped_throttles_for(p, int8)[0].mixes[0].gemm, 1.03);
+  EXPECT_EQ(grouped_throttles_for(p, bf16)[0].dtype, "bf16");
+  EXPECT_EQ(grouped_throttles_for(p, fp8)[0].dtype, "bf16") << "no fp8 table: bf16's, as every older profile";
+  p.grouped.erase(p.grouped.begin());
+  EXPECT_TRUE(grouped_throttles_for(p, bf16).empty()) << "an int8 table does not price bf16 experts";
 }
 
 TEST(PowerState, AnMoeModelsLongPromptsFollowItsDispatchTable) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cmath>
 #include <iterator>
 #include <map>
@@ -12,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/compile/act_fusion.hpp"
 #include "planner/compile/mla_memory.hpp"
 #include "planner/model/decode_split.hpp"
 #include "planner/model/moe_kernel_class.hpp"
@@ -113,10 +115,21 @@ class Builder {
     }
     ++used;
   }
+  // The Gemm or GroupedGemm op committed last (to mark its activation epilogue), SIZE_MAX: none yet.
+  size_t last_gemm_ = SIZE_MAX;
+  // The gate_up op just committed by gemm() / grouped_gemm() writes SiLU(gate) * up, [m][n / 2], in its
+  // epilogue (act_fusion.hpp): it writes half its outputs, and no activation op follows it.
+  void act_in_last_gemm() {
+    if (last_gemm_ == SIZE_MAX || last_gemm_ + 1 != used) return;
+    Op& op = graph.ops[last_gemm_];
+    op.act_epilogue = true;
+    op.mem_bytes -= double(op.m * op.n / 2) * double(d_) * op.group_share;
+  }
   // `matrix`: the model matrix's name ("qkv", "expert.down"; "lm_head" outside layers).
   void gemm(std::string_view prefix, std::string_view matrix, int stage, int layer, int gpu, int64_t m, int64_t n,
             int64_t k, int64_t batch = 1) {
     if (m <= 0 || batch <= 0) return;  // no tokens reach it (e.g. a rank without local experts)
+    last_gemm_ = used;
     Op& op = begin(OpKind::Gemm, prefix, matrix, stage, layer, {gpu});
     op.m = m, op.n = n, op.k = k, op.batch_count = batch;
     op.flops = 2.0 * double(m) * double(n) * double(k) * double(batch);
@@ -158,6 +171,7 @@ class Builder {
                     const routing::GroupLoad& load, int64_t tokens, int64_t n, int64_t k, const ExpertBlock& experts,
                     double share = 1.0, const ExpertRows& expert_rows = {}) {
     if (load.rows <= 0) return;
+    last_gemm_ = used;
     Op& op = begin(OpKind::GroupedGemm, prefix, matrix, stage, layer, {gpu});
     op.m = load.rows, op.n = n, op.k = k, op.batch_count = load.touched, op.group_max_rows = load.max_rows;
     op.group_tokens = tokens;
@@ -509,6 +523,9 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
   // The norms as the executor that timed the profile ran them (machine.hpp fused_add_norm).
   const bool fuse = fused_add_norm(machine);
   auto norm = [&](int64_t rows) { return Builder::Ew{fuse ? EwKind::AddRmsNorm : EwKind::RmsNorm, rows, H}; };
+  // The activation inside the gate_up GEMV where the executor's kernel does it (act_fusion.hpp).
+  const bool act_on = opt.fused_act < 0 ? fused_gate_up_act(machine) : opt.fused_act == 1;
+  const bool pdl = opt.pdl >= 0 ? opt.pdl == 1 : executor_launch(machine) != "serial";
 
   for (size_t si = 0; si < plan.stages.size(); ++si) {
     const PlanStage& st = plan.stages[si];
@@ -614,13 +631,20 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
         });
       each([&](int, int gpu) { B.elementwise(L, "mlp_norm", norm(T), s, l, gpu, T * H, fuse ? 4 : 2, 4.0, H); });
       // --- MLP block ---
+      // A gated MLP's gate_up of m rows with SiLU(gate) * up in its epilogue (act_fusion.hpp).
+      auto act_fuses = [&](std::string_view matrix, const MatrixShard* ms, int64_t m) {
+        if (!act_on || !cfg.gated_mlp || !ms || ms->count != 1) return false;
+        const MatrixShape* w = B.weight_of(l, matrix);
+        return gate_up_act_fuses(w ? w->format.dtype : DType::BF16, m, ms->n, ms->k, pdl);
+      };
       if (!lf.moe) {
         each([&](int r, int gpu) {
           const MatrixShard* up = find(r, cfg.gated_mlp ? "gate_up" : "up");
           gemm_named(r, gpu, cfg.gated_mlp ? "gate_up" : "up", T);
           int64_t inter = up ? (cfg.gated_mlp ? up->n / 2 : up->n) : 0;
           // SiLU(gate) * up
-          B.elementwise(L, "act", {EwKind::Act, T, inter}, s, l, gpu, T * inter, cfg.gated_mlp ? 3 : 2, 5.0);
+          if (act_fuses("gate_up", up, T)) B.act_in_last_gemm();
+          else B.elementwise(L, "act", {EwKind::Act, T, inter}, s, l, gpu, T * inter, cfg.gated_mlp ? 3 : 2, 5.0);
           gemm_named(r, gpu, "down", T);
         });
         if (lay.tp > 1) B.collective(OpKind::AllReduce, L, "mlp_allreduce", s, l, st.gpus, T * H * d);
@@ -645,7 +669,8 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
         auto shared_experts = [&](int r, int gpu) {
           if (const MatrixShard* sh = find(r, "shared.gate_up")) {
             B.gemm(L, "shared.gate_up", s, l, gpu, T, sh->n, sh->k, 1);
-            B.elementwise(L, "shared.act", {EwKind::Act, T, sh->n / 2}, s, l, gpu, T * sh->n / 2, 3, 5.0);
+            if (act_fuses("shared.gate_up", sh, T)) B.act_in_last_gemm();
+            else B.elementwise(L, "shared.act", {EwKind::Act, T, sh->n / 2}, s, l, gpu, T * sh->n / 2, 3, 5.0);
             gemm_named(r, gpu, "shared.down", T);
             gemm_named(r, gpu, "shared_gate", T);
           }
@@ -672,10 +697,19 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
           const MatrixShard* ed = find(r, "expert.down");
           const routing::GroupLoad& g = load[size_t(r)];
           if (eg && ed && eg->count > 0 && g.rows > 0) {
+            // The activation in the gemv's epilogue when every load of the op's layers takes the gemv (the
+            // executor compiles each layer alone: one load); else the activation kernel for all of them.
+            const MatrixShape* ew = B.weight_of(l, "expert.gate_up");
+            bool fused = act_on && cfg.gated_mlp;
             for (const auto& [x, share] : mix[size_t(r)])
+              fused = fused && grouped_gate_up_act_fuses(ew ? ew->format.dtype : DType::BF16, x.max_rows, eg->n);
+            for (const auto& [x, share] : mix[size_t(r)]) {
               B.grouped_gemm(L, "expert.gate_up", s, l, gpu, x, T, eg->n, eg->k, blocks[size_t(r)], share,
                              known->second.expert_rows[size_t(r)]);
-            B.elementwise(L, "expert.act", {EwKind::Act, g.rows, eg->n / 2}, s, l, gpu, g.rows * eg->n / 2, 3, 5.0);
+              if (fused) B.act_in_last_gemm();
+            }
+            if (!fused)
+              B.elementwise(L, "expert.act", {EwKind::Act, g.rows, eg->n / 2}, s, l, gpu, g.rows * eg->n / 2, 3, 5.0);
             for (const auto& [x, share] : mix[size_t(r)])
               B.grouped_gemm(L, "expert.down", s, l, gpu, x, T, ed->n, ed->k, blocks[size_t(r)], share,
                              known->second.expert_rows[size_t(r)]);

@@ -58,6 +58,14 @@ struct CompileOptions {
   // -1 as the machine's profile says its executor ran them (executor_launch.hpp shared_expert_stream),
   // 0 never, 1 always (the executor's PEERPLAN_SHARED_STREAM).
   int shared_stream = -1;
+  // A gated MLP's activation in the gate_up GEMV's epilogue where the executor's kernel does it
+  // (act_fusion.hpp): -1 as the machine's profile says (executor_launch.hpp fused_gate_up_act), 0 never,
+  // 1 always (the executor's PEERPLAN_FUSED_ACT).
+  int fused_act = -1;
+  // Whether the executor launches its decode kernels with programmatic dependent launch (bf16 GEMVs, and so
+  // their activation epilogue, run only then): -1 as the machine's profile says (executor_launch.hpp), 0, 1
+  // (the executor itself, which knows: profiler/kernels/pdl.cuh).
+  int pdl = -1;
 };
 
 // Iterations of more tokens run the shared experts on the compute stream. vLLM's default

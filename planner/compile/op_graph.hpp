@@ -112,6 +112,9 @@ struct Op {
   // only: what they change in the price is already in m, batch_count and group_max_rows.
   int64_t expert_first = 0, expert_count = 0;
   DType wdtype = DType::BF16;  // Gemm / GroupedGemm: stored weight format (issue 15)
+  // Gemm / GroupedGemm of a gated MLP's gate_up: writes SiLU(gate) * up, [m][n / 2], in its epilogue and no
+  // activation op follows (act_fusion.hpp); mem_bytes counts the halved output.
+  bool act_epilogue = false;
   DType kv_dtype = DType::BF16;  // Attention: KV-cache format (issue 15)
   // Communication.
   int64_t bytes = 0;        // collective: per-rank buffer (nccl-tests "size"); Send: bytes moved
@@ -132,7 +135,7 @@ struct Op {
 inline auto priced_fields(const Op& o) {
   return std::tie(o.kind, o.gpus, o.m, o.n, o.k, o.batch_count, o.flops, o.mem_bytes, o.attn_batch, o.attn_q_len,
                   o.attn_context, o.attn_heads, o.attn_kv_heads, o.attn_head_dim, o.attn_v_dim, o.attn_prefill,
-                  o.attn_window, o.ew, o.ew_rows, o.ew_cols, o.group_max_rows, o.group_tokens, o.group_share, o.group_expert_rows, o.wdtype, o.kv_dtype, o.bytes, o.mode,
+                  o.attn_window, o.ew, o.ew_rows, o.ew_cols, o.group_max_rows, o.group_tokens, o.group_share, o.group_expert_rows, o.wdtype, o.act_epilogue, o.kv_dtype, o.bytes, o.mode,
                   o.p2p, o.allreduce);
 }
 inline constexpr size_t kOpPlacementFields = 8;  // id, name, stage, layer, deps, expert_first, expert_count, stream

@@ -53,4 +53,17 @@ inline int moe_w8_mma_timed(const Machine& m) {
   return it != m.meta.end() && it->is_boolean() && it->get<bool>() ? 1 : 0;
 }
 
+// Whether that executor ran a gated MLP's activation inside the gate_up GEMV's epilogue at decode
+// (planner/compile/act_fusion.hpp; since session 30, PEERPLAN_FUSED_ACT=0 when profiling turns it off):
+// the compiler then emits no activation op where the rule says the kernel fuses. False for a profile
+// without the key (every earlier one: its plans keep the activation kernel they were validated with) and
+// for a machine without measurements.
+inline constexpr const char* kFusedActKey = "executor_act_epilogue";
+
+inline bool fused_gate_up_act(const Machine& m) {
+  if (!m.measurements) return false;
+  const auto it = m.meta.find(kFusedActKey);
+  return it != m.meta.end() && it->is_boolean() && it->get<bool>();
+}
+
 }  // namespace peerplan

@@ -87,10 +87,22 @@ std::string shared_stream_mismatch(const Machine& profile, int host) {
       priced ? "on a second stream" : "on the compute stream", host == 1 ? "faster" : "slower", host);
 }
 
+std::string fused_act_mismatch(const Machine& profile, int host) {
+  const bool priced = fused_gate_up_act(profile);
+  if (host < 0 || (host == 1) == priced) return "";
+  return fmt::format(
+      "PEERPLAN_FUSED_ACT={} runs the MLP activation {} but the profile's plans price it {}: decode steps at batch "
+      "1-2 run ~2 us a layer {} than priced. Unset it to run as the profile says, or write a profile with "
+      "PEERPLAN_FUSED_ACT={} set (`peerplan profile`)",
+      host, host == 1 ? "inside the gate_up GEMV" : "as its own kernel",
+      priced ? "inside the gate_up GEMV" : "as its own kernel", host == 1 ? "faster" : "slower", host);
+}
+
 std::vector<std::string> executor_mismatches(const Machine& profile, const HostInfo& host, const PreflightOptions& opt) {
   std::vector<std::string> warnings;
   if (std::string w = launch_mismatch(profile, host.executor_launch); !w.empty()) warnings.push_back(w);
   if (std::string w = shared_stream_mismatch(profile, host.shared_stream); !w.empty()) warnings.push_back(w);
+  if (std::string w = fused_act_mismatch(profile, host.fused_act); !w.empty()) warnings.push_back(w);
   if (opt.w4a16)
     if (std::string w = w4_layout_mismatch(profile, host.w4_layout); !w.empty()) warnings.push_back(w);
   if (opt.w8_experts)

@@ -23,6 +23,7 @@ struct HostInfo {
   std::vector<HostGpu> gpus;
   std::string executor_launch;  // how this host's executor launches decode kernels ("pdl", "serial"; "" unknown)
   int shared_stream = -1;       // PEERPLAN_SHARED_STREAM here: -1 as the profile says, 0 never, 1 always
+  int fused_act = -1;           // PEERPLAN_FUSED_ACT here: -1 as the profile says, 0 never, 1 always
   std::string w4_layout;        // the int4 word order this executor reads ("tiled", "gptq"; "" unknown)
   int moe_w8_mma = -1;          // 8-bit experts' tiled groups on 8-bit tensor cores here: 1, 0, -1 unknown
 };
@@ -46,6 +47,10 @@ std::string launch_mismatch(const Machine& profile, const std::string& host_laun
 // other streams than the profile's plans price them (executor_launch.hpp shared_expert_stream); ""
 // when it follows the profile (-1) or agrees.
 std::string shared_stream_mismatch(const Machine& profile, int host_shared_stream);
+
+// The warning when this host's PEERPLAN_FUSED_ACT (0 or 1) runs the gated MLPs' activation otherwise than
+// the profile's plans price it (executor_launch.hpp fused_gate_up_act); "" when it follows the profile.
+std::string fused_act_mismatch(const Machine& profile, int host_fused_act);
 
 // Whether any of the model's Linear layers is stored int4 (W4A16 GEMMs in the executor).
 bool uses_w4a16(const ModelConfig& cfg);

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "planner/core/error.hpp"
+#include "profiler/common/env_switch.hpp"
 
 namespace peerplan::exec {
 
@@ -40,12 +40,8 @@ std::vector<StreamStep> stream_steps(const OpGraph& g, const std::vector<int>& i
 }
 
 int shared_stream_from_env(const char* v) {
-  if (!v || !*v) return -1;
-  if (std::string(v) == "0") return 0;
-  if (std::string(v) == "1") return 1;
-  throw RuntimeError("PEERPLAN_SHARED_STREAM=" + std::string(v) +
-                     ": expected 0 or 1 (1: a MoE layer's shared experts on a second stream at up to 8 tokens, "
-                     "0: never; unset: as the profile's executor ran them)");
+  return env_tristate("PEERPLAN_SHARED_STREAM", v,
+                      "1: a MoE layer's shared experts on a second stream at up to 8 tokens, 0: never");
 }
 
 }  // namespace peerplan::exec

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "planner/topology/executor_launch.hpp"
+#include "profiler/common/env_switch.hpp"
 #include "profiler/common/pdl_switch.hpp"
 #include "profiler/common/shared_stream.hpp"
 #include "profiler/discovery/nvml.hpp"
@@ -135,6 +136,7 @@ HostInfo discover_host() {
   for (const GpuSpec& g : gpus) h.gpus.push_back(HostGpu{g.name, g.uuid, g.memory_bytes});
   h.executor_launch = launch_mode(gpus);
   h.shared_stream = exec::shared_stream_from_env(std::getenv("PEERPLAN_SHARED_STREAM"));
+  h.fused_act = exec::fused_act_from_env(std::getenv("PEERPLAN_FUSED_ACT"));
   h.w4_layout = kernels::w4a16_layout_name(kernels::w4a16_layout());
   h.moe_w8_mma = kernels::moe_w8mma_on() ? 1 : 0;
   return h;
@@ -176,6 +178,10 @@ Machine discover_machine() {
   // faster at up to 8 tokens and priced within 2 % but Qwen1.5-MoE batch 1 at 6 %: docs/moe_executor.md).
   m.meta[kSharedStreamKey] = exec::shared_stream_from_env(std::getenv("PEERPLAN_SHARED_STREAM")) != 0;
   m.meta[kW4LayoutKey] = kernels::w4a16_layout_name(kernels::w4a16_layout());  // the order its W4A16 rows read
+  // Whether this executor runs a gated MLP's activation in the gate_up GEMV's epilogue at decode
+  // (planner/compile/act_fusion.hpp): plans compiled against this profile then emit no activation op there.
+  // On unless PEERPLAN_FUSED_ACT=0.
+  m.meta[kFusedActKey] = exec::fused_act_from_env(std::getenv("PEERPLAN_FUSED_ACT")) != 0;
   m.meta[kMoeW8MmaKey] = kernels::moe_w8mma_on();  // 8-bit experts' tiled groups on 8-bit tensor cores
   const int n = m.gpu_count();
   if (n == 0) throw RuntimeError("no CUDA GPU visible (check the driver and CUDA_VISIBLE_DEVICES)");

@@ -13,6 +13,8 @@
 #include "planner/compile/compiler.hpp"
 #include "planner/compile/graph_batch.hpp"
 #include "planner/core/error.hpp"
+#include "profiler/common/env_switch.hpp"
+#include "profiler/common/pdl_switch.hpp"
 #include "profiler/common/shared_stream.hpp"
 #include "profiler/exec/engine_state.hpp"
 #include "profiler/exec/executor.hpp"
@@ -36,7 +38,8 @@ void check_model_executable(const ModelConfig& cfg) {
 Engine::Engine(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig, const Machine& machine,
                const ExecOptions& opt, int64_t kv_slots, int64_t max_ctx, int64_t max_tokens, int in_flight)
     : plan_(plan), cfg_(cfg), fig_(fig), machine_(machine), fused_norm_(fused_add_norm(machine)),
-      shared_stream_(shared_stream_from_env(std::getenv("PEERPLAN_SHARED_STREAM"))), opt_(opt),
+      shared_stream_(shared_stream_from_env(std::getenv("PEERPLAN_SHARED_STREAM"))),
+      fused_act_(fused_act_from_env(std::getenv("PEERPLAN_FUSED_ACT"))), opt_(opt),
       kv_slots_(kv_slots), max_ctx_(max_ctx), max_tokens_(max_tokens), in_flight_(std::max(1, in_flight)) {
   check_model_executable(cfg);
   // Never NVLink multicast (it can take a shared host's GPUs out of service); P2P off is set
@@ -108,6 +111,8 @@ BatchShape Engine::shape_of(const std::vector<SeqRun>& seqs) {
 OpGraph Engine::compile(const BatchShape& shape) const {
   CompileOptions o;
   o.shared_stream = shared_stream_;
+  o.fused_act = fused_act_;
+  o.pdl = kn::pdl::enabled() ? 1 : 0;  // the GEMVs this executor runs (the profile's may differ: validate warns)
   return compile_iteration(plan_, cfg_, fig_, machine_, shape, o);
 }
 

@@ -27,6 +27,10 @@
 #include "profiler/gpu/gemm.hpp"
 #include "profiler/gpu/raii.hpp"
 
+namespace peerplan::kernels {
+struct MoeExpertGemmArgs;
+}
+
 namespace peerplan::exec {
 
 struct GpuState;
@@ -123,6 +127,8 @@ class Engine {
   static void settle_new_weights(GpuState& g);
   void run_moe_route(const Op& op, GpuState& g);
   void run_grouped_gemm(const Op& op, GpuState& g);
+  // gate_up with SiLU(gate) * up in its epilogue (Op::act_epilogue), d as run_grouped_gemm built it.
+  void run_gate_up_with_act(const Op& op, GpuState& g, kernels::MoeExpertGemmArgs& d);
   // A grouped GEMM that gathers its rows' tokens (gate_up; down reads sorted rows), and where in Z
   // its gathered copy starts for T routed tokens: behind the tokens' rows, 256-byte aligned.
   static bool gathers_tokens(const Op& op);
@@ -157,6 +163,8 @@ class Engine {
   bool fused_norm_ = true;
   // PEERPLAN_SHARED_STREAM (-1 as the profile says, 0, 1): CompileOptions::shared_stream of every compile.
   int shared_stream_ = -1;
+  // PEERPLAN_FUSED_ACT (-1 as the profile says, 0, 1): CompileOptions::fused_act of every compile.
+  int fused_act_ = -1;
   ExecOptions opt_;
   int64_t kv_slots_, max_ctx_, max_tokens_;
   int in_flight_;

@@ -69,6 +69,8 @@ std::map<int, Engine::ScratchNeed> Engine::scratch_needs(const std::vector<OpGra
           // a mean over layers), so the buffers take all of them.
           const int64_t rows = std::max(op.m, moe_tokens[id] * cfg_.experts_per_token);
           n.y = std::max(n.y, rows * op.n);
+          // With the activation in gate_up's epilogue its rows go to Y's end, past down's [rows][hidden].
+          if (op.act_epilogue) n.y = std::max(n.y, rows * (op.n / 2 + cfg_.hidden) + 256);
           n.z = std::max(n.z, rows * op.k);
           // Prefill-sized gate_up may take cuBLAS per expert (engine_moe.cpp), which gathers the
           // rows behind the tokens in Z; sized here so the executor runs the path the profile timed.

@@ -12,6 +12,7 @@
 
 #include "planner/core/error.hpp"
 #include "planner/model/routing_model.hpp"
+#include "profiler/common/moe_tiles.hpp"
 #include "profiler/exec/engine_state.hpp"
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/gpu/gemm_quant.hpp"
@@ -117,7 +118,9 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
                        "," + std::to_string(op.n) + "] exceed the Y/Z scratch buffers");
   kn::MoeExpertGemmArgs d;
   kn::MoeGemmArgs& a = d.gemm;
-  a.x = g.Z.as<bf16>();
+  // down reads the activation rows where gate_up's epilogue left them (act_epilogue), else in Z.
+  a.x = !gather && g.moe_act ? g.moe_act : g.Z.as<bf16>();
+  if (!gather) g.moe_act = nullptr;
   a.gather = gather ? g.moe.token_of_row : nullptr;
   a.w = w_bf16;
   if (wq && wq->dtype == DType::FP8_E4M3) a.w_fp8 = wq->codes.as<uint8_t>(), a.w_scale = wq->scales.as<float>();
@@ -145,7 +148,29 @@ void Engine::run_grouped_gemm(const Op& op, GpuState& g) {
     d.gathered = g.Z.as<bf16>() + first;
     d.gathered_cap = std::max<int64_t>(0, g.cap_z - first);
   }
+  if (op.act_epilogue) return run_gate_up_with_act(op, g, d);
   kn::moe_expert_gemm(d, g.moe, g.stream);
+}
+
+void Engine::run_gate_up_with_act(const Op& op, GpuState& g, kn::MoeExpertGemmArgs& d) {
+  // SiLU(gate) * up in the gemv's epilogue (planner/compile/act_fusion.hpp), written at the end of Y (256-byte
+  // aligned) where down's output rows [entries][hidden] at Y's start cannot reach it while down reads it; Z
+  // holds the tokens gate_up gathers, so it cannot go there. Where the gemv does not take the call (an
+  // override, or no room), the GEMM into Y and the activation kernel into Z, as an activation op would.
+  kn::MoeGemmArgs& a = d.gemm;
+  const int64_t entries = a.entries, inter = op.n / 2;
+  const int64_t at = (g.cap_y - entries * inter) / 128 * 128;
+  const bool room = op.n % 2 == 0 && at >= entries * cfg_.hidden;
+  if (room && kn::moe_gemm_act_takes(a, kn::moe_gemm_tile_kind(a.max_rows, a.gather != nullptr)) &&
+      kn::moe_expert_gemm_path(d, g.moe, g.stream) == kn::MoeExpertPath::Grouped) {
+    a.act = g.Y.as<bf16>() + at;
+    kn::moe_expert_gemm(d, g.moe, g.stream);
+    g.moe_act = a.act;
+    return;
+  }
+  kn::moe_expert_gemm(d, g.moe, g.stream);
+  kn::silu_mul(g.Y.as<bf16>(), g.Z.as<bf16>(), std::max<int64_t>(1, op.m), inter, g.stream);
+  g.moe_act = nullptr;
 }
 
 void Engine::run_moe_combine(const Op& op, GpuState& g) {

@@ -22,6 +22,8 @@ void Engine::run_quant_gemm(const Op& op, GpuState& g) {
     it = g.qweights.insert_or_assign(op.name, std::move(w)).first;
     settle_new_weights(g);
   }
+  if (op.act_epilogue)  // SiLU(gate) * up into Z, as the activation op would write it (act_fusion.hpp)
+    return g.qgemm->run_gate_up_act(g.X.as<bf16>(), it->second, g.Y.as<bf16>(), g.Z.as<bf16>(), op.m, g.stream);
   g.qgemm->run(g.X.as<bf16>(), it->second, g.Y.as<bf16>(), op.m, g.stream);
 }
 

@@ -58,6 +58,9 @@ struct GpuState {
   gpu::DeviceBuffer moe_buf, moe_cdf;
   kernels::MoeRouting moe;
   int64_t moe_cap_tokens = 0, moe_tokens = 0;
+  // The routed rows' activation where the last gate_up's epilogue wrote it (Op::act_epilogue), for the
+  // layer's down GEMM to read; null: in Z (the activation op's output).
+  __nv_bfloat16* moe_act = nullptr;
   // Shared experts on a second stream (PEERPLAN_SHARED_STREAM=1; profiler/common/shared_stream.hpp):
   // the auxiliary stream, its own cuBLASLt runner (one workspace per stream) and scratch, created on
   // first use; while a branch runs they are swapped in for stream, gemm, X, Y and Z (engine_graph.cpp).

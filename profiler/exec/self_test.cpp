@@ -556,7 +556,8 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
   // the RMSNorm cases (hidden 4096 to 16384); =qknorm: Qwen3's per-head QK-norm; =moe: routing,
 // grouped GEMMs (stream, gemv, tiled) and combine; =mla: the MLA decode attention, cache write +
 // rope and YaRN helpers (DeepSeek-V2/V3, Kimi K2); =quant: the quantized GEMMs (every W4A16 variant)
-// and the FP8 KV cache; =pdl: the decode GEMV and a launch chain with programmatic dependent launch.
+// and the FP8 KV cache; =pdl: the decode GEMV and a launch chain with programmatic dependent launch;
+// =act: the activation in the gate_up GEMVs' epilogue.
   if (const char* only = std::getenv("PEERPLAN_SELFTEST_ONLY"); only && *only) {
     const std::string o = only;
     if (o == "window") window_attention_cases(out, dev, sms, rng);
@@ -567,7 +568,9 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
     else if (o == "mla") selftest::mla_cases(out, dev, sms, rng);
     else if (o == "quant") quant_cases(out, dev, sms, rng);
     else if (o == "pdl") pdl_cases(out, dev, rng);
-    else throw InputError("", "PEERPLAN_SELFTEST_ONLY", "window, headdim, norm, qknorm, moe, mla, quant or pdl; found " + o);
+    else if (o == "act") act_cases(out, dev, sms, rng);
+    else throw InputError("", "PEERPLAN_SELFTEST_ONLY",
+                          "window, headdim, norm, qknorm, moe, mla, quant, pdl or act; found " + o);
     return out;
   }
   std::fprintf(stderr, "self-test: %s\n", "decode attention");
@@ -617,6 +620,9 @@ std::vector<SelfTestResult> kernel_self_test(int dev, uint64_t seed) {
 
   std::fprintf(stderr, "self-test: %s\n", "decode GEMV, programmatic dependent launch");
   pdl_cases(out, dev, rng);
+
+  std::fprintf(stderr, "self-test: %s\n", "activation in the gate_up GEMV's epilogue");
+  act_cases(out, dev, sms, rng);
 
   std::fprintf(stderr, "self-test: %s\n", "peer-memory all-reduce (ranks emulated on one GPU)");
   allreduce_cases(out, dev);

@@ -9,6 +9,7 @@
 // experts (moe_gemm_mxfp4.cu; the same) and the weighted combine. Outputs are poisoned first.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "profiler/gpu/gemm.hpp"
 #include "profiler/gpu/gemm_quant.hpp"
 #include "profiler/gpu/raii.hpp"
+#include "profiler/kernels/elementwise.hpp"
 #include "profiler/kernels/moe_expert_gemm.hpp"
 #include "profiler/kernels/moe_gemm.hpp"
 #include "profiler/kernels/moe_route.hpp"
@@ -361,6 +363,48 @@ void check_gemm(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng,
                         dy, ref));
 }
 
+// gate_up (gathered) with SiLU(gate) * up in the gemv's epilogue (MoeGemmArgs::act) against the same call
+// unfused then silu_mul: bit for bit (each output's sum is computed as unfused; planner/compile/act_fusion.hpp).
+void check_gemm_act(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng, const Routed& x, int64_t inter,
+                    int64_t kdim, int kind, int64_t max_rows_hint, int gemv_shape = -1) {
+  const int64_t entries = x.tokens * x.topk, n = 2 * inter;
+  const auto off = download(x.r.offsets, size_t(x.count + 1));
+  const int rows = off[size_t(x.count)];
+  const auto xin = random_bf16(size_t(x.tokens * kdim), rng, 1.0);
+  const ExpertWeights w = expert_weights(dev, rng, x.count, n, kdim, Fmt::Bf16);
+  auto dx = upload(dev, xin);
+  auto dy = poisoned(dev, size_t(std::max(rows, 1)) * size_t(n));
+  auto dref = poisoned(dev, size_t(std::max(rows, 1)) * size_t(inter)), dact = poisoned(dev, size_t(std::max(rows, 1)) * size_t(inter));
+  kn::MoeGemmArgs a;
+  a.x = dx.as<bf16>();
+  a.gather = x.r.token_of_row;
+  w.set(a);
+  a.y = dy.as<bf16>();
+  a.n = n, a.k = kdim, a.entries = entries, a.max_rows = max_rows_hint, a.gemv_shape = gemv_shape;
+  const std::string shape = fmt::format("rows={} experts={} inter={} k={} max_rows={}{}", rows, x.count, inter, kdim,
+                                        max_rows_hint, gemv_shape >= 0 ? fmt::format(" shape {}", gemv_shape) : "");
+  if (!kn::moe_gemm_act_takes(a, kind)) {  // PEERPLAN_MOE_GEMV=0: the executor runs it unfused
+    out.push_back(result("moe_gemm(act epilogue)", shape + " not taken (PEERPLAN_MOE_GEMV=0?)", 0, 0, false, 0));
+    return;
+  }
+  kn::moe_grouped_gemm_kind(a, x.r, kind, nullptr);
+  kn::silu_mul(dy.as<bf16>(), dref.as<bf16>(), rows, inter, nullptr);
+  a.act = dact.as<bf16>();
+  kn::moe_grouped_gemm_kind(a, x.r, kind, nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const auto f = download(dact.as<bf16>(), size_t(rows) * size_t(inter));
+  const auto u = download(dref.as<bf16>(), size_t(rows) * size_t(inter));
+  size_t bad = 0, unwritten = 0;
+  for (size_t i = 0; i < f.size(); ++i) {
+    unsigned short fb, ub;
+    std::memcpy(&fb, &f[i], 2), std::memcpy(&ub, &u[i], 2);
+    unwritten += (fb & 0x7fff) > 0x7f80;  // still the poison NaN
+    bad += fb != ub;
+  }
+  out.push_back(result("moe_gemm(act epilogue)", shape + " (bit-exact; error = elements that differ)", double(bad), 0,
+                       unwritten == 0, 0));
+}
+
 // The executor's call (moe_expert_gemm, engine_moe.cpp) eager with threshold `min_gflop` (0: cuBLASLt
 // per expert whatever the rows; huge: the grouped kernel), against the same fp64 reference: the
 // path it must take is checked too (a wrong path fails the row: its error is set to infinity).
@@ -496,6 +540,13 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
     check_gemm(out, dev, rng, a, 72, 2080, true, 0, true, 1, shape);
     check_gemm(out, dev, rng, b, 200, 288, false, 1, true, 2, shape);
   }
+  // The activation in the gemv's epilogue: decode rows (1, 2 and 4 per pass), every shape, an EP shard, a
+  // half (inter = 36) off the warps' rows.
+  check_gemm_act(out, dev, rng, a, 1408, 2048, 0, 1);
+  check_gemm_act(out, dev, rng, a, 1408, 2048, 1, 2);
+  check_gemm_act(out, dev, rng, a, 36, 288, 1, 4);
+  check_gemm_act(out, dev, rng, c, 64, 1024, 0, 1);
+  for (int shape = 0; shape <= 4; ++shape) check_gemm_act(out, dev, rng, a, 100, 2080, 0, 1, shape);
   // The executor's dispatch forced onto cuBLASLt per expert (threshold 0, eager: the default
   // stream is not capturing), gate_up (gathered) and down (sorted rows), n and k multiples of 128
   // (the rule's alignment): a popularity with four hot experts and a thin tail (hot experts with

@@ -44,6 +44,9 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng);
 // Peer-memory one-shot / two-shot all-reduce, every rank emulated on this GPU (issue 17):
 // self_test_allreduce.cpp.
 void allreduce_cases(std::vector<SelfTestResult>& out, int dev);
+// The activation in the gate_up GEMV's epilogue (dense bf16 / int8, W4A16 v7) against the GEMV then silu_mul:
+// self_test_act.cpp (the routed experts' gemv: moe_cases).
+void act_cases(std::vector<SelfTestResult>& out, int dev, int sms, std::mt19937_64& rng);
 // The decode GEMV and a PDL launch chain, on a stream and in a CUDA graph: self_test_pdl.cpp.
 void pdl_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng);
 

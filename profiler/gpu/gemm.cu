@@ -7,6 +7,7 @@
 
 #include "profiler/common/pdl_switch.hpp"
 #include "profiler/kernels/dense_gemv.hpp"
+#include "profiler/kernels/elementwise.hpp"
 
 namespace peerplan::gpu {
 
@@ -137,6 +138,22 @@ void GemmRunner::run(const void* x, const void* w, void* y, int64_t M, int64_t n
   const float alpha = 1.0f, beta = 0.0f;
   CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, y, p.c, y, p.c, &p.algo,
                               workspace_.get(), workspace_.bytes(), stream));
+}
+
+bool GemmRunner::fuses_act(int64_t M, int64_t n, int64_t k) const {
+  return kernels::pdl::enabled() && kernels::dense_gemv_supports(M, n, k) && n % 2 == 0;
+}
+
+void GemmRunner::run_gate_up_act(const void* x, const void* w, void* scratch, void* act, int64_t M, int64_t n,
+                                 int64_t k, cudaStream_t stream) {
+  ScopedDevice d(device_);
+  const bool aligned =
+      ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(w) | reinterpret_cast<uintptr_t>(act)) & 15) == 0;
+  if (aligned && fuses_act(M, n, k))
+    return kernels::dense_gemv(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w),
+                               static_cast<__nv_bfloat16*>(act), M, n, k, stream, true);
+  run(x, w, scratch, M, n, k, stream);
+  kernels::silu_mul(static_cast<const __nv_bfloat16*>(scratch), static_cast<__nv_bfloat16*>(act), M, n / 2, stream);
 }
 
 }  // namespace peerplan::gpu

@@ -36,6 +36,13 @@ class GemmRunner {
   // y + e*M*n.
   void run(const void* x, const void* w, void* y, int64_t M, int64_t n, int64_t k, cudaStream_t stream,
            int64_t batch = 1);
+  // A gated MLP's gate_up ([gate; up], n = 2 x inter) with its activation: act [M][n / 2] = SiLU(x gate^T) *
+  // (x up^T). Where fuses_act, one GEMV whose epilogue applies it (kernels::dense_gemv's act: the
+  // compiler then emits no activation op, planner/compile/act_fusion.hpp); else run() into `scratch`
+  // ([M][n]) and kernels::silu_mul from it. Same bits either way.
+  bool fuses_act(int64_t M, int64_t n, int64_t k) const;
+  void run_gate_up_act(const void* x, const void* w, void* scratch, void* act, int64_t M, int64_t n, int64_t k,
+                       cudaStream_t stream);
   // Looks up and caches the algorithm of a shape without running it (an engine's start-up warm-up:
   // the heuristic query then never lands on the critical path of a serving iteration). Returns a
   // fingerprint of the chosen algorithm's configuration: shapes of one (n, k) with equal

@@ -230,6 +230,29 @@ void QuantGemmRunner::run(const void* x, const QuantWeight& w, void* y, int64_t 
   }
 }
 
+bool QuantGemmRunner::fuses_act(DType dtype, int64_t M, int64_t n, int64_t k) const {
+  if (n % 2 != 0) return false;
+  if (dtype == DType::INT8) return kn::dense_gemv_int8_supports(M, n, k);
+  if (dtype == DType::INT4) return M <= std::min(int4_gemv_max_m_, kn::kW4GemvMaxM) && kn::w4a16_fuses_act(M, n);
+  return false;
+}
+
+void QuantGemmRunner::run_gate_up_act(const void* x, const QuantWeight& w, void* scratch, void* act, int64_t M,
+                                      cudaStream_t stream) {
+  ScopedDevice d(device_);
+  if (M <= 0) return;
+  const bool aligned = ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(w.codes.get()) |
+                         reinterpret_cast<uintptr_t>(act)) & 15) == 0;
+  if (aligned && fuses_act(w.dtype, M, w.n, w.k)) {
+    if (w.dtype == DType::INT8)
+      return kn::dense_gemv_int8(static_cast<const __nv_bfloat16*>(x), w.codes.as<int8_t>(), w.scales.as<float>(),
+                                 static_cast<__nv_bfloat16*>(act), M, w.n, w.k, stream, true);
+    return run_int4(x, w, act, M, stream, true);
+  }
+  run(x, w, scratch, M, stream);
+  kn::silu_mul(static_cast<const __nv_bfloat16*>(scratch), static_cast<__nv_bfloat16*>(act), M, w.n / 2, stream);
+}
+
 void QuantGemmRunner::run_fp8(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream) {
   if (w.scaling == Fp8Scaling::PerTensor) {
     auto* xq = static_cast<uint8_t*>(scratch(0, size_t(M * w.k), stream));
@@ -363,7 +386,8 @@ void QuantGemmRunner::run_int8(const void* x, const QuantWeight& w, void* y, int
   kn::dequant_int32(acc, xs, w.scales.as<float>(), static_cast<__nv_bfloat16*>(y), M, n, stream);
 }
 
-void QuantGemmRunner::run_int4(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream) {
+void QuantGemmRunner::run_int4(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream,
+                               bool act) {
   const int64_t n = w.n, k = w.k;
   if (M <= std::min(int4_gemv_max_m_, kn::kW4GemvMaxM)) {
     kn::W4A16Gemm a;
@@ -371,6 +395,7 @@ void QuantGemmRunner::run_int4(const void* x, const QuantWeight& w, void* y, int
     a.w = w.codes.as<uint32_t>();
     a.scales = w.scales.as<__nv_bfloat16>();
     a.y = static_cast<__nv_bfloat16*>(y);
+    a.act = act;
     a.M = M;
     a.n = n;
     a.k = k;

@@ -76,6 +76,10 @@ class QuantGemmRunner {
   // int32 accumulator, the int4 dequant slab) grows on first use of a larger shape, so run each
   // shape once before capturing it into a CUDA graph (the engine does).
   void run(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream);
+  // A gated MLP's gate_up with its activation, as GemmRunner::run_gate_up_act: fused into the epilogue of
+  // the int8 GEMV (M <= 2) or of W4A16 v7 (M <= 2) where fuses_act, else run() into `scratch` and silu_mul.
+  bool fuses_act(DType dtype, int64_t M, int64_t n, int64_t k) const;
+  void run_gate_up_act(const void* x, const QuantWeight& w, void* scratch, void* act, int64_t M, cudaStream_t stream);
   // Looks up (and caches) the cuBLASLt algorithm of the shape; returns a fingerprint of the kernel
   // configuration (equal fingerprints of one (n, k) share a kernel), as GemmRunner::prepare.
   uint64_t prepare(DType dtype, Fp8Scaling scaling, int64_t M, int64_t n, int64_t k);
@@ -132,7 +136,7 @@ class QuantGemmRunner {
   void matmul_fp8_scaled(const uint8_t* xq, const float* xs, const uint8_t* codes, const float* w_scales,
                          Fp8Scaling scaling, int64_t n, int64_t k, void* y, int64_t M, cudaStream_t stream);
   void run_int8(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream);
-  void run_int4(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream);
+  void run_int4(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream, bool act = false);
   int device_ = -1;
   int sms_ = 132;
   int64_t int4_gemv_max_m_ = 32;  // GEMV kernel up to here (H200 2026-12-02: even with dequant + cuBLASLt at 64)

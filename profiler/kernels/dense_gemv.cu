@@ -7,6 +7,7 @@
 #include "profiler/kernels/int8_codes.cuh"
 #include "profiler/kernels/mma_ptx.cuh"
 #include "profiler/kernels/pdl.cuh"
+#include "profiler/kernels/silu_mul.cuh"
 
 namespace peerplan::kernels {
 namespace {
@@ -35,18 +36,30 @@ struct Int8W {  // codes converted exactly (int8_codes.cuh); the channel scale m
   }
 };
 
-template <class W, int MT>
+// ACT: W is a gated MLP's gate_up ([gate; up], n = 2 x inter) and y receives SiLU(gate) * up [M][inter]
+// (dense_gemv_act): the block's rows are gate rows j0, j0 + 1 and the up rows inter + j0, inter + j0 + 1.
+template <class W, int MT, bool ACT = false>
 __global__ void __launch_bounds__(kSplit * 32) dense_gemv_kernel(const bf16* x, const typename W::T* w,
                                                                  const float* w_scale, bf16* y, int M, int64_t n,
                                                                  int64_t k) {
   constexpr int E = W::kPerLoad, XV = E / 8, kStep = 32 * E;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t n0 = int64_t(blockIdx.x) * kRows;
+  const int64_t half = n / 2;
+  // Weight row of block row r: n0 + r, or under ACT gate row n0 + r (r < 2) and up row half + n0 + r - 2.
+  const int64_t n0 = int64_t(blockIdx.x) * (ACT ? kRows / 2 : kRows);
+  auto row_of = [&](int r) -> int64_t {
+    if constexpr (ACT) return r < kRows / 2 ? n0 + r : half + n0 + r - kRows / 2;
+    return n0 + r;
+  };
   const int64_t steps = (k + kStep - 1) / kStep, per = (steps + kSplit - 1) / kSplit;
   const int64_t s_begin = warp * per, s_end = min(steps, s_begin + per);
   const typename W::T* wr[kRows];
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) wr[r] = w + min(n0 + r, n - 1) * k;  // past n: a valid row, never stored
+  for (int r = 0; r < kRows; ++r) {  // past n (or past its half): a valid row, never stored
+    const int64_t row = ACT ? (r < kRows / 2 ? min(n0 + r, half - 1) : half + min(n0 + r - kRows / 2, half - 1))
+                            : min(n0 + r, n - 1);
+    wr[r] = w + row * k;
+  }
   const uint4 zero = make_uint4(0, 0, 0, 0);
   auto load = [&](uint4 (&wv)[kU][kRows], int64_t s0) {
 #pragma unroll
@@ -99,6 +112,21 @@ __global__ void __launch_bounds__(kSplit * 32) dense_gemv_kernel(const bf16* x, 
       if (lane == 0) part[warp][r][m] = v;
     }
   __syncthreads();
+  if constexpr (ACT) {
+    // Thread (r, m), r < 2: gate row n0 + r and its up row, each rounded to bf16 first as the gate_up
+    // GEMM's output would be, so the result equals gate_up then silu_mul exactly.
+    if (threadIdx.x < kRows / 2 * MT) {
+      const int r = threadIdx.x / MT, m = threadIdx.x % MT;
+      if (n0 + r < half && m < M) {
+        float gs = 0.f, us = 0.f;
+#pragma unroll
+        for (int q = 0; q < kSplit; ++q) gs += part[q][r][m], us += part[q][r + kRows / 2][m];
+        if constexpr (W::kScaled) gs *= w_scale[row_of(r)], us *= w_scale[row_of(r + kRows / 2)];
+        y[m * half + n0 + r] = silu_mul_rounded(gs, us);
+      }
+    }
+    return;
+  }
   if (threadIdx.x < kRows * MT) {
     const int r = threadIdx.x / MT, m = threadIdx.x % MT;
     if (n0 + r < n && m < M) {
@@ -113,27 +141,41 @@ __global__ void __launch_bounds__(kSplit * 32) dense_gemv_kernel(const bf16* x, 
 
 }  // namespace
 
-void dense_gemv(const bf16* x, const bf16* w, bf16* y, int64_t M, int64_t n, int64_t k, cudaStream_t stream) {
-  if (!dense_gemv_supports(M, n, k) || !x || !w || !y)
+namespace {
+template <class W>
+void launch_gemv(const bf16* x, const typename W::T* w, const float* w_scale, bf16* y, int64_t M, int64_t n, int64_t k,
+                 bool act, cudaStream_t stream) {
+  const dim3 grid(unsigned(act ? (n / 2 + kRows / 2 - 1) / (kRows / 2) : (n + kRows - 1) / kRows)), block(kSplit * 32);
+  if (act) {
+    if (M == 1) pdl::launch(dense_gemv_kernel<W, 1, true>, grid, block, 0, stream, x, w, w_scale, y, int(M), n, k);
+    else pdl::launch(dense_gemv_kernel<W, 2, true>, grid, block, 0, stream, x, w, w_scale, y, int(M), n, k);
+  } else if (M == 1) {
+    pdl::launch(dense_gemv_kernel<W, 1>, grid, block, 0, stream, x, w, w_scale, y, int(M), n, k);
+  } else {
+    pdl::launch(dense_gemv_kernel<W, 2>, grid, block, 0, stream, x, w, w_scale, y, int(M), n, k);
+  }
+}
+std::string act_note(bool act, int64_t n) {
+  return act && n % 2 != 0 ? "; with the activation n = 2 x inter must be even, found " + std::to_string(n) : "";
+}
+}  // namespace
+
+void dense_gemv(const bf16* x, const bf16* w, bf16* y, int64_t M, int64_t n, int64_t k, cudaStream_t stream, bool act) {
+  if (!dense_gemv_supports(M, n, k) || !x || !w || !y || (act && n % 2 != 0))
     throw std::invalid_argument("dense_gemv: M " + std::to_string(M) + " (1.." + std::to_string(kDenseGemvMaxM) +
                                 "), n " + std::to_string(n) + " (positive), k " + std::to_string(k) +
-                                " (a positive multiple of 8) and every operand set");
-  const dim3 grid(unsigned((n + kRows - 1) / kRows));
-  const float* none = nullptr;
-  if (M == 1) pdl::launch(dense_gemv_kernel<Bf16W, 1>, grid, dim3(kSplit * 32), 0, stream, x, w, none, y, int(M), n, k);
-  else pdl::launch(dense_gemv_kernel<Bf16W, 2>, grid, dim3(kSplit * 32), 0, stream, x, w, none, y, int(M), n, k);
+                                " (a positive multiple of 8) and every operand set" + act_note(act, n));
+  launch_gemv<Bf16W>(x, w, nullptr, y, M, n, k, act, stream);
   CUDA_CHECK_LAUNCH("dense_gemv");
 }
 
 void dense_gemv_int8(const bf16* x, const int8_t* w, const float* w_scale, bf16* y, int64_t M, int64_t n, int64_t k,
-                     cudaStream_t stream) {
-  if (!dense_gemv_int8_supports(M, n, k) || !x || !w || !w_scale || !y)
+                     cudaStream_t stream, bool act) {
+  if (!dense_gemv_int8_supports(M, n, k) || !x || !w || !w_scale || !y || (act && n % 2 != 0))
     throw std::invalid_argument("dense_gemv_int8: M " + std::to_string(M) + " (1.." + std::to_string(kDenseGemvMaxM) +
                                 "), n " + std::to_string(n) + " (positive), k " + std::to_string(k) +
-                                " (a positive multiple of 16) and every operand set");
-  const dim3 grid(unsigned((n + kRows - 1) / kRows));
-  if (M == 1) pdl::launch(dense_gemv_kernel<Int8W, 1>, grid, dim3(kSplit * 32), 0, stream, x, w, w_scale, y, int(M), n, k);
-  else pdl::launch(dense_gemv_kernel<Int8W, 2>, grid, dim3(kSplit * 32), 0, stream, x, w, w_scale, y, int(M), n, k);
+                                " (a positive multiple of 16) and every operand set" + act_note(act, n));
+  launch_gemv<Int8W>(x, w, w_scale, y, M, n, k, act, stream);
   CUDA_CHECK_LAUNCH("dense_gemv_int8");
 }
 

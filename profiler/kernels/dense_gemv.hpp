@@ -21,8 +21,12 @@ inline bool dense_gemv_supports(int64_t M, int64_t n, int64_t k) {
   return M >= 1 && M <= kDenseGemvMaxM && n > 0 && (n + 3) / 4 <= int64_t(0x7fffffff) && k > 0 && k % 8 == 0;
 }
 
+// act: W is a gated MLP's gate_up, [gate; up] with n = 2 x inter (even), and y receives SiLU(gate) * up,
+// [M][inter], in the epilogue (TensorRT-LLM's fused gated activation): no gate_up output and no separate
+// activation kernel; each block owns 2 gate rows and their 2 up rows. Bit-equal to the GEMV then
+// silu_mul (the sums are rounded to bf16 before the activation, silu_mul.cuh).
 void dense_gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y, int64_t M, int64_t n, int64_t k,
-                cudaStream_t stream);
+                cudaStream_t stream, bool act = false);
 
 // The same GEMV over int8 weights with one fp32 scale per output channel (y = scale[n] * x . W[n]^T), the
 // codes converted to bf16 exactly in registers (int8_codes.cuh): W8A16 at decode, one kernel where the W8A8
@@ -35,6 +39,6 @@ inline bool dense_gemv_int8_supports(int64_t M, int64_t n, int64_t k) {
 }
 
 void dense_gemv_int8(const __nv_bfloat16* x, const int8_t* w, const float* w_scale, __nv_bfloat16* y, int64_t M,
-                     int64_t n, int64_t k, cudaStream_t stream);
+                     int64_t n, int64_t k, cudaStream_t stream, bool act = false);
 
 }  // namespace peerplan::kernels

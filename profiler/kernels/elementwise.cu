@@ -6,6 +6,7 @@
 #include "profiler/kernels/elementwise.hpp"
 #include "profiler/kernels/kv_fp8.cuh"
 #include "profiler/kernels/pdl.cuh"
+#include "profiler/kernels/silu_mul.cuh"
 
 namespace peerplan::kernels {
 namespace {
@@ -121,7 +122,7 @@ __global__ void silu_mul_kernel(const __nv_bfloat16* in, __nv_bfloat16* out, int
     load8(in + t * 2 * inter + c, g);
     load8(in + t * 2 * inter + inter + c, u);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) o[j] = g[j] / (1.f + __expf(-g[j])) * u[j];
+    for (int j = 0; j < 8; ++j) o[j] = silu_mul_of(g[j], u[j]);
     store8(out + t * inter + c, o);
   }
 }

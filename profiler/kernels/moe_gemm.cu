@@ -9,6 +9,7 @@
 #include "profiler/kernels/moe_gemm.hpp"
 #include "profiler/kernels/moe_gemm_tile.cuh"
 #include "profiler/kernels/pdl.cuh"
+#include "profiler/kernels/silu_mul.cuh"
 
 namespace peerplan::kernels {
 namespace {
@@ -126,7 +127,9 @@ constexpr int kGvWarps = 4;  // rows per warp (RW) and 256-column steps per iter
 
 // MT: routed rows multiplied per pass over the weights (2 when the busiest expert holds <= 2 rows,
 // 4 when it holds 3-4); a tile with more rows takes them MT at a time (correct, slower).
-template <int MT, int kGvRows = 4, int kGvUnroll = 2>
+// ACT (a.act set, gate_up only): the warp's rows are kGvRows / 2 gate rows and their up rows (n / 2 on),
+// and SiLU(gate) * up goes to a.act [rows][n / 2] instead of y (moe_gemm.hpp).
+template <int MT, int kGvRows = 4, int kGvUnroll = 2, bool ACT = false>
 __global__ void __launch_bounds__(kGvWarps * 32) gemv_kernel(MoeGemmArgs a, const int* tiles, const int* num_tiles,
                                                             const int* offsets, int tile_rows) {
   pdl::wait();
@@ -134,13 +137,19 @@ __global__ void __launch_bounds__(kGvWarps * 32) gemv_kernel(MoeGemmArgs a, cons
   TileRef tl;
   if (!tile_of(tiles, num_tiles, offsets, blockIdx.x, tile_rows, tl)) return;  // CTA-uniform
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t n0 = (int64_t(blockIdx.y) * kGvWarps + warp) * kGvRows;
-  if (n0 >= a.n) return;  // warp-uniform, and no barrier below
+  constexpr int kOut = ACT ? kGvRows / 2 : kGvRows;  // output columns per warp
+  const int64_t n_out = ACT ? a.n / 2 : a.n;
+  const int64_t n0 = (int64_t(blockIdx.y) * kGvWarps + warp) * kOut;
+  if (n0 >= n_out) return;  // warp-uniform, and no barrier below
   const int64_t K = a.k;
   const bf16* wexp = a.w + int64_t(tl.expert) * a.n * K;
   const bf16* wr[kGvRows];
 #pragma unroll
-  for (int r = 0; r < kGvRows; ++r) wr[r] = wexp + std::min<int64_t>(n0 + r, a.n - 1) * K;  // past n: a valid row, not stored
+  for (int r = 0; r < kGvRows; ++r) {  // past n (or its half): a valid row, not stored
+    const int64_t row = ACT ? (r < kOut ? 0 : n_out) + std::min<int64_t>(n0 + r % kOut, n_out - 1)
+                            : std::min<int64_t>(n0 + r, a.n - 1);
+    wr[r] = wexp + row * K;
+  }
   for (int m0 = tl.row0; m0 < tl.row_end; m0 += MT) {
     const bf16* xr[MT];  // rows past the tile repeat the first (computed, never stored)
 #pragma unroll
@@ -184,13 +193,17 @@ __global__ void __launch_bounds__(kGvWarps * 32) gemv_kernel(MoeGemmArgs a, cons
       for (int m = 0; m < MT; ++m)
 #pragma unroll
         for (int off = 16; off > 0; off /= 2) acc[r][m] += __shfl_xor_sync(0xffffffffu, acc[r][m], off);
-    // lane r writes weight row n0 + r of the pass's routed rows
+    // lane r writes weight row n0 + r of the pass's routed rows (ACT: its activation, gate row r and up
+    // row r + kOut)
 #pragma unroll
-    for (int r = 0; r < kGvRows; ++r)
-      if (lane == r && n0 + r < a.n)
+    for (int r = 0; r < kOut; ++r)
+      if (lane == r && n0 + r < n_out)
 #pragma unroll
-        for (int m = 0; m < MT; ++m)
-          if (m0 + m < tl.row_end) a.y[int64_t(m0 + m) * a.n + n0 + r] = __float2bfloat16(acc[r][m]);
+        for (int m = 0; m < MT; ++m) {
+          if (m0 + m >= tl.row_end) continue;
+          if constexpr (ACT) a.act[int64_t(m0 + m) * n_out + n0 + r] = silu_mul_rounded(acc[r][m], acc[r + kOut][m]);
+          else a.y[int64_t(m0 + m) * a.n + n0 + r] = __float2bfloat16(acc[r][m]);
+        }
   }
 }
 
@@ -277,7 +290,36 @@ __global__ void __launch_bounds__(kTiledThreads) tiled_kernel(MoeGemmArgs a, con
       }
 }
 
+// The gemv kernel of `shape` (moe_grouped_gemm_kind), ACT with the activation in its epilogue. Under ACT a warp
+// keeps rw rows (rw / 2 output columns), so the grid is the same for an even n.
+template <bool ACT>
+void launch_gemv(const MoeGemmArgs& a, const MoeRouting& r, int kind, int shape, dim3 grid, cudaStream_t stream) {
+  const int* tl = r.tiles[kind];
+  const int* nt = r.num_tiles + kind;
+  const int rows = moe_tile_rows(kind);
+  const dim3 block(kGvWarps * 32);
+  if (a.max_rows > 2) pdl::launch(gemv_kernel<4, 4, 2, ACT>, grid, block, 0, stream, a, tl, nt, r.offsets, rows);
+  else if (shape == 0) pdl::launch(gemv_kernel<2, 4, 2, ACT>, grid, block, 0, stream, a, tl, nt, r.offsets, rows);
+  else if (shape == 1) pdl::launch(gemv_kernel<2, 4, 4, ACT>, grid, block, 0, stream, a, tl, nt, r.offsets, rows);
+  else if (shape == 2) pdl::launch(gemv_kernel<2, 2, 4, ACT>, grid, block, 0, stream, a, tl, nt, r.offsets, rows);
+  else if (shape == 3) pdl::launch(gemv_kernel<2, 8, 2, ACT>, grid, block, 0, stream, a, tl, nt, r.offsets, rows);
+  else pdl::launch(gemv_kernel<2, 2, 8, ACT>, grid, block, 0, stream, a, tl, nt, r.offsets, rows);
+}
+
 }  // namespace
+
+bool moe_gemv_on() {
+  static const bool on = [] {
+    const char* e = std::getenv("PEERPLAN_MOE_GEMV");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
+
+bool moe_gemm_act_takes(const MoeGemmArgs& a, int kind) {
+  return a.w && !a.w_fp8 && !a.w_int8 && !a.w_int4 && !a.w_mxfp4 && kind >= 0 && kind < 2 && moe_gemv_on() &&
+         moe_gemv_rows(a.max_rows) && a.n > 0 && a.n % 2 == 0;
+}
 
 void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, cudaStream_t stream) {
   const bool w8 = a.w_fp8 != nullptr || a.w_int8 != nullptr, int4 = a.w_int4 != nullptr, mx = a.w_mxfp4 != nullptr;
@@ -291,11 +333,13 @@ void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, 
   if (a.entries > r.cap_entries)
     throw std::invalid_argument("moe_grouped_gemm: " + std::to_string(a.entries) + " routed entries exceed the routing's " +
                                 std::to_string(r.cap_entries));
+  if (a.act && !moe_gemm_act_takes(a, kind))
+    throw std::invalid_argument("moe_grouped_gemm: the activation in the epilogue (act set) needs bf16 experts on the "
+                                "gemv kernel (busiest expert 1..4 rows, tile kind 0 or 1, PEERPLAN_MOE_GEMV not 0) "
+                                "and an even n; found max_rows " + std::to_string(a.max_rows) + ", kind " +
+                                std::to_string(kind) + ", n " + std::to_string(a.n) + " (moe_gemm_act_takes)");
   if (a.entries <= 0) return;
-  static const bool gemv_on = [] {
-    const char* e = std::getenv("PEERPLAN_MOE_GEMV");
-    return !(e && std::string(e) == "0");
-  }();
+  const bool gemv_on = moe_gemv_on();
   if (w8) return moe_grouped_gemm_w8(a, r, kind, gemv_on, stream);
   if (int4) return moe_grouped_gemm_int4(a, r, kind, stream);
   if (mx) return moe_grouped_gemm_mxfp4(a, r, kind, stream);
@@ -318,15 +362,8 @@ void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, 
     const int shape = a.gemv_shape >= 0 ? a.gemv_shape : env_shape >= 0 ? env_shape : a.max_rows <= 1 ? 1 : 3;
     const int rw = a.max_rows > 2 ? 4 : shape == 3 ? 8 : shape == 2 || shape == 4 ? 2 : 4;
     const dim3 grid(unsigned(tiles), unsigned((a.n + kGvWarps * rw - 1) / (kGvWarps * rw)));
-    const int* tl = r.tiles[kind];
-    const int* nt = r.num_tiles + kind;
-    const int rows = moe_tile_rows(kind);
-    if (a.max_rows > 2) pdl::launch(gemv_kernel<4>, grid, dim3(kGvWarps * 32), 0, stream, a, tl, nt, r.offsets, rows);
-    else if (shape == 0) pdl::launch(gemv_kernel<2>, grid, dim3(kGvWarps * 32), 0, stream, a, tl, nt, r.offsets, rows);
-    else if (shape == 1) pdl::launch(gemv_kernel<2, 4, 4>, grid, dim3(kGvWarps * 32), 0, stream, a, tl, nt, r.offsets, rows);
-    else if (shape == 2) pdl::launch(gemv_kernel<2, 2, 4>, grid, dim3(kGvWarps * 32), 0, stream, a, tl, nt, r.offsets, rows);
-    else if (shape == 3) pdl::launch(gemv_kernel<2, 8, 2>, grid, dim3(kGvWarps * 32), 0, stream, a, tl, nt, r.offsets, rows);
-    else pdl::launch(gemv_kernel<2, 2, 8>, grid, dim3(kGvWarps * 32), 0, stream, a, tl, nt, r.offsets, rows);
+    if (a.act) launch_gemv<true>(a, r, kind, shape, grid, stream);
+    else launch_gemv<false>(a, r, kind, shape, grid, stream);
   } else if (kind == 2) {
     const dim3 grid(unsigned(tiles), unsigned((a.n + kTM - 1) / kTM));
     tiled_kernel<<<grid, kTiledThreads, 0, stream>>>(a, r.tiles[2], r.num_tiles + 2, r.offsets);

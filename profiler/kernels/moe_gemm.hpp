@@ -48,6 +48,10 @@ struct MoeGemmArgs {
   const uint32_t* w_mxfp4 = nullptr;
   const uint8_t* w_mxfp4_scale = nullptr;
   __nv_bfloat16* y = nullptr;        // [routed rows][n]
+  // gate_up only ([gate; up] experts, n = 2 x inter): SiLU(gate) * up goes here, [routed rows][n / 2], in
+  // the gemv's epilogue, and y is not written (the activation kernel is not run). Only where
+  // moe_gemm_act_takes; bit-equal to the GEMM then silu_mul (kernels/silu_mul.cuh).
+  __nv_bfloat16* act = nullptr;
   int64_t n = 0, k = 0;
   int64_t entries = 0;   // tokens x top-k of the routing: bounds the grid
   int64_t max_rows = 0;  // rows of the busiest expert (host figure; moe_gemm_tile_kind), 0: unknown
@@ -70,6 +74,12 @@ void moe_int4_dequant(const MoeGemmArgs& a, int expert, int64_t row0, int64_t ro
 // The same for MXFP4 experts (a.w_mxfp4 / a.w_mxfp4_scale): code * scale, exact in bf16.
 void moe_mxfp4_dequant(const MoeGemmArgs& a, int expert, int64_t row0, int64_t rows, __nv_bfloat16* out,
                        cudaStream_t stream);
+// Whether a call of tile kind `kind` may set `act`: bf16 experts on the gemv kernel (moe_gemv_rows, kind 0 or
+// 1, PEERPLAN_MOE_GEMV not 0), n even. Otherwise moe_grouped_gemm throws on `act`, and the caller runs the
+// GEMM into y and silu_mul after it.
+bool moe_gemm_act_takes(const MoeGemmArgs& a, int kind);
+// PEERPLAN_MOE_GEMV: 0 turns the gemv kernel off (the stream kernel at decode sizes; A/B runs), else on.
+bool moe_gemv_on();
 // The same with the kernel forced (tile kind as moe_gemm_tile_kind): self-test and profiler.
 void moe_grouped_gemm_kind(const MoeGemmArgs& a, const MoeRouting& r, int kind, cudaStream_t stream);
 // Whether a call of tile kind `kind` runs the 8-bit tensor-core kernel (moe_gemm_w8mma.cu: FP8 / int8

@@ -15,6 +15,7 @@
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/mma_ptx.cuh"
 #include "profiler/kernels/pdl.cuh"
+#include "profiler/kernels/silu_mul.cuh"
 #include "profiler/kernels/w4a16.hpp"
 
 namespace peerplan::kernels {
@@ -451,9 +452,13 @@ __device__ __forceinline__ int dp_word(uint32_t q, uint32_t xe, uint32_t xo, int
   return __dp4a(int((q >> 4) & 0x0F0F0F0Fu), int(xo), s);
 }
 
-template <int MT, int kDpTiles>
+// ACT (a.act): W is a gated MLP's gate_up ([gate; up], n = 2 x inter, n % 32 == 0): a column group's first
+// kDpTiles / 2 tiles are gate rows and the rest the same rows of up (n / 2 on), and y [M][n / 2] receives
+// SiLU(gate) * up. The groups, splits and workspace are those of the plain call (n / 2 is a multiple of
+// the group's kDpRows / 2 gate rows), partials keep their rows of n.
+template <int MT, int kDpTiles, bool ACT = false>
 __global__ void __launch_bounds__(kDpWarps * 32, 2) w4a16_dp4a_kernel(W4A16Gemm a, int splits, int per, int span) {
-  constexpr int kDpRows = 8 * kDpTiles;
+  constexpr int kDpRows = 8 * kDpTiles, kHalfTiles = kDpTiles / 2;
   extern __shared__ __align__(16) unsigned char dsm[];
   const int64_t K = a.k, chunks = K / kW4Group;
   // x of the groups [q0, q0 + span) this block's warps read (span: dp4a_span, host side).
@@ -469,8 +474,11 @@ __global__ void __launch_bounds__(kDpWarps * 32, 2) w4a16_dp4a_kernel(W4A16Gemm 
   // Row of tile r: row0 + 8r, or for a tile past n the last tile's (loaded, never stored; n % 8 == 0,
   // so row0 < n). One base pointer and per-tile offsets rather than 8 pointers: v7 must fit 128
   // registers (2 blocks, 16 warps per SM). A tile is k words on in either layout (common/w4_layout.hpp).
-  const int64_t row0 = cg * kDpRows + g;
-  const int last_tile = int(std::min<int64_t>((a.n - 1 - row0) / 8, kDpTiles - 1));
+  const int64_t half = a.n / 2;
+  const int64_t row0 = (ACT ? cg * (kDpRows / 2) : cg * kDpRows) + g;
+  // ACT: the gate tiles' last valid one (the up tiles mirror it); the up tiles sit up_rows rows further.
+  const int last_tile = int(std::min<int64_t>(((ACT ? half : a.n) - 1 - row0) / 8, (ACT ? kHalfTiles : kDpTiles) - 1));
+  const uint32_t up_rows = ACT ? uint32_t(half - 8 * kHalfTiles) : 0u;
   const uint32_t* wbase = a.w + w_unit(a, row0, t);
   const uint32_t k32 = uint32_t(K), ch32 = uint32_t(chunks), cs32 = uint32_t(a.w_chunk);
   const bf16* sbase = a.scales + row0 * chunks;
@@ -482,9 +490,14 @@ __global__ void __launch_bounds__(kDpWarps * 32, 2) w4a16_dp4a_kernel(W4A16Gemm 
 #pragma unroll
       for (int r = 0; r < kDpTiles; ++r) {
         // 32-bit offsets (a matrix's words and scales < 2^32: w4a16_gemm checks), fewer registers.
-        const uint32_t cc = uint32_t(std::min<int64_t>(c + u, c1 - 1)), tr = uint32_t(std::min(r, last_tile));
-        wv[u][r] = ld_stream16(wbase + (tr * k32 + cc * cs32));
-        sv[u][r] = sbase[8 * tr * ch32 + cc];
+        const uint32_t cc = uint32_t(std::min<int64_t>(c + u, c1 - 1));
+        // Rows past row0 of tile r, a multiple of 8 (a tile is k words on in either layout).
+        uint32_t tr8;
+        if constexpr (ACT) tr8 = r < kHalfTiles ? 8u * uint32_t(std::min(r, last_tile))
+                                                : up_rows + 8u * uint32_t(kHalfTiles + std::min(r - kHalfTiles, last_tile));
+        else tr8 = 8u * uint32_t(std::min(r, last_tile));
+        wv[u][r] = ld_stream16(wbase + ((tr8 / 8) * k32 + cc * cs32));
+        sv[u][r] = sbase[tr8 * ch32 + cc];
       }
   };
   if (ok) load(wa, sa, c0);  // in flight while x is quantized (and, launched with PDL, while the kernel before ends)
@@ -569,17 +582,35 @@ __global__ void __launch_bounds__(kDpWarps * 32, 2) w4a16_dp4a_kernel(W4A16Gemm 
   // Lane (g, 0) holds row g of each tile (lanes t = 1..3 the same sums): y directly, or with split-K
   // its share of the partial sums [M][n] past the counters (zero between calls).
   float* part = a.workspace + kCounterFloats;
-  if (t == 0)
+  if (t == 0) {
+    if constexpr (ACT) {
 #pragma unroll
-    for (int r = 0; r < kDpTiles; ++r) {
-      const int64_t row = cg * kDpRows + r * 8 + g;
+      for (int r = 0; r < kHalfTiles; ++r) {
+        const int64_t j = row0 + r * 8;  // gate row; its up row half + j
 #pragma unroll
-      for (int m = 0; m < MT; ++m) {
-        if (row >= a.n || m >= a.M) continue;
-        if (splits == 1) a.y[m * a.n + row] = __float2bfloat16(acc[r][m]);
-        else atomicAdd(part + m * a.n + row, acc[r][m]);
+        for (int m = 0; m < MT; ++m) {
+          if (j >= half || m >= a.M) continue;
+          if (splits == 1) {
+            a.y[m * half + j] = silu_mul_rounded(acc[r][m], acc[r + kHalfTiles][m]);
+          } else {
+            atomicAdd(part + m * a.n + j, acc[r][m]);
+            atomicAdd(part + m * a.n + half + j, acc[r + kHalfTiles][m]);
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int r = 0; r < kDpTiles; ++r) {
+        const int64_t row = cg * kDpRows + r * 8 + g;
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+          if (row >= a.n || m >= a.M) continue;
+          if (splits == 1) a.y[m * a.n + row] = __float2bfloat16(acc[r][m]);
+          else atomicAdd(part + m * a.n + row, acc[r][m]);
+        }
       }
     }
+  }
   if (splits == 1) return;
   __threadfence();
   __syncwarp();
@@ -588,13 +619,26 @@ __global__ void __launch_bounds__(kDpWarps * 32, 2) w4a16_dp4a_kernel(W4A16Gemm 
   last = __shfl_sync(0xffffffffu, last, 0);
   if (!last) return;
   __threadfence();
-  for (int e = lane; e < kDpRows * MT; e += 32) {
-    const int m = e / kDpRows;
-    const int64_t row = cg * kDpRows + e % kDpRows;
-    if (row >= a.n || m >= a.M) continue;
-    float* p = part + m * a.n + row;
-    a.y[m * a.n + row] = __float2bfloat16(__ldcg(p));
-    *p = 0.f;
+  if constexpr (ACT) {
+    for (int e = lane; e < kDpRows / 2 * MT; e += 32) {
+      const int m = e / (kDpRows / 2);
+      const int64_t j = cg * (kDpRows / 2) + e % (kDpRows / 2);
+      if (j >= half || m >= a.M) continue;
+      float* pg = part + m * a.n + j;
+      float* pu = pg + half;
+      a.y[m * half + j] = silu_mul_rounded(__ldcg(pg), __ldcg(pu));
+      *pg = 0.f;
+      *pu = 0.f;
+    }
+  } else {
+    for (int e = lane; e < kDpRows * MT; e += 32) {
+      const int m = e / kDpRows;
+      const int64_t row = cg * kDpRows + e % kDpRows;
+      if (row >= a.n || m >= a.M) continue;
+      float* p = part + m * a.n + row;
+      a.y[m * a.n + row] = __float2bfloat16(__ldcg(p));
+      *p = 0.f;
+    }
   }
   if (lane == 0) reinterpret_cast<int*>(a.workspace)[cg] = 0;
 }
@@ -743,19 +787,19 @@ int dp4a_splits(int64_t M, int64_t n, int64_t k, int sm_count) {
   return int((chunks + per - 1) / per);
 }
 
-template <int MT>
+template <int MT, bool ACT>
 void launch_dp4a(const W4A16Gemm& a, int splits, int per, int span, unsigned blocks, cudaStream_t stream) {
   constexpr int kTiles = dp4a_tiles(MT);
   const size_t smem = dp4a_smem_bytes(MT, span);
-  static size_t attr_bytes[64] = {};  // per device: the largest dynamic shared memory allowed so far
+  static size_t attr_bytes[64] = {};  // per device and instantiation: the largest dynamic shared memory allowed so far
   int dev = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
   if (smem > 48 * 1024 && (dev < 0 || dev >= 64 || attr_bytes[dev] < smem)) {
-    CUDA_CHECK(cudaFuncSetAttribute(w4a16_dp4a_kernel<MT, kTiles>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    CUDA_CHECK(cudaFuncSetAttribute(w4a16_dp4a_kernel<MT, kTiles, ACT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     int(smem)));
     if (dev >= 0 && dev < 64) attr_bytes[dev] = smem;
   }
-  pdl::launch(w4a16_dp4a_kernel<MT, kTiles>, dim3(blocks), dim3(kDpWarps * 32), smem, stream, a, splits, per, span);
+  pdl::launch(w4a16_dp4a_kernel<MT, kTiles, ACT>, dim3(blocks), dim3(kDpWarps * 32), smem, stream, a, splits, per, span);
 }
 
 }  // namespace
@@ -783,6 +827,7 @@ const char* w4a16_variant_name(int v) {
 }
 
 bool w4a16_quantizes_x(int64_t M) { return w4a16_variant() == 7 && M <= kW4Dp4aMaxM; }
+bool w4a16_fuses_act(int64_t M, int64_t n) { return M >= 1 && w4a16_quantizes_x(M) && n > 0 && n % 32 == 0; }
 
 int w4a16_splits(int64_t M, int64_t n, int64_t k, int sm_count) {
   int v = w4a16_variant();
@@ -807,6 +852,10 @@ void w4a16_gemm(const W4A16Gemm& args, int sm_count, cudaStream_t stream) {
   if (a.M > kW4GemvMaxM)
     throw RuntimeError("w4a16_gemm: M = " + std::to_string(a.M) + " > " + std::to_string(kW4GemvMaxM) +
                        " (larger M runs dequantise + cuBLASLt: profiler/gpu/gemm_quant.hpp)");
+  if (a.act && !w4a16_fuses_act(a.M, a.n))
+    throw RuntimeError("w4a16_gemm: the activation in the epilogue (act) runs on v7 at M <= " +
+                       std::to_string(kW4Dp4aMaxM) + " with n a multiple of 32; found M = " + std::to_string(a.M) +
+                       ", n = " + std::to_string(a.n) + ", variant " + std::to_string(w4a16_variant()));
   if (a.M <= 0) return;
   const int splits = w4a16_splits(a.M, a.n, a.k, sm_count);
   if (splits > 1 && !a.workspace)
@@ -822,8 +871,14 @@ void w4a16_gemm(const W4A16Gemm& args, int sm_count, cudaStream_t stream) {
     const int span = dp4a_span(a.M, a.n, a.k, per);
     const int64_t rows = 8 * dp4a_tiles(a.M), warps = (a.n + rows - 1) / rows * splits;
     const unsigned blocks = unsigned((warps + kDpWarps - 1) / kDpWarps);
-    if (a.M == 1) launch_dp4a<1>(a, splits, per, span, blocks, stream);
-    else launch_dp4a<2>(a, splits, per, span, blocks, stream);  // M = 2 (kW4Dp4aMaxM)
+    if (a.act) {
+      if (a.M == 1) launch_dp4a<1, true>(a, splits, per, span, blocks, stream);
+      else launch_dp4a<2, true>(a, splits, per, span, blocks, stream);
+    } else if (a.M == 1) {
+      launch_dp4a<1, false>(a, splits, per, span, blocks, stream);
+    } else {
+      launch_dp4a<2, false>(a, splits, per, span, blocks, stream);  // M = 2 (kW4Dp4aMaxM)
+    }
     CUDA_CHECK_LAUNCH("w4a16_dp4a_kernel");
     return;
   }

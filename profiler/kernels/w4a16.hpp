@@ -50,7 +50,11 @@ struct W4A16Gemm {
   const __nv_bfloat16* x = nullptr;  // [M][k]
   const uint32_t* w = nullptr;       // n * k / 8 words in w4a16_layout()'s order
   const __nv_bfloat16* scales = nullptr;  // [n][k/128]
-  __nv_bfloat16* y = nullptr;        // [M][n]
+  __nv_bfloat16* y = nullptr;        // [M][n]; with act [M][n / 2]
+  // W is a gated MLP's gate_up ([gate; up], n = 2 x inter) and y receives SiLU(gate) * up in v7's epilogue
+  // (only where w4a16_fuses_act): the activation kernel is not run. Equal to the plain call then silu_mul
+  // (kernels/silu_mul.cuh) up to the order split-K's atomics add the partials in (which varies run to run).
+  bool act = false;
   float* workspace = nullptr;        // w4a16_workspace_bytes(M, n, k, sms), zeroed before its first use; v7's
                                      // (w4a16_quantizes_x) is kept zero by v7 itself: share it with no other variant
   int64_t M = 0, n = 0, k = 0;
@@ -71,6 +75,8 @@ const char* w4a16_variant_name(int v);
 // Whether the kernel for M rows quantizes x to int8 (v7: per 128-k group, scale amax / 127, codes
 // round-to-nearest-even) before multiplying: the self-test's reference then does the same.
 bool w4a16_quantizes_x(int64_t M);
+// Whether w4a16_gemm takes `act` for M rows and n: on v7 (w4a16_quantizes_x), n a multiple of 32.
+bool w4a16_fuses_act(int64_t M, int64_t n);
 // Split-K factor the kernel uses for this shape (1: no workspace needed).
 int w4a16_splits(int64_t M, int64_t n, int64_t k, int sm_count);
 size_t w4a16_workspace_bytes(int64_t M, int64_t n, int64_t k, int sm_count);

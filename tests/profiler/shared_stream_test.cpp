@@ -7,6 +7,7 @@
 #include <string>
 
 #include "planner/compile/compiler.hpp"
+#include "profiler/common/env_switch.hpp"
 #include "profiler/common/shared_stream.hpp"
 #include "tests/plan_fixtures.hpp"
 #include "tests/strategy/test_fixtures.hpp"
@@ -138,6 +139,20 @@ TEST(SharedStream, TheSwitchIsUnsetZeroOrOne) {
     FAIL() << "accepted yes";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("PEERPLAN_SHARED_STREAM=yes"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SharedStream, TheActivationSwitchReadsAlike) {
+  EXPECT_EQ(fused_act_from_env(nullptr), -1);
+  EXPECT_EQ(fused_act_from_env(""), -1);
+  EXPECT_EQ(fused_act_from_env("0"), 0);
+  EXPECT_EQ(fused_act_from_env("1"), 1);
+  try {
+    fused_act_from_env("on");
+    FAIL() << "accepted on";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("PEERPLAN_FUSED_ACT=on"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("epilogue"), std::string::npos) << e.what();
   }
 }
 

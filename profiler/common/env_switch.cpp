@@ -1,0 +1,24 @@
+#include "profiler/common/env_switch.hpp"
+
+#include <string>
+
+#include "planner/core/error.hpp"
+
+namespace peerplan::exec {
+
+int env_tristate(const char* var, const char* value, const char* meaning) {
+  if (!value || !*value) return -1;
+  const std::string v = value;
+  if (v == "0") return 0;
+  if (v == "1") return 1;
+  throw RuntimeError(std::string(var) + "=" + v + ": expected 0 or 1 (" + meaning +
+                     "; unset: as the profile's executor ran)");
+}
+
+int fused_act_from_env(const char* value) {
+  return env_tristate("PEERPLAN_FUSED_ACT", value,
+                      "1: a gated MLP's SiLU(gate) * up in the gate_up GEMV's epilogue at decode where the kernel "
+                      "does it, 0: always a separate activation kernel");
+}
+
+}  // namespace peerplan::exec

@@ -1,0 +1,16 @@
+#pragma once
+// The executor's three-way switches read from the environment (PEERPLAN_SHARED_STREAM,
+// PEERPLAN_FUSED_ACT): unset or empty -1 (as the machine's profile says its executor ran), "0" never,
+// "1" always; anything else is an error naming the variable and what each value means.
+
+namespace peerplan::exec {
+
+// `meaning`: what 1 and 0 do, for the error ("1: ..., 0: ...").
+int env_tristate(const char* var, const char* value, const char* meaning);
+
+// PEERPLAN_FUSED_ACT: a gated MLP's activation in the gate_up GEMV's epilogue at decode
+// (planner/compile/act_fusion.hpp); CompileOptions::fused_act of every compile, and the profile's
+// executor_act_epilogue when profiling (on unless 0).
+int fused_act_from_env(const char* value);
+
+}  // namespace peerplan::exec

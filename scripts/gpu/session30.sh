@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Session 30's prepared calls, one GPU (H100 or H200). Binary: scripts/gpu/build.sh, packed as .gpu-pack
+# (docs/DEVELOPING.md), the PyTorch references copied to .gpu-ref (cp ../shared/reference/*.py .gpu-ref/).
+# One call <= 600 s.
+#   session30.sh F   (~7 min) the activation in the gate_up GEMV's epilogue (planner/compile/act_fusion.hpp):
+#     1. self-tests: act (dense bf16 / int8 GEMV, W4A16 v7 against the unfused call + silu_mul), pdl, moe
+#     2. decode steps (context 1024) with PEERPLAN_FUSED_ACT=0 then 1, same binary: Llama-3.1-8B bf16 and W4A16 at
+#        batch 1 / 2, Qwen1.5-MoE bf16 at 1 / 2 / 8 (shared experts on the second stream, as a profile since session 21)
+#     3. the PyTorch references beside them: torch_ref.py (8B decode) and torch_moe_fp8_ref.py (Qwen1.5-MoE, Mixtral)
+#     4. time left: Llama-3.1-8B int8 at 1 / 2 (0 and 1), then step 2 again (the lease's drift)
+#   session30.sh M   (~4 min) the MoE dispatch's throttle mixes per expert format: a paced profile of Mixtral-8x7B
+#     int8 (its dispatch mixes now timed in int8 as well as bf16), then Mixtral int8 long prompts priced from it
+#     (session 30 M ran 0.915 of their price: 0.96-1.00 of the boost price, where bf16's mixes priced 1.10x).
+set -u
+PART=${1:?usage: session30.sh F | M}
+OUT_DEFAULT=/tmp/peerplan-s30
+source "$(dirname "$0")/call_lib.sh"
+steps() {  # NAME MODEL PLAN WEIGHTS BATCHES FUSED
+  TAIL=8 step 90 "steps-$1-a$6-$SECONDS" env PEERPLAN_FUSED_ACT=$6 PEERPLAN_SHARED_STREAM=1 $B validate --bench-steps --plan "$P/$3" --model "$2" \
+    --weights "$4" --machine models/hardware/h200x2-nvlink.json --allow-other-host --no-measure-missing \
+    --batches "$5" --context 1024 --prefill 0 --out "$W/steps-$1-a$6-$SECONDS"
+}
+if [ "$PART" = F ]; then
+  for only in act pdl moe; do
+    TAIL=3 step 120 "selftest-$only" env PEERPLAN_SELFTEST_ONLY=$only $B validate --self-test
+    grep -E "act epilogue|FAIL|fail" "$W/selftest-$only.txt" | head -30 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  done
+  round() { for a in 0 1; do
+    steps llama8b llama-3.1-8b llama8b-1gpu.json bf16 1,2 $a
+    steps llama8b-int4 llama-3.1-8b llama8b-1gpu.json int4 1,2 $a
+    steps qwen qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 1,2,8 $a
+  done; }
+  round
+  TAIL=8 step 130 torch-ref python3 .gpu-ref/torch_ref.py "$W"
+  left 440 && TAIL=12 step 110 torch-moe-ref python3 .gpu-ref/torch_moe_fp8_ref.py "$W"
+  left 480 && for a in 0 1; do steps llama8b-int8 llama-3.1-8b llama8b-1gpu.json int8 1,2 $a; done
+  left 380 && round  # again, for the lease's drift
+  finish
+fi
+if [ "$PART" = M ]; then
+  TAIL=4 step 300 profile $B profile --no-progress --model mixtral-8x7b --dtypes int8 --skip nccl,nccl_nop2p --duty 0.5 \
+    --out "$W/profile.json"
+  python3 - "$W/profile.json" <<'PY' 2>&1 | tee -a "$S"
+import json, sys
+t = json.load(open(sys.argv[1])).get("measurements", {}).get("power_throttle", {})
+for g in t.get("grouped", []):
+    print("  | dispatch %s %s tokens %d: gemm %s" % (g["model"], g.get("dtype", "bf16"), g["tokens"],
+          " ".join("%.3f@%.2f" % (m["gemm"], m["attention_share"]) for m in g["mixes"])))
+PY
+  v mixtral-int8-long 120 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --weights int8 \
+    --workload $V/workloads/validate-long-prompt.json
+  finish
+fi
+echo "unknown part $PART" >&2; exit 2

@@ -10,7 +10,7 @@ int env_tristate(const char* var, const char* value, const char* meaning);
 
 // PEERPLAN_FUSED_ACT: a gated MLP's activation in the gate_up GEMV's epilogue at decode
 // (planner/compile/act_fusion.hpp); CompileOptions::fused_act of every compile, and the profile's
-// executor_act_epilogue when profiling (on unless 0).
+// executor_act_epilogue when profiling (off unless 1, until a GPU has measured it).
 int fused_act_from_env(const char* value);
 
 }  // namespace peerplan::exec

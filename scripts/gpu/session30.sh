@@ -3,7 +3,7 @@
 # (docs/DEVELOPING.md), the PyTorch references copied to .gpu-ref (cp ../shared/reference/*.py .gpu-ref/).
 # One call <= 600 s.
 #   session30.sh F   (~7 min) the activation in the gate_up GEMV's epilogue (planner/compile/act_fusion.hpp):
-#     1. self-tests: act (dense bf16 / int8 GEMV, W4A16 v7 against the unfused call + silu_mul), pdl, moe
+#     1. self-tests: act (dense bf16 / int8 GEMV, W4A16 v7 against the unfused call + silu_mul), moe (pdl at the end)
 #     2. decode steps (context 1024) with PEERPLAN_FUSED_ACT=0 then 1, same binary: Llama-3.1-8B bf16 and W4A16 at
 #        batch 1 / 2, Qwen1.5-MoE bf16 at 1 / 2 / 8 (shared experts on the second stream, as a profile since session 21)
 #     3. the PyTorch references beside them: torch_ref.py (8B decode) and torch_moe_fp8_ref.py (Qwen1.5-MoE, Mixtral)
@@ -21,20 +21,21 @@ steps() {  # NAME MODEL PLAN WEIGHTS BATCHES FUSED
     --batches "$5" --context 1024 --prefill 0 --out "$W/steps-$1-a$6-$SECONDS"
 }
 if [ "$PART" = F ]; then
-  for only in act pdl moe; do
-    TAIL=3 step 120 "selftest-$only" env PEERPLAN_SELFTEST_ONLY=$only $B validate --self-test
-    grep -E "act epilogue|FAIL|fail" "$W/selftest-$only.txt" | head -30 | sed 's/^/  | /' | tee -a "$S" >/dev/null
-  done
+  selftest() { TAIL=3 step 120 "selftest-$1" env PEERPLAN_SELFTEST_ONLY=$1 $B validate --self-test
+    grep -E "act epilogue|FAIL|fail" "$W/selftest-$1.txt" | head -30 | sed 's/^/  | /' | tee -a "$S" >/dev/null; }
   round() { for a in 0 1; do
     steps llama8b llama-3.1-8b llama8b-1gpu.json bf16 1,2 $a
     steps llama8b-int4 llama-3.1-8b llama8b-1gpu.json int4 1,2 $a
     steps qwen qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 1,2,8 $a
   done; }
+  selftest act
+  selftest moe
   round
   TAIL=8 step 130 torch-ref python3 .gpu-ref/torch_ref.py "$W"
-  left 440 && TAIL=12 step 110 torch-moe-ref python3 .gpu-ref/torch_moe_fp8_ref.py "$W"
-  left 480 && for a in 0 1; do steps llama8b-int8 llama-3.1-8b llama8b-1gpu.json int8 1,2 $a; done
-  left 380 && round  # again, for the lease's drift
+  left 330 && TAIL=12 step 110 torch-moe-ref python3 .gpu-ref/torch_moe_fp8_ref.py "$W"
+  left 400 && for a in 0 1; do steps llama8b-int8 llama-3.1-8b llama8b-1gpu.json int8 1,2 $a; done
+  left 440 && selftest pdl
+  left 300 && round  # again, for the lease's drift
   finish
 fi
 if [ "$PART" = M ]; then

@@ -16,9 +16,9 @@
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
 #include "planner/core/json_in.hpp"
-#include "planner/sim/power_state.hpp"
 #include "planner/topology/executor_launch.hpp"
 #include "profiler/common/checkpoint.hpp"
+#include "profiler/common/dispatch_formats.hpp"
 #include "profiler/common/child_process.hpp"
 #include "profiler/common/elementwise_plan.hpp"
 #include "profiler/common/profile_extend.hpp"
@@ -80,20 +80,33 @@ Measurements measure_shape_set(const Machine& profile, const ShapeSet& shapes, c
 
 namespace {
 
-// A paced profile with the throttle by class: each MoE model without its dispatch's mixes gets them
-// (power_mix.cpp), or its long prefills would slow as dense GEMMs. Returns how many were added.
+// A paced profile with the throttle by class: each MoE model gets its dispatch's mixes in each expert format its
+// wanted shapes hold that the profile has no table of (power_mix.cpp, dispatch_formats.hpp), or its long
+// prefills would slow as another format's dispatch or as dense GEMMs. Returns how many tables were added.
 size_t add_dispatch_mixes(Machine& profile, const std::vector<ModelConfig>& models, const std::vector<std::string>& names,
-                          double duty) {
+                          const ShapeSet& wanted, double duty) {
   auto& t = profile.measurements->power_throttle;
   if (!t || t->mixes.empty() || duty >= 1 || std::find(names.begin(), names.end(), "grouped_gemm") == names.end())
     return 0;
+  const std::vector<std::vector<DType>> formats = dispatch_formats(models, wanted.grouped);
   std::vector<ModelConfig> need;
-  for (const ModelConfig& m : models)
-    if (m.is_moe() && grouped_throttles_for(*t, m).empty()) need.push_back(m);
+  std::vector<std::vector<DType>> need_formats;
+  size_t tables = 0;
+  for (size_t i = 0; i < models.size(); ++i) {
+    if (!models[i].is_moe()) continue;
+    std::vector<DType> f = formats_without_table(*t, models[i], formats[i].empty() ? std::vector<DType>{DType::BF16}
+                                                                                   : formats[i]);
+    if (f.empty()) continue;
+    tables += f.size() * kThrottleMixTokens.size();
+    need.push_back(models[i]);
+    need_formats.push_back(std::move(f));
+  }
   if (need.empty()) return 0;
-  std::cerr << fmt::format("profile: the MoE dispatch's power-throttle mixes of {} model(s), ~12 s each\n", need.size());
-  for (GroupedThrottle& g : measure_grouped_throttle(0, need, kThrottleMixTokens)) t->grouped.push_back(std::move(g));
-  return need.size();
+  std::cerr << fmt::format("profile: the MoE dispatch's power-throttle mixes of {} model(s), {} table(s), ~6 s each\n",
+                           need.size(), tables);
+  for (GroupedThrottle& g : measure_grouped_throttle(0, need, kThrottleMixTokens, need_formats))
+    t->grouped.push_back(std::move(g));
+  return tables;
 }
 
 }  // namespace
@@ -125,10 +138,10 @@ void run_add_models(const ProfileOptions& opts) {
   const AddModelsPlan p = plan_add_models(profile, models, dtypes, names);
   const std::string out = opts.out_given ? opts.out : file;
   if (p.missing.empty()) {
-    const size_t tables = add_dispatch_mixes(profile, models, names, p.sweep.duty);
+    const size_t tables = add_dispatch_mixes(profile, models, names, p.wanted, p.sweep.duty);
     if (out != file || tables > 0) save_profile(profile, out);
     std::cout << add_models_report(p, MergeCount{}, 0, out);
-    if (tables > 0) std::cout << fmt::format("  added the MoE dispatch's power-throttle mixes of {} model(s)\n", tables);
+    if (tables > 0) std::cout << fmt::format("  added {} table(s) of the MoE dispatch's power-throttle mixes\n", tables);
     return;
   }
   std::cerr << fmt::format("profile: measuring {} of {} on GPU 0 ({} token counts, {} samples per point)\n",
@@ -143,7 +156,7 @@ void run_add_models(const ProfileOptions& opts) {
   a.measured = p.missing;
   a.seconds = seconds;
   const MergeCount c = add_measured_shapes(profile, rows, a);
-  add_dispatch_mixes(profile, models, names, p.sweep.duty);
+  add_dispatch_mixes(profile, models, names, p.wanted, p.sweep.duty);
   save_profile(profile, out);  // atomic: the old file stays whole until this succeeds
   std::cout << add_models_report(p, c, seconds, out);
 }

@@ -22,6 +22,7 @@
 
 #include "planner/model/model_config.hpp"
 #include "planner/model/routing_model.hpp"
+#include "profiler/common/dispatch_formats.hpp"
 #include "profiler/common/gemm_shapes.hpp"
 #include "profiler/common/profile_models.hpp"
 #include "profiler/common/quant_shapes.hpp"
@@ -329,26 +330,6 @@ void time_grouped_shapes(Context& ctx, const std::set<GroupedShapeKey>& keys, co
       {"kernel_choice", kinds},
       {"vs_cublas_per_expert", vs_cublas}};
 }
-
-namespace {
-
-// Each model's expert formats among the profiled shapes: its whole gate_up (every expert on one GPU), so the
-// dispatch's throttle mixes run each format the profile timed rows of (bf16 where none matches).
-std::vector<std::vector<DType>> dispatch_formats(const std::vector<ModelConfig>& models,
-                                                 const std::set<GroupedShapeKey>& shapes) {
-  std::vector<std::vector<DType>> out;
-  for (const ModelConfig& m : models) {
-    std::set<DType> fs;
-    for (const GroupedShapeKey& s : shapes)
-      if (s.gather && s.k == m.hidden && s.n == 2 * m.expert_intermediate && s.experts == m.experts &&
-          s.model_experts == m.experts && s.topk == m.experts_per_token)
-        if (const auto d = parse_dtype(s.dtype)) fs.insert(*d);
-    out.emplace_back(fs.begin(), fs.end());
-  }
-  return out;
-}
-
-}  // namespace
 
 void measure_grouped_gemm(Context& ctx) {
   const auto models = load_profile_models(ctx.opts.models);

@@ -54,8 +54,6 @@ void Engine::run_gemm(const Op& op, GpuState& g) {
   const int64_t fit = std::min(g.cap_x / std::max<int64_t>(1, op.k * op.batch_count),
                                g.cap_y / std::max<int64_t>(1, op.n * op.batch_count));
   const int64_t rows = std::max<int64_t>(1, std::min(op.m, fit));
-  // batch_count > 1 (MLA's absorbed per-head products; no other Gemm op has it since routed experts
-  // became GroupedGemm): one strided-batched call, as torch.bmm, product e on X, W and Y's e-th slice.
   if (op.act_epilogue) {  // SiLU(gate) * up into Z, as the activation op would write it (act_fusion.hpp)
     if (op.batch_count != 1 || op.m > rows)
       throw RuntimeError("executor: op " + op.name + ": an activation epilogue on a batched or chunked GEMM (the "
@@ -63,6 +61,8 @@ void Engine::run_gemm(const Op& op, GpuState& g) {
     return g.gemm->run_gate_up_act(g.X.as<bf16>(), it->second.as<bf16>(), g.Y.as<bf16>(), g.Z.as<bf16>(), op.m, op.n,
                                    op.k, g.stream);
   }
+  // batch_count > 1 (MLA's absorbed per-head products; no other Gemm op has it since routed experts
+  // became GroupedGemm): one strided-batched call, as torch.bmm, product e on X, W and Y's e-th slice.
   for (int64_t r0 = 0; r0 < op.m; r0 += rows) {
     const int64_t m = std::min(rows, op.m - r0);
     g.gemm->run(g.X.as<bf16>(), it->second.as<bf16>(), g.Y.as<bf16>(), m, op.n, op.k, g.stream, op.batch_count);

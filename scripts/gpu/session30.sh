@@ -11,8 +11,10 @@
 #   session30.sh M   (~4 min) the MoE dispatch's throttle mixes per expert format: a paced profile of Mixtral-8x7B
 #     int8 (its dispatch mixes now timed in int8 as well as bf16), then Mixtral int8 long prompts priced from it
 #     (session 30 M ran 0.915 of their price: 0.96-1.00 of the boost price, where bf16's mixes priced 1.10x).
+#   session30.sh G   (~6 min) gpt-oss-20b decode steps at 1-4 sequences, context 4096, PDL on / off / on, priced from
+#     a paced profile of the lease: why its long-prompt decode ran 1.04-1.06x its price at 2-4 sequences.
 set -u
-PART=${1:?usage: session30.sh F | M}
+PART=${1:?usage: session30.sh F | M | G}
 OUT_DEFAULT=/tmp/peerplan-s30
 source "$(dirname "$0")/call_lib.sh"
 steps() {  # NAME MODEL PLAN WEIGHTS BATCHES FUSED
@@ -50,6 +52,18 @@ for g in t.get("grouped", []):
 PY
   v mixtral-int8-long 120 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --weights int8 \
     --workload $V/workloads/validate-long-prompt.json
+  finish
+fi
+if [ "$PART" = G ]; then
+  # gpt-oss-20b decode at 1-4 sequences and 4k context, PDL on then off, priced from a fresh paced profile of the
+  # model: which of the two candidates (runs/2026-12-07-session30 README) its 4-6 % short price at 2-4 sequences is.
+  TAIL=4 step 200 profile $B profile --no-progress --model gpt-oss-20b --dtypes bf16 --skip nccl,nccl_nop2p --duty 0.5 \
+    --out "$W/profile.json"
+  for pdl in 1 0 1; do
+    TAIL=10 step 90 "steps-gptoss-pdl$pdl-$SECONDS" env PEERPLAN_PDL=$pdl $B validate --bench-steps \
+      --plan $P/gpt-oss-20b-1gpu.json --model gpt-oss-20b --machine "$W/profile.json" --no-measure-missing \
+      --batches 1,2,3,4 --context 4096 --prefill 0 --out "$W/steps-gptoss-pdl$pdl-$SECONDS"
+  done
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

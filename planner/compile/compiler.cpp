@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdint>
 #include <iterator>
 #include <map>
 #include <string_view>
@@ -115,13 +114,13 @@ class Builder {
     }
     ++used;
   }
-  // The Gemm or GroupedGemm op committed last (to mark its activation epilogue), SIZE_MAX: none yet.
-  size_t last_gemm_ = SIZE_MAX;
   // The gate_up op just committed by gemm() / grouped_gemm() writes SiLU(gate) * up, [m][n / 2], in its
-  // epilogue (act_fusion.hpp): it writes half its outputs, and no activation op follows it.
+  // epilogue (act_fusion.hpp): it writes half its outputs, and no activation op follows it. Nothing when the
+  // call committed no op (no rows) and the op before is not a GEMM, or is one already marked.
   void act_in_last_gemm() {
-    if (last_gemm_ == SIZE_MAX || last_gemm_ + 1 != used) return;
-    Op& op = graph.ops[last_gemm_];
+    if (used == 0) return;
+    Op& op = graph.ops[used - 1];
+    if ((op.kind != OpKind::Gemm && op.kind != OpKind::GroupedGemm) || op.act_epilogue) return;
     op.act_epilogue = true;
     op.mem_bytes -= double(op.m * op.n / 2) * double(d_) * op.group_share;
   }
@@ -129,7 +128,6 @@ class Builder {
   void gemm(std::string_view prefix, std::string_view matrix, int stage, int layer, int gpu, int64_t m, int64_t n,
             int64_t k, int64_t batch = 1) {
     if (m <= 0 || batch <= 0) return;  // no tokens reach it (e.g. a rank without local experts)
-    last_gemm_ = used;
     Op& op = begin(OpKind::Gemm, prefix, matrix, stage, layer, {gpu});
     op.m = m, op.n = n, op.k = k, op.batch_count = batch;
     op.flops = 2.0 * double(m) * double(n) * double(k) * double(batch);
@@ -171,7 +169,6 @@ class Builder {
                     const routing::GroupLoad& load, int64_t tokens, int64_t n, int64_t k, const ExpertBlock& experts,
                     double share = 1.0, const ExpertRows& expert_rows = {}) {
     if (load.rows <= 0) return;
-    last_gemm_ = used;
     Op& op = begin(OpKind::GroupedGemm, prefix, matrix, stage, layer, {gpu});
     op.m = load.rows, op.n = n, op.k = k, op.batch_count = load.touched, op.group_max_rows = load.max_rows;
     op.group_tokens = tokens;

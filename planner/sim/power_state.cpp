@@ -34,6 +34,11 @@ ThrottleMix mix_at(const std::vector<ThrottleMix>& m, double share) {
 
 }  // namespace
 
+bool throttle_fits_experts(const GroupedThrottle& t, const ModelConfig& cfg) {
+  return t.hidden == cfg.hidden && t.intermediate == cfg.expert_intermediate && t.experts == cfg.experts &&
+         t.topk == cfg.experts_per_token;
+}
+
 std::vector<GroupedThrottle> grouped_throttles_for(const PowerThrottle& p, const ModelConfig& cfg) {
   std::vector<GroupedThrottle> g;
   if (!cfg.is_moe()) return g;
@@ -43,8 +48,7 @@ std::vector<GroupedThrottle> grouped_throttles_for(const PowerThrottle& p, const
   const std::string want = f ? dtype_name(*f) : "bf16";
   for (const std::string& dtype : {want, std::string("bf16")}) {
     for (const GroupedThrottle& t : p.grouped)
-      if (t.hidden == cfg.hidden && t.intermediate == cfg.expert_intermediate && t.experts == cfg.experts &&
-          t.topk == cfg.experts_per_token && !t.mixes.empty() && t.tokens > 0 && t.dtype == dtype)
+      if (throttle_fits_experts(t, cfg) && !t.mixes.empty() && t.tokens > 0 && t.dtype == dtype)
         g.push_back(t);
     if (!g.empty()) break;
   }

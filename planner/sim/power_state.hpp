@@ -35,6 +35,8 @@ struct ClassSeconds {
 // the profile has none of that format), one per routed token count, ascending. Empty: its grouped GEMMs
 // slow as dense ones (profiles before session 20, dense models, models the profile did not time).
 std::vector<GroupedThrottle> grouped_throttles_for(const PowerThrottle& p, const ModelConfig& cfg);
+// Whether table `t` was timed for this model's expert shape (hidden, expert intermediate, experts, top-k), any format.
+bool throttle_fits_experts(const GroupedThrottle& t, const ModelConfig& cfg);
 // The mixes of the table timed nearest `tokens` (in log tokens, the smaller on a tie: the dispatch's
 // path changes with the rows per expert), or nullptr when `g` is empty.
 const std::vector<ThrottleMix>* nearest_grouped_mixes(const std::vector<GroupedThrottle>& g, int64_t tokens);

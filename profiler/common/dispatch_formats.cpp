@@ -1,5 +1,7 @@
 #include "profiler/common/dispatch_formats.hpp"
 
+#include "planner/sim/power_state.hpp"
+
 namespace peerplan::profiler {
 
 std::vector<std::vector<DType>> dispatch_formats(const std::vector<ModelConfig>& models,
@@ -22,9 +24,7 @@ std::vector<DType> formats_without_table(const PowerThrottle& t, const ModelConf
   std::vector<DType> out;
   for (const DType f : formats) {
     bool have = false;
-    for (const GroupedThrottle& g : t.grouped)
-      have = have || (g.hidden == model.hidden && g.intermediate == model.expert_intermediate &&
-                      g.experts == model.experts && g.topk == model.experts_per_token && g.dtype == dtype_name(f));
+    for (const GroupedThrottle& g : t.grouped) have = have || (throttle_fits_experts(g, model) && g.dtype == dtype_name(f));
     if (!have) out.push_back(f);
   }
   return out;

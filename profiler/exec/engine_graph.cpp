@@ -56,7 +56,9 @@ void Engine::run_on_aux(const Op& op, int slot) {
   // [rows][2 cols] and writes [rows][cols]); the eager run before a capture allocates it.
   const int64_t need_x = op.kind == OpKind::Gemm ? op.m * op.k * op.batch_count : 0;
   const int64_t need_y = op.kind == OpKind::Gemm ? op.m * op.n * op.batch_count : 2 * op.ew_rows * op.ew_cols;
-  const int64_t need_z = op.ew_rows * op.ew_cols;
+  // A gate_up with the activation in its epilogue writes [m][n / 2] into Z (engine_ops.cpp run_gemm), where the
+  // activation op it replaced used to grow Z: without this the branch wrote past an empty Zs.
+  const int64_t need_z = op.kind == OpKind::Gemm && op.act_epilogue ? op.m * (op.n / 2) : op.ew_rows * op.ew_cols;
   auto grow = [&](gpu::DeviceBuffer& b, int64_t& cap, int64_t need, uint64_t salt) {
     if (need + 8 <= cap) return;
     cap = need + 8;

@@ -541,12 +541,13 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
     check_gemm(out, dev, rng, b, 200, 288, false, 1, true, 2, shape);
   }
   // The activation in the gemv's epilogue: decode rows (1, 2 and 4 per pass), every shape, an EP shard, a
-  // half (inter = 36) off the warps' rows.
+  // half (inter = 104) off the 16 outputs of shape 3's CTA. Multiples of 8: the unfused reference's silu_mul
+  // takes no other (16-byte vectors), nor does the executor's fallback.
   check_gemm_act(out, dev, rng, a, 1408, 2048, 0, 1);
   check_gemm_act(out, dev, rng, a, 1408, 2048, 1, 2);
-  check_gemm_act(out, dev, rng, a, 36, 288, 1, 4);
+  check_gemm_act(out, dev, rng, a, 40, 288, 1, 4);
   check_gemm_act(out, dev, rng, c, 64, 1024, 0, 1);
-  for (int shape = 0; shape <= 4; ++shape) check_gemm_act(out, dev, rng, a, 100, 2080, 0, 1, shape);
+  for (int shape = 0; shape <= 4; ++shape) check_gemm_act(out, dev, rng, a, 104, 2080, 0, 1, shape);
   // The executor's dispatch forced onto cuBLASLt per expert (threshold 0, eager: the default
   // stream is not capturing), gate_up (gathered) and down (sorted rows), n and k multiples of 128
   // (the rule's alignment): a popularity with four hot experts and a thin tail (hot experts with

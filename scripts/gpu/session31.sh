@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Session 31's prepared calls, one GPU (H100 or H200). Binary: scripts/gpu/build.sh, packed as .gpu-pack
+# (docs/DEVELOPING.md), the PyTorch references copied to .gpu-ref (cp ../shared/reference/*.py .gpu-ref/).
+# One call <= 600 s.
+#   session31.sh A   (~6 min) the activation in the gate_up epilogue after session 31 F's two fixes (the shared
+#     branch's Z; the self-test's shapes): self-tests act and moe, a paced profile of Qwen1.5-MoE and Llama-3.1-8B
+#     written with PEERPLAN_FUSED_ACT=1 (so its plans price the fused gate_up), then decode steps with the fusion
+#     off and on priced from it (8B bf16 / int8 / int4 at 1-2, Qwen1.5-MoE bf16 at 1 / 2 / 8), twice, and the
+#     MoE PyTorch reference beside them.
+#   session31.sh C   (~5 min) gpt-oss-20b decode priced short 1.03-1.08x at context 4096 (session 31 G) but
+#     1.008 below 2k (session 30 D): steps over contexts 512 .. 8192 at 1 / 2 / 4 sequences from a fresh paced
+#     profile, beside Llama-3.1-8B (full attention, head_dim 128) over the same contexts: whether the part of
+#     the step that grows with context (attention) is what is priced short, and whether only gpt-oss's shape.
+set -u
+PART=${1:?usage: session31.sh A | C}
+OUT_DEFAULT=/tmp/peerplan-s31
+source "$(dirname "$0")/call_lib.sh"
+# Steps priced from this call's profile; WEIGHTS "-": the checkpoint's own (gpt-oss: MXFP4 experts). Formats the
+# profile did not time (A's int8 / int4) are priced from the shipped H200 profile instead (MACHINE=...): their
+# GPU/price is then another GPU's, and only the fused / unfused A/B counts.
+bench() {  # NAME MODEL PLAN WEIGHTS BATCHES CONTEXT [ENV...]
+  local name=$1 model=$2 plan=$3 wt=$4 bs=$5 ctx=$6; shift 6
+  local w=(); [ "$wt" != - ] && w=(--weights "$wt")
+  local m=(--machine "$W/profile.json"); [ -n "${MACHINE:-}" ] && m=(--machine "$MACHINE" --allow-other-host)
+  TAIL=8 step 90 "steps-$name-$SECONDS" env "$@" $B validate --bench-steps --plan "$P/$plan" --model "$model" \
+    "${w[@]}" "${m[@]}" --no-measure-missing --batches "$bs" --context "$ctx" --prefill 0 --out "$W/steps-$name-$SECONDS"
+}
+if [ "$PART" = A ]; then
+  selftest() { TAIL=3 step 120 "selftest-$1" env PEERPLAN_SELFTEST_ONLY=$1 $B validate --self-test
+    grep -E "act epilogue|FAIL|fail" "$W/selftest-$1.txt" | head -30 | sed 's/^/  | /' | tee -a "$S" >/dev/null; }
+  selftest act
+  selftest moe
+  TAIL=4 step 260 profile env PEERPLAN_FUSED_ACT=1 PEERPLAN_SHARED_STREAM=1 $B profile --no-progress \
+    --model qwen1.5-moe-a2.7b,llama-3.1-8b --dtypes bf16 --skip nccl,nccl_nop2p --duty 0.5 --out "$W/profile.json"
+  grep -o '"executor_act_epilogue"[^,]*' "$W/profile.json" | sed 's/^/  | /' | tee -a "$S"
+  round() { for a in 0 1; do
+    bench qwen-a$a qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 1,2,8 1024 PEERPLAN_FUSED_ACT=$a
+    bench 8b-a$a llama-3.1-8b llama8b-1gpu.json bf16 1,2 1024 PEERPLAN_FUSED_ACT=$a
+    MACHINE=models/hardware/h200x2-nvlink.json bench 8b-int8-a$a llama-3.1-8b llama8b-1gpu.json int8 1,2 1024 PEERPLAN_FUSED_ACT=$a
+    MACHINE=models/hardware/h200x2-nvlink.json bench 8b-int4-a$a llama-3.1-8b llama8b-1gpu.json int4 1,2 1024 PEERPLAN_FUSED_ACT=$a
+  done; }
+  round
+  left 480 && TAIL=12 step 60 torch-moe-ref python3 .gpu-ref/torch_moe_fp8_ref.py "$W"
+  left 520 && round  # again, for the lease's drift
+  finish
+fi
+if [ "$PART" = C ]; then
+  TAIL=4 step 260 profile $B profile --no-progress --model gpt-oss-20b,llama-3.1-8b --dtypes bf16 \
+    --skip nccl,nccl_nop2p --duty 0.5 --out "$W/profile.json"
+  for ctx in 512 1024 2048 4096 8192; do
+    bench gptoss-c$ctx gpt-oss-20b gpt-oss-20b-1gpu.json - 1,2,4 $ctx
+    bench 8b-c$ctx llama-3.1-8b llama8b-1gpu.json bf16 1,2,4 $ctx
+  done
+  left 500 && for ctx in 512 4096; do bench gptoss-again-c$ctx gpt-oss-20b gpt-oss-20b-1gpu.json - 1,2,4 $ctx; done
+  finish
+fi
+echo "unknown part $PART" >&2; exit 2

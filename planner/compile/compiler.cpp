@@ -250,11 +250,12 @@ void check_shape(const BatchShape& b) {
 }
 
 void attention_ops(Builder& B, const ModelConfig& cfg, const AttnShard& a, const RankBatch& rb, int s, int layer,
-                   int gpu, int d, std::string_view L, int sm_count) {
+                   int64_t window, int gpu, int d, std::string_view L, int sm_count) {
   const double per_attended = 2.0 * double(a.heads) * double(a.qk_dim + a.v_dim);  // QK^T and PV
   const int64_t qo_per_token = a.heads * (a.qk_dim + a.v_dim) * d;
   // A sliding-window layer (Mistral-7B-v0.1, gpt-oss) attends to at most `window` tokens and caches no more.
-  const int64_t window = cfg.window_of(layer);
+  // `window` is the layer's figures' (LayerFigures::window), not cfg.window_of(layer): the pricer compiles a
+  // reduced model whose layer indices are its representatives', not the model's (iteration_cost.cpp).
   auto bounded = [&](int64_t c) { return window > 0 ? std::min(c, window) : c; };
   if (rb.pf_seqs > 0) {
     Op& op = B.begin(OpKind::Attention, L, "attn_prefill", s, layer, {gpu});
@@ -618,7 +619,7 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
           const int64_t rotated = (a.heads + a.kv_heads) * a.rope_dim;  // values rotated per token
           B.elementwise(L, "rotary", {EwKind::Rotary, T, rotated}, s, l, gpu, T * rotated, 2, 3.0);
         });
-        each([&](int, int gpu) { attention_ops(B, cfg, a, rb, s, l, gpu, d, L, sm_of(gpu)); });
+        each([&](int, int gpu) { attention_ops(B, cfg, a, rb, s, l, lf.window, gpu, d, L, sm_of(gpu)); });
         each([&](int r, int gpu) { gemm_named(r, gpu, "o", T); });
       }
       if (lay.tp > 1) B.collective(OpKind::AllReduce, L, "attn_allreduce", s, l, st.gpus, T * H * d);

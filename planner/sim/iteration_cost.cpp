@@ -191,7 +191,9 @@ PlanPricer::PlanPricer(const Plan& plan, const ModelConfig& cfg, const ModelFigu
   rfig_.layers.clear();
   layer_weight_.clear();
   auto same_kind = [](const LayerFigures& a, const LayerFigures& b) {
-    if (a.moe != b.moe || a.params != b.params || a.active_params != b.active_params ||
+    // The window too: gpt-oss alternates sliding-window and full layers of the same matrices, and one
+    // representative (layer 0, windowed) priced all 24 as windowed, its decode price flat in context.
+    if (a.moe != b.moe || a.window != b.window || a.params != b.params || a.active_params != b.active_params ||
         a.kv_bytes_per_token != b.kv_bytes_per_token || a.flops_per_token != b.flops_per_token ||
         a.attn_flops_per_context_token != b.attn_flops_per_context_token || a.matrices.size() != b.matrices.size())
       return false;

@@ -10,8 +10,12 @@
 #include "planner/compile/compiler.hpp"
 #include "planner/cost/attention_window.hpp"
 #include "planner/cost/compute_cost.hpp"
+#include "planner/cost/cost_model.hpp"
 #include "planner/cost/fitted_compute.hpp"
 #include "planner/plan/plan.hpp"
+#include "planner/sim/iteration_cost.hpp"
+#include "planner/topology/machine.hpp"
+#include "planner/topology/topology.hpp"
 #include "tests/strategy/test_fixtures.hpp"
 
 using namespace peerplan;
@@ -176,4 +180,29 @@ TEST(WindowAttention, FittedFallbackPricesTheSameBand) {
   EXPECT_LT(*tw / *tf, 0.25) << "windowed " << *tw * 1e6 << " us vs full " << *tf * 1e6 << " us";
   const Op d = attention_op(mistral, decode(8, 32768)), d4 = attention_op(full, decode(8, 4096));
   EXPECT_DOUBLE_EQ(*fitted_attention_windowed_s(fit, d), *fit.attention_s(d4)) << "decode: the 4k context";
+}
+
+// gpt-oss alternates sliding-window (128) and full layers of the same matrices. The pricer compiles one
+// representative per layer kind; before session 31 the window was not part of the kind, so layer 0's window
+// priced all 24 layers and gpt-oss-20b's decode price did not grow with context (H100, session 31 D: priced
+// 2.561 ms at every context from 512 to 16384 while the GPU ran 2.594 -> 2.780 ms).
+TEST(WindowAttention, GptOssReducedPricerKeepsItsFullLayers) {
+  auto oss = peerplan::testing::model("gpt-oss-20b");
+  ASSERT_GT(oss.cfg.window_of(0), 0);
+  ASSERT_EQ(oss.cfg.window_of(1), 0);
+  const Topology topo(load_machine(resolve_machine_path("h200x2-nvlink")));
+  const CostModel cost(topo);
+  const Plan plan = one_gpu(oss.cfg.layers);
+  PricerOptions exact;
+  exact.reuse_layers = false;
+  PlanPricer reduced(plan, oss.cfg, oss.fig, cost), per_layer(plan, oss.cfg, oss.fig, cost, exact);
+  for (int64_t batch : {1, 4}) {
+    double prev = 0;
+    for (int64_t ctx : {512, 4096, 16384}) {
+      const double r = reduced.price(decode(batch, ctx)).total_s(), e = per_layer.price(decode(batch, ctx)).total_s();
+      EXPECT_NEAR(r / e, 1.0, 1e-6) << "batch " << batch << " context " << ctx;
+      EXPECT_GT(r, prev) << "batch " << batch << ": the full layers' attention grows with the context " << ctx;
+      prev = r;
+    }
+  }
 }

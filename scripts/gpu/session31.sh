@@ -7,12 +7,13 @@
 #     written with PEERPLAN_FUSED_ACT=1 (so its plans price the fused gate_up), then decode steps with the fusion
 #     off and on priced from it (8B bf16 / int8 / int4 at 1-2, Qwen1.5-MoE bf16 at 1 / 2 / 8), twice, and the
 #     MoE PyTorch reference beside them.
+#   session31.sh D   (~1 min) C's gpt-oss sweep only (to 16384), priced from session 31 G's committed profile.
 #   session31.sh C   (~5 min) gpt-oss-20b decode priced short 1.03-1.08x at context 4096 (session 31 G) but
 #     1.008 below 2k (session 30 D): steps over contexts 512 .. 8192 at 1 / 2 / 4 sequences from a fresh paced
 #     profile, beside Llama-3.1-8B (full attention, head_dim 128) over the same contexts: whether the part of
 #     the step that grows with context (attention) is what is priced short, and whether only gpt-oss's shape.
 set -u
-PART=${1:?usage: session31.sh A | C}
+PART=${1:?usage: session31.sh A | C | D}
 OUT_DEFAULT=/tmp/peerplan-s31
 source "$(dirname "$0")/call_lib.sh"
 # Steps priced from this call's profile; WEIGHTS "-": the checkpoint's own (gpt-oss: MXFP4 experts). Formats the
@@ -52,6 +53,16 @@ if [ "$PART" = C ]; then
     bench 8b-c$ctx llama-3.1-8b llama8b-1gpu.json bf16 1,2,4 $ctx
   done
   left 500 && for ctx in 512 4096; do bench gptoss-again-c$ctx gpt-oss-20b gpt-oss-20b-1gpu.json - 1,2,4 $ctx; done
+  finish
+fi
+if [ "$PART" = D ]; then
+  # C without its profile (device time short): gpt-oss-20b steps over contexts priced from session 31 G's paced
+  # profile (one H100 80GB HBM3, committed). Another lease's GPU: the trend of GPU/price with context is what counts.
+  zcat docs/validation/runs/2026-12-07-session31/G/profile.json.gz > "$W/g-profile.json"
+  export MACHINE=$W/g-profile.json
+  for ctx in 512 1024 2048 4096 8192 16384; do
+    bench gptoss-c$ctx gpt-oss-20b gpt-oss-20b-1gpu.json - 1,2,4 $ctx
+  done
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

@@ -522,7 +522,8 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
   const bool fuse = fused_add_norm(machine);
   auto norm = [&](int64_t rows) { return Builder::Ew{fuse ? EwKind::AddRmsNorm : EwKind::RmsNorm, rows, H}; };
   // The activation inside the gate_up GEMV where the executor's kernel does it (act_fusion.hpp).
-  const bool act_on = opt.fused_act < 0 ? fused_gate_up_act(machine) : opt.fused_act == 1;
+  const bool act_on = opt.fused_act < 0 ? fused_gate_up_act(machine) : opt.fused_act >= 1;
+  const bool act_all = opt.fused_act == kActEverywhere;  // also where it was measured slower (A/B runs)
   const bool pdl = opt.pdl >= 0 ? opt.pdl == 1 : executor_launch(machine) != "serial";
 
   for (size_t si = 0; si < plan.stages.size(); ++si) {
@@ -633,7 +634,7 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
       auto act_fuses = [&](std::string_view matrix, const MatrixShard* ms, int64_t m) {
         if (!act_on || !cfg.gated_mlp || !ms || ms->count != 1) return false;
         const MatrixShape* w = B.weight_of(l, matrix);
-        return gate_up_act_fuses(w ? w->format.dtype : DType::BF16, m, ms->n, ms->k, pdl);
+        return gate_up_act_fuses(w ? w->format.dtype : DType::BF16, m, ms->n, ms->k, pdl, act_all);
       };
       if (!lf.moe) {
         each([&](int r, int gpu) {
@@ -700,7 +701,7 @@ const OpGraph& compile_iteration(CompileCache& cache, const Plan& plan, const Mo
             const MatrixShape* ew = B.weight_of(l, "expert.gate_up");
             bool fused = act_on && cfg.gated_mlp;
             for (const auto& [x, share] : mix[size_t(r)])
-              fused = fused && grouped_gate_up_act_fuses(ew ? ew->format.dtype : DType::BF16, x.max_rows, eg->n);
+              fused = fused && grouped_gate_up_act_fuses(ew ? ew->format.dtype : DType::BF16, x.max_rows, eg->n, act_all);
             for (const auto& [x, share] : mix[size_t(r)]) {
               B.grouped_gemm(L, "expert.gate_up", s, l, gpu, x, T, eg->n, eg->k, blocks[size_t(r)], share,
                              known->second.expert_rows[size_t(r)]);

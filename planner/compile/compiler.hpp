@@ -60,7 +60,7 @@ struct CompileOptions {
   int shared_stream = -1;
   // A gated MLP's activation in the gate_up GEMV's epilogue where the executor's kernel does it
   // (act_fusion.hpp): -1 as the machine's profile says (executor_launch.hpp fused_gate_up_act), 0 never,
-  // 1 always (the executor's PEERPLAN_FUSED_ACT).
+  // 1 where it pays, 2 wherever a kernel can (the executor's PEERPLAN_FUSED_ACT=0 / 1 / all).
   int fused_act = -1;
   // Whether the executor launches its decode kernels with programmatic dependent launch (bf16 GEMVs, and so
   // their activation epilogue, run only then): -1 as the machine's profile says (executor_launch.hpp), 0, 1

@@ -1,5 +1,7 @@
 #include "planner/validate/preflight.hpp"
 
+#include "planner/compile/act_fusion.hpp"
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -89,6 +91,10 @@ std::string shared_stream_mismatch(const Machine& profile, int host) {
 
 std::string fused_act_mismatch(const Machine& profile, int host) {
   const bool priced = fused_gate_up_act(profile);
+  if (host == kActEverywhere)  // whatever the profile says, plans never price these fused
+    return "PEERPLAN_FUSED_ACT=all also runs the activation inside the int8 GEMV and the routed experts' gemv, which "
+           "the profile's plans price as separate kernels (measured up to ~3 % slower fused, session 31): an A/B "
+           "setting. Unset it to run as the profile says";
   if (host < 0 || (host == 1) == priced) return "";
   return fmt::format(
       "PEERPLAN_FUSED_ACT={} runs the MLP activation {} but the profile's plans price it {}: decode steps at batch "

@@ -23,7 +23,7 @@ struct HostInfo {
   std::vector<HostGpu> gpus;
   std::string executor_launch;  // how this host's executor launches decode kernels ("pdl", "serial"; "" unknown)
   int shared_stream = -1;       // PEERPLAN_SHARED_STREAM here: -1 as the profile says, 0 never, 1 always
-  int fused_act = -1;           // PEERPLAN_FUSED_ACT here: -1 as the profile says, 0 never, 1 always
+  int fused_act = -1;           // PEERPLAN_FUSED_ACT here: -1 as the profile says, 0 never, 1 where it pays, 2 all
   std::string w4_layout;        // the int4 word order this executor reads ("tiled", "gptq"; "" unknown)
   int moe_w8_mma = -1;          // 8-bit experts' tiled groups on 8-bit tensor cores here: 1, 0, -1 unknown
 };

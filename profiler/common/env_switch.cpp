@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "planner/compile/act_fusion.hpp"
 #include "planner/core/error.hpp"
 
 namespace peerplan::exec {
@@ -16,9 +17,11 @@ int env_tristate(const char* var, const char* value, const char* meaning) {
 }
 
 int fused_act_from_env(const char* value) {
+  if (value && std::string(value) == "all") return kActEverywhere;
   return env_tristate("PEERPLAN_FUSED_ACT", value,
-                      "1: a gated MLP's SiLU(gate) * up in the gate_up GEMV's epilogue at decode where the kernel "
-                      "does it, 0: always a separate activation kernel");
+                      "1: a gated MLP's SiLU(gate) * up in the gate_up GEMV's epilogue at decode where that is "
+                      "faster (bf16 GEMV, W4A16), all: wherever a kernel can (the int8 GEMV and routed experts too), "
+                      "0: always a separate activation kernel");
 }
 
 }  // namespace peerplan::exec

@@ -10,7 +10,8 @@ int env_tristate(const char* var, const char* value, const char* meaning);
 
 // PEERPLAN_FUSED_ACT: a gated MLP's activation in the gate_up GEMV's epilogue at decode
 // (planner/compile/act_fusion.hpp); CompileOptions::fused_act of every compile, and the profile's
-// executor_act_epilogue when profiling (off unless 1, until a GPU has measured it).
+// executor_act_epilogue when profiling (on unless 0). Unset -1, "0" 0, "1" 1 (where it pays), "all" 2 (every
+// kernel that can, the int8 GEMV and routed experts too: measured slower, for A/B runs: kActEverywhere).
 int fused_act_from_env(const char* value);
 
 }  // namespace peerplan::exec

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "planner/compile/act_fusion.hpp"
 #include "planner/compile/compiler.hpp"
 #include "profiler/common/env_switch.hpp"
 #include "profiler/common/shared_stream.hpp"
@@ -147,6 +148,7 @@ TEST(SharedStream, TheActivationSwitchReadsAlike) {
   EXPECT_EQ(fused_act_from_env(""), -1);
   EXPECT_EQ(fused_act_from_env("0"), 0);
   EXPECT_EQ(fused_act_from_env("1"), 1);
+  EXPECT_EQ(fused_act_from_env("all"), kActEverywhere);
   try {
     fused_act_from_env("on");
     FAIL() << "accepted on";

@@ -67,22 +67,25 @@ Count count(const OpGraph& g) {
 }
 
 TEST(ActEpilogue, TheRuleIsTheKernelsTheExecutorHas) {
-  // bf16: the PDL GEMV only (M <= 2, with PDL); int8: the W8A16 GEMV (k % 16); int4: v7 (n % 32, k % 128).
+  // bf16: the PDL GEMV only (M <= 2, with PDL); int4: v7 (n % 32, k % 128); int8: the W8A16 GEMV (k % 16), only
+  // with `all` (measured slower fused: session 31 A).
   EXPECT_TRUE(gate_up_act_fuses(DType::BF16, 1, 2 * 14336, 4096, true));
   EXPECT_TRUE(gate_up_act_fuses(DType::BF16, 2, 2 * 14336, 4096, true));
   EXPECT_FALSE(gate_up_act_fuses(DType::BF16, 3, 2 * 14336, 4096, true));
   EXPECT_FALSE(gate_up_act_fuses(DType::BF16, 1, 2 * 14336, 4096, false));  // cuBLASLt without PDL
   EXPECT_FALSE(gate_up_act_fuses(DType::BF16, 1, 2001, 4096, true));        // no halves
-  EXPECT_TRUE(gate_up_act_fuses(DType::INT8, 1, 2 * 5632, 2048, false));
-  EXPECT_FALSE(gate_up_act_fuses(DType::INT8, 1, 2 * 5632, 2056, false));
+  EXPECT_FALSE(gate_up_act_fuses(DType::INT8, 1, 2 * 5632, 2048, false));
+  EXPECT_TRUE(gate_up_act_fuses(DType::INT8, 1, 2 * 5632, 2048, false, true));
+  EXPECT_FALSE(gate_up_act_fuses(DType::INT8, 1, 2 * 5632, 2056, false, true));
   EXPECT_TRUE(gate_up_act_fuses(DType::INT4, 2, 2 * 14336, 4096, true));
   EXPECT_FALSE(gate_up_act_fuses(DType::INT4, 1, 2 * 1000, 4096, true));
   EXPECT_FALSE(gate_up_act_fuses(DType::FP8_E4M3, 1, 2 * 14336, 4096, true));  // cuBLASLt's FP8 kernels
-  // Routed experts: bf16 on the gemv (busiest expert 1..4 rows).
-  EXPECT_TRUE(grouped_gate_up_act_fuses(DType::BF16, 1, 2816));
-  EXPECT_TRUE(grouped_gate_up_act_fuses(DType::BF16, 4, 2816));
-  EXPECT_FALSE(grouped_gate_up_act_fuses(DType::BF16, 5, 2816));
-  EXPECT_FALSE(grouped_gate_up_act_fuses(DType::FP8_E4M3, 1, 2816));
+  // Routed experts: bf16 on the gemv (busiest expert 1..4 rows), only with `all` (measured slower fused).
+  EXPECT_FALSE(grouped_gate_up_act_fuses(DType::BF16, 1, 2816));
+  EXPECT_TRUE(grouped_gate_up_act_fuses(DType::BF16, 1, 2816, true));
+  EXPECT_TRUE(grouped_gate_up_act_fuses(DType::BF16, 4, 2816, true));
+  EXPECT_FALSE(grouped_gate_up_act_fuses(DType::BF16, 5, 2816, true));
+  EXPECT_FALSE(grouped_gate_up_act_fuses(DType::FP8_E4M3, 1, 2816, true));
 }
 
 TEST(ActEpilogue, TheProfileSaysWhetherTheCompilerFuses) {
@@ -121,8 +124,10 @@ TEST(ActEpilogue, DenseDecodeAtOneOrTwoRowsOnly) {
   // how it launches (CompileOptions::pdl) over the profile.
   EXPECT_EQ(count(graph(profile(true, "serial"), m, decode(1))).act, int(m.cfg.layers));
   EXPECT_EQ(count(graph(profile(true, "serial"), m, decode(1), -1, 1)).act, 0);
-  // int8 (W8A16 GEMV) and int4 (v7) fuse with or without PDL; FP8 runs cuBLASLt and does not.
-  EXPECT_EQ(count(graph(profile(true, "serial"), model("llama-3.1-8b", DType::INT8), decode(1))).act, 0);
+  // int4 (v7) fuses with or without PDL; int8 (W8A16 GEMV) only with `all`, where it also needs no PDL; FP8
+  // runs cuBLASLt and does not.
+  EXPECT_EQ(count(graph(profile(true, "serial"), model("llama-3.1-8b", DType::INT8), decode(1))).act, int(m.cfg.layers));
+  EXPECT_EQ(count(graph(profile(true, "serial"), model("llama-3.1-8b", DType::INT8), decode(1), kActEverywhere)).act, 0);
   EXPECT_EQ(count(graph(profile(true, "serial"), model("llama-3.1-8b", DType::INT4), decode(2))).act, 0);
   EXPECT_EQ(count(graph(on, model("llama-3.1-8b", DType::FP8_E4M3), decode(1))).act, int(m.cfg.layers));
   // The marked op writes half its outputs.
@@ -140,10 +145,13 @@ TEST(ActEpilogue, RoutedAndSharedExpertsAtDecode) {
   const auto q = model("qwen1.5-moe-a2.7b");
   const int L = int(q.cfg.layers);
   const Count one = count(graph(on, q, decode(1)));
-  EXPECT_EQ(one.act, 0) << "routed (gemv) and shared (GEMV) experts both fuse at batch 1";
-  EXPECT_EQ(one.fused, 2 * L);
+  EXPECT_EQ(one.act, L) << "the shared experts' GEMV fuses at batch 1, the routed experts' gemv only with `all`";
+  EXPECT_EQ(one.fused, L);
+  const Count all = count(graph(on, q, decode(1), kActEverywhere));
+  EXPECT_EQ(all.act, 0) << "routed (gemv) and shared (GEMV) experts both fuse at batch 1 with `all`";
+  EXPECT_EQ(all.fused, 2 * L);
   // 64 tokens over 60 experts: the busiest expert holds more than 4 rows, past the gemv.
-  EXPECT_EQ(count(graph(on, q, decode(64))).act, 2 * L);
+  EXPECT_EQ(count(graph(on, q, decode(64), kActEverywhere)).act, 2 * L);
   // FP8 experts: the grouped kernels do not fuse (the shared experts are FP8 too: neither does the GEMV).
   EXPECT_EQ(count(graph(on, model("qwen1.5-moe-a2.7b", DType::FP8_E4M3), decode(1))).act, 2 * L);
 }
@@ -178,6 +186,9 @@ TEST(ActEpilogue, ValidateWarnsWhenTheExecutorIsForcedTheOtherWay) {
   EXPECT_NE(w.find("PEERPLAN_FUSED_ACT=1"), std::string::npos) << w;
   EXPECT_NE(w.find("faster"), std::string::npos) << w;
   EXPECT_NE(fused_act_mismatch(profile(true), 0).find("slower"), std::string::npos);
+  // `all` fuses what no profile prices fused: always a warning.
+  EXPECT_NE(fused_act_mismatch(profile(true), kActEverywhere).find("PEERPLAN_FUSED_ACT=all"), std::string::npos);
+  EXPECT_NE(fused_act_mismatch(profile(false), kActEverywhere).find("A/B"), std::string::npos);
 }
 
 }  // namespace

@@ -7,13 +7,14 @@
 #     written with PEERPLAN_FUSED_ACT=1 (so its plans price the fused gate_up), then decode steps with the fusion
 #     off and on priced from it (8B bf16 / int8 / int4 at 1-2, Qwen1.5-MoE bf16 at 1 / 2 / 8), twice, and the
 #     MoE PyTorch reference beside them.
+#   session31.sh E   (~3 min) D again after the pricing fix, then gpt-oss-20b long prompts from G's profile.
 #   session31.sh D   (~1 min) C's gpt-oss sweep only (to 16384), priced from session 31 G's committed profile.
 #   session31.sh C   (~5 min) gpt-oss-20b decode priced short 1.03-1.08x at context 4096 (session 31 G) but
 #     1.008 below 2k (session 30 D): steps over contexts 512 .. 8192 at 1 / 2 / 4 sequences from a fresh paced
 #     profile, beside Llama-3.1-8B (full attention, head_dim 128) over the same contexts: whether the part of
 #     the step that grows with context (attention) is what is priced short, and whether only gpt-oss's shape.
 set -u
-PART=${1:?usage: session31.sh A | C | D}
+PART=${1:?usage: session31.sh A | C | D | E}
 OUT_DEFAULT=/tmp/peerplan-s31
 source "$(dirname "$0")/call_lib.sh"
 # Steps priced from this call's profile; WEIGHTS "-": the checkpoint's own (gpt-oss: MXFP4 experts). Formats the
@@ -63,6 +64,19 @@ if [ "$PART" = D ]; then
   for ctx in 512 1024 2048 4096 8192 16384; do
     bench gptoss-c$ctx gpt-oss-20b gpt-oss-20b-1gpu.json - 1,2,4 $ctx
   done
+  finish
+fi
+if [ "$PART" = E ]; then
+  # After the pricing fix (the window is part of a layer's kind): D's sweep again, now priced per layer, then
+  # gpt-oss-20b long prompts priced from the same committed profile (another lease's H100: --allow-other-host).
+  zcat docs/validation/runs/2026-12-07-session31/G/profile.json.gz > "$W/g-profile.json"
+  export MACHINE=$W/g-profile.json
+  for ctx in 512 2048 4096 8192 16384; do
+    bench gptoss-c$ctx gpt-oss-20b gpt-oss-20b-1gpu.json - 1,2,4 $ctx
+  done
+  TAIL=16 step 150 validate-gptoss20b-long $B validate --machine "$MACHINE" --allow-other-host \
+    --out "$W/validate-gptoss20b-long" --plan $P/gpt-oss-20b-1gpu.json --model gpt-oss-20b \
+    --workload $V/workloads/validate-long-prompt.json
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

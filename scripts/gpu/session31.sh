@@ -74,6 +74,19 @@ if [ "$PART" = E ]; then
   for ctx in 512 2048 4096 8192 16384; do
     bench gptoss-c$ctx gpt-oss-20b gpt-oss-20b-1gpu.json - 1,2,4 $ctx
   done
+  # Per-kernel times inside the decode graphs (Nsight Systems, where the host has it): which op the 4-5 % short
+  # price at 4 sequences is (1.00-1.02 at 1-2).
+  NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+  log "  nsys: ${NSYS:-none}"
+  if [ -n "$NSYS" ]; then
+    for b in 1 2 4; do
+      TAIL=3 step 90 "nsys-gptoss-b$b" "$NSYS" profile -t cuda --cuda-graph-trace=node -f true -o "$W/oss-b$b" \
+        $B validate --bench-steps --plan $P/gpt-oss-20b-1gpu.json --model gpt-oss-20b --machine "$MACHINE" \
+        --allow-other-host --no-measure-missing --batches $b --context 1024 --prefill 0
+      TAIL=3 step 60 "nsys-stats-b$b" "$NSYS" stats -r cuda_gpu_kern_sum --format csv -o "$W/oss-b$b" "$W/oss-b$b.nsys-rep"
+      rm -f "$W/oss-b$b.nsys-rep" "$W/oss-b$b.sqlite"
+    done
+  fi
   TAIL=16 step 150 validate-gptoss20b-long $B validate --machine "$MACHINE" --allow-other-host \
     --out "$W/validate-gptoss20b-long" --plan $P/gpt-oss-20b-1gpu.json --model gpt-oss-20b \
     --workload $V/workloads/validate-long-prompt.json

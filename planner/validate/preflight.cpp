@@ -1,11 +1,10 @@
 #include "planner/validate/preflight.hpp"
 
-#include "planner/compile/act_fusion.hpp"
-
 #include <algorithm>
 
 #include <fmt/format.h>
 
+#include "planner/compile/act_fusion.hpp"
 #include "planner/core/error.hpp"
 #include "planner/model/expert_format.hpp"
 #include "planner/topology/executor_launch.hpp"

@@ -7,6 +7,7 @@
 #     written with PEERPLAN_FUSED_ACT=1 (so its plans price the fused gate_up), then decode steps with the fusion
 #     off and on priced from it (8B bf16 / int8 / int4 at 1-2, Qwen1.5-MoE bf16 at 1 / 2 / 8), twice, and the
 #     MoE PyTorch reference beside them.
+#   session31.sh B   (~1 min) the default rule on Qwen1.5-MoE and 8B int8: PEERPLAN_FUSED_ACT 0 / 1 / all.
 #   session31.sh E   (~3 min) D again after the pricing fix, then gpt-oss-20b long prompts from G's profile.
 #   session31.sh D   (~1 min) C's gpt-oss sweep only (to 16384), priced from session 31 G's committed profile.
 #   session31.sh C   (~5 min) gpt-oss-20b decode priced short 1.03-1.08x at context 4096 (session 31 G) but
@@ -14,7 +15,7 @@
 #     profile, beside Llama-3.1-8B (full attention, head_dim 128) over the same contexts: whether the part of
 #     the step that grows with context (attention) is what is priced short, and whether only gpt-oss's shape.
 set -u
-PART=${1:?usage: session31.sh A | C | D | E}
+PART=${1:?usage: session31.sh A | B | C | D | E}
 OUT_DEFAULT=/tmp/peerplan-s31
 source "$(dirname "$0")/call_lib.sh"
 # Steps priced from this call's profile; WEIGHTS "-": the checkpoint's own (gpt-oss: MXFP4 experts). Formats the
@@ -90,6 +91,16 @@ if [ "$PART" = E ]; then
   TAIL=16 step 150 validate-gptoss20b-long $B validate --machine "$MACHINE" --allow-other-host \
     --out "$W/validate-gptoss20b-long" --plan $P/gpt-oss-20b-1gpu.json --model gpt-oss-20b \
     --workload $V/workloads/validate-long-prompt.json
+  finish
+fi
+if [ "$PART" = B ]; then
+  # The activation epilogue's default rule (bf16 GEMV and W4A16 only; the routed gemv and int8 with "all"): Qwen1.5-MoE
+  # (its shared experts' GEMV fuses, the routed gemv not) and 8B int8 (not fused) with 0 / 1 / all, two rounds.
+  export MACHINE=models/hardware/h200x2-nvlink.json
+  for r in 1 2; do for a in 0 1 all; do
+    bench qwen-a$a qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 1,2,8 1024 PEERPLAN_FUSED_ACT=$a PEERPLAN_SHARED_STREAM=1
+    bench 8b-int8-a$a llama-3.1-8b llama8b-1gpu.json int8 1,2 1024 PEERPLAN_FUSED_ACT=$a
+  done; done
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

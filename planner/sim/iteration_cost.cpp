@@ -192,14 +192,18 @@ PlanPricer::PlanPricer(const Plan& plan, const ModelConfig& cfg, const ModelFigu
   layer_weight_.clear();
   auto same_kind = [](const LayerFigures& a, const LayerFigures& b) {
     // The window too: gpt-oss alternates sliding-window and full layers of the same matrices, and one
-    // representative (layer 0, windowed) priced all 24 as windowed, its decode price flat in context.
+    // representative (layer 0, windowed) priced all 24 as windowed, its decode price flat in context. And the
+    // stored formats: a GGUF Q4_K_M file keeps some layers' matrices in Q6_K, a checkpoint may leave whole
+    // layers unquantized (modules_to_not_convert).
     if (a.moe != b.moe || a.window != b.window || a.params != b.params || a.active_params != b.active_params ||
         a.kv_bytes_per_token != b.kv_bytes_per_token || a.flops_per_token != b.flops_per_token ||
-        a.attn_flops_per_context_token != b.attn_flops_per_context_token || a.matrices.size() != b.matrices.size())
+        a.attn_flops_per_context_token != b.attn_flops_per_context_token || a.weight_bytes != b.weight_bytes ||
+        a.matrices.size() != b.matrices.size())
       return false;
     for (size_t i = 0; i < a.matrices.size(); ++i) {
       const MatrixShape &x = a.matrices[i], &y = b.matrices[i];
-      if (x.name != y.name || x.k != y.k || x.n != y.n || x.count != y.count || x.per_token_active != y.per_token_active)
+      if (x.name != y.name || x.k != y.k || x.n != y.n || x.count != y.count || x.per_token_active != y.per_token_active ||
+          x.format.dtype != y.format.dtype || x.bytes != y.bytes)
         return false;
     }
     return true;

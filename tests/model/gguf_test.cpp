@@ -10,13 +10,16 @@
 #include <unistd.h>
 
 #include "planner/compile/compiler.hpp"
+#include "planner/cost/cost_model.hpp"
 #include "planner/core/error.hpp"
 #include "planner/core/files.hpp"
 #include "planner/model/gguf.hpp"
 #include "planner/model/model_config.hpp"
 #include "planner/model/model_figures.hpp"
 #include "planner/model/model_summary.hpp"
+#include "planner/sim/iteration_cost.hpp"
 #include "planner/topology/machine.hpp"
+#include "planner/topology/topology.hpp"
 #include "tests/model/gguf_writer.hpp"
 #include "tests/plan_fixtures.hpp"
 
@@ -434,4 +437,30 @@ TEST(Gguf, HostileTensorInfosAreRefused) {
 }
 
 }  // namespace
+}  // namespace peerplan
+
+namespace peerplan {
+// The pricer compiles one representative layer per layer kind. Q4_K_M keeps attn_v and ffn_down in Q6_K on 16 of
+// the 32 layers, so those layers read more bytes: they are a kind of their own, and the reduced pricer must give
+// what pricing every layer does (before session 31 the stored format was not part of a layer's kind).
+TEST(Gguf, ReducedPricerKeepsTheLayersStoredInAnotherType) {
+  GgufFile f = read_gguf(std::string(PEERPLAN_TEST_DATA) + "/model/llama-3.1-8b-q4_k_m.header.gguf",
+                         {.allow_missing_data = true});
+  const ModelConfig c = gguf_model_config(f);
+  const ModelFigures fig = derive_figures(c);
+  int64_t lo = fig.layers.front().weight_bytes, hi = lo;
+  for (const LayerFigures& l : fig.layers) lo = std::min(lo, l.weight_bytes), hi = std::max(hi, l.weight_bytes);
+  ASSERT_LT(lo, hi) << "the file's layers differ in stored bytes";
+  const Topology topo(load_machine(find_data_file("models/hardware/rtx4090x4-pcie.json")));
+  const CostModel cost(topo);
+  const Plan plan = test_plans::tp({0}, int(c.layers));
+  PricerOptions exact;
+  exact.reuse_layers = false;
+  PlanPricer reduced(plan, c, fig, cost), per_layer(plan, c, fig, cost, exact);
+  for (int64_t batch : {1, 8}) {
+    BatchShape b;
+    b.decode_seqs = batch, b.decode_context = 1024;
+    EXPECT_NEAR(reduced.price(b).total_s() / per_layer.price(b).total_s(), 1.0, 1e-6) << "batch " << batch;
+  }
+}
 }  // namespace peerplan

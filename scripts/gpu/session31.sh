@@ -10,10 +10,8 @@
 #   session31.sh B   (~1 min) the default rule on Qwen1.5-MoE and 8B int8: PEERPLAN_FUSED_ACT 0 / 1 / all.
 #   session31.sh E   (~3 min) D again after the pricing fix, then gpt-oss-20b long prompts from G's profile.
 #   session31.sh D   (~1 min) C's gpt-oss sweep only (to 16384), priced from session 31 G's committed profile.
-#   session31.sh C   (~5 min) gpt-oss-20b decode priced short 1.03-1.08x at context 4096 (session 31 G) but
-#     1.008 below 2k (session 30 D): steps over contexts 512 .. 8192 at 1 / 2 / 4 sequences from a fresh paced
-#     profile, beside Llama-3.1-8B (full attention, head_dim 128) over the same contexts: whether the part of
-#     the step that grows with context (attention) is what is priced short, and whether only gpt-oss's shape.
+#   session31.sh C   (~6 min) gpt-oss-20b on a fresh paced profile of the lease: decode steps over contexts at
+#     1 / 2 / 4 sequences (E priced them from another lease's profile), then its long prompts (E: +1.7 / -0.1 / -7.6 %).
 set -u
 PART=${1:?usage: session31.sh A | B | C | D | E}
 OUT_DEFAULT=/tmp/peerplan-s31
@@ -48,13 +46,10 @@ if [ "$PART" = A ]; then
   finish
 fi
 if [ "$PART" = C ]; then
-  TAIL=4 step 260 profile $B profile --no-progress --model gpt-oss-20b,llama-3.1-8b --dtypes bf16 \
-    --skip nccl,nccl_nop2p --duty 0.5 --out "$W/profile.json"
-  for ctx in 512 1024 2048 4096 8192; do
-    bench gptoss-c$ctx gpt-oss-20b gpt-oss-20b-1gpu.json - 1,2,4 $ctx
-    bench 8b-c$ctx llama-3.1-8b llama8b-1gpu.json bf16 1,2,4 $ctx
-  done
-  left 500 && for ctx in 512 4096; do bench gptoss-again-c$ctx gpt-oss-20b gpt-oss-20b-1gpu.json - 1,2,4 $ctx; done
+  TAIL=4 step 230 profile $B profile --no-progress --model gpt-oss-20b --dtypes bf16 --skip nccl,nccl_nop2p \
+    --duty 0.5 --out "$W/profile.json"
+  for ctx in 512 2048 8192; do bench gptoss-c$ctx gpt-oss-20b gpt-oss-20b-1gpu.json - 1,2,4 $ctx; done
+  v gptoss20b-long 150 --plan $P/gpt-oss-20b-1gpu.json --model gpt-oss-20b --workload $V/workloads/validate-long-prompt.json
   finish
 fi
 if [ "$PART" = D ]; then

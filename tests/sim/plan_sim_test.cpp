@@ -186,6 +186,39 @@ TEST(PlanSim, TwoReplicasServeTwiceTheLoadAtOneReplicasLatency) {
 // does: each distinct routing load of the layers is its own grouped GEMM, weighted by its share
 // (op_graph.hpp group_share), not one rounded mean load, whose kernel can differ from every layer's
 // (Mixtral EP2, batch 1: the busiest rank holds both experts in 14 of 32 layers; session 10).
+// Every shipped model card: the reduced model prices what pricing every layer prices, on one GPU, at decode and
+// prefill. A layer kind that misses something the compiler reads per layer breaks this (session 31: the window,
+// gpt-oss; the stored formats, GGUF Q4_K_M).
+TEST(PlanSim, ReducedModelPricesEveryShippedModelAsItsLayers) {
+  const Machine machine = load_machine(resolve_machine_path("h200x2-nvlink"));
+  const Topology topo{machine};
+  const CostModel cost(topo);
+  for (const char* name : {"deepseek-v2-lite", "deepseek-v3", "gpt-oss-120b", "gpt-oss-20b", "llama-3.1-70b",
+                           "llama-3.1-70b-awq", "llama-3.1-70b-fp8", "llama-3.1-8b", "llama-3.1-8b-fp8", "mistral-7b",
+                           "mixtral-8x7b", "qwen1.5-moe-a2.7b"}) {
+    const ModelConfig cfg = load_model_config(resolve_model_path(name));
+    const ModelFigures fig = derive_figures(cfg);
+    Plan one;
+    one.name = "single[0]";
+    PlanStage s;
+    s.gpus = {0};
+    s.layer_begin = 0, s.layer_end = cfg.layers;
+    s.embeddings = s.lm_head = true;
+    one.stages = {s};
+    PlanPricer reduced(one, cfg, fig, cost, PricerOptions{0, true});
+    PlanPricer full(one, cfg, fig, cost, PricerOptions{0, false});
+    BatchShape d8, pf;
+    d8.decode_seqs = 8, d8.decode_context = 6000;
+    pf.prefill_seqs = 1, pf.prefill_tokens = 512, pf.prefill_context = 6000;
+    for (const BatchShape& b : {d8, pf}) {
+      const double r = reduced.price(b).stage_s.at(0), f = full.price(b).stage_s.at(0);
+      // Within 1e-4 (MoE prefill: the representative's grouped GEMMs are the layers' distinct routing loads by share,
+      // priced on quantised rows: up to 8e-5 apart for gpt-oss-20b); the window bug was several per cent.
+      EXPECT_NEAR(r / f, 1.0, 1e-4) << name << (b.decode_seqs ? " decode" : " prefill");
+    }
+  }
+}
+
 TEST(PlanSim, ReducedMoeLayersPriceWhatTheFullGraphPrices) {
   const ModelConfig cfg = load_model_config(resolve_model_path("mixtral-8x7b"));
   const ModelFigures fig = derive_figures(cfg);

@@ -9,11 +9,12 @@
 #     MoE PyTorch reference beside them.
 #   session31.sh B   (~1 min) the default rule on Qwen1.5-MoE and 8B int8: PEERPLAN_FUSED_ACT 0 / 1 / all.
 #   session31.sh E   (~3 min) D again after the pricing fix, then gpt-oss-20b long prompts from G's profile.
+#   session31.sh F   (~1 min) every op of gpt-oss-20b's decode step at batch 2 and 4 (eager, CUDA events).
 #   session31.sh D   (~1 min) C's gpt-oss sweep only (to 16384), priced from session 31 G's committed profile.
 #   session31.sh C   (~6 min) gpt-oss-20b on a fresh paced profile of the lease: decode steps over contexts at
 #     1 / 2 / 4 sequences (E priced them from another lease's profile), then its long prompts (E: +1.7 / -0.1 / -7.6 %).
 set -u
-PART=${1:?usage: session31.sh A | B | C | D | E}
+PART=${1:?usage: session31.sh A | B | C | D | E | F}
 OUT_DEFAULT=/tmp/peerplan-s31
 source "$(dirname "$0")/call_lib.sh"
 # Steps priced from this call's profile; WEIGHTS "-": the checkpoint's own (gpt-oss: MXFP4 experts). Formats the
@@ -96,6 +97,18 @@ if [ "$PART" = B ]; then
     bench qwen-a$a qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 1,2,8 1024 PEERPLAN_FUSED_ACT=$a PEERPLAN_SHARED_STREAM=1
     bench 8b-int8-a$a llama-3.1-8b llama8b-1gpu.json int8 1,2 1024 PEERPLAN_FUSED_ACT=$a
   done; done
+  finish
+fi
+if [ "$PART" = F ]; then
+  # gpt-oss-20b's 4 % at 4 sequences: every op of the median decode step timed on its own (CUDA events, eager;
+  # validate's op-class timing, PEERPLAN_OP_TIMES) at batch 2 and 4. Eager adds each op's launch alike at both
+  # batches, so the per-op change 2 -> 4 against the price's change shows which op the price misses.
+  zcat docs/validation/runs/2026-12-07-session31/G/profile.json.gz > "$W/g-profile.json"
+  for n in 2 4; do
+    TAIL=6 step 90 "validate-b$n" env PEERPLAN_OP_TIMES="$W/optimes-b$n.csv" $B validate --machine "$W/g-profile.json" \
+      --allow-other-host --no-measure-missing --out "$W/validate-b$n" --plan $P/gpt-oss-20b-1gpu.json \
+      --model gpt-oss-20b --workload $V/workloads/decode-b$n-1k.json
+  done
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

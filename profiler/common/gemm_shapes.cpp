@@ -18,8 +18,8 @@ std::vector<int> tp_degrees(const ModelConfig& c, int max_tp) {
 std::vector<WeightShape> weight_shapes(const ModelConfig& c, int max_tp) {
   std::vector<WeightShape> out;
   for (int tp : tp_degrees(c, max_tp)) {
-    auto add = [&](const char* name, int64_t n, int64_t k) {
-      if (n > 0 && k > 0) out.push_back({name, tp, n, k});
+    auto add = [&](const char* name, int64_t n, int64_t k, bool dense = false) {
+      if (n > 0 && k > 0) out.push_back({name, tp, n, k, dense});
     };
     if (!c.mla) {
       int64_t q = c.heads * c.head_dim / tp;
@@ -40,9 +40,14 @@ std::vector<WeightShape> weight_shapes(const ModelConfig& c, int max_tp) {
       const int64_t inter = round_up(c.expert_intermediate / tp, pad);
       add("expert.gate_up", up * inter, c.hidden);
       add("expert.down", c.hidden, inter);
+      // Replicated, never quantized. Not timed before session 31: every MoE prediction from a profile priced
+      // the router from the roofline fit (gpt-oss-20b: 0.7 us a layer priced; eager 5.6 us at 2 tokens,
+      // 8.8 at 4, where it leaves the GEMV for cuBLASLt), unless validate measured it as a missing shape.
+      add("router", c.experts, c.hidden, true);
       if (c.shared_intermediate > 0) {
         add("shared.gate_up", up * c.shared_intermediate / tp, c.hidden);
         add("shared.down", c.hidden, c.shared_intermediate / tp);
+        if (c.shared_expert_gate) add("shared_gate", 1, c.hidden, true);
       }
     }
     add("lm_head", c.vocab / tp, c.hidden);

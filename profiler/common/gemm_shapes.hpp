@@ -12,15 +12,17 @@
 namespace peerplan::profiler {
 
 struct WeightShape {
-  std::string name;  // "qkv", "o", "gate_up", "down", "expert.gate_up", "expert.down", "lm_head"
+  std::string name;  // "qkv", "o", "gate_up", "down", "expert.gate_up", "expert.down", "router", "lm_head", ...
   int tp = 1;
   int64_t n = 0, k = 0;
+  bool dense = false;  // stays bf16 whatever the model's weight format (router, shared_gate): timed in bf16 only
 };
 
 // The TP degrees 1..max_tp that divide the model's attention heads.
 std::vector<int> tp_degrees(const ModelConfig& cfg, int max_tp);
 // Weight shapes for each TP degree (MLA models: the dense MLP/expert shapes and the output
-// projection only; their low-rank projections are not split by TP here).
+// projection only; their low-rank projections are not split by TP here). MoE layers' router (and
+// Qwen-MoE's shared-expert gate) are replicated on every rank: [experts x hidden] (1 x hidden).
 std::vector<WeightShape> weight_shapes(const ModelConfig& cfg, int max_tp);
 
 struct GemmProblem {

@@ -86,8 +86,11 @@ ShapeSet model_shape_set(const std::vector<ModelConfig>& models, int gpus, const
                          std::vector<ShapeNote>* notes) {
   ShapeSet s;
   for (const ModelConfig& m : models) {
-    for (const WeightShape& w : weight_shapes(m, gpus))
-      for (const std::string& d : dtypes) s.gemms.insert({w.n, w.k, d});
+    for (const WeightShape& w : weight_shapes(m, gpus)) {
+      if (w.dense) s.gemms.insert({w.n, w.k, "bf16"});  // the router: bf16 whatever --dtypes
+      else
+        for (const std::string& d : dtypes) s.gemms.insert({w.n, w.k, d});
+    }
     const ShapeSet compiled = compiled_shapes(m, gpus, notes);  // MLA's attention shapes and absorbed GEMMs
     s.gemms.insert(compiled.gemms.begin(), compiled.gemms.end());
     s.attention.insert(compiled.attention.begin(), compiled.attention.end());

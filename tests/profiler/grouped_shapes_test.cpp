@@ -90,3 +90,21 @@ TEST(GroupedShapes, Int4ExpertsAreTimedOnTheShardsTheirPackingTakes) {
                                                      n.what.find("704") != std::string::npos);
   EXPECT_TRUE(noted) << "the TP-2 down shard [2048, 704] is named in a note";
 }
+
+// The router ([experts x hidden]) and Qwen-MoE's shared-expert gate ([1 x hidden]) are timed, in bf16 only (they
+// stay dense in every checkpoint), whatever --dtypes: before session 31 no profile had them and every MoE
+// prediction priced them from the roofline fit (gpt-oss-20b at 4 sequences: ~3 us a layer short).
+TEST(GroupedShapes, TheRouterAndTheSharedGateAreTimedInBf16) {
+  const ModelConfig q = load_model_config(resolve_model_path("qwen1.5-moe-a2.7b"));
+  for (const std::vector<std::string>& dtypes : {std::vector<std::string>{"bf16", "fp8"}, std::vector<std::string>{"int8"}}) {
+    const ShapeSet s = model_shape_set({q}, 2, dtypes);
+    EXPECT_EQ(s.gemms.count(GemmShapeKey{60, 2048, "bf16"}), 1u) << "router";
+    EXPECT_EQ(s.gemms.count(GemmShapeKey{1, 2048, "bf16"}), 1u) << "shared_gate";
+    for (const std::string& d : dtypes)
+      if (d != "bf16") EXPECT_EQ(s.gemms.count(GemmShapeKey{60, 2048, d}), 0u) << "the router is never " << d;
+  }
+  const ModelConfig oss = load_model_config(resolve_model_path("gpt-oss-20b"));
+  EXPECT_EQ(model_shape_set({oss}, 1, {"bf16"}).gemms.count(GemmShapeKey{32, 2880, "bf16"}), 1u);
+  const ModelConfig llama = load_model_config(resolve_model_path("llama-3.1-8b"));
+  for (const GemmShapeKey& g : model_shape_set({llama}, 1, {"bf16"}).gemms) EXPECT_GT(g.n, 1000) << "no router";
+}

@@ -25,6 +25,18 @@ std::vector<WeightShape> weight_shapes(const ModelConfig& c, int max_tp) {
       int64_t q = c.heads * c.head_dim / tp;
       int64_t kv = std::max<int64_t>(1, c.kv_heads / tp) * c.head_dim;
       add("qkv", q + 2 * kv, c.hidden);
+    } else {
+      // MLA's projections as planner/plan/sharding.cpp shards them: q / q_b and kv_b column-parallel, q_a and
+      // kv_a replicated. Not timed before session 31 (plan / simulate priced them from the roofline fit).
+      const int64_t qk = c.qk_nope_head_dim + c.qk_rope_head_dim;
+      if (c.q_lora_rank > 0) {
+        add("q_a", c.q_lora_rank, c.hidden);
+        add("q_b", ceil_div(c.heads * qk, int64_t(tp)), c.q_lora_rank);
+      } else {
+        add("q", ceil_div(c.heads * qk, int64_t(tp)), c.hidden);
+      }
+      add("kv_a", c.kv_lora_rank + c.qk_rope_head_dim, c.hidden);
+      add("kv_b", ceil_div(c.heads * (c.qk_nope_head_dim + c.v_head_dim), int64_t(tp)), c.kv_lora_rank);
     }
     int64_t o_in = c.heads * (c.mla && c.v_head_dim > 0 ? c.v_head_dim : c.head_dim) / tp;
     add("o", c.hidden, o_in);

@@ -20,9 +20,9 @@ struct WeightShape {
 
 // The TP degrees 1..max_tp that divide the model's attention heads.
 std::vector<int> tp_degrees(const ModelConfig& cfg, int max_tp);
-// Weight shapes for each TP degree (MLA models: the dense MLP/expert shapes and the output
-// projection only; their low-rank projections are not split by TP here). MoE layers' router (and
-// Qwen-MoE's shared-expert gate) are replicated on every rank: [experts x hidden] (1 x hidden).
+// Weight shapes for each TP degree, sharded as planner/plan/sharding.cpp shards them (MLA: q or q_a / q_b,
+// kv_a, kv_b, o). MoE layers' router (and Qwen-MoE's shared-expert gate) are replicated on every rank:
+// [experts x hidden] (1 x hidden).
 std::vector<WeightShape> weight_shapes(const ModelConfig& cfg, int max_tp);
 
 struct GemmProblem {

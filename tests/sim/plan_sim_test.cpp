@@ -58,6 +58,18 @@ Workload batch_workload(int64_t seqs) {
   return w;
 }
 
+// Every layer on GPU 0 with the embeddings and the LM head.
+Plan one_gpu(int64_t layers) {
+  Plan one;
+  one.name = "single[0]";
+  PlanStage st;
+  st.gpus = {0};
+  st.layer_begin = 0, st.layer_end = layers;
+  st.embeddings = st.lm_head = true;
+  one.stages = {st};
+  return one;
+}
+
 }  // namespace
 
 TEST(PlanSim, OneGpuFixedBatchTpotIsTheSumOfItsOpTimes) {
@@ -182,10 +194,6 @@ TEST(PlanSim, TwoReplicasServeTwiceTheLoadAtOneReplicasLatency) {
   EXPECT_NEAR(d.metrics.ttft.p50 / c.metrics.ttft.p50, 1.0, 1e-9);
 }
 
-// The reduced model (one compiled MoE layer standing for all) prices a decode step as the full graph
-// does: each distinct routing load of the layers is its own grouped GEMM, weighted by its share
-// (op_graph.hpp group_share), not one rounded mean load, whose kernel can differ from every layer's
-// (Mixtral EP2, batch 1: the busiest rank holds both experts in 14 of 32 layers; session 10).
 // Every shipped model card: the reduced model prices what pricing every layer prices, on one GPU, at decode and
 // prefill. A layer kind that misses something the compiler reads per layer breaks this (session 31: the window,
 // gpt-oss; the stored formats, GGUF Q4_K_M).
@@ -198,13 +206,7 @@ TEST(PlanSim, ReducedModelPricesEveryShippedModelAsItsLayers) {
                            "mixtral-8x7b", "qwen1.5-moe-a2.7b"}) {
     const ModelConfig cfg = load_model_config(resolve_model_path(name));
     const ModelFigures fig = derive_figures(cfg);
-    Plan one;
-    one.name = "single[0]";
-    PlanStage s;
-    s.gpus = {0};
-    s.layer_begin = 0, s.layer_end = cfg.layers;
-    s.embeddings = s.lm_head = true;
-    one.stages = {s};
+    const Plan one = one_gpu(cfg.layers);
     PlanPricer reduced(one, cfg, fig, cost, PricerOptions{0, true});
     PlanPricer full(one, cfg, fig, cost, PricerOptions{0, false});
     BatchShape d8, pf;
@@ -219,19 +221,17 @@ TEST(PlanSim, ReducedModelPricesEveryShippedModelAsItsLayers) {
   }
 }
 
+// The reduced model (one compiled MoE layer standing for all) prices a decode step as the full graph
+// does: each distinct routing load of the layers is its own grouped GEMM, weighted by its share
+// (op_graph.hpp group_share), not one rounded mean load, whose kernel can differ from every layer's
+// (Mixtral EP2, batch 1: the busiest rank holds both experts in 14 of 32 layers; session 10).
 TEST(PlanSim, ReducedMoeLayersPriceWhatTheFullGraphPrices) {
   const ModelConfig cfg = load_model_config(resolve_model_path("mixtral-8x7b"));
   const ModelFigures fig = derive_figures(cfg);
   const Machine machine = load_machine(resolve_machine_path("hgx-h100x8"));
   const Topology topo{machine};
   const CostModel cost(topo);
-  Plan one;
-  one.name = "single[0]";
-  PlanStage s;
-  s.gpus = {0};
-  s.layer_begin = 0, s.layer_end = cfg.layers;
-  s.embeddings = s.lm_head = true;
-  one.stages = {s};
+  const Plan one = one_gpu(cfg.layers);
   const Plan ep2 = load_plan(std::string(PEERPLAN_SOURCE_DIR) + "/docs/validation/plans/mixtral-ep2.json");
   for (const Plan* plan : std::vector<const Plan*>{&one, &ep2})
     for (int64_t seqs : {1, 2, 4}) {

@@ -9,12 +9,13 @@
 #     MoE PyTorch reference beside them.
 #   session31.sh B   (~1 min) the default rule on Qwen1.5-MoE and 8B int8: PEERPLAN_FUSED_ACT 0 / 1 / all.
 #   session31.sh E   (~3 min) D again after the pricing fix, then gpt-oss-20b long prompts from G's profile.
+#   session31.sh R   (~2 min) the newly profiled router / shared-gate / MLA GEMMs, and gpt-oss steps with its router rows.
 #   session31.sh F   (~1 min) every op of gpt-oss-20b's decode step at batch 2 and 4 (eager, CUDA events).
 #   session31.sh D   (~1 min) C's gpt-oss sweep only (to 16384), priced from session 31 G's committed profile.
 #   session31.sh C   (~6 min) gpt-oss-20b on a fresh paced profile of the lease: decode steps over contexts at
 #     1 / 2 / 4 sequences (E priced them from another lease's profile), then its long prompts (E: +1.7 / -0.1 / -7.6 %).
 set -u
-PART=${1:?usage: session31.sh A | B | C | D | E | F}
+PART=${1:?usage: session31.sh A | B | C | D | E | F | R}
 OUT_DEFAULT=/tmp/peerplan-s31
 source "$(dirname "$0")/call_lib.sh"
 # Steps priced from this call's profile; WEIGHTS "-": the checkpoint's own (gpt-oss: MXFP4 experts). Formats the
@@ -109,6 +110,29 @@ if [ "$PART" = F ]; then
       --allow-other-host --no-measure-missing --out "$W/validate-b$n" --plan $P/gpt-oss-20b-1gpu.json \
       --model gpt-oss-20b --workload $V/workloads/decode-b$n-1k.json
   done
+  finish
+fi
+if [ "$PART" = R ]; then
+  # The router, shared-gate and MLA GEMMs now profiled: time them (--only gemm), then splice gpt-oss-20b's router
+  # rows into G's profile and price its decode steps at 1 / 2 / 4 sequences again (F2: the router priced from the
+  # fit was a third of the 4 % at batch 4).
+  TAIL=3 step 150 profile-gemm $B profile --no-progress --only gemm --model gpt-oss-20b,qwen1.5-moe-a2.7b,deepseek-v2-lite \
+    --dtypes bf16 --out "$W/gemm.json"
+  zcat docs/validation/runs/2026-12-07-session31/G/profile.json.gz > "$W/g-profile.json"
+  python3 - "$W/gemm.json" "$W/g-profile.json" "$W/g-router.json" <<'PY' 2>&1 | tee -a "$S"
+import json, sys
+new = json.load(open(sys.argv[1]))["measurements"]["gemms"]
+g = json.load(open(sys.argv[2]))
+small = [r for r in new if r["n"] <= 64 or (r["n"], r["k"]) in {(3072, 2048), (576, 2048), (4096, 512)}]
+for (n, k) in sorted({(r["n"], r["k"]) for r in small}):
+    print("  | gemm %d x %d: %s" % (n, k, " ".join("m%d %.2f" % (r["m"], r["median_us"]) for r in small
+                                                  if (r["n"], r["k"]) == (n, k) and r["m"] <= 64)))
+have = {(r["n"], r["k"], r.get("dtype", "bf16")) for r in g["measurements"]["gemms"]}
+g["measurements"]["gemms"] += [r for r in new if (r["n"], r["k"]) == (32, 2880) and (32, 2880, "bf16") not in have]
+json.dump(g, open(sys.argv[3], "w"))
+PY
+  MACHINE="$W/g-router.json"
+  for ctx in 1024 8192; do bench gptoss-router-c$ctx gpt-oss-20b gpt-oss-20b-1gpu.json - 1,2,4 $ctx; done
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

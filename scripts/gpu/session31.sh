@@ -9,13 +9,14 @@
 #     MoE PyTorch reference beside them.
 #   session31.sh B   (~1 min) the default rule on Qwen1.5-MoE and 8B int8: PEERPLAN_FUSED_ACT 0 / 1 / all.
 #   session31.sh E   (~3 min) D again after the pricing fix, then gpt-oss-20b long prompts from G's profile.
+#   session31.sh S   (~5 min, an H200) the GEMMs the shipped profile lacks (routers, shared gate, MLA), to splice.
 #   session31.sh R   (~2 min) the newly profiled router / shared-gate / MLA GEMMs, and gpt-oss steps with its router rows.
 #   session31.sh F   (~1 min) every op of gpt-oss-20b's decode step at batch 2 and 4 (eager, CUDA events).
 #   session31.sh D   (~1 min) C's gpt-oss sweep only (to 16384), priced from session 31 G's committed profile.
 #   session31.sh C   (~6 min) gpt-oss-20b on a fresh paced profile of the lease: decode steps over contexts at
 #     1 / 2 / 4 sequences (E priced them from another lease's profile), then its long prompts (E: +1.7 / -0.1 / -7.6 %).
 set -u
-PART=${1:?usage: session31.sh A | B | C | D | E | F | R}
+PART=${1:?usage: session31.sh A | B | C | D | E | F | R | S}
 OUT_DEFAULT=/tmp/peerplan-s31
 source "$(dirname "$0")/call_lib.sh"
 # Steps priced from this call's profile; WEIGHTS "-": the checkpoint's own (gpt-oss: MXFP4 experts). Formats the
@@ -133,6 +134,17 @@ json.dump(g, open(sys.argv[3], "w"))
 PY
   MACHINE="$W/g-router.json"
   for ctx in 1024 8192; do bench gptoss-router-c$ctx gpt-oss-20b gpt-oss-20b-1gpu.json - 1,2,4 $ctx; done
+  finish
+fi
+if [ "$PART" = S ]; then
+  # An H200 (needs_h200): the GEMMs the shipped profile (models/hardware/h200x2-nvlink.json) lacks since profiles
+  # gained the MoE routers, Qwen-MoE's shared-expert gate and MLA's projections (session 31). Then, here:
+  #   scripts/splice_grouped_gemm.py models/hardware/h200x2-nvlink.json <gemm.json> --fill-gemms --note "..."
+  big=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | awk '{print ($1 > 120000)}')
+  [ "$big" = 1 ] || { log "not an H200 (under 120 GB): the rows would not be the shipped profile's GPU"; finish; }
+  TAIL=3 step 400 profile-gemm $B profile --no-progress --only gemm \
+    --model qwen1.5-moe-a2.7b,mixtral-8x7b,deepseek-v2-lite,gpt-oss-20b,gpt-oss-120b --dtypes bf16,fp8 \
+    --out "$W/gemm.json"
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

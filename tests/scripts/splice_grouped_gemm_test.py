@@ -53,6 +53,19 @@ def main():
         check(rc == 0 and got == {(2816, 32): 4, (1408, 32): 3}, f"expert curve --replace: {got}")
         rc, out, _ = run(tmp, profile("H200", old), profile("H200", new))
         check("expert_gemms" not in out["measurements"], "no expert curve written where neither has one")
+        # --fill-gemms: the source's dense GEMM rows of shapes the target lacks are added, the target's own kept,
+        # and a source of GEMMs only is accepted then (not without the flag).
+        g = lambda n, m, us: {"gpu": 1, "n": n, "k": 2048, "m": m, "dtype": "bf16", "median_us": us}
+        tgt = profile("H200", old); tgt["measurements"]["gemms"] = [g(4096, 1, 7)]
+        src = profile("H200", []); src["measurements"]["gemms"] = [g(4096, 1, 99), g(60, 1, 3), g(60, 2, 4)]
+        rc, out, _ = run(tmp, tgt, src, "--fill-gemms")
+        got = sorted((e["n"], e["m"], e["median_us"], e["gpu"]) for e in out["measurements"]["gemms"])
+        check(rc == 0 and got == [(60, 1, 3, 0), (60, 2, 4, 0), (4096, 1, 7, 1)], f"--fill-gemms: {got}")
+        check(len(out["measurements"]["grouped_gemms"]) == 4, "--fill-gemms without grouped rows keeps the target's")
+        m = out["measurements"]["meta"]
+        check("grouped_gemm_source" not in m and m["gemm_fill_source"]["entries"] == 2, f"provenance of the fill: {m}")
+        rc, out, _ = run(tmp, tgt, src)
+        check(rc != 0 and len(out["measurements"]["gemms"]) == 1, "a GEMM-only source needs --fill-gemms")
         rc, out, err = run(tmp, profile("H200", old), profile("H100", new), "--replace")
         check(rc != 0 and "H100" in err and len(out["measurements"]["grouped_gemms"]) == 4, f"other GPU refused: {rc} {err}")
     for f in fails: print("FAIL:", f)

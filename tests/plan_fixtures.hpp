@@ -1,10 +1,11 @@
 #pragma once
 // Plans that tests build by hand, in one place: a tensor-parallel stage over some GPUs, and a
 // pipeline of such stages. Embeddings go on the first stage and the LM head on the last, as the
-// shipped strategies place them.
+// shipped strategies place them. And the decode step many pricing tests take.
 #include <string>
 #include <vector>
 
+#include "planner/compile/op_graph.hpp"
 #include "planner/plan/plan.hpp"
 
 namespace peerplan::test_plans {
@@ -34,6 +35,13 @@ inline Plan tp_pp(const std::vector<std::vector<int>>& groups, int layers, const
 // One stage: tensor parallel over `gpus`, all `layers`.
 inline Plan tp(const std::vector<int>& gpus, int layers, const std::string& name = "tp") {
   return tp_pp({gpus}, layers, "peer", 1, name);
+}
+
+// A decode step of `seqs` sequences at `context` tokens.
+inline BatchShape decode(int64_t seqs, int64_t context = 1024) {
+  BatchShape b;
+  b.decode_seqs = seqs, b.decode_context = context;
+  return b;
 }
 
 }  // namespace peerplan::test_plans

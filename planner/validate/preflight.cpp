@@ -77,30 +77,33 @@ std::string launch_mismatch(const Machine& profile, const std::string& host_laun
       how(timed), how(host_launch), host_launch == "pdl" ? "faster" : "slower", timed == "pdl" ? 1 : 0);
 }
 
-std::string shared_stream_mismatch(const Machine& profile, int host) {
-  const bool priced = shared_expert_stream(profile);
+namespace {
+// A 0 / 1 executor switch (`var`) forced against what the profile's plans price: "" when they agree or it is
+// unset. `what` (`pronoun`) runs `on` when the switch is 1, `off` when 0; `effect` runs faster or slower.
+std::string switch_mismatch(const char* var, int host, bool priced, const char* what, const char* pronoun,
+                            const char* on, const char* off, const char* effect) {
   if (host < 0 || (host == 1) == priced) return "";
   return fmt::format(
-      "PEERPLAN_SHARED_STREAM={} runs a MoE layer's shared experts {} but the profile's plans price them {}: decode "
-      "steps of models with shared experts (Qwen-MoE, DeepSeek) run {} than priced. Unset it to run as the profile "
-      "says, or write a profile with PEERPLAN_SHARED_STREAM={} set (`peerplan profile`)",
-      host, host == 1 ? "on a second stream" : "on the compute stream",
-      priced ? "on a second stream" : "on the compute stream", host == 1 ? "faster" : "slower", host);
+      "{}={} runs {} {} but the profile's plans price {} {}: {} {} than priced. Unset it to run as the profile "
+      "says, or write a profile with {}={} set (`peerplan profile`)",
+      var, host, what, host == 1 ? on : off, pronoun, priced ? on : off, effect, host == 1 ? "faster" : "slower", var,
+      host);
+}
+}  // namespace
+
+std::string shared_stream_mismatch(const Machine& profile, int host) {
+  return switch_mismatch("PEERPLAN_SHARED_STREAM", host, shared_expert_stream(profile), "a MoE layer's shared experts",
+                         "them", "on a second stream", "on the compute stream",
+                         "decode steps of models with shared experts (Qwen-MoE, DeepSeek) run");
 }
 
 std::string fused_act_mismatch(const Machine& profile, int host) {
-  const bool priced = fused_gate_up_act(profile);
   if (host == kActEverywhere)  // whatever the profile says, plans never price these fused
     return "PEERPLAN_FUSED_ACT=all also runs the activation inside the int8 GEMV and the routed experts' gemv, which "
            "the profile's plans price as separate kernels (measured up to ~3 % slower fused, session 31): an A/B "
            "setting. Unset it to run as the profile says";
-  if (host < 0 || (host == 1) == priced) return "";
-  return fmt::format(
-      "PEERPLAN_FUSED_ACT={} runs the MLP activation {} but the profile's plans price it {}: decode steps at batch "
-      "1-2 run ~2 us a layer {} than priced. Unset it to run as the profile says, or write a profile with "
-      "PEERPLAN_FUSED_ACT={} set (`peerplan profile`)",
-      host, host == 1 ? "inside the gate_up GEMV" : "as its own kernel",
-      priced ? "inside the gate_up GEMV" : "as its own kernel", host == 1 ? "faster" : "slower", host);
+  return switch_mismatch("PEERPLAN_FUSED_ACT", host, fused_gate_up_act(profile), "the MLP activation", "it",
+                         "inside the gate_up GEMV", "as its own kernel", "decode steps at batch 1-2 run ~2 us a layer");
 }
 
 std::vector<std::string> executor_mismatches(const Machine& profile, const HostInfo& host, const PreflightOptions& opt) {

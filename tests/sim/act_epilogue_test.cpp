@@ -20,11 +20,7 @@
 namespace peerplan {
 namespace {
 
-BatchShape decode(int64_t seqs) {
-  BatchShape b;
-  b.decode_seqs = seqs, b.decode_context = 1024;
-  return b;
-}
+using test_plans::decode;
 
 Machine profile(bool fused, const char* launch = "pdl") {
   Machine m = load_machine(resolve_machine_path("h200x2-nvlink"));

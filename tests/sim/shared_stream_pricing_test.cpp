@@ -19,11 +19,7 @@
 namespace peerplan {
 namespace {
 
-BatchShape decode(int64_t seqs) {
-  BatchShape b;
-  b.decode_seqs = seqs, b.decode_context = 1024;
-  return b;
-}
+using test_plans::decode;
 
 struct Priced {
   double step_s = 0;

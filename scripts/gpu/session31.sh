@@ -10,7 +10,8 @@
 #   session31.sh B   (~1 min) the default rule on Qwen1.5-MoE and 8B int8: PEERPLAN_FUSED_ACT 0 / 1 / all.
 #   session31.sh E   (~3 min) D again after the pricing fix, then gpt-oss-20b long prompts from G's profile.
 #   session31.sh S   (~5 min, an H200) the GEMMs the shipped profile lacks (routers, shared gate, MLA), to splice.
-#   session31.sh R   (~2 min) the newly profiled router / shared-gate / MLA GEMMs, and gpt-oss steps with its router rows.
+#   session31.sh R   (~5 min) the newly profiled router / shared-gate / MLA GEMMs, gpt-oss steps with its router rows,
+#     then 8B and Qwen1.5-MoE steps with the default activation rule beside torch_ref.py and torch_moe_fp8_ref.py.
 #   session31.sh F   (~1 min) every op of gpt-oss-20b's decode step at batch 2 and 4 (eager, CUDA events).
 #   session31.sh D   (~1 min) C's gpt-oss sweep only (to 16384), priced from session 31 G's committed profile.
 #   session31.sh C   (~6 min) gpt-oss-20b on a fresh paced profile of the lease: decode steps over contexts at
@@ -134,6 +135,12 @@ json.dump(g, open(sys.argv[3], "w"))
 PY
   MACHINE="$W/g-router.json"
   for ctx in 1024 8192; do bench gptoss-router-c$ctx gpt-oss-20b gpt-oss-20b-1gpu.json - 1,2,4 $ctx; done
+  # The default activation rule (session 31) beside the references in one lease, owed since session 31's last lease.
+  unset MACHINE
+  MACHINE=models/hardware/h200x2-nvlink.json bench 8b llama-3.1-8b llama8b-1gpu.json bf16 1,8,32,64 1024
+  MACHINE=models/hardware/h200x2-nvlink.json bench qwen qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 1,8,32,64 1024
+  left 420 && TAIL=8 step 130 torch-ref python3 .gpu-ref/torch_ref.py "$W"
+  left 480 && TAIL=12 step 110 torch-moe-ref python3 .gpu-ref/torch_moe_fp8_ref.py "$W"
   finish
 fi
 if [ "$PART" = S ]; then

@@ -6,6 +6,7 @@
 #   v NAME SECONDS ARGS...     peerplan validate against this call's profile ($W/profile.json) into $W/validate-NAME
 #   left SECONDS               true while the call has used less (guards the optional steps)
 #   mkplan NAME LAYERS         a one-GPU plan of LAYERS layers at $W/NAME.plan.json
+#   bench NAME MODEL PLAN WEIGHTS BATCHES CONTEXT [ENV...]   validate --bench-steps (decode steps) into $W/steps-NAME-*
 #   finish                     compress the raw records, pack, exit
 OUT=${OUT:-$OUT_DEFAULT}; W=$OUT/w$PART; mkdir -p "$W"
 export NCCL_NVLS_ENABLE=0 PEERPLAN_HOME=$PWD LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -31,3 +32,12 @@ mkplan() { echo "{\"version\": 1, \"name\": \"single[0]\", \"strategy\": \"hand\
 finish() { gzip -f "$W"/profile*.json 2>/dev/null; for f in "$W"/validate-*/iterations.json; do [ -f "$f" ] && gzip -f "$f"; done
   tar czf "$OUT/part$PART.tgz" -C "$W" --exclude=iterations.json --exclude='*.png' . 2>/dev/null
   log "done $(date -u +%FT%TZ), ${SECONDS}s"; exit 0; }
+# bench: decode steps priced from this call's profile ($W/profile.json), or from MACHINE when set (another lease's or
+# the shipped profile: --allow-other-host, so GPU/price is then another GPU's). WEIGHTS "-": the checkpoint's own.
+bench() {  # NAME MODEL PLAN WEIGHTS BATCHES CONTEXT [ENV...]
+  local name=$1 model=$2 plan=$3 wt=$4 bs=$5 ctx=$6; shift 6
+  local w=(); [ "$wt" != - ] && w=(--weights "$wt")
+  local m=(--machine "$W/profile.json"); [ -n "${MACHINE:-}" ] && m=(--machine "$MACHINE" --allow-other-host)
+  TAIL=8 step 90 "steps-$name-$SECONDS" env "$@" $B validate --bench-steps --plan "$P/$plan" --model "$model" \
+    "${w[@]}" "${m[@]}" --no-measure-missing --batches "$bs" --context "$ctx" --prefill 0 --out "$W/steps-$name-$SECONDS"
+}

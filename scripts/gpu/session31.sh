@@ -20,16 +20,6 @@ set -u
 PART=${1:?usage: session31.sh A | B | C | D | E | F | R | S}
 OUT_DEFAULT=/tmp/peerplan-s31
 source "$(dirname "$0")/call_lib.sh"
-# Steps priced from this call's profile; WEIGHTS "-": the checkpoint's own (gpt-oss: MXFP4 experts). Formats the
-# profile did not time (A's int8 / int4) are priced from the shipped H200 profile instead (MACHINE=...): their
-# GPU/price is then another GPU's, and only the fused / unfused A/B counts.
-bench() {  # NAME MODEL PLAN WEIGHTS BATCHES CONTEXT [ENV...]
-  local name=$1 model=$2 plan=$3 wt=$4 bs=$5 ctx=$6; shift 6
-  local w=(); [ "$wt" != - ] && w=(--weights "$wt")
-  local m=(--machine "$W/profile.json"); [ -n "${MACHINE:-}" ] && m=(--machine "$MACHINE" --allow-other-host)
-  TAIL=8 step 90 "steps-$name-$SECONDS" env "$@" $B validate --bench-steps --plan "$P/$plan" --model "$model" \
-    "${w[@]}" "${m[@]}" --no-measure-missing --batches "$bs" --context "$ctx" --prefill 0 --out "$W/steps-$name-$SECONDS"
-}
 if [ "$PART" = A ]; then
   selftest() { TAIL=3 step 120 "selftest-$1" env PEERPLAN_SELFTEST_ONLY=$1 $B validate --self-test
     grep -E "act epilogue|FAIL|fail" "$W/selftest-$1.txt" | head -30 | sed 's/^/  | /' | tee -a "$S" >/dev/null; }

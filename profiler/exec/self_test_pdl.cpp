@@ -127,6 +127,12 @@ void pdl_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
   gemv_case(out, dev, rng, 1, 1, 2048);     // Qwen1.5-MoE's shared-expert gate
   gemv_case(out, dev, rng, 2, 4096, 14336); // Llama-3.1-8B's down
   gemv_case(out, dev, rng, 1, 24, 8);       // one 16-byte piece per row
+  // Small matrices at 3-8 tokens (gemv_rule.hpp): the 4- and 8-token tiles with rows of the tile unused.
+  gemv_case(out, dev, rng, 3, 60, 2048);    // Qwen1.5-MoE's router
+  gemv_case(out, dev, rng, 4, 32, 2880);    // gpt-oss-20b's router (k not a multiple of 256)
+  gemv_case(out, dev, rng, 5, 1, 2048);     // the shared-expert gate
+  gemv_case(out, dev, rng, 8, 576, 2048);   // MLA's kv_a
+  gemv_case(out, dev, rng, 7, 1022, 4096);  // near the rule's limits, n not a multiple of 4
   chain_case(out, dev, rng, 1, 2048, 1408, false);
   chain_case(out, dev, rng, 2, 4096, 2816, true);
 }

@@ -1,6 +1,7 @@
 // Decode GEMV with programmatic dependent launch (see dense_gemv.hpp).
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/dense_gemv.hpp"
@@ -151,8 +152,11 @@ void launch_gemv(const bf16* x, const typename W::T* w, const float* w_scale, bf
     else pdl::launch(dense_gemv_kernel<W, 2, true>, grid, block, 0, stream, x, w, w_scale, y, int(M), n, k);
   } else if (M == 1) {
     pdl::launch(dense_gemv_kernel<W, 1>, grid, block, 0, stream, x, w, w_scale, y, int(M), n, k);
-  } else {
+  } else if (M == 2) {
     pdl::launch(dense_gemv_kernel<W, 2>, grid, block, 0, stream, x, w, w_scale, y, int(M), n, k);
+  } else if constexpr (std::is_same_v<W, Bf16W>) {  // the small matrices' M 3..8 (dense_gemv_small_supports)
+    if (M <= 4) pdl::launch(dense_gemv_kernel<W, 4>, grid, block, 0, stream, x, w, w_scale, y, int(M), n, k);
+    else pdl::launch(dense_gemv_kernel<W, 8>, grid, block, 0, stream, x, w, w_scale, y, int(M), n, k);
   }
 }
 std::string act_note(bool act, int64_t n) {
@@ -161,8 +165,11 @@ std::string act_note(bool act, int64_t n) {
 }  // namespace
 
 void dense_gemv(const bf16* x, const bf16* w, bf16* y, int64_t M, int64_t n, int64_t k, cudaStream_t stream, bool act) {
-  if (!dense_gemv_supports(M, n, k) || !x || !w || !y || (act && n % 2 != 0))
+  const bool small = !act && dense_gemv_small_supports(M, n, k);
+  if (!(dense_gemv_supports(M, n, k) || small) || !x || !w || !y || (act && n % 2 != 0))
     throw std::invalid_argument("dense_gemv: M " + std::to_string(M) + " (1.." + std::to_string(kDenseGemvMaxM) +
+                                ", or up to " + std::to_string(kSmallGemvMaxM) + " without the activation for n <= " +
+                                std::to_string(kSmallGemvMaxN) + " and n x k <= " + std::to_string(kSmallGemvMaxWeights) +
                                 "), n " + std::to_string(n) + " (positive), k " + std::to_string(k) +
                                 " (a positive multiple of 8) and every operand set" + act_note(act, n));
   launch_gemv<Bf16W>(x, w, nullptr, y, M, n, k, act, stream);

@@ -11,20 +11,15 @@
 
 #include <cstdint>
 
+#include "profiler/common/gemv_rule.hpp"
+
 namespace peerplan::kernels {
-
-inline constexpr int64_t kDenseGemvMaxM = 2;
-
-// M in [1, kDenseGemvMaxM], k a positive multiple of 8, n positive with its blocks of 4 rows within
-// the grid's x limit (pointers 16-byte aligned).
-inline bool dense_gemv_supports(int64_t M, int64_t n, int64_t k) {
-  return M >= 1 && M <= kDenseGemvMaxM && n > 0 && (n + 3) / 4 <= int64_t(0x7fffffff) && k > 0 && k % 8 == 0;
-}
 
 // act: W is a gated MLP's gate_up, [gate; up] with n = 2 x inter (even), and y receives SiLU(gate) * up,
 // [M][inter], in the epilogue (TensorRT-LLM's fused gated activation): no gate_up output and no separate
 // activation kernel; each block owns 2 gate rows and their 2 up rows. Bit-equal to the GEMV then
 // silu_mul (the sums are rounded to bf16 before the activation, silu_mul.cuh).
+// Takes M <= kDenseGemvMaxM (act too), or M up to kSmallGemvMaxM where dense_gemv_small_supports (act not).
 void dense_gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y, int64_t M, int64_t n, int64_t k,
                 cudaStream_t stream, bool act = false);
 

@@ -1,0 +1,41 @@
+#pragma once
+// Which decode GEMMs take the bf16 GEMV (kernels/dense_gemv.hpp) rather than cuBLASLt: host-only, so the rule is
+// tested on CPU (tests/profiler/gemv_rule_test.cpp).
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "planner/core/error.hpp"
+
+namespace peerplan::kernels {
+
+inline constexpr int64_t kDenseGemvMaxM = 2;
+
+// M in [1, kDenseGemvMaxM], k a positive multiple of 8, n positive with its blocks of 4 rows within
+// the grid's x limit (pointers 16-byte aligned).
+inline bool dense_gemv_supports(int64_t M, int64_t n, int64_t k) {
+  return M >= 1 && M <= kDenseGemvMaxM && n > 0 && (n + 3) / 4 <= int64_t(0x7fffffff) && k > 0 && k % 8 == 0;
+}
+
+// Small matrices at M 3..8 take the GEMV too: the MoE routers, Qwen-MoE's shared-expert gate and MLA's kv_a, where
+// cuBLASLt's kernels cost 4-6 us whatever the bytes (one H100, session 32 R: gpt-oss-20b's 32 x 2880 router 2.36 us
+// at M = 2 on this GEMV, 5.75 at M = 4 on cuBLASLt; Qwen1.5-MoE's 60 x 2048 router 1.81 -> 6.07). Up to 1024 rows and
+// 4 Mi weights (8 MiB): there a GEMV is a few waves of its ramp, where larger matrices at M >= 3 stream near the
+// HBM rate on cuBLASLt. PEERPLAN_SMALL_GEMV=0 keeps them on cuBLASLt (A/B runs; a profile prices the default).
+inline constexpr int64_t kSmallGemvMaxM = 8, kSmallGemvMaxN = 1024, kSmallGemvMaxWeights = int64_t(1) << 22;
+inline bool small_gemv_parse_env(const char* v) {
+  if (!v || !*v || std::string(v) == "1") return true;
+  if (std::string(v) == "0") return false;
+  throw RuntimeError("PEERPLAN_SMALL_GEMV=" + std::string(v) + ": expected 0 or 1 (the decode GEMV for matrices of at "
+                     "most 1024 rows at 3-8 tokens; on unless 0)");
+}
+inline bool small_gemv_enabled() {
+  static const bool on = small_gemv_parse_env(std::getenv("PEERPLAN_SMALL_GEMV"));
+  return on;
+}
+inline bool dense_gemv_small_supports(int64_t M, int64_t n, int64_t k) {
+  return M > kDenseGemvMaxM && M <= kSmallGemvMaxM && n > 0 && n <= kSmallGemvMaxN && k > 0 && k % 8 == 0 &&
+         n * k <= kSmallGemvMaxWeights;
+}
+
+}  // namespace peerplan::kernels

@@ -51,6 +51,7 @@ S26 = os.path.join(V, "runs/2026-12-06-session26")
 S28 = os.path.join(V, "runs/2026-12-06-session28")
 S30 = os.path.join(V, "runs/2026-12-07-session30")
 S31 = os.path.join(V, "runs/2026-12-07-session31")
+S32 = os.path.join(V, "runs/2026-12-07-session32")
 LONG_8K = os.path.join(ROOT, "models/workloads/long-prompt-8k-32k.json")
 LONG_64K = os.path.join(ROOT, "models/workloads/long-prompt-64k-100k.json")
 # (run directory, plan, model, workload, extra simulate arguments): as scripts/gpu/session8.sh ran them.
@@ -201,6 +202,7 @@ RUNS = [
     (f"{S30}/D/validate-gptoss120b-chat", f"{S30}/D/gptoss120.plan.json", "gpt-oss-120b", CHAT, []),
     (f"{S30}/D/validate-gptoss20b-long", f"{S30}/D/gptoss.plan.json", "gpt-oss-20b", LONG, []),
     (f"{S31}/M/validate-mixtral-int8-long", "mixtral-1gpu", "mixtral-8x7b", LONG, ["--weights", "int8"]),
+    (f"{S32}/C/validate-gptoss20b-long", "gpt-oss-20b-1gpu", "gpt-oss-20b", LONG, []),
 ]
 
 

@@ -52,7 +52,10 @@ for (n, k) in sorted({(n, k) for (n, k, m) in rows[1] if n <= 1024 and n * k <= 
     print("  | %5d x %5d  GEMV / cuBLASLt us: %s" % (n, k, "  ".join(
         "m%d %.2f/%.2f" % (m, rows[0].get((n, k, m), -1), rows[1][(n, k, m)]) for m in (1, 2, 4, 8) if (n, k, m) in rows[1])))
 PY
-  python3 scripts/splice_grouped_gemm.py models/hardware/h200x2-nvlink.json "$W/gemm.json" --fill-gemms \
+  # The shipped profile is an H200's; on an H100, session 31 G's paced profile (another H100 lease) takes the rows.
+  target=models/hardware/h200x2-nvlink.json
+  [ "$big" = 1 ] || { zcat docs/validation/runs/2026-12-07-session31/G/profile.json.gz > "$W/g-profile.json"; target=$W/g-profile.json; }
+  python3 scripts/splice_grouped_gemm.py "$target" "$W/gemm.json" --fill-gemms \
     --out "$W/shipped-filled.json" --note "session 32 G, this lease" > "$W/splice.txt" 2>&1; tail -2 "$W/splice.txt" | tee -a "$S"
   export MACHINE=$W/shipped-filled.json
   for r in 1 2; do for g in 0 1; do
@@ -60,7 +63,7 @@ PY
     bench qwen-g$g qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 1,4,8 1024 PEERPLAN_SMALL_GEMV=$g PEERPLAN_SHARED_STREAM=1
     bench dsv2-g$g deepseek-v2-lite deepseek-v2-lite-1gpu.json bf16 1,4,8 1024 PEERPLAN_SMALL_GEMV=$g
   done; done
-  rm -f "$W/shipped-filled.json"
+  rm -f "$W/shipped-filled.json" "$W/g-profile.json"
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

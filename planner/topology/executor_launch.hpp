@@ -53,6 +53,17 @@ inline int moe_w8_mma_timed(const Machine& m) {
   return it != m.meta.end() && it->is_boolean() && it->get<bool>() ? 1 : 0;
 }
 
+// Whether that executor ran small matrices (<= 1024 rows, <= 4 Mi weights: MoE routers, gates, MLA's kv_a) at 3-8
+// tokens on its bf16 GEMV rather than cuBLASLt (profiler/common/gemv_rule.hpp, since session 32; PEERPLAN_SMALL_GEMV=0
+// off): 1, 0, or -1 where the profile does not say (every earlier one: such rows, where it has them, were cuBLASLt's).
+inline constexpr const char* kSmallGemvKey = "executor_small_gemv";
+
+inline int small_gemv_timed(const Machine& m) {
+  const auto it = m.meta.find(kSmallGemvKey);
+  if (!m.measurements || it == m.meta.end() || !it->is_boolean()) return -1;
+  return it->get<bool>() ? 1 : 0;
+}
+
 // Whether that executor ran a gated MLP's activation inside the gate_up GEMV's epilogue at decode
 // (planner/compile/act_fusion.hpp; since session 30, PEERPLAN_FUSED_ACT=0 when profiling turns it off):
 // the compiler then emits no activation op where the rule says the kernel fuses. False for a profile

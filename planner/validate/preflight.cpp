@@ -33,6 +33,17 @@ std::string moe_w8_mma_mismatch(const Machine& profile, int host_w8_mma) {
       on(timed), on(host_w8_mma), host_w8_mma == 1 ? "faster" : "slower", timed);
 }
 
+std::string small_gemv_mismatch(const Machine& profile, int host_small_gemv) {
+  const int timed = small_gemv_timed(profile);
+  if (timed < 0 || host_small_gemv < 0 || timed == host_small_gemv) return "";
+  auto on = [](int v) { return v == 1 ? "the GEMV" : "cuBLASLt"; };
+  return fmt::format(
+      "the profile timed small matrices at 3-8 tokens (MoE routers, shared-expert gates, MLA's kv_a) on {} but this "
+      "executor runs them on {}: MoE decode steps at 3-8 sequences run ~1-3 % {} than priced. Unset "
+      "PEERPLAN_SMALL_GEMV to run as the profile was timed, or re-profile with this setting (`peerplan profile`)",
+      on(timed), on(host_small_gemv), host_small_gemv == 1 ? "faster" : "slower");
+}
+
 std::string w4_layout_mismatch(const Machine& profile, const std::string& host_layout) {
   const std::string timed = w4_layout_timed(profile);
   if (timed.empty() || host_layout.empty() || timed == host_layout) return "";
@@ -111,6 +122,7 @@ std::vector<std::string> executor_mismatches(const Machine& profile, const HostI
   if (std::string w = launch_mismatch(profile, host.executor_launch); !w.empty()) warnings.push_back(w);
   if (std::string w = shared_stream_mismatch(profile, host.shared_stream); !w.empty()) warnings.push_back(w);
   if (std::string w = fused_act_mismatch(profile, host.fused_act); !w.empty()) warnings.push_back(w);
+  if (std::string w = small_gemv_mismatch(profile, host.small_gemv); !w.empty()) warnings.push_back(w);
   if (opt.w4a16)
     if (std::string w = w4_layout_mismatch(profile, host.w4_layout); !w.empty()) warnings.push_back(w);
   if (opt.w8_experts)

@@ -26,6 +26,7 @@ struct HostInfo {
   int fused_act = -1;           // PEERPLAN_FUSED_ACT here: -1 as the profile says, 0 never, 1 where it pays, 2 all
   std::string w4_layout;        // the int4 word order this executor reads ("tiled", "gptq"; "" unknown)
   int moe_w8_mma = -1;          // 8-bit experts' tiled groups on 8-bit tensor cores here: 1, 0, -1 unknown
+  int small_gemv = -1;          // small matrices at 3-8 tokens on the bf16 GEMV here (PEERPLAN_SMALL_GEMV): 1, 0, -1
 };
 
 struct PreflightOptions {
@@ -60,6 +61,10 @@ bool uses_w8_experts(const ModelConfig& cfg);
 // The warning when the profile timed 8-bit experts' prefill-sized groups on other tensor cores than this
 // executor runs them (executor_launch.hpp moe_w8_mma_timed), "" when they agree or either is unknown.
 std::string moe_w8_mma_mismatch(const Machine& profile, int host_w8_mma);
+
+// The warning when the profile timed small matrices at 3-8 tokens on another kernel than this executor runs them
+// (executor_launch.hpp small_gemv_timed), "" when they agree or either does not say.
+std::string small_gemv_mismatch(const Machine& profile, int host_small_gemv);
 
 // The warning when the profile's W4A16 rows were timed on another word order of the packed weights
 // than this executor reads (executor_launch.hpp w4_layout_timed), "" when they agree or either is unknown.

@@ -16,6 +16,7 @@
 
 #include "planner/topology/executor_launch.hpp"
 #include "profiler/common/env_switch.hpp"
+#include "profiler/common/gemv_rule.hpp"
 #include "profiler/common/pdl_switch.hpp"
 #include "profiler/common/shared_stream.hpp"
 #include "profiler/discovery/nvml.hpp"
@@ -139,6 +140,7 @@ HostInfo discover_host() {
   h.fused_act = exec::fused_act_from_env(std::getenv("PEERPLAN_FUSED_ACT"));
   h.w4_layout = kernels::w4a16_layout_name(kernels::w4a16_layout());
   h.moe_w8_mma = kernels::moe_w8mma_on() ? 1 : 0;
+  h.small_gemv = kernels::small_gemv_enabled() ? 1 : 0;
   return h;
 }
 
@@ -184,6 +186,7 @@ Machine discover_machine() {
   // H100, session 31 A); "all" also fuses kernels it slowed, which no profile prices.
   m.meta[kFusedActKey] = exec::fused_act_from_env(std::getenv("PEERPLAN_FUSED_ACT")) != 0;
   m.meta[kMoeW8MmaKey] = kernels::moe_w8mma_on();  // 8-bit experts' tiled groups on 8-bit tensor cores
+  m.meta[kSmallGemvKey] = kernels::small_gemv_enabled();  // small matrices at 3-8 tokens on the GEMV (gemv_rule.hpp)
   const int n = m.gpu_count();
   if (n == 0) throw RuntimeError("no CUDA GPU visible (check the driver and CUDA_VISIBLE_DEVICES)");
   std::vector<NvmlGpuInfo> nv(static_cast<size_t>(n));

@@ -216,6 +216,32 @@ TEST(Preflight, W8ExpertModelsAreThoseWithFp8OrInt8RoutedExperts) {
   EXPECT_FALSE(uses_w8_experts(dense)) << "no routed experts";
 }
 
+TEST(Preflight, WarnsWhenSmallMatricesAtThreeToEightTokensRunOnAnotherKernel) {
+  const Machine old = profile_of("a", {"GPU-1"});  // before session 32: the profile does not say
+  EXPECT_EQ(small_gemv_timed(old), -1);
+  HostInfo h = host_of("a", {"GPU-1"});
+  h.small_gemv = 1;
+  EXPECT_TRUE(preflight(plan_on({0}), "plan.json", old, "profile.json", h, true, "").empty())
+      << "no warning for every older profile, most of which never timed these shapes";
+  Machine gemv = old;
+  gemv.meta[kSmallGemvKey] = true;
+  EXPECT_EQ(small_gemv_timed(gemv), 1);
+  EXPECT_EQ(small_gemv_timed(Machine{}), -1);  // nominal: prices no rows
+  EXPECT_TRUE(preflight(plan_on({0}), "plan.json", gemv, "profile.json", h, true, "").empty());
+  h.small_gemv = 0;  // PEERPLAN_SMALL_GEMV=0 on a profile timed with the GEMV
+  auto w = preflight(plan_on({0}), "plan.json", gemv, "profile.json", h, true, "");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("on the GEMV but this executor runs them on cuBLASLt"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("slower than priced"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("PEERPLAN_SMALL_GEMV"), std::string::npos) << w[0];
+  Machine cublas = old;
+  cublas.meta[kSmallGemvKey] = false;
+  h.small_gemv = 1;
+  w = preflight(plan_on({0}), "plan.json", cublas, "profile.json", h, true, "");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("faster than priced"), std::string::npos) << w[0];
+}
+
 TEST(Preflight, WarnsOfAnotherTiledKernelForEightBitExpertsOnlyForSuchModels) {
   const Machine old = profile_of("a", {"GPU-1"});  // before session 27: no executor_moe_w8_mma, bf16 tensor cores
   EXPECT_EQ(moe_w8_mma_timed(old), 0);

@@ -21,21 +21,30 @@ inline bool dense_gemv_supports(int64_t M, int64_t n, int64_t k) {
 // cuBLASLt's kernels cost 4-6 us whatever the bytes (one H100, session 32 R: gpt-oss-20b's 32 x 2880 router 2.36 us
 // at M = 2 on this GEMV, 5.75 at M = 4 on cuBLASLt; Qwen1.5-MoE's 60 x 2048 router 1.81 -> 6.07). Up to 1024 rows and
 // 4 Mi weights (8 MiB): there a GEMV is a few waves of its ramp, where larger matrices at M >= 3 stream near the
-// HBM rate on cuBLASLt. PEERPLAN_SMALL_GEMV=0 keeps them on cuBLASLt (A/B runs; a profile prices the default).
+// HBM rate on cuBLASLt. PEERPLAN_SMALL_GEMV=0 keeps them on cuBLASLt, =all runs every matrix at M 3..8 on the GEMV
+// (both A/B settings, to measure the rule; a profile prices the default).
 inline constexpr int64_t kSmallGemvMaxM = 8, kSmallGemvMaxN = 1024, kSmallGemvMaxWeights = int64_t(1) << 22;
-inline bool small_gemv_parse_env(const char* v) {
-  if (!v || !*v || std::string(v) == "1") return true;
-  if (std::string(v) == "0") return false;
-  throw RuntimeError("PEERPLAN_SMALL_GEMV=" + std::string(v) + ": expected 0 or 1 (the decode GEMV for matrices of at "
-                     "most 1024 rows at 3-8 tokens; on unless 0)");
+inline constexpr int kSmallGemvOff = 0, kSmallGemvRule = 1, kSmallGemvAll = 2;
+inline int small_gemv_parse_env(const char* v) {
+  if (!v || !*v || std::string(v) == "1") return kSmallGemvRule;
+  if (std::string(v) == "0") return kSmallGemvOff;
+  if (std::string(v) == "all") return kSmallGemvAll;
+  throw RuntimeError("PEERPLAN_SMALL_GEMV=" + std::string(v) + ": expected 0, 1 or all (the decode GEMV at 3-8 tokens: "
+                     "1 for matrices of at most 1024 rows (the default), all for every matrix, 0 never)");
 }
-inline bool small_gemv_enabled() {
-  static const bool on = small_gemv_parse_env(std::getenv("PEERPLAN_SMALL_GEMV"));
-  return on;
+inline int small_gemv_mode() {
+  static const int mode = small_gemv_parse_env(std::getenv("PEERPLAN_SMALL_GEMV"));
+  return mode;
 }
-inline bool dense_gemv_small_supports(int64_t M, int64_t n, int64_t k) {
-  return M > kDenseGemvMaxM && M <= kSmallGemvMaxM && n > 0 && n <= kSmallGemvMaxN && k > 0 && k % 8 == 0 &&
-         n * k <= kSmallGemvMaxWeights;
+inline bool small_gemv_enabled() { return small_gemv_mode() != kSmallGemvOff; }
+// What the kernel can run (any matrix at up to kSmallGemvMaxM tokens; the activation epilogue at M <= 2 only).
+inline bool dense_gemv_kernel_supports(int64_t M, int64_t n, int64_t k) {
+  return M >= 1 && M <= kSmallGemvMaxM && n > 0 && (n + 3) / 4 <= int64_t(0x7fffffff) && k > 0 && k % 8 == 0;
+}
+// Where the rule takes it at M 3..8 (`all`: every matrix the kernel runs).
+inline bool dense_gemv_small_supports(int64_t M, int64_t n, int64_t k, bool all = false) {
+  return M > kDenseGemvMaxM && dense_gemv_kernel_supports(M, n, k) &&
+         (all || (n <= kSmallGemvMaxN && n * k <= kSmallGemvMaxWeights));
 }
 
 }  // namespace peerplan::kernels

@@ -133,6 +133,7 @@ void pdl_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
   gemv_case(out, dev, rng, 5, 1, 2048);     // the shared-expert gate
   gemv_case(out, dev, rng, 8, 576, 2048);   // MLA's kv_a
   gemv_case(out, dev, rng, 7, 1022, 4096);  // near the rule's limits, n not a multiple of 4
+  gemv_case(out, dev, rng, 6, 4096, 4096);  // a large matrix, as PEERPLAN_SMALL_GEMV=all runs it
   chain_case(out, dev, rng, 1, 2048, 1408, false);
   chain_case(out, dev, rng, 2, 4096, 2816, true);
 }

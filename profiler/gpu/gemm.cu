@@ -130,7 +130,9 @@ void GemmRunner::run(const void* x, const void* w, void* y, int64_t M, int64_t n
   // cuBLASLt's kernels would break it at every projection.
   const bool aligned = ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(w) | reinterpret_cast<uintptr_t>(y)) & 15) == 0;
   // Small matrices at 3-8 tokens too (routers, gates, MLA's kv_a: cuBLASLt's 4-6 us floor; dense_gemv.hpp).
-  const bool small = kernels::small_gemv_enabled() && kernels::dense_gemv_small_supports(M, n, k);
+  const int mode = kernels::small_gemv_mode();
+  const bool small = mode != kernels::kSmallGemvOff &&
+                     kernels::dense_gemv_small_supports(M, n, k, mode == kernels::kSmallGemvAll);
   if (batch == 1 && kernels::pdl::enabled() && aligned && (kernels::dense_gemv_supports(M, n, k) || small)) {
     kernels::dense_gemv(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w),
                         static_cast<__nv_bfloat16*>(y), M, n, k, stream);

@@ -165,12 +165,11 @@ std::string act_note(bool act, int64_t n) {
 }  // namespace
 
 void dense_gemv(const bf16* x, const bf16* w, bf16* y, int64_t M, int64_t n, int64_t k, cudaStream_t stream, bool act) {
-  const bool small = !act && dense_gemv_small_supports(M, n, k);
-  if (!(dense_gemv_supports(M, n, k) || small) || !x || !w || !y || (act && n % 2 != 0))
-    throw std::invalid_argument("dense_gemv: M " + std::to_string(M) + " (1.." + std::to_string(kDenseGemvMaxM) +
-                                ", or up to " + std::to_string(kSmallGemvMaxM) + " without the activation for n <= " +
-                                std::to_string(kSmallGemvMaxN) + " and n x k <= " + std::to_string(kSmallGemvMaxWeights) +
-                                "), n " + std::to_string(n) + " (positive), k " + std::to_string(k) +
+  const bool ok = act ? dense_gemv_supports(M, n, k) : dense_gemv_kernel_supports(M, n, k);
+  if (!ok || !x || !w || !y || (act && n % 2 != 0))
+    throw std::invalid_argument("dense_gemv: M " + std::to_string(M) + " (1.." + std::to_string(kSmallGemvMaxM) +
+                                "; with the activation 1.." + std::to_string(kDenseGemvMaxM) + "), n " +
+                                std::to_string(n) + " (positive), k " + std::to_string(k) +
                                 " (a positive multiple of 8) and every operand set" + act_note(act, n));
   launch_gemv<Bf16W>(x, w, nullptr, y, M, n, k, act, stream);
   CUDA_CHECK_LAUNCH("dense_gemv");

@@ -10,8 +10,11 @@
 #     it and the same three MoE models' bf16 GEMMs with PEERPLAN_SMALL_GEMV=0, then decode steps of gpt-oss-20b,
 #     Qwen1.5-MoE and DeepSeek-V2-Lite at 1-8 sequences with it off and on, twice, priced from the shipped profile with
 #     the new rows filled in (scripts/splice_grouped_gemm.py --fill-gemms).
+#   session32.sh W   (~2 min) whether larger matrices at 3-8 tokens gain on the GEMV too (PEERPLAN_SMALL_GEMV=all, an A/B
+#     setting): self-test pdl, the bf16 GEMM rows of Llama-3.1-8B, Qwen1.5-MoE and gpt-oss-20b with the rule and with
+#     all, then decode steps at 3-8 sequences with each, twice.
 set -u
-PART=${1:?usage: session32.sh T | G}
+PART=${1:?usage: session32.sh T | G | W}
 OUT_DEFAULT=/tmp/peerplan-s32
 source "$(dirname "$0")/call_lib.sh"
 if [ "$PART" = T ]; then
@@ -64,6 +67,33 @@ PY
     bench dsv2-g$g deepseek-v2-lite deepseek-v2-lite-1gpu.json bf16 1,4,8 1024 PEERPLAN_SMALL_GEMV=$g
   done; done
   rm -f "$W/shipped-filled.json" "$W/g-profile.json"
+  finish
+fi
+if [ "$PART" = W ]; then
+  TAIL=3 step 120 selftest-pdl env PEERPLAN_SELFTEST_ONLY=pdl $B validate --self-test
+  grep -E "M=6 n=4096|FAIL|fail" "$W/selftest-pdl.txt" | head -10 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  models=llama-3.1-8b,qwen1.5-moe-a2.7b,gpt-oss-20b
+  TAIL=2 step 120 profile-gemm $B profile --no-progress --only gemm --model $models --dtypes bf16 --max-tokens 16 \
+    --out "$W/gemm.json"
+  TAIL=2 step 120 profile-gemm-all env PEERPLAN_SMALL_GEMV=all $B profile --no-progress --only gemm --model $models \
+    --dtypes bf16 --max-tokens 16 --out "$W/gemm-all.json"
+  python3 - "$W/gemm.json" "$W/gemm-all.json" <<'PY' 2>&1 | tee -a "$S"
+import json, sys
+rows = [{(r["n"], r["k"], r["m"]): r["median_us"] for r in json.load(open(f))["measurements"]["gemms"]} for f in sys.argv[1:]]
+for (n, k) in sorted({(n, k) for (n, k, m) in rows[0]}):
+    print("  | %6d x %5d  rule / all us: %s" % (n, k, "  ".join(
+        "m%d %.2f/%.2f" % (m, rows[0][(n, k, m)], rows[1].get((n, k, m), -1)) for m in (2, 4, 8) if (n, k, m) in rows[0])))
+PY
+  zcat docs/validation/runs/2026-12-07-session31/G/profile.json.gz > "$W/g-profile.json"
+  python3 scripts/splice_grouped_gemm.py "$W/g-profile.json" "$W/gemm.json" --fill-gemms --out "$W/priced.json" \
+    > "$W/splice.txt" 2>&1
+  export MACHINE=$W/priced.json
+  for r in 1 2; do for g in 1 all; do
+    bench 8b-g$g llama-3.1-8b llama8b-1gpu.json bf16 2,4,8 1024 PEERPLAN_SMALL_GEMV=$g
+    bench qwen-g$g qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 2,4,8 1024 PEERPLAN_SMALL_GEMV=$g PEERPLAN_SHARED_STREAM=1
+    bench gptoss-g$g gpt-oss-20b gpt-oss-20b-1gpu.json - 2,4,8 1024 PEERPLAN_SMALL_GEMV=$g
+  done; done
+  rm -f "$W/g-profile.json" "$W/priced.json"
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

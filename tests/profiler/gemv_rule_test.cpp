@@ -35,15 +35,24 @@ TEST(GemvRule, LargeMatricesAndOtherTokenCountsStayOnCublas) {
   EXPECT_FALSE(kn::dense_gemv_small_supports(4, 0, 2048));
 }
 
-TEST(GemvRule, SwitchOnUnlessZeroAndNamesItsVariable) {
-  EXPECT_TRUE(kn::small_gemv_parse_env(nullptr));
-  EXPECT_TRUE(kn::small_gemv_parse_env(""));
-  EXPECT_TRUE(kn::small_gemv_parse_env("1"));
-  EXPECT_FALSE(kn::small_gemv_parse_env("0"));
+TEST(GemvRule, AllTakesEveryMatrixTheKernelRunsForABRuns) {
+  EXPECT_TRUE(kn::dense_gemv_small_supports(4, 6144, 4096, true));
+  EXPECT_TRUE(kn::dense_gemv_small_supports(8, 151936, 2048, true)) << "an LM head";
+  EXPECT_FALSE(kn::dense_gemv_small_supports(9, 60, 2048, true)) << "the kernel's tiles stop at 8 tokens";
+  EXPECT_FALSE(kn::dense_gemv_small_supports(2, 60, 2048, true)) << "M <= 2 is the first rule's";
+  EXPECT_FALSE(kn::dense_gemv_kernel_supports(4, 60, 2044));
+}
+
+TEST(GemvRule, SwitchNamesItsVariableAndValues) {
+  EXPECT_EQ(kn::small_gemv_parse_env(nullptr), kn::kSmallGemvRule);
+  EXPECT_EQ(kn::small_gemv_parse_env(""), kn::kSmallGemvRule);
+  EXPECT_EQ(kn::small_gemv_parse_env("1"), kn::kSmallGemvRule);
+  EXPECT_EQ(kn::small_gemv_parse_env("0"), kn::kSmallGemvOff);
+  EXPECT_EQ(kn::small_gemv_parse_env("all"), kn::kSmallGemvAll);
   try {
     kn::small_gemv_parse_env("off");
     ADD_FAILURE() << "accepted PEERPLAN_SMALL_GEMV=off";
   } catch (const peerplan::RuntimeError& e) {
-    EXPECT_NE(std::string(e.what()).find("PEERPLAN_SMALL_GEMV=off: expected 0 or 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("PEERPLAN_SMALL_GEMV=off: expected 0, 1 or all"), std::string::npos) << e.what();
   }
 }

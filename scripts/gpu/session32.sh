@@ -13,8 +13,11 @@
 #   session32.sh W   (~2 min) whether larger matrices at 3-8 tokens gain on the GEMV too (PEERPLAN_SMALL_GEMV=all, an A/B
 #     setting): self-test pdl, the bf16 GEMM rows of Llama-3.1-8B, Qwen1.5-MoE and gpt-oss-20b with the rule and with
 #     all, then decode steps at 3-8 sequences with each, twice.
+#   session32.sh Q   (~5 min, an H200) session26.sh H in the order of need: Mixtral-8x7B bf16 long prompts from a paced
+#     profile of the lease first (93 GB: an H200 only; never run with the routed executor on an H200), then the grouped
+#     rows of the three MoE models in fp8 / int8 / int4 for the shipped profile while time is left.
 set -u
-PART=${1:?usage: session32.sh T | G | W}
+PART=${1:?usage: session32.sh T | G | W | Q}
 OUT_DEFAULT=/tmp/peerplan-s32
 source "$(dirname "$0")/call_lib.sh"
 if [ "$PART" = T ]; then
@@ -94,6 +97,16 @@ PY
     bench gptoss-g$g gpt-oss-20b gpt-oss-20b-1gpu.json - 2,4,8 1024 PEERPLAN_SMALL_GEMV=$g
   done; done
   rm -f "$W/g-profile.json" "$W/priced.json"
+  finish
+fi
+if [ "$PART" = Q ]; then
+  big=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | awk '{print ($1 > 120000)}')
+  [ "$big" = 1 ] || { log "not an H200 (under 120 GB): Mixtral bf16 does not fit, the rows would not be the shipped GPU's"; finish; }
+  TAIL=4 step 170 profile $B profile --no-progress --model mixtral-8x7b --dtypes bf16 --skip nccl,nccl_nop2p --duty 0.5 \
+    --out "$W/profile.json"
+  v mixtral-bf16-long 110 --plan $P/mixtral-1gpu.json --model mixtral-8x7b --workload $V/workloads/validate-long-prompt.json
+  left 330 && TAIL=4 step $((560 - SECONDS)) profile-grouped $B profile --no-progress --only grouped_gemm \
+    --model qwen1.5-moe-a2.7b,mixtral-8x7b,deepseek-v2-lite --dtypes fp8,int8,int4 --out "$W/profile-grouped.json"
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

@@ -3,34 +3,19 @@ GEMM (torch._weight_int4pack_mm: the "tinygemm" kernel gpt-fast and torchao's in
 bf16 scales and zeros), LM head bf16, as ../shared/reference/torch_ref.py's decoder otherwise (RMSNorm, SDPA over a
 bf16 cache, CUDA graph). Random weights, real shapes. Prints the step time at batch 1 / 2 and the GEMMs alone, each
 against the packed bytes over a measured streaming-read rate, so peerplan's W4A16 ratio (issue 15: 1.3x asked) has a
-public kernel's figure beside it from the same lease. Run: python3 torch_w4a16_ref.py OUTDIR"""
+public kernel's figure beside it from the same lease. Run from the repository root (it imports the shared reference
+from ../shared/reference or .gpu-ref): python3 scripts/gpu/torch_w4a16_ref.py OUTDIR"""
 import json, os, sys, time
-import torch
-import torch.nn.functional as F
+
+# The shared reference's timing helpers (CUDA events over graph replays), as bench/moe/torch_fp8_moe_ref.py uses them.
+refdir = next((d for d in ("../shared/reference", ".gpu-ref") if os.path.isdir(d)), ".")
+sys.path.insert(0, refdir)
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch_moe_fp8_ref import dev, graphed, timed  # noqa: E402
 
 H, L, NH, KV, I, V, G = 4096, 32, 32, 8, 14336, 128256, 128
 HD = H // NH
-dev = torch.device("cuda", 0)
-
-
-def timed(fn, n=30, warm=3):
-    for _ in range(warm): fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(n):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record(); fn(); e.record(); e.synchronize(); ts.append(s.elapsed_time(e))
-    ts.sort(); return dict(median_ms=ts[len(ts) // 2], min_ms=ts[0], max_ms=ts[-1])
-
-
-def graphed(f):
-    s = torch.cuda.Stream(); s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2): f()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g): f()
-    return g
 
 
 def int4_linear(n, k, tiles=8):

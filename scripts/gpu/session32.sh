@@ -12,12 +12,12 @@
 #     the new rows filled in (scripts/splice_grouped_gemm.py --fill-gemms).
 #   session32.sh W   (~2 min) whether larger matrices at 3-8 tokens gain on the GEMV too (PEERPLAN_SMALL_GEMV=all, an A/B
 #     setting): self-test pdl, the bf16 GEMM rows of Llama-3.1-8B, Qwen1.5-MoE and gpt-oss-20b with the rule and with
-#     all, then decode steps at 3-8 sequences with each, twice.
+#     all, then decode steps at 3-8 sequences with each, twice. session32.sh V: W's rows only (~1 min).
 #   session32.sh Q   (~5 min, an H200) session26.sh H in the order of need: Mixtral-8x7B bf16 long prompts from a paced
 #     profile of the lease first (93 GB: an H200 only; never run with the routed executor on an H200), then the grouped
 #     rows of the three MoE models in fp8 / int8 / int4 for the shipped profile while time is left.
 set -u
-PART=${1:?usage: session32.sh T | G | W | Q}
+PART=${1:?usage: session32.sh T | G | W | V | Q}
 OUT_DEFAULT=/tmp/peerplan-s32
 source "$(dirname "$0")/call_lib.sh"
 if [ "$PART" = T ]; then
@@ -72,7 +72,7 @@ PY
   rm -f "$W/shipped-filled.json" "$W/g-profile.json"
   finish
 fi
-if [ "$PART" = W ]; then
+if [ "$PART" = W ] || [ "$PART" = V ]; then
   TAIL=3 step 120 selftest-pdl env PEERPLAN_SELFTEST_ONLY=pdl $B validate --self-test
   grep -E "M=6 n=4096|FAIL|fail" "$W/selftest-pdl.txt" | head -10 | sed 's/^/  | /' | tee -a "$S" >/dev/null
   models=llama-3.1-8b,qwen1.5-moe-a2.7b,gpt-oss-20b
@@ -87,6 +87,7 @@ for (n, k) in sorted({(n, k) for (n, k, m) in rows[0]}):
     print("  | %6d x %5d  rule / all us: %s" % (n, k, "  ".join(
         "m%d %.2f/%.2f" % (m, rows[0][(n, k, m)], rows[1].get((n, k, m), -1)) for m in (2, 4, 8) if (n, k, m) in rows[0])))
 PY
+  [ "$PART" = V ] && finish  # the rows only (a lease's last minute)
   zcat docs/validation/runs/2026-12-07-session31/G/profile.json.gz > "$W/g-profile.json"
   python3 scripts/splice_grouped_gemm.py "$W/g-profile.json" "$W/gemm.json" --fill-gemms --out "$W/priced.json" \
     > "$W/splice.txt" 2>&1

@@ -129,7 +129,7 @@ void GemmRunner::run(const void* x, const void* w, void* y, int64_t M, int64_t n
   // With PDL on (the default; PEERPLAN_PDL=0 off) a decode GEMV joins the programmatic launch chain (kernels/dense_gemv.hpp):
   // cuBLASLt's kernels would break it at every projection.
   const bool aligned = ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(w) | reinterpret_cast<uintptr_t>(y)) & 15) == 0;
-  // Small matrices at 3-8 tokens too (routers, gates, MLA's kv_a: cuBLASLt's 4-6 us floor; dense_gemv.hpp).
+  // Small matrices at 3-8 tokens too (routers, gates, MLA's kv_a: cuBLASLt's 4-6 us floor; common/gemv_rule.hpp).
   const int mode = kernels::small_gemv_mode();
   const bool small = mode != kernels::kSmallGemvOff &&
                      kernels::dense_gemv_small_supports(M, n, k, mode == kernels::kSmallGemvAll);

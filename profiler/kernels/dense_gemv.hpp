@@ -5,7 +5,8 @@
 // contiguous bytes per row and load instruction); every warp issues its first weight loads before
 // griddepcontrol.wait, so they overlap the previous kernel's tail. GemmRunner::run takes it for
 // M <= 2 with programmatic dependent launch on (the default; PEERPLAN_PDL=0 off), since cuBLASLt's
-// kernels do not take part in the launch chain; the profiler times it through the same call.
+// kernels do not take part in the launch chain, and for small matrices at M 3..8 (profiler/common/
+// gemv_rule.hpp: 4- and 8-token tiles); the profiler times it through the same call.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

@@ -22,26 +22,29 @@ bool uses_w8_experts(const ModelConfig& cfg) {
   return d && (*d == DType::FP8_E4M3 || *d == DType::INT8);
 }
 
-std::string moe_w8_mma_mismatch(const Machine& profile, int host_w8_mma) {
-  const int timed = moe_w8_mma_timed(profile);
-  if (timed < 0 || host_w8_mma < 0 || timed == host_w8_mma) return "";
-  auto on = [](int v) { return v == 1 ? "8-bit tensor cores (the tokens quantized)" : "bf16 tensor cores (the codes converted)"; };
+namespace {
+// The warning when the profile timed `what` on one of two kernels (timed: 1 `on`, 0 `off`) and this executor runs the
+// other (host); "" when they agree or either does not say. `var` set to `timed` runs as the profile was timed.
+std::string kernel_mismatch(const char* var, int timed, int host, const char* what, const char* on, const char* off,
+                            const char* effect) {
+  if (timed < 0 || host < 0 || timed == host) return "";
   return fmt::format(
-      "the profile timed FP8 / int8 experts' prefill-sized grouped GEMMs on {} but this executor runs them on {}: "
-      "MoE prefill and large decode batches run {} than priced. Re-profile with this build (`peerplan profile`), or "
-      "set PEERPLAN_MOE_W8_MMA={} to run as the profile was timed",
-      on(timed), on(host_w8_mma), host_w8_mma == 1 ? "faster" : "slower", timed);
+      "the profile timed {} on {} but this executor runs them on {}: {} run {} than priced. Re-profile with this "
+      "build (`peerplan profile`), or set {}={} to run as the profile was timed",
+      what, timed == 1 ? on : off, host == 1 ? on : off, effect, host == 1 ? "faster" : "slower", var, timed);
+}
+}  // namespace
+
+std::string moe_w8_mma_mismatch(const Machine& profile, int host_w8_mma) {
+  return kernel_mismatch("PEERPLAN_MOE_W8_MMA", moe_w8_mma_timed(profile), host_w8_mma,
+                         "FP8 / int8 experts' prefill-sized grouped GEMMs", "8-bit tensor cores (the tokens quantized)",
+                         "bf16 tensor cores (the codes converted)", "MoE prefill and large decode batches");
 }
 
 std::string small_gemv_mismatch(const Machine& profile, int host_small_gemv) {
-  const int timed = small_gemv_timed(profile);
-  if (timed < 0 || host_small_gemv < 0 || timed == host_small_gemv) return "";
-  auto on = [](int v) { return v == 1 ? "the GEMV" : "cuBLASLt"; };
-  return fmt::format(
-      "the profile timed small matrices at 3-8 tokens (MoE routers, shared-expert gates, MLA's kv_a) on {} but this "
-      "executor runs them on {}: MoE decode steps at 3-8 sequences run ~1-3 % {} than priced. Unset "
-      "PEERPLAN_SMALL_GEMV to run as the profile was timed, or re-profile with this setting (`peerplan profile`)",
-      on(timed), on(host_small_gemv), host_small_gemv == 1 ? "faster" : "slower");
+  return kernel_mismatch("PEERPLAN_SMALL_GEMV", small_gemv_timed(profile), host_small_gemv,
+                         "small matrices at 3-8 tokens (MoE routers, shared-expert gates, MLA's kv_a)", "the GEMV",
+                         "cuBLASLt", "MoE decode steps at 3-8 sequences (~1-3 %)");
 }
 
 std::string w4_layout_mismatch(const Machine& profile, const std::string& host_layout) {

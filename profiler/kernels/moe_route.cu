@@ -5,6 +5,7 @@
 // after another, 0.2-0.5 ms per layer at a 2344-token prompt (H200 2026-12-03: Qwen1.5-MoE prefill
 // "elementwise" 12.4 ms per iteration measured against 2.0 priced), where engines' top-k softmax and
 // block alignment kernels spread the tokens over the GPU.
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -26,9 +27,11 @@ struct RouteParams {
   MoeRouting r;
 };
 
-// One warp routes token t: softmax over the E logits, its k experts, renormalised weights; row_of
-// gets the local expert (step "sort" turns it into a row) and count[] (shared or global) is bumped.
-__device__ void route_one_token(const MoeRouteArgs& a, const MoeRouting& r, int64_t t, int lane, int* count) {
+// One warp routes token t: softmax over the E logits, its k experts, renormalised weights; local[t*k+j]
+// gets the local expert or -1 (step "sort" turns it into a row of row_of) and count[] (shared or global)
+// is bumped. local is row_of itself on the grid path, shared memory in the one-CTA kernel.
+__device__ void route_one_token(const MoeRouteArgs& a, const MoeRouting& r, int64_t t, int lane, int* count,
+                                int* local_of) {
   const __nv_bfloat16* lg = a.logits + t * a.experts;
   float mx = -INFINITY;
   for (int e = lane; e < a.experts; e += 32) mx = fmaxf(mx, __bfloat162float(lg[e]));
@@ -50,7 +53,7 @@ __device__ void route_one_token(const MoeRouteArgs& a, const MoeRouting& r, int6
     r.weights[i] = p / psum;
     const int le = ids[lane] - a.expert_first;
     const bool local = le >= 0 && le < a.expert_count;
-    r.row_of[i] = local ? le : -1;  // the local expert until the sort turns it into a row
+    local_of[i] = local ? le : -1;  // the local expert until the sort turns it into a row
     if (local) atomicAdd(&count[le], 1);
   }
 }
@@ -106,9 +109,43 @@ __device__ void offsets_and_tiles(const MoeRouteArgs& a, const MoeRouting& r, co
   }
 }
 
-// kThreads: moe_route_threads (a thread per local expert, a warp per token up to 32 warps).
+// kThreads: moe_route_threads (a thread per local expert, a warp per token up to 32 warps). The
+// local experts of the (token, j) entries wait for the sort in shared memory, not in row_of: at batch
+// 1 the kernel is a chain of dependent steps, and a global round trip is one of its longest links.
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads) route_kernel(RouteParams p) {
+  const MoeRouteArgs& a = p.a;
+  const MoeRouting& r = p.r;
+  __shared__ int count[kThreads];
+  __shared__ int cursor[kThreads];
+  __shared__ int local_of[kMoeOneCtaMaxTokens * kMoeMaxTopK];
+  __shared__ typename SumScan<kThreads>::TempStorage tmp;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  count[tid] = 0;  // shared memory only: before the wait, overlapping the router GEMM's tail
+  pdl::wait();
+  pdl::launch_dependents();
+  __syncthreads();
+  for (int64_t t = warp; t < a.tokens; t += kThreads / 32) route_one_token(a, r, t, lane, count, local_of);
+  __syncthreads();
+  offsets_and_tiles<kThreads>(a, r, count, cursor, tmp);
+  __syncthreads();
+  // Sorted rows: each (token, j) of a local expert takes the next row of its expert.
+  const int64_t entries = a.tokens * a.topk;
+  for (int64_t i = tid; i < entries; i += kThreads) {
+    const int le = local_of[i];
+    if (le < 0) {
+      r.row_of[i] = -1;
+      continue;
+    }
+    const int row = atomicAdd(&cursor[le], 1);
+    r.row_of[i] = row;
+    r.token_of_row[row] = int(i / a.topk);
+  }
+}
+
+// The one-CTA kernel before its shared staging (PEERPLAN_MOE_ROUTE=v1, A/B runs).
+template <int kThreads>
+__global__ void __launch_bounds__(kThreads) route_kernel_v1(RouteParams p) {
   const MoeRouteArgs& a = p.a;
   const MoeRouting& r = p.r;
   __shared__ int count[kThreads];
@@ -119,11 +156,10 @@ __global__ void __launch_bounds__(kThreads) route_kernel(RouteParams p) {
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   count[tid] = 0;
   __syncthreads();
-  for (int64_t t = warp; t < a.tokens; t += kThreads / 32) route_one_token(a, r, t, lane, count);
+  for (int64_t t = warp; t < a.tokens; t += kThreads / 32) route_one_token(a, r, t, lane, count, r.row_of);
   __syncthreads();
   offsets_and_tiles<kThreads>(a, r, count, cursor, tmp);
   __syncthreads();
-  // Sorted rows: each (token, j) of a local expert takes the next row of its expert.
   const int64_t entries = a.tokens * a.topk;
   for (int64_t i = tid; i < entries; i += kThreads) {
     const int le = r.row_of[i];
@@ -137,7 +173,7 @@ __global__ void __launch_bounds__(kThreads) route_kernel(RouteParams p) {
 // Grid path, 1 of 3: a warp per token, counts in global memory (cleared before the launch).
 __global__ void __launch_bounds__(kTokenThreads) route_tokens_kernel(RouteParams p) {
   const int64_t t = int64_t(blockIdx.x) * (kTokenThreads / 32) + threadIdx.x / 32;
-  if (t < p.a.tokens) route_one_token(p.a, p.r, t, threadIdx.x % 32, p.r.counts);
+  if (t < p.a.tokens) route_one_token(p.a, p.r, t, threadIdx.x % 32, p.r.counts, p.r.row_of);
 }
 
 // 2 of 3: offsets, tiles and the cursors, in one block.
@@ -162,10 +198,12 @@ __global__ void __launch_bounds__(kTokenThreads) route_sort_kernel(RouteParams p
 
 constexpr int kCombineThreads = 128;
 
-// One block per token, 8 columns per thread and pass.
-__global__ void __launch_bounds__(kCombineThreads) combine_kernel(const float* weights, const int* row_of,
-                                                                  const __nv_bfloat16* rows, __nv_bfloat16* out,
-                                                                  int topk, int64_t hidden) {
+// v1 (PEERPLAN_MOE_COMBINE=v1, A/B runs): one block per token, 8 columns per thread and pass. At decode
+// batch 1 that is one SM walking the hidden row in passes, each a dependent load round: 3.3 us for
+// gpt-oss's 2880 columns on H100 where a trivial kernel takes 1.45 (session 31 G profile).
+__global__ void __launch_bounds__(kCombineThreads) combine_kernel_v1(const float* weights, const int* row_of,
+                                                                     const __nv_bfloat16* rows, __nv_bfloat16* out,
+                                                                     int topk, int64_t hidden) {
   pdl::wait();
   pdl::launch_dependents();
   const int64_t t = blockIdx.x;
@@ -194,6 +232,64 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const float* w
     for (int q = 0; q < 4; ++q) h[q] = __floats2bfloat162_rn(acc[2 * q], acc[2 * q + 1]);
     *reinterpret_cast<uint4*>(out + t * hidden + c) = o;
   }
+}
+
+// One thread per 8 columns of one token (grid: tokens x column blocks), its k rows' loads issued
+// together four at a time: at batch 1 the whole row is one load round over a few SMs. Same sum, in
+// the same order (j ascending, fp32), as v1: bit-identical output.
+constexpr int kCombineLoads = 4;
+__global__ void __launch_bounds__(kCombineThreads) combine_kernel(const float* weights, const int* row_of,
+                                                                  const __nv_bfloat16* rows, __nv_bfloat16* out,
+                                                                  int topk, int64_t hidden) {
+  pdl::wait();
+  pdl::launch_dependents();
+  const int64_t t = blockIdx.x;
+  const int64_t c = (int64_t(blockIdx.y) * kCombineThreads + threadIdx.x) * 8;
+  if (c >= hidden) return;
+  float acc[8] = {};
+  for (int j0 = 0; j0 < topk; j0 += kCombineLoads) {
+    uint4 u[kCombineLoads];
+    float w[kCombineLoads];
+    bool local[kCombineLoads];
+#pragma unroll
+    for (int q = 0; q < kCombineLoads; ++q) {
+      const int j = j0 + q;
+      const int row = j < topk ? row_of[t * topk + j] : -1;
+      local[q] = row >= 0;
+      w[q] = local[q] ? weights[t * topk + j] : 0.f;
+      u[q] = local[q] ? *reinterpret_cast<const uint4*>(rows + int64_t(row) * hidden + c) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int q = 0; q < kCombineLoads; ++q) {
+      if (!local[q]) continue;  // as v1: an expert of another GPU adds nothing, not even a zero
+      const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u[q]);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 v = __bfloat1622float2(h[e]);
+        acc[2 * e] += w[q] * v.x;
+        acc[2 * e + 1] += w[q] * v.y;
+      }
+    }
+  }
+  uint4 o;
+  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&o);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) h[e] = __floats2bfloat162_rn(acc[2 * e], acc[2 * e + 1]);
+  *reinterpret_cast<uint4*>(out + t * hidden + c) = o;
+}
+
+// PEERPLAN_MOE_COMBINE=v1 / PEERPLAN_MOE_ROUTE=v1 (read once): the kernels before session 33, for A/B runs.
+bool env_is_v1(const char* name) {
+  const char* e = std::getenv(name);
+  return e && std::string(e) == "v1";
+}
+bool combine_v1() {
+  static const bool v1 = env_is_v1("PEERPLAN_MOE_COMBINE");
+  return v1;
+}
+bool route_v1() {
+  static const bool v1 = env_is_v1("PEERPLAN_MOE_ROUTE");
+  return v1;
 }
 
 int64_t round32(int64_t n) { return (n + 31) / 32 * 32; }
@@ -252,12 +348,22 @@ void moe_route_path(const MoeRouteArgs& a, const MoeRouting& r, bool grid, cudaS
   const RouteParams p{a, r};
   if (!grid) {
     const int threads = moe_route_threads(a.tokens, a.expert_count);
-    switch (threads) {
-      case 64: pdl::launch(route_kernel<64>, dim3(1), dim3(64), 0, stream, p); break;
-      case 128: pdl::launch(route_kernel<128>, dim3(1), dim3(128), 0, stream, p); break;
-      case 256: pdl::launch(route_kernel<256>, dim3(1), dim3(256), 0, stream, p); break;
-      case 512: pdl::launch(route_kernel<512>, dim3(1), dim3(512), 0, stream, p); break;
-      default: pdl::launch(route_kernel<kRouteThreads>, dim3(1), dim3(kRouteThreads), 0, stream, p); break;
+    if (route_v1()) {
+      switch (threads) {
+        case 64: pdl::launch(route_kernel_v1<64>, dim3(1), dim3(64), 0, stream, p); break;
+        case 128: pdl::launch(route_kernel_v1<128>, dim3(1), dim3(128), 0, stream, p); break;
+        case 256: pdl::launch(route_kernel_v1<256>, dim3(1), dim3(256), 0, stream, p); break;
+        case 512: pdl::launch(route_kernel_v1<512>, dim3(1), dim3(512), 0, stream, p); break;
+        default: pdl::launch(route_kernel_v1<kRouteThreads>, dim3(1), dim3(kRouteThreads), 0, stream, p); break;
+      }
+    } else {
+      switch (threads) {
+        case 64: pdl::launch(route_kernel<64>, dim3(1), dim3(64), 0, stream, p); break;
+        case 128: pdl::launch(route_kernel<128>, dim3(1), dim3(128), 0, stream, p); break;
+        case 256: pdl::launch(route_kernel<256>, dim3(1), dim3(256), 0, stream, p); break;
+        case 512: pdl::launch(route_kernel<512>, dim3(1), dim3(512), 0, stream, p); break;
+        default: pdl::launch(route_kernel<kRouteThreads>, dim3(1), dim3(kRouteThreads), 0, stream, p); break;
+      }
     }
     CUDA_CHECK_LAUNCH("moe_route");
     return;
@@ -279,8 +385,14 @@ void moe_combine(const MoeRouting& r, const __nv_bfloat16* rows, __nv_bfloat16* 
     throw std::invalid_argument("moe_combine: hidden " + std::to_string(hidden) + " (multiple of 8) / top-k " +
                                 std::to_string(topk));
   if (tokens == 0) return;
-  pdl::launch(combine_kernel, dim3(unsigned(tokens)), dim3(kCombineThreads), 0, stream, r.weights, r.row_of, rows,
-              out, topk, hidden);
+  if (combine_v1()) {
+    pdl::launch(combine_kernel_v1, dim3(unsigned(tokens)), dim3(kCombineThreads), 0, stream, r.weights, r.row_of,
+                rows, out, topk, hidden);
+  } else {
+    const unsigned col_blocks = unsigned((hidden / 8 + kCombineThreads - 1) / kCombineThreads);
+    pdl::launch(combine_kernel, dim3(unsigned(tokens), col_blocks), dim3(kCombineThreads), 0, stream, r.weights,
+                r.row_of, rows, out, topk, hidden);
+  }
   CUDA_CHECK_LAUNCH("moe_combine");
 }
 

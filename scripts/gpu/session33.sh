@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Session 33's prepared call, one GPU (any). Binary: scripts/gpu/build.sh, packed as .gpu-pack (docs/DEVELOPING.md).
+#   session33.sh M   (~2 min) the MoE route and combine kernels of session 33 against the ones before
+#     (PEERPLAN_MOE_ROUTE=v1 / PEERPLAN_MOE_COMBINE=v1): self-test moe (both: correctness and the route's timing
+#     lines), their elementwise rows for the four MoE models (moe_route, moe_combine at 1-64 rows), then decode
+#     steps of Qwen1.5-MoE (shared stream), gpt-oss-20b and DeepSeek-V2-Lite at 1-8 sequences with each, twice,
+#     priced from session 31 G's paced H100 profile (another lease: GPU/price is indicative, the A/B is the figure).
+set -u
+PART=${1:?usage: session33.sh M}
+OUT_DEFAULT=/tmp/peerplan-s33
+source "$(dirname "$0")/call_lib.sh"
+if [ "$PART" = M ]; then
+  TAIL=4 step 150 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
+  grep -E "moe_route T=|moe_combine|FAIL|fail" "$W/selftest-moe.txt" | head -20 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  TAIL=2 step 150 selftest-moe-v1 env PEERPLAN_SELFTEST_ONLY=moe PEERPLAN_MOE_ROUTE=v1 PEERPLAN_MOE_COMBINE=v1 \
+    $B validate --self-test
+  grep -E "moe_route T=|FAIL|fail" "$W/selftest-moe-v1.txt" | head -10 | sed 's/^/  | v1 /' | tee -a "$S" >/dev/null
+  models=qwen1.5-moe-a2.7b,gpt-oss-20b,deepseek-v2-lite,mixtral-8x7b
+  TAIL=2 step 120 profile-ew $B profile --no-progress --only elementwise --model $models --max-tokens 64 \
+    --out "$W/ew.json"
+  TAIL=2 step 120 profile-ew-v1 env PEERPLAN_MOE_ROUTE=v1 PEERPLAN_MOE_COMBINE=v1 $B profile --no-progress \
+    --only elementwise --model $models --max-tokens 64 --out "$W/ew-v1.json"
+  python3 - "$W/ew.json" "$W/ew-v1.json" <<'PY' 2>&1 | tee -a "$S"
+import json, sys
+rows = [{(r["kind"], r["cols"], r["rows"]): r["median_us"] for r in json.load(open(f))["measurements"]["elementwise"]
+         if r["kind"] in ("moe_route", "moe_combine")} for f in sys.argv[1:]]
+for (kind, cols) in sorted({(k, c) for (k, c, m) in rows[0]}):
+    print("  | %-11s cols %5d  new / v1 us: %s" % (kind, cols, "  ".join(
+        "r%d %.2f/%.2f" % (m, rows[0][(kind, cols, m)], rows[1].get((kind, cols, m), -1))
+        for m in (1, 2, 4, 8, 16, 64) if (kind, cols, m) in rows[0])))
+PY
+  zcat docs/validation/runs/2026-12-07-session31/G/profile.json.gz > "$W/g-profile.json"
+  export MACHINE=$W/g-profile.json
+  for r in 1 2; do for v in new v1; do
+    e=(PEERPLAN_MOE_ROUTE=x PEERPLAN_MOE_COMBINE=x); [ $v = v1 ] && e=(PEERPLAN_MOE_ROUTE=v1 PEERPLAN_MOE_COMBINE=v1)
+    bench qwen-$v qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 1,2,4,8 1024 "${e[@]}" PEERPLAN_SHARED_STREAM=1
+    bench gptoss-$v gpt-oss-20b gpt-oss-20b-1gpu.json - 1,2,4,8 1024 "${e[@]}"
+    bench dsv2-$v deepseek-v2-lite deepseek-v2-lite-1gpu.json bf16 1,2,4,8 1024 "${e[@]}"
+  done; done
+  rm -f "$W/g-profile.json"
+  finish
+fi
+echo "unknown part $PART" >&2; exit 2

@@ -5,12 +5,8 @@
 #     lines), their elementwise rows for the four MoE models (moe_route, moe_combine at 1-64 rows), then decode
 #     steps of Qwen1.5-MoE (shared stream), gpt-oss-20b and DeepSeek-V2-Lite at 1-8 sequences with each, twice,
 #     priced from session 31 G's paced H100 profile (another lease: GPU/price is indicative, the A/B is the figure).
-#   session33.sh I   (~2 min) int8 GEMMs at 3-8 tokens on the W8A16 GEMV (PEERPLAN_INT8_GEMV=1, the new default) against
-#     W8A8 (=0, before) and the GEMV at 3-4 only (=4): self-test quant (int8 rows at M 1-8), Llama-3.1-8B's int8 GEMM
-#     rows at 1-16 tokens with 1 and 0, then decode steps of 8B int8 at 1-8 sequences with 0 / 4 / 1 beside fp8, and
-#     Qwen1.5-MoE int8 with 0 / 1, twice, priced from session 31 G's profile (the A/B is the figure).
 set -u
-PART=${1:?usage: session33.sh M | I}
+PART=${1:?usage: session33.sh M}
 OUT_DEFAULT=/tmp/peerplan-s33
 source "$(dirname "$0")/call_lib.sh"
 if [ "$PART" = M ]; then
@@ -41,32 +37,6 @@ PY
     bench gptoss-$v gpt-oss-20b gpt-oss-20b-1gpu.json - 1,2,4,8 1024 "${e[@]}"
     bench dsv2-$v deepseek-v2-lite deepseek-v2-lite-1gpu.json bf16 1,2,4,8 1024 "${e[@]}"
   done; done
-  rm -f "$W/g-profile.json"
-  finish
-fi
-if [ "$PART" = I ]; then
-  TAIL=3 step 150 selftest-quant env PEERPLAN_SELFTEST_ONLY=quant $B validate --self-test
-  grep -E "INT8|int8|FAIL|fail" "$W/selftest-quant.txt" | head -16 | sed 's/^/  | /' | tee -a "$S" >/dev/null
-  TAIL=2 step 120 profile-int8 $B profile --no-progress --only gemm --model llama-3.1-8b --dtypes int8 --max-tokens 16 \
-    --out "$W/int8.json"
-  TAIL=2 step 120 profile-int8-w8a8 env PEERPLAN_INT8_GEMV=0 $B profile --no-progress --only gemm --model llama-3.1-8b \
-    --dtypes int8 --max-tokens 16 --out "$W/int8-w8a8.json"
-  python3 - "$W/int8.json" "$W/int8-w8a8.json" <<'PY' 2>&1 | tee -a "$S"
-import json, sys
-rows = [{(r["n"], r["k"], r["m"]): r["median_us"] for r in json.load(open(f))["measurements"]["gemms"]
-         if r.get("dtype") == "int8"} for f in sys.argv[1:]]
-for (n, k) in sorted({(n, k) for (n, k, m) in rows[0]}):
-    print("  | %6d x %5d  GEMV / W8A8 us: %s" % (n, k, "  ".join(
-        "m%d %.2f/%.2f" % (m, rows[0][(n, k, m)], rows[1].get((n, k, m), -1)) for m in (2, 3, 4, 6, 8, 16)
-        if (n, k, m) in rows[0])))
-PY
-  zcat docs/validation/runs/2026-12-07-session31/G/profile.json.gz > "$W/g-profile.json"
-  export MACHINE=$W/g-profile.json
-  for r in 1 2; do
-    for g in 0 4 1; do bench 8b-int8-g$g llama-3.1-8b llama8b-1gpu.json int8 1,2,3,4,6,8 1024 PEERPLAN_INT8_GEMV=$g; done
-    bench 8b-fp8 llama-3.1-8b llama8b-1gpu.json fp8 1,2,3,4,6,8 1024
-    for g in 0 1; do bench qwen-int8-g$g qwen1.5-moe-a2.7b qwen-moe-1gpu.json int8 1,2,4,8 1024 PEERPLAN_INT8_GEMV=$g; done
-  done
   rm -f "$W/g-profile.json"
   finish
 fi

@@ -64,17 +64,6 @@ inline int small_gemv_timed(const Machine& m) {
   return it->get<bool>() ? 1 : 0;
 }
 
-// Whether that executor ran int8 GEMMs at 3-8 tokens on its W8A16 GEMV rather than W8A8 (quantize, IMMA, dequantize;
-// profiler/common/gemv_rule.hpp, since session 33; PEERPLAN_INT8_GEMV=0 off): 1, 0, or -1 where the profile does not
-// say (every earlier one: its int8 rows at 3-8 tokens, where it has them, were W8A8's).
-inline constexpr const char* kInt8GemvKey = "executor_int8_gemv";
-
-inline int int8_gemv_timed(const Machine& m) {
-  const auto it = m.meta.find(kInt8GemvKey);
-  if (!m.measurements || it == m.meta.end() || !it->is_boolean()) return -1;
-  return it->get<bool>() ? 1 : 0;
-}
-
 // Whether that executor ran a gated MLP's activation inside the gate_up GEMV's epilogue at decode
 // (planner/compile/act_fusion.hpp; since session 30, PEERPLAN_FUSED_ACT=0 when profiling turns it off):
 // the compiler then emits no activation op where the rule says the kernel fuses. False for a profile

@@ -109,7 +109,7 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
   mo.context = w.max_context();
   mo.max_batched_tokens = w.max_batched_tokens;
   const MemoryReport mem = check_memory(plan, in.cfg, in.fig, in.machine, mo);
-  const PreflightOptions po{o.allow_other_host, uses_w4a16(in.cfg), uses_w8_experts(in.cfg), uses_int8_linear(in.cfg)};
+  const PreflightOptions po{o.allow_other_host, uses_w4a16(in.cfg), uses_w8_experts(in.cfg)};
   const std::vector<std::string> warnings =
       o.ranks ? o.ranks->preflight(plan, plan_origin, in.machine, in.machine_file, mem, po)
               : preflight(plan, plan_origin, in.machine, in.machine_file, gpu.describe_host(), mem.fits, mem.why, po);
@@ -200,7 +200,7 @@ void bench_steps_on_host(GpuBackend& gpu, const Plan& plan, const std::string& p
   mo.context = std::max(o.context, o.prefill) + 16;
   mo.max_batched_tokens = std::max<int64_t>(o.prefill, 256);
   const MemoryReport mem = check_memory(plan, in.cfg, in.fig, in.machine, mo);
-  const PreflightOptions po{o.allow_other_host, uses_w4a16(in.cfg), uses_w8_experts(in.cfg), uses_int8_linear(in.cfg)};
+  const PreflightOptions po{o.allow_other_host, uses_w4a16(in.cfg), uses_w8_experts(in.cfg)};
   for (const auto& warn :
        preflight(plan, plan_origin, in.machine, in.machine_file, gpu.describe_host(), mem.fits, mem.why, po))
     std::cerr << "peerplan: warning: " << warn << "\n";

@@ -22,13 +22,6 @@ bool uses_w8_experts(const ModelConfig& cfg) {
   return d && (*d == DType::FP8_E4M3 || *d == DType::INT8);
 }
 
-bool uses_int8_linear(const ModelConfig& cfg) {
-  if (cfg.quant.linear.dtype == DType::INT8) return true;
-  return std::any_of(cfg.quant.per_matrix.begin(), cfg.quant.per_matrix.end(), [](const auto& kv) {
-    return kv.second.dtype == DType::INT8 && kv.first.second.rfind("expert.", 0) != 0;  // routed experts: grouped
-  });
-}
-
 namespace {
 // The warning when the profile timed `what` on one of two kernels (timed: 1 `on`, 0 `off`) and this executor runs the
 // other (host); "" when they agree or either does not say. `var` set to `timed` runs as the profile was timed.
@@ -52,11 +45,6 @@ std::string small_gemv_mismatch(const Machine& profile, int host_small_gemv) {
   return kernel_mismatch("PEERPLAN_SMALL_GEMV", small_gemv_timed(profile), host_small_gemv,
                          "small matrices at 3-8 tokens (MoE routers, shared-expert gates, MLA's kv_a)", "the GEMV",
                          "cuBLASLt", "MoE decode steps at 3-8 sequences (~1-3 %)");
-}
-
-std::string int8_gemv_mismatch(const Machine& profile, int host_int8_gemv) {
-  return kernel_mismatch("PEERPLAN_INT8_GEMV", int8_gemv_timed(profile), host_int8_gemv, "int8 GEMMs at 3-8 tokens",
-                         "the W8A16 GEMV", "W8A8 (quantize, IMMA, dequantize)", "int8 decode steps at 3-8 sequences");
 }
 
 std::string w4_layout_mismatch(const Machine& profile, const std::string& host_layout) {
@@ -142,8 +130,6 @@ std::vector<std::string> executor_mismatches(const Machine& profile, const HostI
     if (std::string w = w4_layout_mismatch(profile, host.w4_layout); !w.empty()) warnings.push_back(w);
   if (opt.w8_experts)
     if (std::string w = moe_w8_mma_mismatch(profile, host.moe_w8_mma); !w.empty()) warnings.push_back(w);
-  if (opt.int8_linear)
-    if (std::string w = int8_gemv_mismatch(profile, host.int8_gemv); !w.empty()) warnings.push_back(w);
   return warnings;
 }
 

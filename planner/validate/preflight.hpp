@@ -27,14 +27,12 @@ struct HostInfo {
   std::string w4_layout;        // the int4 word order this executor reads ("tiled", "gptq"; "" unknown)
   int moe_w8_mma = -1;          // 8-bit experts' tiled groups on 8-bit tensor cores here: 1, 0, -1 unknown
   int small_gemv = -1;          // small matrices at 3-8 tokens on the bf16 GEMV here (PEERPLAN_SMALL_GEMV): 1, 0, -1
-  int int8_gemv = -1;           // int8 GEMMs at 3-8 tokens on the W8A16 GEMV here (PEERPLAN_INT8_GEMV): 1, 0, -1
 };
 
 struct PreflightOptions {
   bool allow_other_host = false;  // --allow-other-host: warn instead of refusing a foreign profile
   bool w4a16 = false;             // the model runs W4A16 GEMMs (uses_w4a16): the int4 word order matters
   bool w8_experts = false;        // its routed experts are FP8 or int8 (uses_w8_experts): their tiled kernel matters
-  bool int8_linear = false;       // it runs dense int8 GEMMs (uses_int8_linear): their decode kernel matters
 };
 
 // Why a profile is not this host's ("" if it is). Rules: a nominal (hand-written) machine is
@@ -59,8 +57,6 @@ std::string fused_act_mismatch(const Machine& profile, int host_fused_act);
 bool uses_w4a16(const ModelConfig& cfg);
 // Whether the model's routed experts are stored FP8 or int8 (the 8-bit grouped kernels in the executor).
 bool uses_w8_experts(const ModelConfig& cfg);
-// Whether any dense weight matrix (attention, dense MLP, shared experts) is stored int8 (W8A8 / W8A16).
-bool uses_int8_linear(const ModelConfig& cfg);
 
 // The warning when the profile timed 8-bit experts' prefill-sized groups on other tensor cores than this
 // executor runs them (executor_launch.hpp moe_w8_mma_timed), "" when they agree or either is unknown.
@@ -69,8 +65,6 @@ std::string moe_w8_mma_mismatch(const Machine& profile, int host_w8_mma);
 // The warning when the profile timed small matrices at 3-8 tokens on another kernel than this executor runs them
 // (executor_launch.hpp small_gemv_timed), "" when they agree or either does not say.
 std::string small_gemv_mismatch(const Machine& profile, int host_small_gemv);
-// The same for int8 GEMMs at 3-8 tokens: the W8A16 GEMV or W8A8 (executor_launch.hpp int8_gemv_timed).
-std::string int8_gemv_mismatch(const Machine& profile, int host_int8_gemv);
 
 // The warning when the profile's W4A16 rows were timed on another word order of the packed weights
 // than this executor reads (executor_launch.hpp w4_layout_timed), "" when they agree or either is unknown.

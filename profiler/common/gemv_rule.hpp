@@ -47,25 +47,4 @@ inline bool dense_gemv_small_supports(int64_t M, int64_t n, int64_t k, bool all 
          (all || (n <= kSmallGemvMaxN && n * k <= kSmallGemvMaxWeights));
 }
 
-// The W8A16 GEMV over int8 weights (dense_gemv_int8) at M 3..8 too, in place of the W8A8 path's three kernels
-// (quantize x, IMMA, dequantize) that left int8 behind fp8 at batch 2-8 (Llama-3.1-8B on one H100, session 26 G3:
-// int8 4.479 / 5.198 ms at batch 2 / 8, fp8 4.019 / 4.475). Every matrix: the GEMV reads a byte a weight once for
-// all M rows. PEERPLAN_INT8_GEMV=0 keeps M 3..8 on W8A8 (before session 33), =4 takes M 3..4 only (A/B settings).
-inline constexpr int kInt8GemvOff = 0, kInt8GemvTo4 = 4, kInt8GemvTo8 = 8;
-inline int int8_gemv_parse_env(const char* v) {
-  if (!v || !*v || std::string(v) == "1" || std::string(v) == "8") return kInt8GemvTo8;
-  if (std::string(v) == "0" || std::string(v) == "2") return kInt8GemvOff;
-  if (std::string(v) == "4") return kInt8GemvTo4;
-  throw RuntimeError("PEERPLAN_INT8_GEMV=" + std::string(v) + ": expected 1 (int8 GEMMs at 3-8 tokens on the W8A16 "
-                     "GEMV, the default), 4 (at 3-4 tokens only) or 0 (W8A8 from 3 tokens, as before session 33)");
-}
-inline int int8_gemv_mode() {
-  static const int mode = int8_gemv_parse_env(std::getenv("PEERPLAN_INT8_GEMV"));
-  return mode;
-}
-// The largest M the int8 GEMV takes under `mode` (kDenseGemvMaxM when off).
-inline int64_t int8_gemv_max_m(int mode) {
-  return mode == kInt8GemvOff ? kDenseGemvMaxM : mode == kInt8GemvTo4 ? 4 : kSmallGemvMaxM;
-}
-
 }  // namespace peerplan::kernels

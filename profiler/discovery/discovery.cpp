@@ -141,7 +141,6 @@ HostInfo discover_host() {
   h.w4_layout = kernels::w4a16_layout_name(kernels::w4a16_layout());
   h.moe_w8_mma = kernels::moe_w8mma_on() ? 1 : 0;
   h.small_gemv = kernels::small_gemv_enabled() ? 1 : 0;
-  h.int8_gemv = kernels::int8_gemv_mode() != kernels::kInt8GemvOff ? 1 : 0;
   return h;
 }
 
@@ -188,7 +187,6 @@ Machine discover_machine() {
   m.meta[kFusedActKey] = exec::fused_act_from_env(std::getenv("PEERPLAN_FUSED_ACT")) != 0;
   m.meta[kMoeW8MmaKey] = kernels::moe_w8mma_on();  // 8-bit experts' tiled groups on 8-bit tensor cores
   m.meta[kSmallGemvKey] = kernels::small_gemv_enabled();  // small matrices at 3-8 tokens on the GEMV (gemv_rule.hpp)
-  m.meta[kInt8GemvKey] = kernels::int8_gemv_mode() != kernels::kInt8GemvOff;  // int8 at 3-8 tokens on W8A16 (the same)
   const int n = m.gpu_count();
   if (n == 0) throw RuntimeError("no CUDA GPU visible (check the driver and CUDA_VISIBLE_DEVICES)");
   std::vector<NvmlGpuInfo> nv(static_cast<size_t>(n));

@@ -232,7 +232,7 @@ void QuantGemmRunner::run(const void* x, const QuantWeight& w, void* y, int64_t 
 
 bool QuantGemmRunner::fuses_act(DType dtype, int64_t M, int64_t n, int64_t k) const {
   if (n % 2 != 0) return false;
-  if (dtype == DType::INT8) return kn::dense_gemv_int8_act_supports(M, n, k);
+  if (dtype == DType::INT8) return kn::dense_gemv_int8_supports(M, n, k);
   if (dtype == DType::INT4) return M <= std::min(int4_gemv_max_m_, kn::kW4GemvMaxM) && kn::w4a16_fuses_act(M, n);
   return false;
 }
@@ -367,9 +367,9 @@ void QuantGemmRunner::run_fp8_prequantized(const void* xq, const QuantWeight& w,
 
 void QuantGemmRunner::run_int8(const void* x, const QuantWeight& w, void* y, int64_t M, cudaStream_t stream) {
   const int64_t n = w.n, k = w.k;
-  // Decode at M <= 8: W8A16, one GEMV kernel reading the int8 bytes (kernels/dense_gemv.hpp) instead of
+  // Decode at M <= 2: W8A16, one GEMV kernel reading the int8 bytes (kernels/dense_gemv.hpp) instead of
   // quantize + IMMA + dequantize, which left int8 behind fp8 at batch 1 (Qwen1.5-MoE 2.636 against 2.407 ms,
-  // H100, session 25) and 2-8 (gemv_rule.hpp); TensorRT-LLM's int8 weight-only GEMV does the same at small batches.
+  // H100, session 25); TensorRT-LLM's int8 weight-only GEMV does the same at small batches.
   const bool aligned = ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(w.codes.get()) |
                          reinterpret_cast<uintptr_t>(y)) & 15) == 0;
   if (aligned && kn::dense_gemv_int8_supports(M, n, k))

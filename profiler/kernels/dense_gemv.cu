@@ -1,6 +1,7 @@
 // Decode GEMV with programmatic dependent launch (see dense_gemv.hpp).
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/kernels/dense_gemv.hpp"
@@ -153,7 +154,7 @@ void launch_gemv(const bf16* x, const typename W::T* w, const float* w_scale, bf
     pdl::launch(dense_gemv_kernel<W, 1>, grid, block, 0, stream, x, w, w_scale, y, int(M), n, k);
   } else if (M == 2) {
     pdl::launch(dense_gemv_kernel<W, 2>, grid, block, 0, stream, x, w, w_scale, y, int(M), n, k);
-  } else {  // M 3..8: bf16's small matrices (dense_gemv_small_supports), int8's as int8_gemv_mode says
+  } else if constexpr (std::is_same_v<W, Bf16W>) {  // the small matrices' M 3..8 (dense_gemv_small_supports)
     if (M <= 4) pdl::launch(dense_gemv_kernel<W, 4>, grid, block, 0, stream, x, w, w_scale, y, int(M), n, k);
     else pdl::launch(dense_gemv_kernel<W, 8>, grid, block, 0, stream, x, w, w_scale, y, int(M), n, k);
   }
@@ -176,11 +177,9 @@ void dense_gemv(const bf16* x, const bf16* w, bf16* y, int64_t M, int64_t n, int
 
 void dense_gemv_int8(const bf16* x, const int8_t* w, const float* w_scale, bf16* y, int64_t M, int64_t n, int64_t k,
                      cudaStream_t stream, bool act) {
-  const bool ok = act ? dense_gemv_int8_act_supports(M, n, k) : dense_gemv_int8_supports(M, n, k, kInt8GemvTo8);
-  if (!ok || !x || !w || !w_scale || !y || (act && n % 2 != 0))
-    throw std::invalid_argument("dense_gemv_int8: M " + std::to_string(M) + " (1.." + std::to_string(kSmallGemvMaxM) +
-                                "; with the activation 1.." + std::to_string(kDenseGemvMaxM) + "), n " +
-                                std::to_string(n) + " (positive), k " + std::to_string(k) +
+  if (!dense_gemv_int8_supports(M, n, k) || !x || !w || !w_scale || !y || (act && n % 2 != 0))
+    throw std::invalid_argument("dense_gemv_int8: M " + std::to_string(M) + " (1.." + std::to_string(kDenseGemvMaxM) +
+                                "), n " + std::to_string(n) + " (positive), k " + std::to_string(k) +
                                 " (a positive multiple of 16) and every operand set" + act_note(act, n));
   launch_gemv<Int8W>(x, w, w_scale, y, M, n, k, act, stream);
   CUDA_CHECK_LAUNCH("dense_gemv_int8");

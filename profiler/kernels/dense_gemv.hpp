@@ -26,17 +26,12 @@ void dense_gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y
 
 // The same GEMV over int8 weights with one fp32 scale per output channel (y = scale[n] * x . W[n]^T), the
 // codes converted to bf16 exactly in registers (int8_codes.cuh): W8A16 at decode, one kernel where the W8A8
-// path runs three (quantize x, IMMA, dequantize; gpu::QuantGemmRunner takes it where dense_gemv_int8_supports).
+// path runs three (quantize x, IMMA, dequantize; gpu::QuantGemmRunner takes it at M <= kDenseGemvMaxM).
 // Reads a byte a weight, 512 contiguous bytes per row and load instruction. k a multiple of 16.
 // M <= 2: Llama-3.1-8B int8 decode at batch 2 ran 4.470 ms with it and 4.823 on W8A8 (two H100 leases, fp8 3.931 /
 // 4.018 in each: fp8's W8A8 stays ahead at batch 2); batch 1 3.789 / 3.813 against fp8's 3.866 / 3.955 (session 26 G).
-// M 3..8 (4- and 8-token tiles) since session 33, as gemv_rule.hpp's int8_gemv_mode says; the activation epilogue
-// at M <= 2 only.
-inline bool dense_gemv_int8_supports(int64_t M, int64_t n, int64_t k, int mode = int8_gemv_mode()) {
-  return M >= 1 && M <= int8_gemv_max_m(mode) && dense_gemv_kernel_supports(M, n, k) && k % 16 == 0;
-}
-inline bool dense_gemv_int8_act_supports(int64_t M, int64_t n, int64_t k) {
-  return dense_gemv_supports(M, n, k) && k % 16 == 0 && n % 2 == 0;
+inline bool dense_gemv_int8_supports(int64_t M, int64_t n, int64_t k) {
+  return dense_gemv_supports(M, n, k) && k % 16 == 0;
 }
 
 void dense_gemv_int8(const __nv_bfloat16* x, const int8_t* w, const float* w_scale, __nv_bfloat16* y, int64_t M,

@@ -56,21 +56,3 @@ TEST(GemvRule, SwitchNamesItsVariableAndValues) {
     EXPECT_NE(std::string(e.what()).find("PEERPLAN_SMALL_GEMV=off: expected 0, 1 or all"), std::string::npos) << e.what();
   }
 }
-
-TEST(GemvRule, Int8GemvTakesThreeToEightTokensUnlessSwitchedOff) {
-  EXPECT_EQ(kn::int8_gemv_parse_env(nullptr), kn::kInt8GemvTo8) << "the default";
-  EXPECT_EQ(kn::int8_gemv_parse_env("1"), kn::kInt8GemvTo8);
-  EXPECT_EQ(kn::int8_gemv_parse_env("8"), kn::kInt8GemvTo8);
-  EXPECT_EQ(kn::int8_gemv_parse_env("4"), kn::kInt8GemvTo4);
-  EXPECT_EQ(kn::int8_gemv_parse_env("0"), kn::kInt8GemvOff);
-  EXPECT_EQ(kn::int8_gemv_max_m(kn::kInt8GemvTo8), 8);
-  EXPECT_EQ(kn::int8_gemv_max_m(kn::kInt8GemvTo4), 4);
-  EXPECT_EQ(kn::int8_gemv_max_m(kn::kInt8GemvOff), kn::kDenseGemvMaxM) << "off: M <= 2 only, as before session 33";
-  EXPECT_LE(kn::int8_gemv_max_m(kn::kInt8GemvTo8), kn::kSmallGemvMaxM) << "no further than the kernel's tiles";
-  try {
-    kn::int8_gemv_parse_env("all");
-    ADD_FAILURE() << "accepted PEERPLAN_INT8_GEMV=all";
-  } catch (const peerplan::RuntimeError& e) {
-    EXPECT_NE(std::string(e.what()).find("PEERPLAN_INT8_GEMV=all: expected 1"), std::string::npos) << e.what();
-  }
-}

@@ -242,36 +242,6 @@ TEST(Preflight, WarnsWhenSmallMatricesAtThreeToEightTokensRunOnAnotherKernel) {
   EXPECT_NE(w[0].find("faster than priced"), std::string::npos) << w[0];
 }
 
-TEST(Preflight, WarnsOfAnotherInt8DecodeKernelOnlyForInt8Models) {
-  ModelConfig dense = load_model_config(resolve_model_path("llama-3.1-8b"));
-  EXPECT_FALSE(uses_int8_linear(dense)) << "bf16";
-  apply_precision(dense, DType::INT8, std::nullopt);
-  EXPECT_TRUE(uses_int8_linear(dense)) << "--weights int8";
-  apply_precision(dense, DType::FP8_E4M3, std::nullopt);
-  EXPECT_FALSE(uses_int8_linear(dense)) << "--weights fp8";
-
-  const Machine old = profile_of("a", {"GPU-1"});  // before session 33: the profile does not say
-  EXPECT_EQ(int8_gemv_timed(old), -1);
-  EXPECT_EQ(int8_gemv_timed(Machine{}), -1);  // nominal: prices no rows
-  Machine w8a8 = old;
-  w8a8.meta[kInt8GemvKey] = false;  // profiled with PEERPLAN_INT8_GEMV=0
-  EXPECT_EQ(int8_gemv_timed(w8a8), 0);
-  HostInfo h = host_of("a", {"GPU-1"});
-  h.int8_gemv = 1;
-  PreflightOptions int8;
-  int8.allow_other_host = true;
-  int8.int8_linear = true;
-  EXPECT_TRUE(executor_mismatches(old, h, int8).empty()) << "an older profile does not say";
-  const auto w = executor_mismatches(w8a8, h, int8);
-  ASSERT_EQ(w.size(), 1u);
-  EXPECT_NE(w[0].find("int8 GEMMs at 3-8 tokens on W8A8"), std::string::npos) << w[0];
-  EXPECT_NE(w[0].find("faster than priced"), std::string::npos) << w[0];
-  EXPECT_NE(w[0].find("PEERPLAN_INT8_GEMV=0"), std::string::npos) << w[0];
-  PreflightOptions bf16 = int8;
-  bf16.int8_linear = false;
-  EXPECT_TRUE(executor_mismatches(w8a8, h, bf16).empty()) << "a model without int8 GEMMs runs none of them";
-}
-
 TEST(Preflight, WarnsOfAnotherTiledKernelForEightBitExpertsOnlyForSuchModels) {
   const Machine old = profile_of("a", {"GPU-1"});  // before session 27: no executor_moe_w8_mma, bf16 tensor cores
   EXPECT_EQ(moe_w8_mma_timed(old), 0);

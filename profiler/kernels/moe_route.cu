@@ -112,25 +112,27 @@ __device__ void offsets_and_tiles(const MoeRouteArgs& a, const MoeRouting& r, co
 // kThreads: moe_route_threads (a thread per local expert, a warp per token up to 32 warps). The
 // local experts of the (token, j) entries wait for the sort in shared memory, not in row_of: at batch
 // 1 the kernel is a chain of dependent steps, and a global round trip is one of its longest links.
+// (Past kMoeOneCtaMaxTokens tokens, which only the self-test's forced path sends here, in row_of.)
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads) route_kernel(RouteParams p) {
   const MoeRouteArgs& a = p.a;
   const MoeRouting& r = p.r;
   __shared__ int count[kThreads];
   __shared__ int cursor[kThreads];
-  __shared__ int local_of[kMoeOneCtaMaxTokens * kMoeMaxTopK];
+  __shared__ int staged[kMoeOneCtaMaxTokens * kMoeMaxTopK];
   __shared__ typename SumScan<kThreads>::TempStorage tmp;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   count[tid] = 0;  // shared memory only: before the wait, overlapping the router GEMM's tail
   pdl::wait();
   pdl::launch_dependents();
+  const int64_t entries = a.tokens * a.topk;
+  int* local_of = entries <= kMoeOneCtaMaxTokens * kMoeMaxTopK ? staged : r.row_of;
   __syncthreads();
   for (int64_t t = warp; t < a.tokens; t += kThreads / 32) route_one_token(a, r, t, lane, count, local_of);
   __syncthreads();
   offsets_and_tiles<kThreads>(a, r, count, cursor, tmp);
   __syncthreads();
   // Sorted rows: each (token, j) of a local expert takes the next row of its expert.
-  const int64_t entries = a.tokens * a.topk;
   for (int64_t i = tid; i < entries; i += kThreads) {
     const int le = local_of[i];
     if (le < 0) {

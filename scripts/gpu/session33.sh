@@ -5,8 +5,11 @@
 #     lines), their elementwise rows for the four MoE models (moe_route, moe_combine at 1-64 rows), then decode
 #     steps of Qwen1.5-MoE (shared stream), gpt-oss-20b and DeepSeek-V2-Lite at 1-8 sequences with each, twice,
 #     priced from session 31 G's paced H100 profile (another lease: GPU/price is indicative, the A/B is the figure).
+#   session33.sh N   (~1 min) after M: the route fix's self-test (moe, both kernels), then which of the two kernels made
+#     Qwen1.5-MoE and DeepSeek-V2-Lite (shared experts) slower at 1-2 sequences in M while gpt-oss gained: decode steps at
+#     1 / 2 / 4 with (route, combine) each v1 or new, shared stream on, and Qwen with it off, twice.
 set -u
-PART=${1:?usage: session33.sh M}
+PART=${1:?usage: session33.sh M | N}
 OUT_DEFAULT=/tmp/peerplan-s33
 source "$(dirname "$0")/call_lib.sh"
 if [ "$PART" = M ]; then
@@ -36,6 +39,20 @@ PY
     bench qwen-$v qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 1,2,4,8 1024 "${e[@]}" PEERPLAN_SHARED_STREAM=1
     bench gptoss-$v gpt-oss-20b gpt-oss-20b-1gpu.json - 1,2,4,8 1024 "${e[@]}"
     bench dsv2-$v deepseek-v2-lite deepseek-v2-lite-1gpu.json bf16 1,2,4,8 1024 "${e[@]}"
+  done; done
+  rm -f "$W/g-profile.json"
+  finish
+fi
+if [ "$PART" = N ]; then
+  TAIL=4 step 150 selftest-moe env PEERPLAN_SELFTEST_ONLY=moe $B validate --self-test
+  grep -E "moe_route T=|moe_combine|FAIL|fail|match" "$W/selftest-moe.txt" | head -20 | sed 's/^/  | /' | tee -a "$S" >/dev/null
+  zcat docs/validation/runs/2026-12-07-session31/G/profile.json.gz > "$W/g-profile.json"
+  export MACHINE=$W/g-profile.json
+  for r in 1 2; do for rc in v1:v1 x:v1 v1:x x:x; do
+    e=(PEERPLAN_MOE_ROUTE=${rc%%:*} PEERPLAN_MOE_COMBINE=${rc##*:}); t=${rc/:/-}
+    bench qwen-$t qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 1,2,4 1024 "${e[@]}" PEERPLAN_SHARED_STREAM=1
+    bench qwen1s-$t qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 1,2,4 1024 "${e[@]}" PEERPLAN_SHARED_STREAM=0
+    bench dsv2-$t deepseek-v2-lite deepseek-v2-lite-1gpu.json bf16 1,2,4 1024 "${e[@]}"
   done; done
   rm -f "$W/g-profile.json"
   finish

@@ -22,7 +22,10 @@ inline bool dense_gemv_supports(int64_t M, int64_t n, int64_t k) {
 // at M = 2 on this GEMV, 5.75 at M = 4 on cuBLASLt; Qwen1.5-MoE's 60 x 2048 router 1.81 -> 6.07). Up to 1024 rows and
 // 4 Mi weights (8 MiB): there a GEMV is a few waves of its ramp, where larger matrices at M >= 3 stream near the
 // HBM rate on cuBLASLt. PEERPLAN_SMALL_GEMV=0 keeps them on cuBLASLt, =all runs every matrix at M 3..8 on the GEMV
-// (both A/B settings, to measure the rule; a profile prices the default).
+// (both A/B settings, to measure the rule; a profile prices the default). `all` measured (one H100, session 33 W, two
+// rounds): a few 2048-row GEMMs gain at 4 tokens (2048 x 1408 5.06 -> 4.38 us) but every decode step loses at 4 and 8
+// (Llama-3.1-8B 6.38 -> 6.48 and 6.66 -> 9.74 ms, Qwen1.5-MoE 4.11 -> 4.25 and 6.13 -> 6.93, gpt-oss-20b 4.86 -> 4.97
+// and 6.62 -> 7.45): past ~2 tokens a large matrix is instruction-bound on the GEMV. So the rule stays as it is.
 inline constexpr int64_t kSmallGemvMaxM = 8, kSmallGemvMaxN = 1024, kSmallGemvMaxWeights = int64_t(1) << 22;
 inline constexpr int kSmallGemvOff = 0, kSmallGemvRule = 1, kSmallGemvAll = 2;
 inline int small_gemv_parse_env(const char* v) {

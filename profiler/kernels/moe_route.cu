@@ -280,17 +280,23 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const float* w
   *reinterpret_cast<uint4*>(out + t * hidden + c) = o;
 }
 
-// PEERPLAN_MOE_COMBINE=v1 / PEERPLAN_MOE_ROUTE=v1 (read once): the kernels before session 33, for A/B runs.
-bool env_is_v1(const char* name) {
+// PEERPLAN_MOE_COMBINE / PEERPLAN_MOE_ROUTE (read once): v1, the kernels before session 33, or v2, session 33's
+// (the grid-wide combine, the route's shared staging); unset: kV2ByDefault. A/B settings: a profile times the default.
+constexpr bool kV2ByDefault = true;
+bool env_v1(const char* name) {
   const char* e = std::getenv(name);
-  return e && std::string(e) == "v1";
+  if (!e || !*e) return !kV2ByDefault;
+  const std::string v = e;
+  if (v != "v1" && v != "v2")
+    throw std::invalid_argument(std::string(name) + "=" + v + ": expected v1 (the kernel before session 33) or v2");
+  return v == "v1";
 }
 bool combine_v1() {
-  static const bool v1 = env_is_v1("PEERPLAN_MOE_COMBINE");
+  static const bool v1 = env_v1("PEERPLAN_MOE_COMBINE");
   return v1;
 }
 bool route_v1() {
-  static const bool v1 = env_is_v1("PEERPLAN_MOE_ROUTE");
+  static const bool v1 = env_v1("PEERPLAN_MOE_ROUTE");
   return v1;
 }
 

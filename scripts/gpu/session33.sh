@@ -35,7 +35,7 @@ PY
   zcat docs/validation/runs/2026-12-07-session31/G/profile.json.gz > "$W/g-profile.json"
   export MACHINE=$W/g-profile.json
   for r in 1 2; do for v in new v1; do
-    e=(PEERPLAN_MOE_ROUTE=x PEERPLAN_MOE_COMBINE=x); [ $v = v1 ] && e=(PEERPLAN_MOE_ROUTE=v1 PEERPLAN_MOE_COMBINE=v1)
+    e=(PEERPLAN_MOE_ROUTE=v2 PEERPLAN_MOE_COMBINE=v2); [ $v = v1 ] && e=(PEERPLAN_MOE_ROUTE=v1 PEERPLAN_MOE_COMBINE=v1)
     bench qwen-$v qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 1,2,4,8 1024 "${e[@]}" PEERPLAN_SHARED_STREAM=1
     bench gptoss-$v gpt-oss-20b gpt-oss-20b-1gpu.json - 1,2,4,8 1024 "${e[@]}"
     bench dsv2-$v deepseek-v2-lite deepseek-v2-lite-1gpu.json bf16 1,2,4,8 1024 "${e[@]}"
@@ -48,7 +48,7 @@ if [ "$PART" = N ]; then
   grep -E "moe_route T=|moe_combine|FAIL|fail|match" "$W/selftest-moe.txt" | head -20 | sed 's/^/  | /' | tee -a "$S" >/dev/null
   zcat docs/validation/runs/2026-12-07-session31/G/profile.json.gz > "$W/g-profile.json"
   export MACHINE=$W/g-profile.json
-  for r in $(seq "${ROUNDS:-2}"); do for rc in v1:v1 x:v1 v1:x x:x; do
+  for r in $(seq "${ROUNDS:-2}"); do for rc in v1:v1 v2:v1 v1:v2 v2:v2; do
     e=(PEERPLAN_MOE_ROUTE=${rc%%:*} PEERPLAN_MOE_COMBINE=${rc##*:}); t=${rc/:/-}
     bench qwen-$t qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 1,2,4 1024 "${e[@]}" PEERPLAN_SHARED_STREAM=1
     bench qwen1s-$t qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 1,2,4 1024 "${e[@]}" PEERPLAN_SHARED_STREAM=0

@@ -200,9 +200,27 @@ __global__ void __launch_bounds__(kTokenThreads) route_sort_kernel(RouteParams p
 
 constexpr int kCombineThreads = 128;
 
+// acc[0..7] += w * the 8 bf16 of u (fp32), and the 8 sums rounded to bf16 into out: both combine kernels' steps.
+__device__ __forceinline__ void add_weighted8(float (&acc)[8], float w, const uint4& u) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const float2 v = __bfloat1622float2(h[q]);
+    acc[2 * q] += w * v.x;
+    acc[2 * q + 1] += w * v.y;
+  }
+}
+__device__ __forceinline__ void store_bf16x8(__nv_bfloat16* out, const float (&acc)[8]) {
+  uint4 o;
+  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&o);
+#pragma unroll
+  for (int q = 0; q < 4; ++q) h[q] = __floats2bfloat162_rn(acc[2 * q], acc[2 * q + 1]);
+  *reinterpret_cast<uint4*>(out) = o;
+}
+
 // v1 (PEERPLAN_MOE_COMBINE=v1, A/B runs): one block per token, 8 columns per thread and pass. At decode
 // batch 1 that is one SM walking the hidden row in passes, each a dependent load round: 3.3 us for
-// gpt-oss's 2880 columns on H100 where a trivial kernel takes 1.45 (session 31 G profile).
+// gpt-oss's 2880 columns on H100 where a trivial kernel takes 1.3 (session 33 M profile rows).
 __global__ void __launch_bounds__(kCombineThreads) combine_kernel_v1(const float* weights, const int* row_of,
                                                                      const __nv_bfloat16* rows, __nv_bfloat16* out,
                                                                      int topk, int64_t hidden) {
@@ -217,22 +235,9 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel_v1(const float
   }
   for (int64_t c = int64_t(threadIdx.x) * 8; c < hidden; c += kCombineThreads * 8) {
     float acc[8] = {};
-    for (int j = 0; j < topk; ++j) {
-      if (row[j] < 0) continue;
-      uint4 u = *reinterpret_cast<const uint4*>(rows + int64_t(row[j]) * hidden + c);
-      const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const float2 v = __bfloat1622float2(h[q]);
-        acc[2 * q] += w[j] * v.x;
-        acc[2 * q + 1] += w[j] * v.y;
-      }
-    }
-    uint4 o;
-    __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&o);
-#pragma unroll
-    for (int q = 0; q < 4; ++q) h[q] = __floats2bfloat162_rn(acc[2 * q], acc[2 * q + 1]);
-    *reinterpret_cast<uint4*>(out + t * hidden + c) = o;
+    for (int j = 0; j < topk; ++j)
+      if (row[j] >= 0) add_weighted8(acc, w[j], *reinterpret_cast<const uint4*>(rows + int64_t(row[j]) * hidden + c));
+    store_bf16x8(out + t * hidden + c, acc);
   }
 }
 
@@ -262,22 +267,10 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const float* w
       u[q] = local[q] ? *reinterpret_cast<const uint4*>(rows + int64_t(row) * hidden + c) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
-    for (int q = 0; q < kCombineLoads; ++q) {
-      if (!local[q]) continue;  // as v1: an expert of another GPU adds nothing, not even a zero
-      const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u[q]);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float2 v = __bfloat1622float2(h[e]);
-        acc[2 * e] += w[q] * v.x;
-        acc[2 * e + 1] += w[q] * v.y;
-      }
-    }
+    for (int q = 0; q < kCombineLoads; ++q)
+      if (local[q]) add_weighted8(acc, w[q], u[q]);  // as v1: an expert of another GPU adds nothing, not even a zero
   }
-  uint4 o;
-  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&o);
-#pragma unroll
-  for (int e = 0; e < 4; ++e) h[e] = __floats2bfloat162_rn(acc[2 * e], acc[2 * e + 1]);
-  *reinterpret_cast<uint4*>(out + t * hidden + c) = o;
+  store_bf16x8(out + t * hidden + c, acc);
 }
 
 // PEERPLAN_MOE_COMBINE / PEERPLAN_MOE_ROUTE (read once): v1, the kernels before session 33, or v2, session 33's

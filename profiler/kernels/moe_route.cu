@@ -109,8 +109,8 @@ __device__ void offsets_and_tiles(const MoeRouteArgs& a, const MoeRouting& r, co
   }
 }
 
-// kThreads: moe_route_threads (a thread per local expert, a warp per token up to 32 warps). The
-// local experts of the (token, j) entries wait for the sort in shared memory, not in row_of: at batch
+// v2 (PEERPLAN_MOE_ROUTE=v2). kThreads: moe_route_threads (a thread per local expert, a warp per token up
+// to 32 warps). The local experts of the (token, j) entries wait for the sort in shared memory, not in row_of: at batch
 // 1 the kernel is a chain of dependent steps, and a global round trip is one of its longest links.
 // (Past kMoeOneCtaMaxTokens tokens, which only the self-test's forced path sends here, in row_of.)
 template <int kThreads>
@@ -145,7 +145,7 @@ __global__ void __launch_bounds__(kThreads) route_kernel(RouteParams p) {
   }
 }
 
-// The one-CTA kernel before its shared staging (PEERPLAN_MOE_ROUTE=v1, A/B runs).
+// The one-CTA kernel before its shared staging (PEERPLAN_MOE_ROUTE=v1, the default; route_kernel is v2).
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads) route_kernel_v1(RouteParams p) {
   const MoeRouteArgs& a = p.a;
@@ -218,7 +218,7 @@ __device__ __forceinline__ void store_bf16x8(__nv_bfloat16* out, const float (&a
   *reinterpret_cast<uint4*>(out) = o;
 }
 
-// v1 (PEERPLAN_MOE_COMBINE=v1, A/B runs): one block per token, 8 columns per thread and pass. At decode
+// v1 (the default, PEERPLAN_MOE_COMBINE=v1): one block per token, 8 columns per thread and pass. At decode
 // batch 1 that is one SM walking the hidden row in passes, each a dependent load round: 3.3 us for
 // gpt-oss's 2880 columns on H100 where a trivial kernel takes 1.3 (session 33 M profile rows).
 __global__ void __launch_bounds__(kCombineThreads) combine_kernel_v1(const float* weights, const int* row_of,
@@ -241,9 +241,9 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel_v1(const float
   }
 }
 
-// One thread per 8 columns of one token (grid: tokens x column blocks), its k rows' loads issued
-// together four at a time: at batch 1 the whole row is one load round over a few SMs. Same sum, in
-// the same order (j ascending, fp32), as v1: bit-identical output.
+// v2 (PEERPLAN_MOE_COMBINE=v2): one thread per 8 columns of one token (grid: tokens x column blocks),
+// its k rows' loads issued together four at a time: at batch 1 the whole row is one load round over a
+// few SMs. Same sum, in the same order (j ascending, fp32), as v1: bit-identical output.
 constexpr int kCombineLoads = 4;
 __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const float* weights, const int* row_of,
                                                                   const __nv_bfloat16* rows, __nv_bfloat16* out,
@@ -275,7 +275,11 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const float* w
 
 // PEERPLAN_MOE_COMBINE / PEERPLAN_MOE_ROUTE (read once): v1, the kernels before session 33, or v2, session 33's
 // (the grid-wide combine, the route's shared staging); unset: kV2ByDefault. A/B settings: a profile times the default.
-constexpr bool kV2ByDefault = true;
+// v1 by default until v2 passes the self-test on a GPU (session 33 M ran it before the route's overflow fix, and no
+// GPU came after) and its steps gain where it runs: the combine's rows are 1.1-1.3 us against v1's 2.5-3.4 and
+// gpt-oss-20b decode 1-2.3 % faster, but Qwen1.5-MoE and DeepSeek-V2-Lite ran ~1 % slower at 1-2 sequences
+// (docs/validation/runs/2026-12-07-session33; `scripts/gpu/session33.sh N` decides).
+constexpr bool kV2ByDefault = false;
 bool env_v1(const char* name) {
   const char* e = std::getenv(name);
   if (!e || !*e) return !kV2ByDefault;

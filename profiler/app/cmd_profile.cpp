@@ -104,7 +104,8 @@ void add_profile_command(CLI::App& app, bool built_with_mpi) {
   sub->add_option("--max-tokens", o->max_tokens, "GEMM token counts 1..N, powers of two")->capture_default_str();
   sub->add_option("--dtypes", o->dtypes,
                   "Weight formats to time the GEMMs in (comma-separated): bf16, fp8 (e4m3, per-tensor scales, x "
-                  "quantized first), int8 (W8A8, per-token x, per-channel W), int4 (W4A16, group 128); fp8 also "
+                  "quantized first), int8 (per-channel W: W8A16 GEMV at 1-2 tokens, W8A8 with per-token x above), int4 "
+                  "(W4A16, group 128); each as the executor runs it; fp8 also "
                   "times attention over an FP8 KV cache (docs/quantization.md)")
       ->delimiter(',')
       ->check(CLI::IsMember({"bf16", "fp8", "int8", "int4"}))

@@ -27,11 +27,9 @@ struct RouteParams {
   MoeRouting r;
 };
 
-// One warp routes token t: softmax over the E logits, its k experts, renormalised weights; local[t*k+j]
-// gets the local expert or -1 (step "sort" turns it into a row of row_of) and count[] (shared or global)
-// is bumped. local is row_of itself on the grid path, shared memory in the one-CTA kernel.
-__device__ void route_one_token(const MoeRouteArgs& a, const MoeRouting& r, int64_t t, int lane, int* count,
-                                int* local_of) {
+// One warp routes token t: softmax over the E logits, its k experts, renormalised weights; row_of
+// gets the local expert (step "sort" turns it into a row) and count[] (shared or global) is bumped.
+__device__ void route_one_token(const MoeRouteArgs& a, const MoeRouting& r, int64_t t, int lane, int* count) {
   const __nv_bfloat16* lg = a.logits + t * a.experts;
   float mx = -INFINITY;
   for (int e = lane; e < a.experts; e += 32) mx = fmaxf(mx, __bfloat162float(lg[e]));
@@ -53,7 +51,7 @@ __device__ void route_one_token(const MoeRouteArgs& a, const MoeRouting& r, int6
     r.weights[i] = p / psum;
     const int le = ids[lane] - a.expert_first;
     const bool local = le >= 0 && le < a.expert_count;
-    local_of[i] = local ? le : -1;  // the local expert until the sort turns it into a row
+    r.row_of[i] = local ? le : -1;  // the local expert until the sort turns it into a row
     if (local) atomicAdd(&count[le], 1);
   }
 }
@@ -109,45 +107,9 @@ __device__ void offsets_and_tiles(const MoeRouteArgs& a, const MoeRouting& r, co
   }
 }
 
-// v2 (PEERPLAN_MOE_ROUTE=v2). kThreads: moe_route_threads (a thread per local expert, a warp per token up
-// to 32 warps). The local experts of the (token, j) entries wait for the sort in shared memory, not in row_of: at batch
-// 1 the kernel is a chain of dependent steps, and a global round trip is one of its longest links.
-// (Past kMoeOneCtaMaxTokens tokens, which only the self-test's forced path sends here, in row_of.)
+// kThreads: moe_route_threads (a thread per local expert, a warp per token up to 32 warps).
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads) route_kernel(RouteParams p) {
-  const MoeRouteArgs& a = p.a;
-  const MoeRouting& r = p.r;
-  __shared__ int count[kThreads];
-  __shared__ int cursor[kThreads];
-  __shared__ int staged[kMoeOneCtaMaxTokens * kMoeMaxTopK];
-  __shared__ typename SumScan<kThreads>::TempStorage tmp;
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  count[tid] = 0;  // shared memory only: before the wait, overlapping the router GEMM's tail
-  pdl::wait();
-  pdl::launch_dependents();
-  const int64_t entries = a.tokens * a.topk;
-  int* local_of = entries <= kMoeOneCtaMaxTokens * kMoeMaxTopK ? staged : r.row_of;
-  __syncthreads();
-  for (int64_t t = warp; t < a.tokens; t += kThreads / 32) route_one_token(a, r, t, lane, count, local_of);
-  __syncthreads();
-  offsets_and_tiles<kThreads>(a, r, count, cursor, tmp);
-  __syncthreads();
-  // Sorted rows: each (token, j) of a local expert takes the next row of its expert.
-  for (int64_t i = tid; i < entries; i += kThreads) {
-    const int le = local_of[i];
-    if (le < 0) {
-      r.row_of[i] = -1;
-      continue;
-    }
-    const int row = atomicAdd(&cursor[le], 1);
-    r.row_of[i] = row;
-    r.token_of_row[row] = int(i / a.topk);
-  }
-}
-
-// The one-CTA kernel before its shared staging (PEERPLAN_MOE_ROUTE=v1, the default; route_kernel is v2).
-template <int kThreads>
-__global__ void __launch_bounds__(kThreads) route_kernel_v1(RouteParams p) {
   const MoeRouteArgs& a = p.a;
   const MoeRouting& r = p.r;
   __shared__ int count[kThreads];
@@ -158,10 +120,11 @@ __global__ void __launch_bounds__(kThreads) route_kernel_v1(RouteParams p) {
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   count[tid] = 0;
   __syncthreads();
-  for (int64_t t = warp; t < a.tokens; t += kThreads / 32) route_one_token(a, r, t, lane, count, r.row_of);
+  for (int64_t t = warp; t < a.tokens; t += kThreads / 32) route_one_token(a, r, t, lane, count);
   __syncthreads();
   offsets_and_tiles<kThreads>(a, r, count, cursor, tmp);
   __syncthreads();
+  // Sorted rows: each (token, j) of a local expert takes the next row of its expert.
   const int64_t entries = a.tokens * a.topk;
   for (int64_t i = tid; i < entries; i += kThreads) {
     const int le = r.row_of[i];
@@ -175,7 +138,7 @@ __global__ void __launch_bounds__(kThreads) route_kernel_v1(RouteParams p) {
 // Grid path, 1 of 3: a warp per token, counts in global memory (cleared before the launch).
 __global__ void __launch_bounds__(kTokenThreads) route_tokens_kernel(RouteParams p) {
   const int64_t t = int64_t(blockIdx.x) * (kTokenThreads / 32) + threadIdx.x / 32;
-  if (t < p.a.tokens) route_one_token(p.a, p.r, t, threadIdx.x % 32, p.r.counts, p.r.row_of);
+  if (t < p.a.tokens) route_one_token(p.a, p.r, t, threadIdx.x % 32, p.r.counts);
 }
 
 // 2 of 3: offsets, tiles and the cursors, in one block.
@@ -200,27 +163,10 @@ __global__ void __launch_bounds__(kTokenThreads) route_sort_kernel(RouteParams p
 
 constexpr int kCombineThreads = 128;
 
-// acc[0..7] += w * the 8 bf16 of u (fp32), and the 8 sums rounded to bf16 into out: both combine kernels' steps.
-__device__ __forceinline__ void add_weighted8(float (&acc)[8], float w, const uint4& u) {
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    const float2 v = __bfloat1622float2(h[q]);
-    acc[2 * q] += w * v.x;
-    acc[2 * q + 1] += w * v.y;
-  }
-}
-__device__ __forceinline__ void store_bf16x8(__nv_bfloat16* out, const float (&acc)[8]) {
-  uint4 o;
-  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&o);
-#pragma unroll
-  for (int q = 0; q < 4; ++q) h[q] = __floats2bfloat162_rn(acc[2 * q], acc[2 * q + 1]);
-  *reinterpret_cast<uint4*>(out) = o;
-}
-
 // v1 (the default, PEERPLAN_MOE_COMBINE=v1): one block per token, 8 columns per thread and pass. At decode
 // batch 1 that is one SM walking the hidden row in passes, each a dependent load round: 3.3 us for
-// gpt-oss's 2880 columns on H100 where a trivial kernel takes 1.3 (session 33 M profile rows).
+// gpt-oss's 2880 columns on H100 where a trivial kernel takes 1.3 (session 33 M profile rows). Its body is
+// the kernel every run before session 33 ran, kept as it was (so v2 repeats its accumulate and store).
 __global__ void __launch_bounds__(kCombineThreads) combine_kernel_v1(const float* weights, const int* row_of,
                                                                      const __nv_bfloat16* rows, __nv_bfloat16* out,
                                                                      int topk, int64_t hidden) {
@@ -235,9 +181,22 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel_v1(const float
   }
   for (int64_t c = int64_t(threadIdx.x) * 8; c < hidden; c += kCombineThreads * 8) {
     float acc[8] = {};
-    for (int j = 0; j < topk; ++j)
-      if (row[j] >= 0) add_weighted8(acc, w[j], *reinterpret_cast<const uint4*>(rows + int64_t(row[j]) * hidden + c));
-    store_bf16x8(out + t * hidden + c, acc);
+    for (int j = 0; j < topk; ++j) {
+      if (row[j] < 0) continue;
+      uint4 u = *reinterpret_cast<const uint4*>(rows + int64_t(row[j]) * hidden + c);
+      const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const float2 v = __bfloat1622float2(h[q]);
+        acc[2 * q] += w[j] * v.x;
+        acc[2 * q + 1] += w[j] * v.y;
+      }
+    }
+    uint4 o;
+    __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&o);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) h[q] = __floats2bfloat162_rn(acc[2 * q], acc[2 * q + 1]);
+    *reinterpret_cast<uint4*>(out + t * hidden + c) = o;
   }
 }
 
@@ -267,33 +226,39 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const float* w
       u[q] = local[q] ? *reinterpret_cast<const uint4*>(rows + int64_t(row) * hidden + c) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
-    for (int q = 0; q < kCombineLoads; ++q)
-      if (local[q]) add_weighted8(acc, w[q], u[q]);  // as v1: an expert of another GPU adds nothing, not even a zero
+    for (int q = 0; q < kCombineLoads; ++q) {
+      if (!local[q]) continue;  // as v1: an expert of another GPU adds nothing, not even a zero
+      const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u[q]);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 v = __bfloat1622float2(h[e]);
+        acc[2 * e] += w[q] * v.x;
+        acc[2 * e + 1] += w[q] * v.y;
+      }
+    }
   }
-  store_bf16x8(out + t * hidden + c, acc);
+  uint4 o;
+  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&o);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) h[e] = __floats2bfloat162_rn(acc[2 * e], acc[2 * e + 1]);
+  *reinterpret_cast<uint4*>(out + t * hidden + c) = o;
 }
 
-// PEERPLAN_MOE_COMBINE / PEERPLAN_MOE_ROUTE (read once): v1, the kernels before session 33, or v2, session 33's
-// (the grid-wide combine, the route's shared staging); unset: kV2ByDefault. A/B settings: a profile times the default.
-// v1 by default until v2 passes the self-test on a GPU (session 33 M ran it before the route's overflow fix, and no
-// GPU came after) and its steps gain where it runs: the combine's rows are 1.1-1.3 us against v1's 2.5-3.4 and
-// gpt-oss-20b decode 1-2.3 % faster, but Qwen1.5-MoE and DeepSeek-V2-Lite ran ~1 % slower at 1-2 sequences
-// (docs/validation/runs/2026-12-07-session33; `scripts/gpu/session33.sh N` decides).
+// PEERPLAN_MOE_COMBINE (read once): v1, the kernel before session 33, or v2 (the grid-wide one); unset: kV2ByDefault.
+// An A/B setting: a profile times the default. v1 by default until v2 passes the self-test on a GPU (session 33 M's
+// stopped at a route case, since reverted, before the combine's; no GPU came after) and gains where it runs: its
+// rows are 1.1-1.3 us against v1's 2.5-3.4 and gpt-oss-20b decode ran 1-2.3 % faster, but Qwen1.5-MoE and
+// DeepSeek-V2-Lite ~1 % slower at 1-2 sequences (docs/validation/runs/2026-12-07-session33; `session33.sh N` decides).
 constexpr bool kV2ByDefault = false;
-bool env_v1(const char* name) {
-  const char* e = std::getenv(name);
-  if (!e || !*e) return !kV2ByDefault;
-  const std::string v = e;
-  if (v != "v1" && v != "v2")
-    throw std::invalid_argument(std::string(name) + "=" + v + ": expected v1 (the kernel before session 33) or v2");
-  return v == "v1";
-}
 bool combine_v1() {
-  static const bool v1 = env_v1("PEERPLAN_MOE_COMBINE");
-  return v1;
-}
-bool route_v1() {
-  static const bool v1 = env_v1("PEERPLAN_MOE_ROUTE");
+  static const bool v1 = [] {
+    const char* e = std::getenv("PEERPLAN_MOE_COMBINE");
+    if (!e || !*e) return !kV2ByDefault;
+    const std::string v = e;
+    if (v != "v1" && v != "v2")
+      throw std::invalid_argument("PEERPLAN_MOE_COMBINE=" + v + ": expected v1 (the kernel before session 33) or v2");
+    return v == "v1";
+  }();
   return v1;
 }
 
@@ -353,22 +318,12 @@ void moe_route_path(const MoeRouteArgs& a, const MoeRouting& r, bool grid, cudaS
   const RouteParams p{a, r};
   if (!grid) {
     const int threads = moe_route_threads(a.tokens, a.expert_count);
-    if (route_v1()) {
-      switch (threads) {
-        case 64: pdl::launch(route_kernel_v1<64>, dim3(1), dim3(64), 0, stream, p); break;
-        case 128: pdl::launch(route_kernel_v1<128>, dim3(1), dim3(128), 0, stream, p); break;
-        case 256: pdl::launch(route_kernel_v1<256>, dim3(1), dim3(256), 0, stream, p); break;
-        case 512: pdl::launch(route_kernel_v1<512>, dim3(1), dim3(512), 0, stream, p); break;
-        default: pdl::launch(route_kernel_v1<kRouteThreads>, dim3(1), dim3(kRouteThreads), 0, stream, p); break;
-      }
-    } else {
-      switch (threads) {
-        case 64: pdl::launch(route_kernel<64>, dim3(1), dim3(64), 0, stream, p); break;
-        case 128: pdl::launch(route_kernel<128>, dim3(1), dim3(128), 0, stream, p); break;
-        case 256: pdl::launch(route_kernel<256>, dim3(1), dim3(256), 0, stream, p); break;
-        case 512: pdl::launch(route_kernel<512>, dim3(1), dim3(512), 0, stream, p); break;
-        default: pdl::launch(route_kernel<kRouteThreads>, dim3(1), dim3(kRouteThreads), 0, stream, p); break;
-      }
+    switch (threads) {
+      case 64: pdl::launch(route_kernel<64>, dim3(1), dim3(64), 0, stream, p); break;
+      case 128: pdl::launch(route_kernel<128>, dim3(1), dim3(128), 0, stream, p); break;
+      case 256: pdl::launch(route_kernel<256>, dim3(1), dim3(256), 0, stream, p); break;
+      case 512: pdl::launch(route_kernel<512>, dim3(1), dim3(512), 0, stream, p); break;
+      default: pdl::launch(route_kernel<kRouteThreads>, dim3(1), dim3(kRouteThreads), 0, stream, p); break;
     }
     CUDA_CHECK_LAUNCH("moe_route");
     return;

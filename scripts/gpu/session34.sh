@@ -5,7 +5,8 @@
 #     barriers and scan, up to 32 routed entries) and the v2 combine (PEERPLAN_MOE_COMBINE=v2, session 33, never
 #     self-tested). Self-test moe with both on (the route cases of every path, the grouped GEMMs and the combine
 #     consuming warp routes), the elementwise rows of the four MoE models with both on and off, then decode steps of
-#     Qwen1.5-MoE (shared stream on), DeepSeek-V2-Lite and gpt-oss-20b at 1 / 2 / 4 / 8 sequences in four settings
+#     Qwen1.5-MoE (shared stream on and off: session 33 M's v2 loss came on the models with shared experts),
+#     DeepSeek-V2-Lite and gpt-oss-20b at 1 / 2 / 4 / 8 sequences in four settings
 #     (cta+v1 = today's default, cta+v2, warp+v1, warp+v2), priced from session 31 G's paced H100 profile (another
 #     lease: GPU/price is indicative, the A/B is the figure).
 #   session34.sh B   (~5 min; run it after A in the same call when A's self-test passed: `grep -q "rc=0"` on its line)
@@ -38,6 +39,7 @@ PY
   for r in $(seq "${ROUNDS:-2}"); do for c in cta-v1 cta-v2 warp-v1 warp-v2; do
     e=(PEERPLAN_MOE_ROUTE=${c%-*} PEERPLAN_MOE_COMBINE=${c#*-})
     bench qwen-$c qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 1,2,4,8 1024 "${e[@]}" PEERPLAN_SHARED_STREAM=1
+    bench qwen1s-$c qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 1,2,4,8 1024 "${e[@]}" PEERPLAN_SHARED_STREAM=0
     bench dsv2-$c deepseek-v2-lite deepseek-v2-lite-1gpu.json bf16 1,2,4,8 1024 "${e[@]}"
     bench gptoss-$c gpt-oss-20b gpt-oss-20b-1gpu.json - 1,2,4,8 1024 "${e[@]}"
   done; done

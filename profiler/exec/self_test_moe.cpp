@@ -71,7 +71,7 @@ struct Routed {
   kn::MoeRouting r;
   int64_t tokens = 0;
   int experts = 0, topk = 0, first = 0, count = 0;
-  int path = -1;  // -1: moe_route's choice, else a kn::MoeRoutePath
+  int path = -1;  // -1: moe_route's choice, 0: one CTA, 1: grid
   std::vector<bf16> lg;
   std::vector<float> cdf_host;
 };
@@ -98,28 +98,27 @@ Routed route(int dev, std::mt19937_64& rng, int64_t T, int E, int k, int first, 
   x.r = kn::moe_routing_view(x.buf.as<int>(), T, k, count);
   const kn::MoeRouteArgs a = route_args(x, layer);
   if (path < 0) kn::moe_route(a, x.r, nullptr);
-  else kn::moe_route_path(a, x.r, kn::MoeRoutePath(path), nullptr);
+  else kn::moe_route_path(a, x.r, path == 1, nullptr);
   return x;
 }
 
-// Every routing path the shape can take timed on it (CUDA events, 20 launches each after a warm-up), printed
-// beside the self-test's progress: the grid path exists because the one-CTA kernel serialised prefill-sized
-// batches, the warp path because its barriers and scan cost decode ~3 us a layer.
+// Both routing paths timed on one shape (CUDA events, 20 launches each after a warm-up), printed
+// beside the self-test's progress: the grid path exists because the one-CTA kernel serialised
+// prefill-sized batches.
 void time_route_paths(int dev, const Routed& x) {
   const kn::MoeRouteArgs a = route_args(x, 0);
   gpu::Event t0(dev), t1(dev);
-  std::string line;
-  for (const kn::MoeRoutePath path : {kn::MoeRoutePath::OneCta, kn::MoeRoutePath::Grid, kn::MoeRoutePath::Warp}) {
-    if (path == kn::MoeRoutePath::Warp && x.tokens * x.topk > kn::kMoeWarpRouteMaxEntries) continue;
-    kn::moe_route_path(a, x.r, path, nullptr);
+  double us[2];
+  for (int grid = 0; grid < 2; ++grid) {
+    kn::moe_route_path(a, x.r, grid == 1, nullptr);
     t0.record(nullptr);
-    for (int i = 0; i < 20; ++i) kn::moe_route_path(a, x.r, path, nullptr);
+    for (int i = 0; i < 20; ++i) kn::moe_route_path(a, x.r, grid == 1, nullptr);
     t1.record(nullptr);
     t1.synchronize();
-    line += fmt::format(", {} {:.1f} us", kn::moe_route_path_name(path), t1.seconds_since(t0) * 1e6 / 20);
+    us[grid] = t1.seconds_since(t0) * 1e6 / 20;
   }
-  std::fprintf(stderr, "self-test: moe_route T=%lld E=%d k=%d local %d%s\n", static_cast<long long>(x.tokens),
-               x.experts, x.topk, x.count, line.c_str());
+  std::fprintf(stderr, "self-test: moe_route T=%lld E=%d k=%d local %d: one CTA %.1f us, grid %.1f us\n",
+               static_cast<long long>(x.tokens), x.experts, x.topk, x.count, us[0], us[1]);
 }
 
 // Routing against the CPU: weights (fp64 softmax renormalised), offsets (counts of route_token's
@@ -133,9 +132,9 @@ void check_route(std::vector<SelfTestResult>& out, const Routed& x) {
   const auto tor = download(x.r.token_of_row, size_t(T * k));
   const auto off = download(x.r.offsets, size_t(x.count + 1));
   const auto nt = download(x.r.num_tiles, size_t(kn::kMoeTileKinds));
-  const kn::MoeRoutePath path = x.path < 0 ? kn::moe_route_path_for(T, k) : kn::MoeRoutePath(x.path);
+  const bool grid = x.path < 0 ? T > kn::kMoeOneCtaMaxTokens : x.path == 1;
   const std::string shape = fmt::format("T={} E={} k={} local [{},+{}){} {}", T, x.experts, k, x.first, x.count,
-                                        x.cdf_host.empty() ? "" : " skewed", kn::moe_route_path_name(path));
+                                        x.cdf_host.empty() ? "" : " skewed", grid ? "grid" : "one-cta");
   std::vector<int> count(size_t(x.count), 0);
   double num = 0, den = 0;
   int bad = 0;
@@ -510,19 +509,7 @@ void moe_cases(std::vector<SelfTestResult>& out, int dev, std::mt19937_64& rng) 
   for (const Small c : {Small{1, 60, 4}, Small{1, 8, 2}, Small{3, 8, 2}, Small{2, 160, 6}, Small{7, 64, 6},
                         Small{16, 8, 2}, Small{1, 300, 8}, Small{1, 1000, 8}})
     check_route(out, route(dev, rng, c.T, c.E, c.k, 0, c.E, {}, 0, 0));
-  // The warp path (tokens x k <= 32) on the same kind of shapes: one entry, a full warp (8 x 4, 16 x 2, 32 x 1),
-  // an odd count, duplicates of one expert across tokens (8 experts), an EP shard (entries of other GPUs' experts
-  // get -1), a skewed popularity (hot experts with several rows), 1000 local experts (offsets past the lanes).
-  const int warp = int(kn::MoeRoutePath::Warp);
-  for (const Small c : {Small{1, 60, 4}, Small{8, 60, 4}, Small{1, 8, 2}, Small{3, 8, 2}, Small{16, 8, 2},
-                        Small{5, 64, 6}, Small{32, 4, 1}, Small{1, 1000, 8}, Small{4, 1000, 8}, Small{2, 160, 16}})
-    check_route(out, route(dev, rng, c.T, c.E, c.k, 0, c.E, {}, 0, warp));
-  check_route(out, route(dev, rng, 8, 60, 4, 15, 15, {}, 0, warp));
-  check_route(out, route(dev, rng, 5, 64, 6, 0, 64, cdf, 0, warp));
-  check_route(out, route(dev, rng, 3, 64, 6, 60, 4, cdf, 0, warp));
   time_route_paths(dev, route(dev, rng, 1, 60, 4, 0, 60, {}, 0));  // a decode step at batch 1
-  time_route_paths(dev, route(dev, rng, 8, 60, 4, 0, 60, {}, 0));
-  time_route_paths(dev, route(dev, rng, 1, 64, 6, 0, 64, {}, 0));
   time_route_paths(dev, route(dev, rng, 64, 60, 4, 0, 60, {}, 0));
   time_route_paths(dev, route(dev, rng, 2344, 60, 4, 0, 60, {}, 0));
   time_route_paths(dev, route(dev, rng, 8192, 8, 2, 0, 8, {}, 0));

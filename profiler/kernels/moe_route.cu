@@ -27,9 +27,9 @@ struct RouteParams {
   MoeRouting r;
 };
 
-// One warp routes token t: softmax over the E logits, its k experts, renormalised weights. Lane j < k
-// gets entry j's weight and expert (global id); the other lanes' outputs are unset.
-__device__ void token_route(const MoeRouteArgs& a, int64_t t, int lane, float& weight, int& expert) {
+// One warp routes token t: softmax over the E logits, its k experts, renormalised weights; row_of
+// gets the local expert (step "sort" turns it into a row) and count[] (shared or global) is bumped.
+__device__ void route_one_token(const MoeRouteArgs& a, const MoeRouting& r, int64_t t, int lane, int* count) {
   const __nv_bfloat16* lg = a.logits + t * a.experts;
   float mx = -INFINITY;
   for (int e = lane; e < a.experts; e += 32) mx = fmaxf(mx, __bfloat162float(lg[e]));
@@ -44,21 +44,12 @@ __device__ void token_route(const MoeRouteArgs& a, int64_t t, int lane, float& w
   for (int j = 0; j < a.topk; ++j) {
     const float pj = __expf(__bfloat162float(lg[ids[j]]) - mx) / sum;
     psum += pj;
-    if (j == lane) p = pj, expert = ids[j];
+    if (j == lane) p = pj;
   }
-  weight = p / psum;
-}
-
-// token_route, then row_of gets the local expert (step "sort" turns it into a row) and count[] (shared or
-// global) is bumped.
-__device__ void route_one_token(const MoeRouteArgs& a, const MoeRouting& r, int64_t t, int lane, int* count) {
-  float w;
-  int id;
-  token_route(a, t, lane, w, id);
   if (lane < a.topk) {
     const int64_t i = t * a.topk + lane;
-    r.weights[i] = w;
-    const int le = id - a.expert_first;
+    r.weights[i] = p / psum;
+    const int le = ids[lane] - a.expert_first;
     const bool local = le >= 0 && le < a.expert_count;
     r.row_of[i] = local ? le : -1;  // the local expert until the sort turns it into a row
     if (local) atomicAdd(&count[le], 1);
@@ -144,88 +135,6 @@ __global__ void __launch_bounds__(kThreads) route_kernel(RouteParams p) {
   }
 }
 
-// Decode batches of at most 32 routed entries (T * k <= kMoeWarpRouteMaxEntries: Qwen1.5-MoE's top-4 up to 8
-// tokens, Mixtral's top-2 up to 16): a warp per token routes it, then one warp sorts the entries and writes the
-// offsets and tile lists with shuffles alone. Entry i = (token i / k, j = i % k) sits in lane i; sorting the keys
-// (local expert << 5 | i) across the warp (bitonic, 15 exchange steps) puts each local entry in lane = its sorted
-// row, so the rows of an expert are consecutive lanes, its first row is the first such lane, and its tiles follow
-// from a warp scan. The one-CTA kernel does the same with shared-memory counters, three block barriers and a
-// block scan: 4.0 us at batch 1 for Qwen1.5-MoE on H100 where a trivial kernel takes 1.2-1.4 (session 33 M rows).
-// Same outputs (the rows of one expert in entry order, not atomics' order); blockDim = 32 x min(T, 32).
-__global__ void __launch_bounds__(1024) route_warp_kernel(RouteParams p) {
-  const MoeRouteArgs& a = p.a;
-  const MoeRouting& r = p.r;
-  __shared__ int entry_le[kMoeWarpRouteMaxEntries];  // local expert of entry i, -1 when not local
-  __shared__ int sorted_le[kMoeWarpRouteMaxEntries];
-  pdl::wait();
-  pdl::launch_dependents();
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, k = a.topk;
-  for (int64_t t = warp; t < a.tokens; t += blockDim.x / 32) {
-    float w = 0;
-    int id = -1;
-    token_route(a, t, lane, w, id);
-    if (lane < k) {
-      const int le = id - a.expert_first;
-      r.weights[t * k + lane] = w;
-      entry_le[t * k + lane] = le >= 0 && le < a.expert_count ? le : -1;
-    }
-  }
-  __syncthreads();
-  if (warp != 0) return;
-  const int entries = int(a.tokens) * k;
-  const int le = lane < entries ? entry_le[lane] : -1;
-  if (lane < entries && le < 0) r.row_of[lane] = -1;
-  constexpr int kNone = 0x7fffffff;
-  int key = le >= 0 ? (le << 5) | lane : kNone;
-#pragma unroll
-  for (int size = 2; size <= 32; size *= 2)  // bitonic sort, ascending over the lanes
-#pragma unroll
-    for (int stride = size / 2; stride > 0; stride /= 2) {
-      const int other = __shfl_xor_sync(0xffffffffu, key, stride);
-      const bool up = (lane & size) == 0, low = (lane & stride) == 0;
-      key = (low == up) ? min(key, other) : max(key, other);
-    }
-  const bool valid = key != kNone;
-  const int sle = valid ? key >> 5 : kNone, entry = key & 31;
-  const int rows = __popc(__ballot_sync(0xffffffffu, valid));
-  if (valid) {
-    r.row_of[entry] = lane;
-    r.token_of_row[lane] = entry / k;
-  }
-  sorted_le[lane] = sle;
-  __syncwarp();
-  for (int e = lane; e < a.expert_count; e += 32) {  // offsets[e]: the sorted rows whose expert is below e
-    int lo = 0, hi = rows;
-    while (lo < hi) {
-      const int mid = (lo + hi) / 2;
-      if (sorted_le[mid] < e) lo = mid + 1;
-      else hi = mid;
-    }
-    r.offsets[e] = lo;
-  }
-  if (lane == 0) r.offsets[a.expert_count] = rows;
-  const int prev = __shfl_up_sync(0xffffffffu, sle, 1);
-  const bool head = valid && (lane == 0 || prev != sle);           // an expert's first row
-  const int count = __popc(__match_any_sync(0xffffffffu, sle));  // its rows (for a head)
-  // The tiles of every height in one scan: an expert of <= 32 rows has <= 2 tiles of each, a list <= 32 tiles, so
-  // each height's count fits 8 bits of one int.
-  int packed = 0;
-#pragma unroll
-  for (int s = 0; s < kMoeTileKinds; ++s) packed |= (head ? (count + moe_tile_rows(s) - 1) / moe_tile_rows(s) : 0) << (8 * s);
-  int incl = packed;
-#pragma unroll
-  for (int o = 1; o < 32; o *= 2) {
-    const int v = __shfl_up_sync(0xffffffffu, incl, o);
-    if (lane >= o) incl += v;
-  }
-#pragma unroll
-  for (int s = 0; s < kMoeTileKinds; ++s) {
-    const int h = moe_tile_rows(s), n = (packed >> (8 * s)) & 0xff, last = (incl >> (8 * s)) & 0xff;
-    for (int j = 0; j < n; ++j) r.tiles[s][last - n + j] = (sle << 20) | (lane + j * h);
-    if (lane == 31) r.num_tiles[s] = last;
-  }
-}
-
 // Grid path, 1 of 3: a warp per token, counts in global memory (cleared before the launch).
 __global__ void __launch_bounds__(kTokenThreads) route_tokens_kernel(RouteParams p) {
   const int64_t t = int64_t(blockIdx.x) * (kTokenThreads / 32) + threadIdx.x / 32;
@@ -254,7 +163,7 @@ __global__ void __launch_bounds__(kTokenThreads) route_sort_kernel(RouteParams p
 
 constexpr int kCombineThreads = 128;
 
-// v1 (the default, PEERPLAN_MOE_COMBINE=v1): one block per token, 8 columns per thread and pass. At decode
+// v1 (PEERPLAN_MOE_COMBINE=v1, the default until session 34): one block per token, 8 columns per thread and pass. At decode
 // batch 1 that is one SM walking the hidden row in passes, each a dependent load round: 3.3 us for
 // gpt-oss's 2880 columns on H100 where a trivial kernel takes 1.3 (session 33 M profile rows). Its body is
 // the kernel every run before session 33 ran, kept as it was (so v2 repeats its accumulate and store).
@@ -291,7 +200,7 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel_v1(const float
   }
 }
 
-// v2 (PEERPLAN_MOE_COMBINE=v2): one thread per 8 columns of one token (grid: tokens x column blocks),
+// v2 (the default since session 34; PEERPLAN_MOE_COMBINE=v2): one thread per 8 columns of one token (grid: tokens x column blocks),
 // its k rows' loads issued together four at a time: at batch 1 the whole row is one load round over a
 // few SMs. Same sum, in the same order (j ascending, fp32), as v1: bit-identical output.
 constexpr int kCombineLoads = 4;
@@ -336,11 +245,11 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const float* w
 }
 
 // PEERPLAN_MOE_COMBINE (read once): v1, the kernel before session 33, or v2 (the grid-wide one); unset: kV2ByDefault.
-// An A/B setting: a profile times the default. v1 by default until v2 passes the self-test on a GPU (session 33 M's
-// stopped at a route case, since reverted, before the combine's; no GPU came after) and gains where it runs: its
-// rows are 1.1-1.3 us against v1's 2.5-3.4 and gpt-oss-20b decode ran 1-2.3 % faster, but Qwen1.5-MoE and
-// DeepSeek-V2-Lite ~1 % slower at 1-2 sequences (docs/validation/runs/2026-12-07-session33; `session33.sh N` decides).
-constexpr bool kV2ByDefault = false;
+// An A/B setting: a profile times the default. v2 since session 34: its self-test passed (one H100, 2026-12-07,
+// docs/validation/runs/2026-12-07-session34 A) and decode steps in the same lease ran 1.0-2.4 % faster at 1-8
+// sequences on Qwen1.5-MoE (shared stream on and off), DeepSeek-V2-Lite and gpt-oss-20b. (Session 33 M's ~1 % loss
+// at 1-2 sequences came with a route change timed in the same setting, since reverted.)
+constexpr bool kV2ByDefault = true;
 bool combine_v1() {
   static const bool v1 = [] {
     const char* e = std::getenv("PEERPLAN_MOE_COMBINE");
@@ -351,23 +260,6 @@ bool combine_v1() {
     return v == "v1";
   }();
   return v1;
-}
-
-// PEERPLAN_MOE_ROUTE (read once): cta (the one-CTA kernel) or warp for batches of <= kMoeWarpRouteMaxEntries
-// entries; unset: kWarpByDefault. The one-CTA kernel stays the default until the warp kernel passes the self-test
-// on a GPU (written in session 34 with no GPU at hand; `session34.sh A` runs it and the A/B).
-constexpr bool kWarpByDefault = false;
-bool route_warp_enabled() {
-  static const bool warp = [] {
-    const char* e = std::getenv("PEERPLAN_MOE_ROUTE");
-    if (!e || !*e) return kWarpByDefault;
-    const std::string v = e;
-    if (v != "cta" && v != "warp")
-      throw std::invalid_argument("PEERPLAN_MOE_ROUTE=" + v + ": expected cta (one CTA per batch) or warp (one warp's "
-                                  "sort, up to 32 routed entries)");
-    return v == "warp";
-  }();
-  return warp;
 }
 
 int64_t round32(int64_t n) { return (n + 31) / 32 * 32; }
@@ -403,21 +295,6 @@ MoeRouting moe_routing_view(int* base, int64_t cap_tokens, int topk, int local_e
   return r;
 }
 
-MoeRoutePath moe_route_path_for(int64_t tokens, int topk) {
-  if (tokens > kMoeOneCtaMaxTokens) return MoeRoutePath::Grid;
-  if (tokens * topk <= kMoeWarpRouteMaxEntries && route_warp_enabled()) return MoeRoutePath::Warp;
-  return MoeRoutePath::OneCta;
-}
-
-const char* moe_route_path_name(MoeRoutePath p) {
-  switch (p) {
-    case MoeRoutePath::OneCta: return "one-cta";
-    case MoeRoutePath::Grid: return "grid";
-    case MoeRoutePath::Warp: return "warp";
-  }
-  return "?";
-}
-
 void moe_route(const MoeRouteArgs& a, const MoeRouting& r, cudaStream_t stream) {
   if (a.topk < 1 || a.topk > kMoeMaxTopK || a.topk > a.experts)
     throw std::invalid_argument("moe_route: top-k " + std::to_string(a.topk) + " outside 1.." +
@@ -434,18 +311,12 @@ void moe_route(const MoeRouteArgs& a, const MoeRouting& r, cudaStream_t stream) 
                                 std::to_string(a.topk) + " exceed the routing buffers (" +
                                 std::to_string(r.cap_entries) + " entries, at most 2^20)");
   if (a.tokens == 0) return;
-  moe_route_path(a, r, moe_route_path_for(a.tokens, a.topk), stream);
+  moe_route_path(a, r, a.tokens > kMoeOneCtaMaxTokens, stream);
 }
 
-void moe_route_path(const MoeRouteArgs& a, const MoeRouting& r, MoeRoutePath path, cudaStream_t stream) {
+void moe_route_path(const MoeRouteArgs& a, const MoeRouting& r, bool grid, cudaStream_t stream) {
   const RouteParams p{a, r};
-  if (path == MoeRoutePath::Warp) {
-    const unsigned warps = unsigned(a.tokens < 32 ? a.tokens : 32);
-    pdl::launch(route_warp_kernel, dim3(1), dim3(32 * warps), 0, stream, p);
-    CUDA_CHECK_LAUNCH("moe_route(warp)");
-    return;
-  }
-  if (path == MoeRoutePath::OneCta) {
+  if (!grid) {
     const int threads = moe_route_threads(a.tokens, a.expert_count);
     switch (threads) {
       case 64: pdl::launch(route_kernel<64>, dim3(1), dim3(64), 0, stream, p); break;

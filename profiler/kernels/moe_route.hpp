@@ -53,20 +53,11 @@ struct MoeRouteArgs {
 // Batches up to this many tokens route in one CTA (one launch: decode graphs); larger ones over the
 // whole GPU in four launches (clear, tokens, offsets and tiles, sort).
 inline constexpr int64_t kMoeOneCtaMaxTokens = 128;
-// Batches of at most this many routed entries (tokens x k) can route in one warp's sort (moe_route.cu,
-// route_warp_kernel): no block barrier or scan, for decode at 1-8 tokens.
-inline constexpr int64_t kMoeWarpRouteMaxEntries = 32;
-enum class MoeRoutePath { OneCta, Grid, Warp };
-// The path moe_route takes for `tokens` x `topk`: Grid above kMoeOneCtaMaxTokens, Warp up to
-// kMoeWarpRouteMaxEntries entries when enabled, else OneCta. PEERPLAN_MOE_ROUTE=cta|warp (read once) picks
-// for the small batches; unset: the default in moe_route.cu (an A/B setting: a profile times the default).
-MoeRoutePath moe_route_path_for(int64_t tokens, int topk);
-const char* moe_route_path_name(MoeRoutePath p);
 // Throws std::invalid_argument for shapes the kernel cannot take (topk, local experts, capacity).
 void moe_route(const MoeRouteArgs& a, const MoeRouting& r, cudaStream_t stream);
-// moe_route with the path chosen by the caller, no argument checks: for the self-test, which checks and times
-// every path on the same shapes (Warp only where tokens x topk <= kMoeWarpRouteMaxEntries).
-void moe_route_path(const MoeRouteArgs& a, const MoeRouting& r, MoeRoutePath path, cudaStream_t stream);
+// moe_route with the path chosen by the caller (grid or one CTA), no argument checks: for the
+// self-test, which checks and times both paths on the same shapes.
+void moe_route_path(const MoeRouteArgs& a, const MoeRouting& r, bool grid, cudaStream_t stream);
 
 // out[t][:] = sum_j weights[t*k+j] * rows[row_of[t*k+j]][:] over j with row_of >= 0 (zeros when
 // none): hidden = width, multiple of 8.

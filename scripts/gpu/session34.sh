@@ -12,8 +12,13 @@
 #   session34.sh B   (~5 min; run it after A in the same call when A's self-test passed: `grep -q "rc=0"` on its line)
 #     both kernels on through a whole prediction: a paced profile of Qwen1.5-MoE with them (the rows they are priced
 #     from), Qwen1.5-MoE chat validated against it with them, decode steps at 1-8 against the same profile.
+#   session34.sh C   (~7 min, any GPU; on an H200 run session32.sh G and Q instead, they are owed longer) the v2
+#     combine as the default (binary after da2f91f's revert) through predictions on a fresh paced profile of the lease
+#     (Qwen1.5-MoE and DeepSeek-V2-Lite, bf16): decode steps at 1-8 sequences with the shared stream on and off (the
+#     data for the overlap model's error in B: one-stream steps are priced offline from the same profile with its
+#     executor_shared_stream key off), Qwen1.5-MoE chat with 400 requests, DeepSeek-V2-Lite chat.
 set -u
-PART=${1:?usage: session34.sh A | B}
+PART=${1:?usage: session34.sh A | B | C}
 OUT_DEFAULT=/tmp/peerplan-s34
 source "$(dirname "$0")/call_lib.sh"
 if [ "$PART" = A ]; then
@@ -52,6 +57,19 @@ if [ "$PART" = B ]; then
     --duty 0.5 --out "$W/profile.json"
   bench qwen qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 1,2,4,8 1024
   left 420 && v qwen-chat 150 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights bf16 \
+    --workload $V/workloads/validate-chat.json
+  finish
+fi
+if [ "$PART" = C ]; then
+  TAIL=4 step 240 profile $B profile --no-progress --model qwen1.5-moe-a2.7b,deepseek-v2-lite --dtypes bf16 \
+    --skip nccl,nccl_nop2p --duty 0.5 --out "$W/profile.json"
+  for r in 1 2; do for st in 1 0; do
+    bench qwen-s$st qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 1,2,3,4,6,8 1024 PEERPLAN_SHARED_STREAM=$st
+    bench dsv2-s$st deepseek-v2-lite deepseek-v2-lite-1gpu.json bf16 1,2,4,8 1024 PEERPLAN_SHARED_STREAM=$st
+  done; done
+  left 420 && v qwen-chat 140 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights bf16 \
+    --workload $V/workloads/validate-chat.json --requests 400
+  left 500 && v dsv2-chat 90 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite --weights bf16 \
     --workload $V/workloads/validate-chat.json
   finish
 fi

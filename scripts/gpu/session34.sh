@@ -17,8 +17,11 @@
 #     (Qwen1.5-MoE and DeepSeek-V2-Lite, bf16): decode steps at 1-8 sequences with the shared stream on and off (the
 #     data for the overlap model's error in B: one-stream steps are priced offline from the same profile with its
 #     executor_shared_stream key off), Qwen1.5-MoE chat with 400 requests, DeepSeek-V2-Lite chat.
+#   session34.sh D   (~5 min) C's DeepSeek-V2-Lite part on a profile of its own (C's two-model paced profile ran past
+#     its 240 s and left no attention rows, so C's prices were fitted and its DeepSeek-V2-Lite chat ran out of time
+#     measuring them): a paced profile of DeepSeek-V2-Lite, its chat validation, decode steps with the stream on / off.
 set -u
-PART=${1:?usage: session34.sh A | B | C}
+PART=${1:?usage: session34.sh A | B | C | D}
 OUT_DEFAULT=/tmp/peerplan-s34
 source "$(dirname "$0")/call_lib.sh"
 if [ "$PART" = A ]; then
@@ -71,6 +74,14 @@ if [ "$PART" = C ]; then
     --workload $V/workloads/validate-chat.json --requests 400
   left 500 && v dsv2-chat 90 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite --weights bf16 \
     --workload $V/workloads/validate-chat.json
+  finish
+fi
+if [ "$PART" = D ]; then
+  TAIL=4 step 200 profile $B profile --no-progress --model deepseek-v2-lite --dtypes bf16 --skip nccl,nccl_nop2p \
+    --duty 0.5 --out "$W/profile.json"
+  v dsv2-chat 110 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite --weights bf16 \
+    --workload $V/workloads/validate-chat.json
+  for st in 1 0; do bench dsv2-s$st deepseek-v2-lite deepseek-v2-lite-1gpu.json bf16 1,2,4,8 1024 PEERPLAN_SHARED_STREAM=$st; done
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

@@ -52,6 +52,7 @@ S28 = os.path.join(V, "runs/2026-12-06-session28")
 S30 = os.path.join(V, "runs/2026-12-07-session30")
 S31 = os.path.join(V, "runs/2026-12-07-session31")
 S32 = os.path.join(V, "runs/2026-12-07-session32")
+S34 = os.path.join(V, "runs/2026-12-07-session34")
 LONG_8K = os.path.join(ROOT, "models/workloads/long-prompt-8k-32k.json")
 LONG_64K = os.path.join(ROOT, "models/workloads/long-prompt-64k-100k.json")
 # (run directory, plan, model, workload, extra simulate arguments): as scripts/gpu/session8.sh ran them.
@@ -203,6 +204,11 @@ RUNS = [
     (f"{S30}/D/validate-gptoss20b-long", f"{S30}/D/gptoss.plan.json", "gpt-oss-20b", LONG, []),
     (f"{S31}/M/validate-mixtral-int8-long", "mixtral-1gpu", "mixtral-8x7b", LONG, ["--weights", "int8"]),
     (f"{S32}/C/validate-gptoss20b-long", "gpt-oss-20b-1gpu", "gpt-oss-20b", LONG, []),
+    # session34.sh B and C (session 34, two H100 leases): Qwen1.5-MoE chat with the shared-expert stream and the v2
+    # combine; B's paced profile also timed the one-warp route (since removed), C's partial profile was extended by
+    # validate itself.
+    (f"{S34}/B/validate-qwen-chat", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", CHAT, []),
+    (f"{S34}/C/validate-qwen-chat", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", CHAT, ["--requests", "400"]),
 ]
 
 

@@ -75,6 +75,26 @@ double CostModel::hbm_Bps_if_known(int gpu, bool* measured) const {
   return m.gpus[size_t(gpu)].hbm_gbps * 1e9 * opt_.hbm_efficiency;
 }
 
+double CostModel::sm_stream_Bps(int gpu) const {
+  const Machine& m = topo_.machine();
+  if (gpu < 0 || !m.measurements) return 0;
+  if (sm_stream_.size() <= size_t(gpu)) sm_stream_.resize(size_t(gpu) + 1, -1);
+  double& best = sm_stream_[size_t(gpu)];
+  if (best >= 0) return best;
+  // This GPU's rows, else any GPU's (a profile times its GEMMs on one GPU of the host's one SKU).
+  auto scan = [&](bool this_gpu) {
+    double b = 0;
+    for (const GemmTime& r : m.measurements->gemms)
+      if ((!this_gpu || r.gpu == gpu) && r.dtype == "bf16" && r.batch == 1 && r.m >= 1 && r.m <= 2 &&
+          r.time.median > 0)
+        b = std::max(b, double(r.n) * double(r.k) * 2.0 / r.time.median);
+    return b;
+  };
+  best = scan(true);
+  if (best == 0) best = scan(false);
+  return best;
+}
+
 double CostModel::hbm_Bps(int gpu, bool* measured) const {
   const double bw = hbm_Bps_if_known(gpu, measured);
   if (bw > 0) return bw;

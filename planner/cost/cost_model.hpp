@@ -64,6 +64,11 @@ class CostModel {
   // The same rate, 0 when the machine file has neither figure (the simulator's HBM capacity: a GPU
   // without one shares nothing it could price).
   double hbm_Bps_if_known(int gpu, bool* measured) const;
+  // The fastest HBM stream an SM kernel of the profile reached on `gpu`: the largest weight bytes / median time of
+  // its bf16 GEMM rows at one or two tokens (weight-streaming GEMVs; the LM head's is the largest), 0 without such
+  // rows. The device copy above is a copy engine's rate, which SM reads exceed (H100: 3029 GB/s copied, 3192
+  // streamed by the LM head's GEMV): the simulator's HBM capacity for two streams' kernels takes the larger.
+  double sm_stream_Bps(int gpu) const;
 
   // The profile timed its compute tables at boost clock (`profile --duty` < 1) and measured the
   // power throttle: prices are boost-clock prices, prefill attention between grid points follows
@@ -115,6 +120,7 @@ class CostModel {
   mutable std::unordered_map<MemoKey, OpCost, MemoHash, MemoEq> cache_;
   mutable std::unique_ptr<FittedCompute> fitted_;  // built on first use
   mutable bool fitted_built_ = false;
+  mutable std::vector<double> sm_stream_;  // sm_stream_Bps by GPU, computed on first use (-1: not yet)
 };
 
 }  // namespace peerplan

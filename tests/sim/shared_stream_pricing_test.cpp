@@ -59,8 +59,9 @@ TEST(SharedStreamPricing, OverlapSavesAtMostTheSharedBranchAndHbmBoundsIt) {
   const Topology topo(on);
   const CostModel cost(topo);
   bool measured = false;
-  const double hbm = cost.hbm_Bps(0, &measured);
+  ASSERT_GT(cost.hbm_Bps(0, &measured), 0);
   ASSERT_TRUE(measured);
+  const double hbm = sim_capacity(cost)[size_t(topo.edge_count())];  // what the two streams share
   for (int64_t batch : {1, 2, 8}) {
     const Priced serial = price(off, "qwen1.5-moe-a2.7b", decode(batch));
     const Priced overlap = price(on, "qwen1.5-moe-a2.7b", decode(batch));
@@ -89,6 +90,40 @@ TEST(SharedStreamPricing, OverlapSavesAtMostTheSharedBranchAndHbmBoundsIt) {
                    price(on, "qwen1.5-moe-a2.7b", decode(16)).step_s);
   // A model without shared experts prices the same either way.
   EXPECT_DOUBLE_EQ(price(off, "mixtral-8x7b", decode(4)).step_s, price(on, "mixtral-8x7b", decode(4)).step_s);
+}
+
+TEST(SharedStreamPricing, TheStreamsShareWhatSmReadsReachNotTheCopyRate) {
+  // The HBM capacity two streams' kernels share: the device copy, or the fastest bf16 GEMV row of the profile
+  // (weight bytes / median) where that is faster, as SM reads are (session 34); quantized, batched and wider rows
+  // do not count.
+  Machine on = with_shared_stream(true);
+  Measurements& ms = *on.measurements;
+  const double copy = ms.hbm_gbps.at(0) * 1e9;
+  auto row = [](int64_t m, int64_t n, int64_t k, const char* dtype, double s, int64_t batch = 1) {
+    GemmTime r;
+    r.m = m, r.n = n, r.k = k, r.dtype = dtype, r.batch = batch;
+    r.time.median = s;
+    return r;
+  };
+  ms.gemms.clear();
+  ms.gemms.push_back(row(1, 1000, 1000, "bf16", 2e6 / (0.5 * copy)));  // half the copy rate
+  {
+    const Topology topo(on);
+    const CostModel cost(topo);
+    EXPECT_NEAR(cost.sm_stream_Bps(0), 0.5 * copy, 1e-6 * copy);
+    EXPECT_DOUBLE_EQ(sim_capacity(cost)[size_t(topo.edge_count())], copy);  // the copy rate is larger
+  }
+  ms.gemms.push_back(row(2, 4000, 1000, "bf16", 8e6 / (1.05 * copy)));  // 5 % past the copy rate
+  ms.gemms.push_back(row(1, 1000, 1000, "fp8", 1e6 / (3 * copy)));      // not a bf16 row
+  ms.gemms.push_back(row(4, 1000, 1000, "bf16", 2e6 / (3 * copy)));     // four tokens
+  ms.gemms.push_back(row(1, 1000, 1000, "bf16", 2e6 / (3 * copy), 8));  // a batched product
+  const Topology topo(on);
+  const CostModel cost(topo);
+  EXPECT_NEAR(cost.sm_stream_Bps(0), 1.05 * copy, 1e-6 * copy);
+  EXPECT_NEAR(sim_capacity(cost)[size_t(topo.edge_count())], 1.05 * copy, 1e-6 * copy);
+  ms.gemms.clear();
+  const Topology bare(on);
+  EXPECT_EQ(CostModel(bare).sm_stream_Bps(0), 0);
 }
 
 TEST(SharedStreamPricing, TwoStreamingKernelsShareTheHbm) {

@@ -26,15 +26,7 @@ if [ "$PART" = M ]; then
     --out "$W/ew.json"
   TAIL=2 step 120 profile-ew-v1 env PEERPLAN_MOE_ROUTE=v1 PEERPLAN_MOE_COMBINE=v1 $B profile --no-progress \
     --only elementwise --model $models --max-tokens 64 --out "$W/ew-v1.json"
-  python3 - "$W/ew.json" "$W/ew-v1.json" <<'PY' 2>&1 | tee -a "$S"
-import json, sys
-rows = [{(r["kind"], r["cols"], r["rows"]): r["median_us"] for r in json.load(open(f))["measurements"]["elementwise"]
-         if r["kind"] in ("moe_route", "moe_combine")} for f in sys.argv[1:]]
-for (kind, cols) in sorted({(k, c) for (k, c, m) in rows[0]}):
-    print("  | %-11s cols %5d  new / v1 us: %s" % (kind, cols, "  ".join(
-        "r%d %.2f/%.2f" % (m, rows[0][(kind, cols, m)], rows[1].get((kind, cols, m), -1))
-        for m in (1, 2, 4, 8, 16, 64) if (kind, cols, m) in rows[0])))
-PY
+  python3 scripts/gpu/ew_rows_ab.py "$W/ew.json" "$W/ew-v1.json" "new / v1" 2>&1 | tee -a "$S"
   zcat docs/validation/runs/2026-12-07-session31/G/profile.json.gz > "$W/g-profile.json"
   export MACHINE=$W/g-profile.json
   for r in 1 2; do for v in new v1; do

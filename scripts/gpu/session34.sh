@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Session 34's prepared call, one GPU (any). Binary: scripts/gpu/build.sh, packed as .gpu-pack (docs/DEVELOPING.md).
+#   (A and B ran with binary da2f91f; the warp route and PEERPLAN_MOE_ROUTE are gone since, so today's binary runs
+#   their "warp" settings as "cta".)
 #   session34.sh A   (~2 min; ROUNDS=1 for less) the two opt-in MoE glue kernels that shorten a decode layer at 1-8
 #     tokens: the warp route (PEERPLAN_MOE_ROUTE=warp, session 34: one warp's sort instead of the one-CTA kernel's
 #     barriers and scan, up to 32 routed entries) and the v2 combine (PEERPLAN_MOE_COMBINE=v2, session 33, never
@@ -33,15 +35,7 @@ if [ "$PART" = A ]; then
     --only elementwise --model $models --max-tokens 64 --out "$W/ew-new.json"
   TAIL=2 step 120 profile-ew-old env PEERPLAN_MOE_ROUTE=cta PEERPLAN_MOE_COMBINE=v1 $B profile --no-progress \
     --only elementwise --model $models --max-tokens 64 --out "$W/ew-old.json"
-  python3 - "$W/ew-new.json" "$W/ew-old.json" <<'PY' 2>&1 | tee -a "$S"
-import json, sys
-rows = [{(r["kind"], r["cols"], r["rows"]): r["median_us"] for r in json.load(open(f))["measurements"]["elementwise"]
-         if r["kind"] in ("moe_route", "moe_combine")} for f in sys.argv[1:]]
-for (kind, cols) in sorted({(k, c) for (k, c, m) in rows[0]}):
-    print("  | %-11s cols %5d  new / old us: %s" % (kind, cols, "  ".join(
-        "r%d %.2f/%.2f" % (m, rows[0][(kind, cols, m)], rows[1].get((kind, cols, m), -1))
-        for m in (1, 2, 4, 8, 16, 64) if (kind, cols, m) in rows[0])))
-PY
+  python3 scripts/gpu/ew_rows_ab.py "$W/ew-new.json" "$W/ew-old.json" "new / old" 2>&1 | tee -a "$S"
   zcat docs/validation/runs/2026-12-07-session31/G/profile.json.gz > "$W/g-profile.json"
   export MACHINE=$W/g-profile.json
   for r in $(seq "${ROUNDS:-2}"); do for c in cta-v1 cta-v2 warp-v1 warp-v2; do

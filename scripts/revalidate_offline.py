@@ -209,6 +209,8 @@ RUNS = [
     # validate itself.
     (f"{S34}/B/validate-qwen-chat", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", CHAT, []),
     (f"{S34}/C/validate-qwen-chat", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", CHAT, ["--requests", "400"]),
+    # session34.sh E: DeepSeek-V2-Lite chat (two streams) from an unpaced profile, after the capacity choice.
+    (f"{S34}/E/validate-dsv2-chat", "deepseek-v2-lite-1gpu", "deepseek-v2-lite", CHAT, []),
 ]
 
 

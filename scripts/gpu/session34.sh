@@ -22,8 +22,10 @@
 #   session34.sh D   (~5 min) C's DeepSeek-V2-Lite part on a profile of its own (C's two-model paced profile ran past
 #     its 240 s and left no attention rows, so C's prices were fitted and its DeepSeek-V2-Lite chat ran out of time
 #     measuring them): a paced profile of DeepSeek-V2-Lite, its chat validation, decode steps with the stream on / off.
+#   session34.sh E   (~3 min: a lease's last minutes) D without pacing: an unpaced profile of DeepSeek-V2-Lite (faster
+#     to take), its chat validation (a two-stream run no pricing choice of session 34 was made on), then its steps.
 set -u
-PART=${1:?usage: session34.sh A | B | C | D}
+PART=${1:?usage: session34.sh A | B | C | D | E}
 OUT_DEFAULT=/tmp/peerplan-s34
 source "$(dirname "$0")/call_lib.sh"
 if [ "$PART" = A ]; then
@@ -74,6 +76,14 @@ if [ "$PART" = D ]; then
   TAIL=4 step 200 profile $B profile --no-progress --model deepseek-v2-lite --dtypes bf16 --skip nccl,nccl_nop2p \
     --duty 0.5 --out "$W/profile.json"
   v dsv2-chat 110 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite --weights bf16 \
+    --workload $V/workloads/validate-chat.json
+  for st in 1 0; do bench dsv2-s$st deepseek-v2-lite deepseek-v2-lite-1gpu.json bf16 1,2,4,8 1024 PEERPLAN_SHARED_STREAM=$st; done
+  finish
+fi
+if [ "$PART" = E ]; then
+  TAIL=4 step 100 profile $B profile --no-progress --model deepseek-v2-lite --dtypes bf16 --skip nccl,nccl_nop2p \
+    --out "$W/profile.json"
+  v dsv2-chat 75 --plan $P/deepseek-v2-lite-1gpu.json --model deepseek-v2-lite --weights bf16 \
     --workload $V/workloads/validate-chat.json
   for st in 1 0; do bench dsv2-s$st deepseek-v2-lite deepseek-v2-lite-1gpu.json bf16 1,2,4,8 1024 PEERPLAN_SHARED_STREAM=$st; done
   finish

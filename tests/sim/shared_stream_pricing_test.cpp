@@ -3,13 +3,16 @@
 // GPU's HBM as flows capped at their own priced rates, so the step costs less than the branches one
 // after the other and never less than the GPU's HBM can stream.
 #include <algorithm>
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "planner/compile/compiler.hpp"
 #include "planner/cost/cost_model.hpp"
 #include "planner/sim/iteration_cost.hpp"
+#include "planner/sim/simulate.hpp"
 #include "planner/topology/executor_launch.hpp"
 #include "planner/topology/machine.hpp"
 #include "planner/topology/topology.hpp"
@@ -124,6 +127,31 @@ TEST(SharedStreamPricing, TheStreamsShareWhatSmReadsReachNotTheCopyRate) {
   ms.gemms.clear();
   const Topology bare(on);
   EXPECT_EQ(CostModel(bare).sm_stream_Bps(0), 0);
+}
+
+TEST(SharedStreamPricing, SimulateSaysWhereTheSharedExpertsRunAndWhatHbmTheStreamsShare) {
+  auto m = testing::model("qwen1.5-moe-a2.7b");
+  const Plan plan = test_plans::tp({0}, int(m.cfg.layers));
+  Workload w;
+  w.name = "four";
+  w.max_num_seqs = 4;
+  w.max_batched_tokens = 4096;
+  std::vector<Request> reqs;
+  for (int i = 0; i < 4; ++i) reqs.push_back({i, 0.0, 256, 8});
+  for (const bool on : {true, false}) {
+    const Machine machine = with_shared_stream(on);
+    const Topology topo(machine);
+    const Simulation sim = simulate_plan(plan, m.cfg, m.fig, topo, w, reqs, SimulateOptions{});
+    const std::string said = sim.metrics.provenance.at("moe_shared_experts").get<std::string>();
+    if (!on) {
+      EXPECT_NE(said.find("on the compute stream"), std::string::npos) << said;
+      continue;
+    }
+    const CostModel cost(topo);
+    const std::string gbps = std::to_string(int(std::lround(sim_capacity(cost)[size_t(topo.edge_count())] / 1e9)));
+    EXPECT_NE(said.find("on a second stream"), std::string::npos) << said;
+    EXPECT_NE(said.find("HBM at " + gbps + " GB/s"), std::string::npos) << said;
+  }
 }
 
 TEST(SharedStreamPricing, TwoStreamingKernelsShareTheHbm) {

@@ -1,6 +1,7 @@
 #include "planner/cost/cost_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 
@@ -85,9 +86,11 @@ double CostModel::sm_stream_Bps(int gpu) const {
   auto scan = [&](bool this_gpu) {
     double b = 0;
     for (const GemmTime& r : m.measurements->gemms)
-      if ((!this_gpu || r.gpu == gpu) && r.dtype == "bf16" && r.batch == 1 && r.m >= 1 && r.m <= 2 &&
-          r.time.median > 0)
-        b = std::max(b, double(r.n) * double(r.k) * 2.0 / r.time.median);
+      if ((!this_gpu || r.gpu == gpu) && r.dtype == "bf16" && r.batch == 1 && r.m >= 1 && r.m <= 2 && r.n > 0 &&
+          r.k > 0 && r.time.median > 0) {
+        const double bps = double(r.n) * double(r.k) * 2.0 / r.time.median;
+        if (std::isfinite(bps)) b = std::max(b, bps);  // (a hostile profile's 1e-300 s row adds nothing)
+      }
     return b;
   };
   best = scan(true);

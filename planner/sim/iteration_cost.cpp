@@ -149,16 +149,19 @@ void tasks_into(std::vector<SimTask>& tasks, std::vector<int>& local, std::vecto
 
 }  // namespace
 
+double stream_hbm_capacity_Bps(const CostModel& cost, int gpu) {
+  // SM kernels on two streams share what SM reads reach, which the copy-engine rate understates (session 34:
+  // Qwen1.5-MoE's two-stream decode at 4-8 sequences priced 3-3.4 % long on it, chat TPOT p50 +5.0 to +7.3 %).
+  bool measured = false;
+  return std::max(cost.hbm_Bps_if_known(gpu, &measured), cost.sm_stream_Bps(gpu));
+}
+
 std::vector<double> sim_capacity(const CostModel& cost) {
   const Topology& topo = cost.topology();
   std::vector<double> cap(size_t(topo.edge_count() + topo.gpu_count()), 0.0);
   for (int e = 0; e < topo.edge_count(); ++e) cap[size_t(e)] = topo.edge_props(e).capacity_Bps;
-  for (int gpu = 0; gpu < topo.gpu_count(); ++gpu) {
-    bool measured = false;
-    // SM kernels on two streams share what SM reads reach, which the copy-engine rate understates (session 34:
-    // Qwen1.5-MoE's two-stream decode at 4-8 sequences priced 3-3.4 % long on it, chat TPOT p50 +5.0 to +7.3 %).
-    cap[size_t(topo.edge_count() + gpu)] = std::max(cost.hbm_Bps_if_known(gpu, &measured), cost.sm_stream_Bps(gpu));
-  }
+  for (int gpu = 0; gpu < topo.gpu_count(); ++gpu)
+    cap[size_t(topo.edge_count() + gpu)] = stream_hbm_capacity_Bps(cost, gpu);
   return cap;
 }
 

@@ -93,8 +93,11 @@ inline int compute_stream(int gpu) { return kStreamsPerGpu * gpu; }
 inline int copy_stream(int gpu) { return kStreamsPerGpu * gpu + 1; }
 inline int aux_stream(int gpu) { return kStreamsPerGpu * gpu + 2; }
 
-// The task engine's link capacities: the topology's edges, then one HBM pseudo-edge per GPU (its
-// measured device-memory rate, 0 where the machine gives none) at topology.edge_count() + gpu.
+// The HBM rate two streams' kernels on `gpu` share: the larger of the measured device copy and the fastest stream
+// an SM kernel of the profile reached (CostModel::sm_stream_Bps), 0 where the machine gives neither.
+double stream_hbm_capacity_Bps(const CostModel& cost, int gpu);
+// The task engine's link capacities: the topology's edges, then one HBM pseudo-edge per GPU
+// (stream_hbm_capacity_Bps) at topology.edge_count() + gpu.
 std::vector<double> sim_capacity(const CostModel& cost);
 
 // Builds the task list of an op graph (or of a slice of its ops): compute ops on their GPU's

@@ -147,7 +147,7 @@ Simulation simulate_with(const Plan& plan, const ModelConfig& cfg, const ModelFi
               ? fmt::format("on a second stream at up to 8 tokens, as vLLM does up to 256 (the profile's executor ran "
                             "them so); the two streams share GPU 0's HBM at {:.0f} GB/s (the larger of the device "
                             "copy and the profile's fastest GEMV)",
-                            sim_capacity(cost)[size_t(topo.edge_count())] / 1e9)
+                            stream_hbm_capacity_Bps(cost, 0) / 1e9)
           : topo.machine().measurements
               ? "on the compute stream after the routed experts, as the profile's executor ran them (vLLM overlaps "
                 "them on a second stream at up to 256 tokens; this executor does at up to 8 when its profile says so)"

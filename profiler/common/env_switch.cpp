@@ -24,4 +24,26 @@ int fused_act_from_env(const char* value) {
                       "0: always a separate activation kernel");
 }
 
+std::vector<std::string> skip_ops_from_env(const char* value) {
+  std::vector<std::string> pieces;
+  if (!value || !*value) return pieces;
+  const std::string v = value;
+  for (size_t b = 0;;) {
+    const size_t e = v.find(',', b);
+    std::string piece = v.substr(b, e == std::string::npos ? std::string::npos : e - b);
+    if (piece.empty())
+      throw RuntimeError("PEERPLAN_SKIP_OPS=" + v + ": an empty piece; expected comma-separated pieces of op names "
+                         "(\"shared.,shared_gate\": the ops whose names contain one are not launched)");
+    pieces.push_back(std::move(piece));
+    if (e == std::string::npos) return pieces;
+    b = e + 1;
+  }
+}
+
+bool op_skipped(const std::string& name, const std::vector<std::string>& pieces) {
+  for (const std::string& p : pieces)
+    if (name.find(p) != std::string::npos) return true;
+  return false;
+}
+
 }  // namespace peerplan::exec

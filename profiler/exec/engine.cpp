@@ -39,9 +39,14 @@ Engine::Engine(const Plan& plan, const ModelConfig& cfg, const ModelFigures& fig
                const ExecOptions& opt, int64_t kv_slots, int64_t max_ctx, int64_t max_tokens, int in_flight)
     : plan_(plan), cfg_(cfg), fig_(fig), machine_(machine), fused_norm_(fused_add_norm(machine)),
       shared_stream_(shared_stream_from_env(std::getenv("PEERPLAN_SHARED_STREAM"))),
-      fused_act_(fused_act_from_env(std::getenv("PEERPLAN_FUSED_ACT"))), opt_(opt),
+      fused_act_(fused_act_from_env(std::getenv("PEERPLAN_FUSED_ACT"))),
+      skip_ops_(skip_ops_from_env(std::getenv("PEERPLAN_SKIP_OPS"))), opt_(opt),
       kv_slots_(kv_slots), max_ctx_(max_ctx), max_tokens_(max_tokens), in_flight_(std::max(1, in_flight)) {
   check_model_executable(cfg);
+  if (!skip_ops_.empty())
+    fmt::print(stderr, "executor: PEERPLAN_SKIP_OPS={} launches no op whose name contains one of those pieces: "
+                       "these timings are not the plan's (an A/B experiment), and its prices do not apply\n",
+               std::getenv("PEERPLAN_SKIP_OPS"));
   // Never NVLink multicast (it can take a shared host's GPUs out of service); P2P off is set
   // before any communicator exists, as NCCL reads it at init.
   setenv("NCCL_NVLS_ENABLE", "0", 1);

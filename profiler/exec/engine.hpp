@@ -165,6 +165,8 @@ class Engine {
   int shared_stream_ = -1;
   // PEERPLAN_FUSED_ACT (-1 as the profile says, 0, 1): CompileOptions::fused_act of every compile.
   int fused_act_ = -1;
+  // PEERPLAN_SKIP_OPS (A/B experiments only): ops whose names contain a piece are not launched.
+  std::vector<std::string> skip_ops_;
   ExecOptions opt_;
   int64_t kv_slots_, max_ctx_, max_tokens_;
   int in_flight_;

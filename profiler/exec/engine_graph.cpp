@@ -3,6 +3,7 @@
 #include <chrono>
 #include <utility>
 
+#include "profiler/common/env_switch.hpp"
 #include "profiler/common/shared_stream.hpp"
 #include "profiler/exec/engine_state.hpp"
 #include "profiler/gpu/cuda_check.hpp"
@@ -22,6 +23,7 @@ void Engine::run_stage_eager(const OpGraph& g, int stage, int slot) {
     if (s.join)
       for (int id : op.gpus)
         if (local(id) && gpu(id).aux_open) join_aux(gpu(id));
+    if (!skip_ops_.empty() && op_skipped(op.name, skip_ops_)) continue;  // the fork and join stay: only the op goes
     const auto t0 = std::chrono::steady_clock::now();
     s.aux ? run_on_aux(op, slot) : run_op(op, slot, nullptr);
     enqueue_s_.emplace_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), &op);

@@ -158,5 +158,25 @@ TEST(SharedStream, TheActivationSwitchReadsAlike) {
   }
 }
 
+TEST(SharedStream, TheSkipSwitchTakesPiecesOfOpNames) {
+  EXPECT_TRUE(skip_ops_from_env(nullptr).empty());
+  EXPECT_TRUE(skip_ops_from_env("").empty());
+  const std::vector<std::string> p = skip_ops_from_env("shared.,shared_gate");
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_TRUE(op_skipped("L3.shared.gate_up", p));
+  EXPECT_TRUE(op_skipped("L3.shared_gate", p));
+  EXPECT_FALSE(op_skipped("L3.expert.gate_up", p));
+  EXPECT_FALSE(op_skipped("L3.router", p));
+  EXPECT_FALSE(op_skipped("L3.shared.down", {}));
+  for (const char* bad : {",", "shared.,", ",router", "a,,b"}) {
+    try {
+      skip_ops_from_env(bad);
+      FAIL() << "accepted " << bad;
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("PEERPLAN_SKIP_OPS=") + bad), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace peerplan::exec

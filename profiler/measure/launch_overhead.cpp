@@ -8,13 +8,57 @@
 //    launch's gap stays as gpu_gap_serial_us). The simulator's per-kernel floor (cost_model.cpp
 //    min_kernel_s): a floor of the serial gap priced Qwen1.5-MoE's PDL decode 3 % high (session 19 C).
 //  launch_sync: one launch + cudaStreamSynchronize (round trip), median.
+//  fork_join (PDL GPUs): what a fork to a second stream and the join back add to a chain of PDL kernels inside
+//    a CUDA graph, as the executor captures a MoE layer's shared experts (engine_graph.cpp fork_aux / join_aux):
+//    the cross-stream edges are full dependencies, so the kernels after them start without the PDL overlap.
 #include <algorithm>
 #include <chrono>
+#include <vector>
 
+#include "profiler/gpu/cuda_check.hpp"
 #include "profiler/gpu/pdl_probe.hpp"
 #include "profiler/measure/curve.hpp"
 
 namespace peerplan::profiler {
+
+namespace {
+
+// Seconds a fork + join pair adds: a graph of kChain PDL empty kernels against the same chain with a one-kernel
+// branch forked and joined after every kEvery-th kernel, each timed behind the gate.
+double fork_join_seconds(gpu::BlockingGate& gate, const gpu::Stream& s, int g, int samples) {
+  constexpr int kChain = 64, kEvery = 4, kPairs = kChain / kEvery;
+  gpu::Stream aux(g);
+  std::vector<gpu::Event> ev;  // the fork and join records: graph edges, outliving the capture
+  for (int i = 0; i < 2 * kPairs; ++i) ev.emplace_back(g, cudaEventDisableTiming);
+  gpu::CapturedGraph plain, forked;
+  plain.capture(s, [&] {
+    for (int i = 0; i < kChain; ++i) gpu::launch_empty_pdl(s);
+  });
+  forked.capture(s, [&] {
+    int e = 0;
+    for (int i = 0; i < kChain; ++i) {
+      gpu::launch_empty_pdl(s);
+      if (i % kEvery != kEvery - 1) continue;
+      ev[size_t(e)].record(s);
+      CUDA_CHECK(cudaStreamWaitEvent(aux, ev[size_t(e++)], 0));
+      gpu::launch_empty_pdl(aux);
+      ev[size_t(e)].record(aux);
+      CUDA_CHECK(cudaStreamWaitEvent(s, ev[size_t(e++)], 0));
+    }
+  });
+  plain.launch(s);
+  forked.launch(s);
+  s.synchronize();
+  std::vector<double> d;
+  for (int rep = 0; rep < samples; ++rep) {
+    const double a = gpu::time_region(&gate, s, {}, [&] { plain.launch(s); });
+    const double b = gpu::time_region(&gate, s, {}, [&] { forked.launch(s); });
+    d.push_back((b - a) / kPairs);
+  }
+  return compute_stats(d).median;
+}
+
+}  // namespace
 
 void measure_launch_overhead(Context& ctx) {
   using clk = std::chrono::steady_clock;
@@ -59,6 +103,7 @@ void measure_launch_overhead(Context& ctx) {
       const double us = compute_stats(gap_pdl).median * 1e6;
       l["gpu_gap_pdl_us"] = us;
       l["gpu_gap_us"] = us;  // the floor the executor's kernels meet
+      l["fork_join_us"] = fork_join_seconds(gate, s, g, ctx.plan.samples) * 1e6;
     }
     if (gi == 0) ctx.ms.launch_overhead_s = sb.median;  // GPU 0 (or an MPI rank's own GPU)
   }

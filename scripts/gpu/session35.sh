@@ -7,7 +7,8 @@
 #     (PEERPLAN_SKIP_OPS=shared.,shared_gate: the fork and join stay) and without the routed expert GEMMs
 #     (PEERPLAN_SKIP_OPS=expert.: the route and combine stay). Two-stream minus one-stream without the shared branch
 #     is what the fork and join cost in the graph; whole minus without-shared is what the branch adds on each.
-#     Then DeepSeek-V2-Lite's six, one round.
+#     Then DeepSeek-V2-Lite's six, one round. The profile records fork_join_us (extra.launch: a fork and join in a PDL
+#     graph of empty kernels), printed to the summary, to set beside the steps' difference.
 set -u
 PART=${1:?usage: session35.sh A}
 OUT_DEFAULT=/tmp/peerplan-s35
@@ -16,6 +17,8 @@ if [ "$PART" = A ]; then
   log "nsys: $(command -v nsys || ls /usr/local/cuda*/bin/nsys 2>/dev/null | head -1 || echo none)"
   TAIL=4 step 130 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --dtypes bf16 --skip nccl,nccl_nop2p \
     --out "$W/profile.json"
+  python3 -c "import json, sys; print('  launch:', json.load(open(sys.argv[1]))['measurements']['extra']['launch'])" \
+    "$W/profile.json" 2>&1 | tee -a "$S"
   six() {  # NAME MODEL PLAN
     for st in 1 0; do
       bench "$1-s$st" "$2" "$3" bf16 1,2,4,8 1024 PEERPLAN_SHARED_STREAM=$st

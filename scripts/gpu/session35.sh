@@ -9,11 +9,14 @@
 #     is what the fork and join cost in the graph; whole minus without-shared is what the branch adds on each.
 #     Then DeepSeek-V2-Lite's six, one round. The profile records fork_join_us (extra.launch: a fork and join in a PDL
 #     graph of empty kernels), printed to the summary, to set beside the steps' difference.
+#   session35.sh B   (~4 min) A's Qwen1.5-MoE part again on a profile of its own (a second round, a second fork_join_us),
+#     then Qwen1.5-MoE chat (400 requests, two streams) validated against that profile: a whole prediction to re-price
+#     offline when the overlap model changes.
 set -u
-PART=${1:?usage: session35.sh A}
+PART=${1:?usage: session35.sh A | B}
 OUT_DEFAULT=/tmp/peerplan-s35
 source "$(dirname "$0")/call_lib.sh"
-if [ "$PART" = A ]; then
+if [ "$PART" = A ] || [ "$PART" = B ]; then
   log "nsys: $(command -v nsys || ls /usr/local/cuda*/bin/nsys 2>/dev/null | head -1 || echo none)"
   TAIL=4 step 130 profile $B profile --no-progress --model qwen1.5-moe-a2.7b --dtypes bf16 --skip nccl,nccl_nop2p \
     --out "$W/profile.json"
@@ -26,6 +29,9 @@ if [ "$PART" = A ]; then
       bench "$1-s$st-norouted" "$2" "$3" bf16 1,2,4,8 1024 PEERPLAN_SHARED_STREAM=$st PEERPLAN_SKIP_OPS=expert.
     done
   }
+  [ "$PART" = B ] && { six qwen qwen1.5-moe-a2.7b qwen-moe-1gpu.json
+    v qwen-chat 200 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights bf16 \
+      --workload $V/workloads/validate-chat.json --requests 400; finish; }
   for r in $(seq "${ROUNDS:-2}"); do six qwen qwen1.5-moe-a2.7b qwen-moe-1gpu.json; done
   left 470 && six dsv2 deepseek-v2-lite deepseek-v2-lite-1gpu.json
   finish

@@ -56,6 +56,19 @@ double CostModel::min_kernel_s(int gpu) const {
   return opt_.min_kernel_s;
 }
 
+double CostModel::fork_join_s(int gpu) const {
+  const Machine& m = topo_.machine();
+  if (!m.measurements) return 0;
+  const nlohmann::json& x = m.measurements->extra;
+  const std::string key = "gpu" + std::to_string(gpu);
+  if (!x.contains("launch") || !x["launch"].is_object() || !x["launch"].contains(key) || !x["launch"][key].is_object())
+    return 0;
+  const nlohmann::json& l = x["launch"][key];
+  if (!l.contains("fork_join_us") || !l["fork_join_us"].is_number()) return 0;
+  const double us = l["fork_join_us"].get<double>();
+  return us > 0 && us < 1e3 ? us * 1e-6 : 0;  // a hostile or broken figure prices nothing
+}
+
 double CostModel::peak_flops(int gpu) const {
   const GpuSpec& g = topo_.machine().gpus.at(size_t(gpu));
   if (!(g.peak_bf16_tflops > 0))

@@ -56,6 +56,10 @@ class CostModel {
   // Shortest time any compute kernel takes on `gpu`: the measured empty-kernel GPU time, else
   // CostOptions::min_kernel_s. Applied as max(priced time, floor) to every compute op.
   double min_kernel_s(int gpu) const;
+  // What a fork to a second stream and the join back add to a CUDA graph of PDL kernels on `gpu`: the profile's
+  // measurements.extra.launch.gpuN.fork_join_us (profiler/measure/launch_overhead.cpp, since session 35), else 0 (older
+  // profiles priced the shared experts' branch without it). The simulator charges it at each join.
+  double fork_join_s(int gpu) const;
   double iteration_overhead_s() const { return opt_.iteration_overhead_s; }
   // The HBM rate memory-bound ops are priced at on `gpu`: the measured device copy, else the machine
   // file's figure x CostOptions::hbm_efficiency (*measured says which). Throws InputError when the

@@ -129,6 +129,35 @@ TEST(SharedStreamPricing, TheStreamsShareWhatSmReadsReachNotTheCopyRate) {
   EXPECT_EQ(CostModel(bare).sm_stream_Bps(0), 0);
 }
 
+TEST(SharedStreamPricing, EachJoinPaysTheProfilesForkJoinCost) {
+  // Session 35: a fork and join in a PDL graph cost 0.94 us on an H100 (profile extra.launch.gpu0.fork_join_us), and
+  // Qwen1.5-MoE's decode steps 0.8-1.4 us a layer; the join (the combine) pays it. Older profiles have no key.
+  auto with_fork_join = [](bool stream, const nlohmann::json& us) {
+    Machine m = with_shared_stream(stream);
+    m.measurements->extra["launch"]["gpu0"]["fork_join_us"] = us;
+    return m;
+  };
+  const auto m = testing::model("qwen1.5-moe-a2.7b");
+  int joins = 0;
+  for (const Op& op : price(with_shared_stream(true), "qwen1.5-moe-a2.7b", decode(1)).graph.ops)
+    if (op.ew == EwKind::MoeCombine) ++joins;
+  ASSERT_GT(joins, 0);
+  for (int64_t batch : {1, 4}) {
+    const double base = price(with_shared_stream(true), "qwen1.5-moe-a2.7b", decode(batch)).step_s;
+    const double with = price(with_fork_join(true, 2.0), "qwen1.5-moe-a2.7b", decode(batch)).step_s;
+    // Every join is on the critical path (the combine waits for it): each adds the full 2 us.
+    EXPECT_NEAR(with - base, joins * 2e-6, 0.1 * joins * 2e-6) << "batch " << batch;
+  }
+  // One stream has no join; a hostile figure (negative, absurd, not a number) prices nothing.
+  EXPECT_DOUBLE_EQ(price(with_fork_join(false, 2.0), "qwen1.5-moe-a2.7b", decode(1)).step_s,
+                   price(with_shared_stream(false), "qwen1.5-moe-a2.7b", decode(1)).step_s);
+  const double base = price(with_shared_stream(true), "qwen1.5-moe-a2.7b", decode(1)).step_s;
+  for (const nlohmann::json& bad : {nlohmann::json(-1.0), nlohmann::json(1e9), nlohmann::json("1.0")})
+    EXPECT_DOUBLE_EQ(price(with_fork_join(true, bad), "qwen1.5-moe-a2.7b", decode(1)).step_s, base) << bad.dump();
+  Machine old = with_shared_stream(true);
+  EXPECT_EQ(CostModel(Topology(old)).fork_join_s(0), 0);
+}
+
 TEST(SharedStreamPricing, SimulateSaysWhereTheSharedExpertsRunAndWhatHbmTheStreamsShare) {
   auto m = testing::model("qwen1.5-moe-a2.7b");
   const Plan plan = test_plans::tp({0}, int(m.cfg.layers));

@@ -32,6 +32,22 @@ const PowerThrottle* CostModel::serving_throttle() const {
   return boost_ ? &*topo_.machine().measurements->power_throttle : nullptr;
 }
 
+namespace {
+
+// One of the profile's launch figures of `gpu` (measurements.extra.launch.gpuN.<key>,
+// profiler/measure/launch_overhead.cpp), NaN when the profile has none.
+double launch_figure_us(const Machine& m, int gpu, const char* key) {
+  if (!m.measurements) return std::nan("");
+  const nlohmann::json& x = m.measurements->extra;
+  const std::string g = "gpu" + std::to_string(gpu);
+  if (!x.contains("launch") || !x["launch"].is_object() || !x["launch"].contains(g) || !x["launch"][g].is_object())
+    return std::nan("");
+  const nlohmann::json& l = x["launch"][g];
+  return l.contains(key) && l[key].is_number() ? l[key].get<double>() : std::nan("");
+}
+
+}  // namespace
+
 double CostModel::launch_s(bool graph_launch) const {
   if (graph_launch) return opt_.graph_launch_s;
   const Machine& m = topo_.machine();
@@ -42,30 +58,14 @@ double CostModel::launch_s(bool graph_launch) const {
 double CostModel::min_kernel_s(int gpu) const {
   if (!(opt_.min_kernel_s > 0)) return 0;  // floor switched off (closed-form tests)
   const Machine& m = topo_.machine();
-  if (m.measurements) {
-    // profiler/ records the GPU-side spacing of back-to-back empty kernels per GPU here.
-    const nlohmann::json& x = m.measurements->extra;
-    const std::string key = "gpu" + std::to_string(gpu);
-    if (x.contains("launch") && x["launch"].is_object() && x["launch"].contains(key) &&
-        x["launch"][key].is_object() && x["launch"][key].contains("gpu_gap_us") &&
-        x["launch"][key]["gpu_gap_us"].is_number()) {
-      double us = x["launch"][key]["gpu_gap_us"].get<double>();
-      if (us > 0 && us < 1e3) return us * 1e-6;
-    }
-  }
+  // profiler/ records the GPU-side spacing of back-to-back empty kernels per GPU here.
+  const double us = launch_figure_us(m, gpu, "gpu_gap_us");
+  if (us > 0 && us < 1e3) return us * 1e-6;
   return opt_.min_kernel_s;
 }
 
 double CostModel::fork_join_s(int gpu) const {
-  const Machine& m = topo_.machine();
-  if (!m.measurements) return 0;
-  const nlohmann::json& x = m.measurements->extra;
-  const std::string key = "gpu" + std::to_string(gpu);
-  if (!x.contains("launch") || !x["launch"].is_object() || !x["launch"].contains(key) || !x["launch"][key].is_object())
-    return 0;
-  const nlohmann::json& l = x["launch"][key];
-  if (!l.contains("fork_join_us") || !l["fork_join_us"].is_number()) return 0;
-  const double us = l["fork_join_us"].get<double>();
+  const double us = launch_figure_us(topo_.machine(), gpu, "fork_join_us");
   return us > 0 && us < 1e3 ? us * 1e-6 : 0;  // a hostile or broken figure prices nothing
 }
 

@@ -18,20 +18,6 @@
 
 namespace peerplan {
 
-CostModel::CostModel(const Topology& topo, CostOptions opt) : topo_(topo), opt_(opt) {
-  const Machine& m = topo_.machine();
-  const nlohmann::json* o = nullptr;
-  if (m.meta.contains("profile") && m.meta["profile"].is_object() && m.meta["profile"].contains("options") &&
-      m.meta["profile"]["options"].is_object())
-    o = &m.meta["profile"]["options"];
-  const bool paced = o && o->contains("duty") && (*o)["duty"].is_number() && (*o)["duty"].get<double>() < 1;
-  boost_ = paced && m.measurements && m.measurements->power_throttle.has_value();
-}
-
-const PowerThrottle* CostModel::serving_throttle() const {
-  return boost_ ? &*topo_.machine().measurements->power_throttle : nullptr;
-}
-
 namespace {
 
 // One of the profile's launch figures of `gpu` (measurements.extra.launch.gpuN.<key>,
@@ -47,6 +33,25 @@ double launch_figure_us(const Machine& m, int gpu, const char* key) {
 }
 
 }  // namespace
+
+CostModel::CostModel(const Topology& topo, CostOptions opt) : topo_(topo), opt_(opt) {
+  const Machine& m = topo_.machine();
+  const nlohmann::json* o = nullptr;
+  if (m.meta.contains("profile") && m.meta["profile"].is_object() && m.meta["profile"].contains("options") &&
+      m.meta["profile"]["options"].is_object())
+    o = &m.meta["profile"]["options"];
+  const bool paced = o && o->contains("duty") && (*o)["duty"].is_number() && (*o)["duty"].get<double>() < 1;
+  boost_ = paced && m.measurements && m.measurements->power_throttle.has_value();
+  // Read once: the simulator asks at every join of every priced shape.
+  for (int gpu = 0; gpu < topo_.gpu_count(); ++gpu) {
+    const double us = launch_figure_us(m, gpu, "fork_join_us");
+    fork_join_.push_back(us > 0 && us < 1e3 ? us * 1e-6 : 0);  // a hostile or broken figure prices nothing
+  }
+}
+
+const PowerThrottle* CostModel::serving_throttle() const {
+  return boost_ ? &*topo_.machine().measurements->power_throttle : nullptr;
+}
 
 double CostModel::launch_s(bool graph_launch) const {
   if (graph_launch) return opt_.graph_launch_s;
@@ -65,8 +70,7 @@ double CostModel::min_kernel_s(int gpu) const {
 }
 
 double CostModel::fork_join_s(int gpu) const {
-  const double us = launch_figure_us(topo_.machine(), gpu, "fork_join_us");
-  return us > 0 && us < 1e3 ? us * 1e-6 : 0;  // a hostile or broken figure prices nothing
+  return gpu >= 0 && size_t(gpu) < fork_join_.size() ? fork_join_[size_t(gpu)] : 0;
 }
 
 double CostModel::peak_flops(int gpu) const {

@@ -125,6 +125,7 @@ class CostModel {
   mutable std::unique_ptr<FittedCompute> fitted_;  // built on first use
   mutable bool fitted_built_ = false;
   mutable std::vector<double> sm_stream_;  // sm_stream_Bps by GPU, computed on first use (-1: not yet)
+  std::vector<double> fork_join_;          // fork_join_s by GPU, read in the constructor
 };
 
 }  // namespace peerplan

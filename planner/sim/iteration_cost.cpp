@@ -117,7 +117,7 @@ void tasks_into(std::vector<SimTask>& tasks, std::vector<int>& local, std::vecto
       // A main-stream op waiting on the branch (the join) starts on a full dependency, not under its
       // predecessor's tail: the fork and join's measured cost (session 35: 0.94 us in a PDL graph of empty kernels,
       // 0.8-1.4 us a layer in Qwen1.5-MoE's decode steps on an H100).
-      if (op.stream == 0)
+      if (op.stream == 0 && size_t(gpu) < two_streams.size() && two_streams[size_t(gpu)])  // only a GPU with a branch
         for (int d : op.deps)
           if (d >= 0 && size_t(d) < g.ops.size() && local[size_t(d)] >= 0 && g.ops[size_t(d)].stream == 1) {
             t.gap += cost.fork_join_s(gpu);

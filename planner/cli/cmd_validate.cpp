@@ -30,6 +30,7 @@ struct ValidateOptions {
   std::string plan, model, workload, machine, out, p2p = "on";
   std::string moe_routing;  // --moe-routing ("": the workload's)
   std::vector<std::string> compare;
+  std::string reprice;  // --reprice STEPS.json
   bool self_test = false, bench_steps = false, no_graphs = false, allow_other_host = false, cold_start = false;
   bool mpi = false;
   bool no_measure_missing = false, update_machine = false;
@@ -77,6 +78,15 @@ void run_validate(const Executable& exe, const ValidateOptions& o) {
                      "a serving validation (--plan --model --workload --machine): --compare, --self-test and "
                      "--bench-steps run in one process, without mpirun");
   if (!o.compare.empty()) return run_compare_files(o);
+  if (!o.reprice.empty()) {
+    if (o.bench_steps || o.self_test || !o.workload.empty())
+      throw InputError("", "--reprice", "alone with --plan --model --machine (it prices recorded steps, runs nothing)");
+    if (o.plan.empty() || o.model.empty() || o.machine.empty())
+      throw InputError("", "--plan/--model/--machine", "all three with --reprice (the plan and model the steps ran)");
+    Plan plan = load_plan(o.plan);
+    if (o.p2p == "off") plan = p2p_off_variant(plan);
+    return reprice_steps(o.reprice, plan, o.plan, o.model, o.machine, o.precision, o.out);
+  }
   if (o.self_test) return run_self_test(require_executor(exe, "--self-test"), o.device);
   if (o.bench_steps) require_executor(exe, "--bench-steps");
   if (o.plan.empty() || o.model.empty() || o.machine.empty())
@@ -143,6 +153,8 @@ void add_validate_command(CLI::App& app, const Executable& exe) {
       "  peerplan validate --plan single.json --model ./Qwen2-7B/config.json --workload chat --machine my-host.json \\\n"
       "                    --out report/ --update-machine   # measures Qwen2's shapes first, keeps them\n"
       "  peerplan validate --compare predicted.json measured.json   # two metrics files, no GPU needed\n"
+      "  peerplan validate --reprice run/steps.json --plan tp2.json --model llama-3.1-8b --machine other.json\n"
+      "                    # a recorded --bench-steps run beside another profile's prices, no GPU needed\n"
       "  mpirun -np 2 peerplan validate --mpi --plan tp2.json --model llama-3.1-8b --workload chat \\\n"
       "                    --machine h200x2-nvlink --out report/   # one process per GPU");
   sub->add_option("--plan", o->plan, "Plan JSON (from `peerplan plans --json` or hand-written)");
@@ -177,6 +189,9 @@ void add_validate_command(CLI::App& app, const Executable& exe) {
   sub->add_option("--batches", o->batches, "--bench-steps: decode batch sizes")->delimiter(',');
   sub->add_option("--context", o->context, "--bench-steps: decode context (tokens)")->check(CLI::PositiveNumber);
   sub->add_option("--prefill", o->prefill, "--bench-steps: prefill tokens (0: none)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--reprice", o->reprice,
+                  "STEPS.json: price a recorded --bench-steps run's steps (its steps.json) on --machine and print "
+                  "them beside the measured times (no GPU; the same --plan, --model and --weights as the run)");
   sub->add_option("--compare", o->compare, "PREDICTED MEASURED: compare two metrics JSON files (no GPU)")->expected(2);
   sub->callback([o, exe] { run_validate(exe, *o); });
 }

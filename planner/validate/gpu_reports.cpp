@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "planner/core/error.hpp"
+#include "planner/core/files.hpp"
+#include "planner/core/json_in.hpp"
 #include "planner/sim/power_state.hpp"
 
 namespace peerplan {
@@ -117,8 +120,34 @@ nlohmann::json bench_json(const std::vector<StepBench>& rows, const std::string&
   for (const StepBench& r : rows)
     j.push_back({{"step", r.what}, {"batch", r.batch}, {"context", r.context}, {"graph", r.graph},
                  {"median_us", r.step_s * 1e6}, {"min_us", r.min_s * 1e6}, {"max_us", r.max_s * 1e6},
-                 {"hbm_bytes", r.hbm_bytes}, {"priced_us", r.priced_s * 1e6}});
+                 {"tokens", r.tokens}, {"hbm_bytes", r.hbm_bytes}, {"priced_us", r.priced_s * 1e6}});
   return nlohmann::json{{"plan", plan}, {"model", model}, {"context", host_context}, {"steps", j}};
+}
+
+std::vector<StepBench> bench_rows_from_json(const std::string& path, std::string* plan, std::string* model) {
+  const json doc = load_json_file(path, file_kind::kMetrics);
+  const JsonIn root(doc, path);
+  if (plan) *plan = root.str_or("plan", "");
+  if (model) *model = root.str_or("model", "");
+  const JsonIn steps = root.array("steps");
+  std::vector<StepBench> rows;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const JsonIn s = steps[i];
+    StepBench r;
+    r.what = s.str("step");
+    if (r.what != "decode" && r.what != "prefill")
+      throw InputError(path, s.field("step"), "\"decode\" or \"prefill\" (got \"" + r.what + "\")");
+    r.batch = s.positive_int("batch");
+    r.context = s.positive_int("context");
+    r.tokens = s.has("tokens") ? s.positive_int("tokens") : (r.what == "prefill" ? r.context : r.batch);
+    r.graph = s.boolean("graph");
+    r.step_s = s.positive("median_us") * 1e-6;
+    r.min_s = s.nonnegative("min_us") * 1e-6;
+    r.max_s = s.nonnegative("max_us") * 1e-6;
+    r.hbm_bytes = s.nonnegative("hbm_bytes");
+    rows.push_back(r);
+  }
+  return rows;
 }
 
 std::string self_test_table(const std::vector<SelfTestResult>& rows, int device, bool* all_pass) {

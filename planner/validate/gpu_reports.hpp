@@ -20,6 +20,11 @@ nlohmann::json iteration_report(const ServeResult& res, PlanPricer& pricer, std:
 std::string bench_table(const std::vector<StepBench>& rows, const std::string& title);
 nlohmann::json bench_json(const std::vector<StepBench>& rows, const std::string& plan, const std::string& model,
                           const nlohmann::json& host_context);
+// The rows of a steps.json that bench_json wrote (`validate --reprice`); errors name the file and the field.
+// *plan and *model (if given) get the names it records. Files before "tokens" was written: a prefill row's
+// tokens are its context (what --bench-steps times), a decode row's its batch.
+std::vector<StepBench> bench_rows_from_json(const std::string& path, std::string* plan = nullptr,
+                                            std::string* model = nullptr);
 
 // `validate --self-test`: one row per kernel; *all_pass says whether every row passed.
 std::string self_test_table(const std::vector<SelfTestResult>& rows, int device, bool* all_pass);

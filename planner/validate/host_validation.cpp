@@ -186,6 +186,23 @@ Comparison validate_on_host(GpuBackend& gpu, const Plan& plan, const std::string
   return c;
 }
 
+// Each step priced as the simulator prices the same iteration (the shape the executor's sequences
+// sum to), so a step table says at once whether the machine file's figures hold on this GPU.
+static void price_steps(std::vector<StepBench>& rows, const Plan& plan, const Loaded& in) {
+  Topology topo(in.machine);
+  SimulateOptions so;
+  CostModel cost(topo, so.cost);
+  PlanPricer pricer(plan, in.cfg, in.fig, cost, so.pricer);
+  for (StepBench& r : rows) {
+    BatchShapeSum sum;
+    if (r.what == "prefill") sum.add_prefill(r.tokens, r.context);
+    else for (int64_t i = 0; i < r.batch; ++i) sum.add_decode(r.context);
+    r.priced_s = 0;
+    if (!r.graph && r.what != "prefill") continue;  // eager decode: the simulator prices decode as graphs
+    for (double x : pricer.price(sum.shape()).stage_s) r.priced_s += x;
+  }
+}
+
 void bench_steps_on_host(GpuBackend& gpu, const Plan& plan, const std::string& plan_origin, const std::string& model,
                          const std::string& machine_name, const StepBenchOptions& o) {
   Loaded in = load_inputs(plan, plan_origin, model, machine_name, o.precision);
@@ -205,28 +222,34 @@ void bench_steps_on_host(GpuBackend& gpu, const Plan& plan, const std::string& p
        preflight(plan, plan_origin, in.machine, in.machine_file, gpu.describe_host(), mem.fits, mem.why, po))
     std::cerr << "peerplan: warning: " << warn << "\n";
   auto rows = gpu.bench_steps(plan, in.cfg, in.fig, in.machine, o.batches, o.context, o.prefill, es);
-  // Each step priced as the simulator prices the same iteration (the shape the executor's sequences
-  // sum to), so a step table says at once whether the machine file's figures hold on this GPU.
-  {
-    Topology topo(in.machine);
-    SimulateOptions so;
-    CostModel cost(topo, so.cost);
-    PlanPricer pricer(plan, in.cfg, in.fig, cost, so.pricer);
-    for (StepBench& r : rows) {
-      BatchShapeSum sum;
-      if (r.what == "prefill") sum.add_prefill(r.tokens, r.context);
-      else for (int64_t i = 0; i < r.batch; ++i) sum.add_decode(r.context);
-      if (!r.graph && r.what != "prefill") continue;  // eager decode: the simulator prices decode as graphs
-      double t = 0;
-      for (double x : pricer.price(sum.shape()).stage_s) t += x;
-      r.priced_s = t;
-    }
-  }
+  price_steps(rows, plan, in);
   std::cout << bench_table(rows, fmt::format("step times: plan {} model {} (p2p {}, CUDA graphs {})", plan.name,
                                              in.cfg.name, plan.p2p ? "on" : "off", es.cuda_graphs ? "on" : "off"));
   if (!o.out.empty()) {
     std::filesystem::create_directories(o.out);
     write_file_atomic(o.out + "/steps.json", bench_json(rows, plan.name, in.cfg.name, gpu.host_context()).dump(2) + "\n");
+  }
+}
+
+void reprice_steps(const std::string& steps_file, const Plan& plan, const std::string& plan_origin,
+                   const std::string& model, const std::string& machine_name, const Precision& precision,
+                   const std::string& out) {
+  std::string rec_plan, rec_model;
+  std::vector<StepBench> rows = bench_rows_from_json(steps_file, &rec_plan, &rec_model);
+  // The model first: a plan of another model would be refused for its layers, which hides the real mistake.
+  const std::string name = load_model_config(resolve_model_path(model)).name;
+  if (!rec_model.empty() && rec_model != name)
+    throw InputError(steps_file, "model", "the --model's name \"" + name + "\" (the steps were timed on \"" +
+                                              rec_model + "\")");
+  Loaded in = load_inputs(plan, plan_origin, model, machine_name, precision);
+  price_steps(rows, plan, in);
+  std::cout << bench_table(rows, fmt::format("step times from {}, re-priced on {} (plan {} model {})", steps_file,
+                                             in.machine_file, plan.name, in.cfg.name));
+  if (!out.empty()) {
+    std::filesystem::create_directories(out);
+    write_file_atomic(out + "/steps.json", bench_json(rows, plan.name, in.cfg.name, {{"repriced_from", steps_file},
+                                                                                      {"machine", in.machine_file}})
+                                               .dump(2) + "\n");
   }
 }
 

@@ -58,6 +58,13 @@ struct StepBenchOptions {
 void bench_steps_on_host(GpuBackend& gpu, const Plan& plan, const std::string& plan_origin, const std::string& model,
                          const std::string& machine, const StepBenchOptions& o);
 
+// `validate --reprice STEPS`: a recorded steps.json's measured times beside this machine file's prices of the
+// same steps (no GPU: re-price a bench on another profile, or after a pricing change). `out` ("": print only)
+// gets a steps.json with the new prices.
+void reprice_steps(const std::string& steps_file, const Plan& plan, const std::string& plan_origin,
+                   const std::string& model, const std::string& machine, const Precision& precision,
+                   const std::string& out);
+
 // validation.json, validation.md, predicted.metrics.json, measured.metrics.json in `dir`, and
 // the plot when python3 with matplotlib is there (else a note on stderr).
 void write_validation_outputs(const std::string& dir, const Comparison& c, const Metrics& pred, const Metrics& meas);

@@ -229,6 +229,57 @@ TEST(HostValidation, StepBenchPricesEveryStepBesideItsTime) {
   EXPECT_LT(pf, 80000);
 }
 
+TEST(HostValidation, RecordedStepsArePricedAgainWithoutAGpu) {
+  // validate --reprice: a recorded steps.json's times beside a machine file's prices, no GPU. On the machine file
+  // the bench ran on it prices exactly as the bench did; prefill rows keep their token count.
+  FakeBackend gpu;
+  StepBench d;
+  d.what = "decode", d.batch = 8, d.context = 1024, d.tokens = 8, d.graph = true, d.step_s = 0.006;
+  StepBench p = d;
+  p.what = "prefill", p.batch = 1, p.context = 2048, p.tokens = 2048, p.graph = false, p.step_s = 0.05;
+  gpu.bench_rows = {d, p};
+  StepBenchOptions o;
+  o.out = ::testing::TempDir() + "/peerplan-steps-recorded";
+  testing::internal::CaptureStdout();
+  bench_steps_on_host(gpu, load_plan(kPlan), kPlan, "llama-3.1-8b", "h200x2-nvlink", o);
+  testing::internal::GetCapturedStdout();
+  const std::string again = ::testing::TempDir() + "/peerplan-steps-repriced";
+  testing::internal::CaptureStdout();
+  reprice_steps(o.out + "/steps.json", load_plan(kPlan), kPlan, "llama-3.1-8b", "h200x2-nvlink", Precision{}, again);
+  const std::string table = testing::internal::GetCapturedStdout();
+  EXPECT_NE(table.find("re-priced on"), std::string::npos) << table;
+  auto steps = [](const std::string& dir) {
+    std::ifstream f(dir + "/steps.json");
+    return nlohmann::json::parse(f).at("steps");
+  };
+  const auto a = steps(o.out), b = steps(again);
+  ASSERT_EQ(b.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_GT(double(a[i].at("priced_us")), 0.0);
+    EXPECT_DOUBLE_EQ(double(b[i].at("priced_us")), double(a[i].at("priced_us")));
+    EXPECT_DOUBLE_EQ(double(b[i].at("median_us")), double(a[i].at("median_us")));
+  }
+  EXPECT_EQ(b[1].at("tokens"), 2048);
+  // Another model than the steps ran: refused, naming the file and the field.
+  try {
+    reprice_steps(o.out + "/steps.json", load_plan(kPlan), kPlan, "qwen1.5-moe-a2.7b", "h200x2-nvlink", Precision{}, "");
+    ADD_FAILURE() << "a steps file of another model was priced";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'model'"), std::string::npos) << e.what();
+  }
+  // A row that is neither decode nor prefill.
+  const std::string bad = ::testing::TempDir() + "/peerplan-steps-bad.json";
+  std::ofstream(bad) << R"({"plan": "x", "model": "llama-3.1-8b", "steps": [{"step": "verify", "batch": 1,
+    "context": 8, "graph": true, "median_us": 1, "min_us": 1, "max_us": 1, "hbm_bytes": 0}]})";
+  try {
+    reprice_steps(bad, load_plan(kPlan), kPlan, "llama-3.1-8b", "h200x2-nvlink", Precision{}, "");
+    ADD_FAILURE() << "a step named verify was priced";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("steps/0/step"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+  }
+}
+
 TEST(HostValidation, NoRoomForOneSequenceIsRefusedBeforeServing) {
   FakeBackend gpu;
   gpu.fit = 0;

@@ -14,7 +14,9 @@
 #include "planner/cost/peer_allreduce_cost.hpp"
 #include "planner/cost/cross_host_collective.hpp"
 #include "planner/cost/quant_cost.hpp"
+#include "planner/cost/sm_slots.hpp"
 #include "planner/cost/transfer_cost.hpp"
+#include "planner/topology/executor_launch.hpp"
 
 namespace peerplan {
 
@@ -22,7 +24,7 @@ namespace {
 
 // One of the profile's launch figures of `gpu` (measurements.extra.launch.gpuN.<key>,
 // profiler/measure/launch_overhead.cpp), NaN when the profile has none.
-double launch_figure_us(const Machine& m, int gpu, const char* key) {
+double launch_figure(const Machine& m, int gpu, const char* key) {
   if (!m.measurements) return std::nan("");
   const nlohmann::json& x = m.measurements->extra;
   const std::string g = "gpu" + std::to_string(gpu);
@@ -44,9 +46,12 @@ CostModel::CostModel(const Topology& topo, CostOptions opt) : topo_(topo), opt_(
   boost_ = paced && m.measurements && m.measurements->power_throttle.has_value();
   // Read once: the simulator asks at every join of every priced shape.
   for (int gpu = 0; gpu < topo_.gpu_count(); ++gpu) {
-    const double us = launch_figure_us(m, gpu, "fork_join_us");
+    const double us = launch_figure(m, gpu, "fork_join_us");
     fork_join_.push_back(us > 0 && us < 1e3 ? us * 1e-6 : 0);  // a hostile or broken figure prices nothing
+    const double pair = launch_figure(m, gpu, "gemv_pair_progress");
+    gemv_pair_.push_back(pair >= 1 && pair <= 2 ? pair : kGemvPairProgress);  // outside [1, 2]: not a measurement
   }
+  executor_pdl_ = executor_launch(m) == "pdl";
 }
 
 const PowerThrottle* CostModel::serving_throttle() const {
@@ -64,9 +69,13 @@ double CostModel::min_kernel_s(int gpu) const {
   if (!(opt_.min_kernel_s > 0)) return 0;  // floor switched off (closed-form tests)
   const Machine& m = topo_.machine();
   // profiler/ records the GPU-side spacing of back-to-back empty kernels per GPU here.
-  const double us = launch_figure_us(m, gpu, "gpu_gap_us");
+  const double us = launch_figure(m, gpu, "gpu_gap_us");
   if (us > 0 && us < 1e3) return us * 1e-6;
   return opt_.min_kernel_s;
+}
+
+double CostModel::gemv_pair_progress(int gpu) const {
+  return gpu >= 0 && size_t(gpu) < gemv_pair_.size() ? gemv_pair_[size_t(gpu)] : kGemvPairProgress;
 }
 
 double CostModel::fork_join_s(int gpu) const {

@@ -33,7 +33,7 @@ nlohmann::json chrome_trace(const Plan& plan, const ModelConfig& cfg, const Mode
                             const ServingRun& run, const PricerOptions& popt, const nlohmann::json& provenance) {
   const Topology& topo = cost.topology();
   const int ngpu = topo.gpu_count();
-  const std::vector<double> capacity = sim_capacity(cost);  // edges, then each GPU's HBM
+  const std::vector<double> capacity = sim_capacity(cost);  // edges, then each GPU's HBM, then its SM slots
 
   nlohmann::json ev = nlohmann::json::array();
   ev.push_back(meta("process_name", kPidStages, -1, "pipeline stages (iterations)"));

@@ -150,14 +150,19 @@ struct TaskEngine {
     ++gen;
     if (active.empty()) return;
     std::vector<std::vector<int>> fe;
+    std::vector<std::vector<double>> fw;
     std::vector<double> demand;
     fe.reserve(active.size());
     demand.reserve(active.size());
+    bool weighted = false;
     for (int f : active) {
       fe.push_back(tasks[size_t(f)].edges);
       demand.push_back(tasks[size_t(f)].rate_cap);
+      weighted = weighted || !tasks[size_t(f)].edge_weights.empty();
     }
-    std::vector<double> r = max_min_rates(fe, cap, demand);
+    if (weighted)
+      for (int f : active) fw.push_back(tasks[size_t(f)].edge_weights);
+    std::vector<double> r = max_min_rates(fe, cap, demand, fw);
     double next = std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < active.size(); ++i) {
       int f = active[i];

@@ -77,6 +77,7 @@ struct SimTask {
   SimTime alpha = 0;
   double rate_cap = 0;        // bytes/s; <= 0: uncapped
   std::vector<int> edges;     // dense edge indices (an edge listed twice is crossed twice)
+  std::vector<double> edge_weights;  // per edge: capacity used per byte/s of rate (empty: 1 each; max_min_rates)
   TaskCategory category = TaskCategory::Compute;
   std::vector<int> gpus;      // GPUs whose time this task occupies (for the time split)
 };

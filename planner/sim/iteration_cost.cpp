@@ -8,6 +8,7 @@
 
 #include "planner/compile/compiler.hpp"
 #include "planner/compile/graph_batch.hpp"
+#include "planner/cost/sm_slots.hpp"
 #include "planner/core/error.hpp"
 
 namespace peerplan {
@@ -135,6 +136,12 @@ void tasks_into(std::vector<SimTask>& tasks, std::vector<int>& local, std::vecto
         t.rate_cap = op.mem_bytes / c.seconds;
         t.edges.push_back(int(hbm));
         t.duration = 0;
+        // A kernel that fills the SMs also takes its share of them (cost/sm_slots.hpp): all of them at its solo rate.
+        const size_t slots = size_t(hbm0 + cost.topology().gpu_count() + gpu);
+        if (slots < capacity.size() && capacity[slots] > 0 && fills_sms(op, cost.executor_pdl())) {
+          t.edges.push_back(int(slots));
+          t.edge_weights.assign({1.0, 1.0 / t.rate_cap});
+        }
       }
     } else if (is_collective(op.kind)) {
       for (int gpu : op.gpus) t.streams.push_back(compute_stream(gpu));
@@ -167,10 +174,12 @@ double stream_hbm_capacity_Bps(const CostModel& cost, int gpu) {
 
 std::vector<double> sim_capacity(const CostModel& cost) {
   const Topology& topo = cost.topology();
-  std::vector<double> cap(size_t(topo.edge_count() + topo.gpu_count()), 0.0);
+  std::vector<double> cap(size_t(topo.edge_count() + 2 * topo.gpu_count()), 0.0);
   for (int e = 0; e < topo.edge_count(); ++e) cap[size_t(e)] = topo.edge_props(e).capacity_Bps;
-  for (int gpu = 0; gpu < topo.gpu_count(); ++gpu)
+  for (int gpu = 0; gpu < topo.gpu_count(); ++gpu) {
     cap[size_t(topo.edge_count() + gpu)] = stream_hbm_capacity_Bps(cost, gpu);
+    cap[size_t(topo.edge_count() + topo.gpu_count() + gpu)] = cost.gemv_pair_progress(gpu);  // SM slots (sm_slots.hpp)
+  }
   return cap;
 }
 
@@ -266,7 +275,7 @@ IterationCost PlanPricer::price_exact(const BatchShape& unpadded) const {
   const bool graph_launch = runs_as_graph(shape);  // decode iterations up to 256 run as CUDA graphs
   const int ngpu = topo.gpu_count();
   const int nedge = topo.edge_count();
-  if (capacity_.size() != size_t(nedge + ngpu)) capacity_ = sim_capacity(cost_);
+  if (capacity_.size() != size_t(nedge + 2 * ngpu)) capacity_ = sim_capacity(cost_);
 
   const size_t S = plan_.stages.size();
   IterationCost r;

@@ -97,7 +97,8 @@ inline int aux_stream(int gpu) { return kStreamsPerGpu * gpu + 2; }
 // an SM kernel of the profile reached (CostModel::sm_stream_Bps), 0 where the machine gives neither.
 double stream_hbm_capacity_Bps(const CostModel& cost, int gpu);
 // The task engine's link capacities: the topology's edges, then one HBM pseudo-edge per GPU
-// (stream_hbm_capacity_Bps) at topology.edge_count() + gpu.
+// (stream_hbm_capacity_Bps) at topology.edge_count() + gpu, then one SM-slot pseudo-edge per GPU
+// (CostModel::gemv_pair_progress; planner/cost/sm_slots.hpp) at topology.edge_count() + gpu_count() + gpu.
 std::vector<double> sim_capacity(const CostModel& cost);
 
 // Builds the task list of an op graph (or of a slice of its ops): compute ops on their GPU's
@@ -106,7 +107,8 @@ std::vector<double> sim_capacity(const CostModel& cost);
 // already met. Where the slice puts ops of a GPU on both compute streams, that GPU's compute ops
 // become flows of their HBM bytes over its HBM pseudo-edge (sim_capacity), each capped at the rate
 // its price implies (bytes / seconds): alone one takes its price, two at once share the GPU's HBM
-// (a weight-streaming GEMV runs near its cap; two of them cannot both). `costs` (optional)
+// (a weight-streaming GEMV runs near its cap; two of them cannot both), and kernels that fill the SMs
+// (sm_slots.hpp: the executor's GEMVs at 1-2 tokens) also share the GPU's SM-slot edge. `costs` (optional)
 // receives each task's price (owned by `cost`).
 std::vector<SimTask> tasks_for_ops(const OpGraph& g, const std::vector<int>& ops, const CostModel& cost,
                                    bool graph_launch, std::vector<const OpCost*>* costs = nullptr);

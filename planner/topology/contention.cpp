@@ -2,6 +2,7 @@
 // every unfrozen flow's rate at the same pace until an edge saturates or a flow meets its demand,
 // freeze the flows concerned, repeat. The result is the unique max-min fair allocation.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -11,7 +12,8 @@
 namespace peerplan {
 
 std::vector<double> max_min_rates(const std::vector<std::vector<int>>& flow_edges,
-                                  const std::vector<double>& capacity, const std::vector<double>& demand) {
+                                  const std::vector<double>& capacity, const std::vector<double>& demand,
+                                  const std::vector<std::vector<double>>& flow_weights) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   const size_t nf = flow_edges.size();
   if (!demand.empty() && demand.size() != nf)
@@ -19,6 +21,17 @@ std::vector<double> max_min_rates(const std::vector<std::vector<int>>& flow_edge
                                 std::to_string(nf) + " flows");
   for (double c : capacity)
     if (!(c >= 0)) throw std::invalid_argument("max_min_rates: capacities must be >= 0");
+  if (!flow_weights.empty()) {
+    if (flow_weights.size() != nf) throw std::invalid_argument("max_min_rates: weights for " + std::to_string(flow_weights.size()) + " flows of " + std::to_string(nf));
+    for (size_t f = 0; f < nf; ++f) {
+      if (!flow_weights[f].empty() && flow_weights[f].size() != flow_edges[f].size())
+        throw std::invalid_argument("max_min_rates: flow " + std::to_string(f) + " has " +
+                                    std::to_string(flow_weights[f].size()) + " weights for " +
+                                    std::to_string(flow_edges[f].size()) + " edges");
+      for (double w : flow_weights[f])
+        if (!(w > 0) || !std::isfinite(w)) throw std::invalid_argument("max_min_rates: weights must be finite and > 0");
+    }
+  }
 
   // Only the edges some flow crosses take part: they are numbered 0..U-1 (ascending edge order),
   // so a re-rating on a machine of thousands of edges costs what its few flows touch. Per flow:
@@ -34,17 +47,21 @@ std::vector<double> max_min_rates(const std::vector<std::vector<int>>& flow_edge
   std::sort(used.begin(), used.end());
   used.erase(std::unique(used.begin(), used.end()), used.end());
   auto compact = [&](int e) { return int(std::lower_bound(used.begin(), used.end(), e) - used.begin()); };
-  std::vector<std::vector<std::pair<int, int>>> uses(nf);
-  std::vector<int> sorted;
+  std::vector<std::vector<std::pair<int, double>>> uses(nf);
+  std::vector<std::pair<int, double>> sorted;
   for (size_t f = 0; f < nf; ++f) {
     sorted.clear();
-    for (int e : flow_edges[f])
-      if (capacity[size_t(e)] != kInf) sorted.push_back(e);
+    const bool weighted = !flow_weights.empty() && !flow_weights[f].empty();
+    for (size_t i = 0; i < flow_edges[f].size(); ++i) {
+      const int e = flow_edges[f][i];
+      if (capacity[size_t(e)] != kInf) sorted.emplace_back(e, weighted ? flow_weights[f][i] : 1.0);
+    }
     std::sort(sorted.begin(), sorted.end());
     for (size_t i = 0; i < sorted.size();) {
       size_t j = i;
-      while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
-      uses[f].emplace_back(compact(sorted[i]), int(j - i));
+      double w = 0;
+      while (j < sorted.size() && sorted[j].first == sorted[i].first) w += sorted[j++].second;
+      uses[f].emplace_back(compact(sorted[i].first), w);
       i = j;
     }
   }

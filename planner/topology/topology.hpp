@@ -142,8 +142,12 @@ class Topology {
 // Max-min fair rates (progressive filling) for concurrent flows. flow_edges[f] lists the dense edge
 // indices flow f crosses; capacity[e] is bytes/s. A flow with no edges gets +inf.
 // Optionally each flow has a demand cap (bytes/s; <= 0 means uncapped).
+// flow_weights (optional, shaped as flow_edges): what a flow consumes of an edge per byte/s of its rate
+// (1 where absent; an edge listed twice adds both): a resource that is not bytes, such as a GPU's SM slots, which a
+// kernel fills at its own solo rate (weight 1 / that rate).
 std::vector<double> max_min_rates(const std::vector<std::vector<int>>& flow_edges,
                                   const std::vector<double>& capacity,
-                                  const std::vector<double>& demand = {});
+                                  const std::vector<double>& demand = {},
+                                  const std::vector<std::vector<double>>& flow_weights = {});
 
 }  // namespace peerplan

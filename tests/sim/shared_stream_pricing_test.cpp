@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "planner/cost/sm_slots.hpp"
+
 #include "planner/compile/compiler.hpp"
 #include "planner/cost/cost_model.hpp"
 #include "planner/sim/iteration_cost.hpp"
@@ -183,17 +185,8 @@ TEST(SharedStreamPricing, SimulateSaysWhereTheSharedExpertsRunAndWhatHbmTheStrea
   }
 }
 
-TEST(SharedStreamPricing, TwoStreamingKernelsShareTheHbm) {
-  // The flow model itself: two ops on one GPU's two streams, each priced at 70 % of the GPU's HBM
-  // rate, take their bytes over the HBM together (not the longer one's time), and alone each takes
-  // its price.
-  const Machine on = with_shared_stream(true);
-  const Topology topo(on);
-  const CostModel cost(topo);
-  const std::vector<double> cap = sim_capacity(cost);
-  ASSERT_EQ(cap.size(), size_t(topo.edge_count() + topo.gpu_count()));
-  const double hbm = cap[size_t(topo.edge_count())];
-  ASSERT_GT(hbm, 0);
+// Two decode GEMMs of m tokens on GPU 0, one on each stream: 64 MiB of weights each.
+OpGraph two_gemms(int64_t m) {
   OpGraph g;
   for (int i = 0; i < 2; ++i) {
     Op op;
@@ -201,12 +194,27 @@ TEST(SharedStreamPricing, TwoStreamingKernelsShareTheHbm) {
     op.kind = OpKind::Gemm;
     op.gpus = {0};
     op.layer = 0;
-    op.m = 1, op.n = 8192, op.k = 4096;  // a decode GEMV: 64 MiB of weights
-    op.flops = 2.0 * op.n * op.k;
-    op.mem_bytes = double(op.n * op.k * 2 + op.k * 2 + op.n * 2);
+    op.m = m, op.n = 8192, op.k = 4096;
+    op.flops = 2.0 * op.m * op.n * op.k;
+    op.mem_bytes = double(op.n * op.k * 2 + op.m * op.k * 2 + op.m * op.n * 2);
     op.stream = i;
     g.ops.push_back(op);
   }
+  return g;
+}
+
+TEST(SharedStreamPricing, TwoStreamingKernelsShareTheHbm) {
+  // The flow model itself: two ops on one GPU's two streams, each streaming weights at most of the GPU's HBM
+  // rate, take their bytes over the HBM together (not the longer one's time), and alone each takes
+  // its price. At 4 tokens the executor runs cuBLASLt, whose blocks do not fill the SMs: HBM alone bounds them.
+  const Machine on = with_shared_stream(true);
+  const Topology topo(on);
+  const CostModel cost(topo);
+  const std::vector<double> cap = sim_capacity(cost);
+  ASSERT_EQ(cap.size(), size_t(topo.edge_count() + 2 * topo.gpu_count()));  // edges, HBM, SM slots
+  const double hbm = cap[size_t(topo.edge_count())];
+  ASSERT_GT(hbm, 0);
+  OpGraph g = two_gemms(4);
   const double t_alone = cost.price(g.ops[0], true).seconds;
   std::vector<const OpCost*> costs;
   const std::vector<SimTask> tasks = tasks_for_ops(g, {0, 1}, cost, true, &costs);
@@ -222,6 +230,49 @@ TEST(SharedStreamPricing, TwoStreamingKernelsShareTheHbm) {
   const std::vector<SimTask> plain = tasks_for_ops(g, {0, 1}, cost, true);
   EXPECT_FALSE(plain[0].flow || plain[1].flow);
   EXPECT_DOUBLE_EQ(plain[0].duration, t_alone);
+}
+
+TEST(SharedStreamPricing, TwoSmFillingGemvsTakeTurnsOnTheSms) {
+  // At 1 token with PDL the executor runs its own GEMV, whose blocks fill every SM: two at once progress
+  // gemv_pair_progress times one alone (sm_slots.hpp), whatever HBM is left; a profile's measured figure replaces
+  // the fitted one, and a serial-launch profile (cuBLASLt at 1 token) shares HBM only.
+  auto makespan = [](const Machine& mach, int64_t m, double* alone) {
+    const Topology topo(mach);
+    const CostModel cost(topo);
+    OpGraph g = two_gemms(m);
+    *alone = cost.price(g.ops[0], true).seconds;
+    const std::vector<SimTask> tasks = tasks_for_ops(g, {0, 1}, cost, true);
+    return run_tasks(tasks, kStreamsPerGpu * topo.gpu_count(), sim_capacity(cost)).makespan - tasks[0].gap;
+  };
+  Machine pdl = with_shared_stream(true);
+  pdl.meta[kExecutorLaunchKey] = "pdl";
+  {
+    const CostModel cost{Topology(pdl)};
+    EXPECT_DOUBLE_EQ(cost.gemv_pair_progress(0), kGemvPairProgress);
+    EXPECT_TRUE(cost.executor_pdl());
+  }
+  double t = 0;
+  const double fitted = makespan(pdl, 1, &t);
+  const Topology topo(pdl);
+  const double hbm_bound = 2 * two_gemms(1).ops[0].mem_bytes / sim_capacity(CostModel(topo))[size_t(topo.edge_count())];
+  EXPECT_NEAR(fitted, std::max(2 * t / kGemvPairProgress, hbm_bound), 0.01 * t);
+  // Measured: 1.05 (the SMs bind: nearly one after the other), 1.9 (HBM binds), a hostile 7 (the fitted figure).
+  Machine measured = pdl;
+  measured.measurements->extra["launch"]["gpu0"]["gemv_pair_progress"] = 1.05;
+  EXPECT_NEAR(makespan(measured, 1, &t), 2 * t / 1.05, 0.01 * t);
+  measured.measurements->extra["launch"]["gpu0"]["gemv_pair_progress"] = 1.9;
+  EXPECT_NEAR(makespan(measured, 1, &t), std::max(2 * t / 1.9, hbm_bound), 0.01 * t);
+  measured.measurements->extra["launch"]["gpu0"]["gemv_pair_progress"] = 7.0;
+  EXPECT_NEAR(makespan(measured, 1, &t), fitted, 1e-9);
+  // Serial launch: the GEMV is not taken; HBM alone, as at 4 tokens.
+  Machine serial = with_shared_stream(true);
+  serial.meta[kExecutorLaunchKey] = "serial";
+  serial.measurements->extra["launch"]["gpu0"]["gemv_pair_progress"] = 1.05;
+  EXPECT_NEAR(makespan(serial, 1, &t), std::max(t, hbm_bound), 0.01 * t);
+  // Not an SM-filling kernel at 4 tokens, even with PDL.
+  EXPECT_FALSE(fills_sms(two_gemms(4).ops[0], true));
+  EXPECT_TRUE(fills_sms(two_gemms(1).ops[0], true));
+  EXPECT_FALSE(fills_sms(two_gemms(1).ops[0], false));
 }
 
 }  // namespace

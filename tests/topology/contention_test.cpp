@@ -43,6 +43,24 @@ TEST(MaxMin, EmptyFlowsAndInfiniteEdges) {
   EXPECT_THROW(max_min_rates({{0}}, {1.0}, {1.0, 2.0}), std::invalid_argument);
 }
 
+TEST(MaxMin, WeightedEdgesCountWhatEachFlowUsesOfThem) {
+  // Edge 0: HBM, 100 GB/s. Edge 1: SM slots, capacity 1.2, which flow f uses 1 / (its solo rate) of per byte/s:
+  // two kernels of solo rates 80 and 60 GB/s. Equal rates r fill edge 1 at r (1/80 + 1/60) = 1.2 -> r = 41.1 GB/s
+  // (edge 0 would allow 50 each): the slots bind first.
+  const double w0 = 1 / (80 * GB), w1 = 1 / (60 * GB);
+  auto r = max_min_rates({{0, 1}, {0, 1}}, {100 * GB, 1.2}, {80 * GB, 60 * GB}, {{1, w0}, {1, w1}});
+  const double expect = 1.2 / (w0 + w1);
+  EXPECT_NEAR(r[0], expect, 1e-6 * expect);
+  EXPECT_NEAR(r[1], expect, 1e-6 * expect);
+  // Unweighted flows beside weighted ones (an empty list: 1 each), and an edge listed twice adds its weights.
+  auto u = max_min_rates({{0}, {0, 0}}, {90 * GB}, {}, {{}, {0.5, 1.0}});
+  EXPECT_NEAR(u[0], 36 * GB, 1);  // 90 / (1 + 1.5)
+  EXPECT_NEAR(u[1], 36 * GB, 1);
+  EXPECT_THROW(max_min_rates({{0}}, {1.0}, {}, {{0.0}}), std::invalid_argument);        // not > 0
+  EXPECT_THROW(max_min_rates({{0}}, {1.0}, {}, {{1.0, 2.0}}), std::invalid_argument);   // two weights, one edge
+  EXPECT_THROW(max_min_rates({{0}, {0}}, {1.0}, {}, {{1.0}}), std::invalid_argument);  // one flow's weights of two
+}
+
 TEST(Contention, TwoFlowsThroughOneSwitchUplinkEachGetHalf) {
   // pcie-gen5x8-2socket: GPUs 0 and 1 both sit under sw0, whose single Gen5 x16 uplink (63 GB/s)
   // carries both of their D2H halves when they stage to host: each gets half of the uplink.

@@ -11,12 +11,17 @@
 //  fork_join (PDL GPUs): what a fork to a second stream and the join back add to a chain of PDL kernels inside
 //    a CUDA graph, as the executor captures a MoE layer's shared experts (engine_graph.cpp fork_aux / join_aux):
 //    the cross-stream edges are full dependencies, so the kernels after them start without the PDL overlap.
+//  gemv_pair_progress (PDL GPUs): how far two of the executor's decode GEMVs (kernels::dense_gemv at one token, whose
+//    blocks fill every SM) progress together on two streams against one after the other: (alone A + alone B) /
+//    together. The simulator's SM-slot capacity for a MoE layer's shared branch beside its routed experts
+//    (planner/cost/sm_slots.hpp; 2 would be full overlap, 1 none).
 #include <algorithm>
 #include <chrono>
 #include <vector>
 
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/gpu/pdl_probe.hpp"
+#include "profiler/kernels/dense_gemv.hpp"
 #include "profiler/measure/curve.hpp"
 
 namespace peerplan::profiler {
@@ -56,6 +61,46 @@ double fork_join_seconds(gpu::BlockingGate& gate, const gpu::Stream& s, int g, i
     d.push_back((b - a) / kPairs);
   }
   return compute_stats(d).median;
+}
+
+// Two chains of kCalls one-token GEMVs over 32 MiB weight matrices, each chain rotating over its own kCopies copies
+// (256 MiB a chain: far past any L2, so every call streams from HBM, as a decode layer's weights do); 0 where the
+// GPU lacks the memory.
+double gemv_pair_progress(gpu::BlockingGate& gate, const gpu::Stream& s, int g, int samples) {
+  constexpr int64_t kN = 8192, kK = 2048, kCopies = 8;
+  constexpr int kCalls = 24;
+  const size_t wbytes = size_t(kN * kK) * 2;
+  size_t free_b = 0, total_b = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  if (free_b < 2 * kCopies * wbytes + (size_t(1) << 30)) return 0;
+  gpu::Stream aux(g);
+  std::vector<gpu::DeviceBuffer> w;
+  for (int i = 0; i < 2 * kCopies; ++i) {
+    w.emplace_back(g, wbytes);
+    CUDA_CHECK(cudaMemsetAsync(w.back().get(), 0, wbytes, s));
+  }
+  gpu::DeviceBuffer x(g, size_t(kK) * 2), ya(g, size_t(kN) * 2), yb(g, size_t(kN) * 2);
+  CUDA_CHECK(cudaMemsetAsync(x.get(), 0, x.bytes(), s));
+  auto chain = [&](int first, void* y, const gpu::Stream& st) {
+    for (int i = 0; i < kCalls; ++i)
+      kernels::dense_gemv(x.as<__nv_bfloat16>(), w[size_t(first + i % kCopies)].as<__nv_bfloat16>(),
+                          static_cast<__nv_bfloat16*>(y), 1, kN, kK, st);
+  };
+  chain(0, ya.get(), s);  // warm-up
+  chain(kCopies, yb.get(), aux);
+  s.synchronize();
+  aux.synchronize();
+  std::vector<double> r;
+  for (int rep = 0; rep < samples; ++rep) {
+    const double a = gpu::time_region(&gate, s, {}, [&] { chain(0, ya.get(), s); });
+    const double b = gpu::time_region(&gate, s, {}, [&] { chain(kCopies, yb.get(), s); });
+    const double both = gpu::time_region(&gate, s, {&aux}, [&] {
+      chain(0, ya.get(), s);
+      chain(kCopies, yb.get(), aux);
+    });
+    if (both > 0) r.push_back((a + b) / both);
+  }
+  return r.empty() ? 0 : compute_stats(r).median;
 }
 
 }  // namespace
@@ -104,6 +149,7 @@ void measure_launch_overhead(Context& ctx) {
       l["gpu_gap_pdl_us"] = us;
       l["gpu_gap_us"] = us;  // the floor the executor's kernels meet
       l["fork_join_us"] = fork_join_seconds(gate, s, g, ctx.plan.samples) * 1e6;
+      if (const double p = gemv_pair_progress(gate, s, g, ctx.plan.samples); p > 0) l["gemv_pair_progress"] = p;
     }
     if (gi == 0) ctx.ms.launch_overhead_s = sb.median;  // GPU 0 (or an MPI rank's own GPU)
   }

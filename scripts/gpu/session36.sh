@@ -8,8 +8,12 @@
 #     without the routed GEMMs), every op of the median decode step timed alone at 1 / 4 / 8 sequences
 #     (PEERPLAN_OP_TIMES: each op alone between CUDA events, the solo times the overlap model starts from), then Qwen1.5-MoE chat (400
 #     requests, two streams) against the profile.
+#   session36.sh B   (~4 min) the SM-slot overlap model's figure measured (extra.launch.gpuN.gemv_pair_progress: two
+#     one-token GEMVs on two streams against one after the other; the pricer's fitted default is 1.2) on a profile of
+#     Qwen1.5-MoE and DeepSeek-V2-Lite, then both models' decode steps at 1 / 2 / 4 / 8 sequences on one and two
+#     streams, twice, to re-price offline (validate --reprice) with the measured figure and with the fitted one.
 set -u
-PART=${1:?usage: session36.sh A}
+PART=${1:?usage: session36.sh A | B}
 OUT_DEFAULT=/tmp/peerplan-s36
 source "$(dirname "$0")/call_lib.sh"
 if [ "$PART" = A ]; then
@@ -31,6 +35,19 @@ if [ "$PART" = A ]; then
   done
   left 420 && v qwen-chat 170 --plan $P/qwen-moe-1gpu.json --model qwen1.5-moe-a2.7b --weights bf16 \
     --workload $V/workloads/validate-chat.json --requests 400
+  finish
+fi
+if [ "$PART" = B ]; then
+  TAIL=4 step 200 profile $B profile --no-progress --model qwen1.5-moe-a2.7b,deepseek-v2-lite --dtypes bf16 \
+    --skip nccl,nccl_nop2p --out "$W/profile.json"
+  python3 -c "import json, sys; print('  launch:', json.load(open(sys.argv[1]))['measurements']['extra']['launch'])" \
+    "$W/profile.json" 2>&1 | tee -a "$S"
+  for r in 1 2; do
+    for st in 1 0; do
+      bench "qwen-s$st" qwen1.5-moe-a2.7b qwen-moe-1gpu.json bf16 1,2,4,8 1024 PEERPLAN_SHARED_STREAM=$st
+      bench "dsv2-s$st" deepseek-v2-lite deepseek-v2-lite-1gpu.json bf16 1,2,4,8 1024 PEERPLAN_SHARED_STREAM=$st
+    done
+  done
   finish
 fi
 echo "unknown part $PART" >&2; exit 2

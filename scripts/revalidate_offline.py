@@ -53,6 +53,7 @@ S30 = os.path.join(V, "runs/2026-12-07-session30")
 S31 = os.path.join(V, "runs/2026-12-07-session31")
 S32 = os.path.join(V, "runs/2026-12-07-session32")
 S34 = os.path.join(V, "runs/2026-12-07-session34")
+S36 = os.path.join(V, "runs/2026-12-07-session36")
 LONG_8K = os.path.join(ROOT, "models/workloads/long-prompt-8k-32k.json")
 LONG_64K = os.path.join(ROOT, "models/workloads/long-prompt-64k-100k.json")
 # (run directory, plan, model, workload, extra simulate arguments): as scripts/gpu/session8.sh ran them.
@@ -211,6 +212,8 @@ RUNS = [
     (f"{S34}/C/validate-qwen-chat", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", CHAT, ["--requests", "400"]),
     # session34.sh E: DeepSeek-V2-Lite chat (two streams) from an unpaced profile, after the capacity choice.
     (f"{S34}/E/validate-dsv2-chat", "deepseek-v2-lite-1gpu", "deepseek-v2-lite", CHAT, []),
+    # session36.sh A (one H100): Qwen1.5-MoE chat (400 requests, two streams) on a profile with fork_join_us.
+    (f"{S36}/A/validate-qwen-chat", "qwen-moe-1gpu", "qwen1.5-moe-a2.7b", CHAT, ["--requests", "400"]),
 ]
 
 

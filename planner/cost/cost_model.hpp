@@ -60,9 +60,10 @@ class CostModel {
   // measurements.extra.launch.gpuN.fork_join_us (profiler/measure/launch_overhead.cpp, since session 35), else 0 (older
   // profiles priced the shared experts' branch without it). The simulator charges it at each join.
   double fork_join_s(int gpu) const;
-  // How far two SM-filling GEMVs on two streams progress together against one alone on `gpu` (planner/sim/sm_slots.hpp):
-  // the profile's measurements.extra.launch.gpuN.gemv_pair_progress where it is in [1, 2] (since session 36), else
-  // kGemvPairProgress. The simulator's SM-slot capacity for a MoE layer's shared branch beside its routed experts.
+  // How far two SM-filling GEMVs on two streams progress together against one alone on `gpu` (planner/cost/sm_slots.hpp):
+  // kGemvPairProgress, fitted on recorded steps. The simulator's SM-slot capacity for a MoE layer's shared branch
+  // beside its routed experts. The profile's extra.launch.gpuN.gemv_pair_progress (since session 36) measures the
+  // same on two chains of GEMVs; it is recorded, not used, until compared on recorded steps (docs/DEVELOPING.md).
   double gemv_pair_progress(int gpu) const;
   // Whether the profile's executor launches decode kernels with programmatic dependent launch (the bf16 GEMV at
   // 1-2 tokens is taken only then; executor_launch.hpp).
@@ -133,7 +134,6 @@ class CostModel {
   mutable bool fitted_built_ = false;
   mutable std::vector<double> sm_stream_;  // sm_stream_Bps by GPU, computed on first use (-1: not yet)
   std::vector<double> fork_join_;          // fork_join_s by GPU, read in the constructor
-  std::vector<double> gemv_pair_;          // gemv_pair_progress by GPU, read in the constructor
   bool executor_pdl_ = false;
 };
 

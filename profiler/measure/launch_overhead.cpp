@@ -13,10 +13,14 @@
 //    the cross-stream edges are full dependencies, so the kernels after them start without the PDL overlap.
 //  gemv_pair_progress (PDL GPUs): how far two of the executor's decode GEMVs (kernels::dense_gemv at one token, whose
 //    blocks fill every SM) progress together on two streams against one after the other: (alone A + alone B) /
-//    together. The simulator's SM-slot capacity for a MoE layer's shared branch beside its routed experts
-//    (planner/cost/sm_slots.hpp; 2 would be full overlap, 1 none).
+//    together; gemv_alone_GBps: one chain's weight bytes over its time alone. What the simulator's SM-slot capacity
+//    for a MoE layer's shared branch beside its routed experts stands for (planner/cost/sm_slots.hpp; 2 would be full
+//    overlap, 1 none). Recorded, not priced yet: the pricer keeps its fitted figure until the two are compared on
+//    recorded steps (docs/DEVELOPING.md). 8 MiB matrices, an expert's size, so that one alone stays below the HBM
+//    rate and the figure is the SMs' rather than the HBM's.
 #include <algorithm>
 #include <chrono>
+#include <utility>
 #include <vector>
 
 #include "profiler/gpu/cuda_check.hpp"
@@ -63,16 +67,16 @@ double fork_join_seconds(gpu::BlockingGate& gate, const gpu::Stream& s, int g, i
   return compute_stats(d).median;
 }
 
-// Two chains of kCalls one-token GEMVs over 32 MiB weight matrices, each chain rotating over its own kCopies copies
-// (256 MiB a chain: far past any L2, so every call streams from HBM, as a decode layer's weights do); 0 where the
-// GPU lacks the memory.
-double gemv_pair_progress(gpu::BlockingGate& gate, const gpu::Stream& s, int g, int samples) {
-  constexpr int64_t kN = 8192, kK = 2048, kCopies = 8;
-  constexpr int kCalls = 24;
+// Two chains of kCalls one-token GEMVs over 8 MiB weight matrices, each chain rotating over its own kCopies copies
+// (256 MiB a chain: far past any L2, so every call streams from HBM, as a decode layer's weights do). Returns
+// {progress, one chain's GB/s alone}; {0, 0} where the GPU lacks the memory.
+std::pair<double, double> gemv_pair_progress(gpu::BlockingGate& gate, const gpu::Stream& s, int g, int samples) {
+  constexpr int64_t kN = 2048, kK = 2048, kCopies = 32;
+  constexpr int kCalls = 64;
   const size_t wbytes = size_t(kN * kK) * 2;
   size_t free_b = 0, total_b = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-  if (free_b < 2 * kCopies * wbytes + (size_t(1) << 30)) return 0;
+  if (free_b < 2 * kCopies * wbytes + (size_t(1) << 30)) return {0, 0};
   gpu::Stream aux(g);
   std::vector<gpu::DeviceBuffer> w;
   for (int i = 0; i < 2 * kCopies; ++i) {
@@ -90,7 +94,7 @@ double gemv_pair_progress(gpu::BlockingGate& gate, const gpu::Stream& s, int g, 
   chain(kCopies, yb.get(), aux);
   s.synchronize();
   aux.synchronize();
-  std::vector<double> r;
+  std::vector<double> r, rate;
   for (int rep = 0; rep < samples; ++rep) {
     const double a = gpu::time_region(&gate, s, {}, [&] { chain(0, ya.get(), s); });
     const double b = gpu::time_region(&gate, s, {}, [&] { chain(kCopies, yb.get(), s); });
@@ -98,9 +102,10 @@ double gemv_pair_progress(gpu::BlockingGate& gate, const gpu::Stream& s, int g, 
       chain(0, ya.get(), s);
       chain(kCopies, yb.get(), aux);
     });
-    if (both > 0) r.push_back((a + b) / both);
+    if (both > 0 && a > 0) r.push_back((a + b) / both), rate.push_back(double(kCalls) * double(wbytes) / a / 1e9);
   }
-  return r.empty() ? 0 : compute_stats(r).median;
+  if (r.empty()) return {0, 0};
+  return {compute_stats(r).median, compute_stats(rate).median};
 }
 
 }  // namespace
@@ -149,7 +154,10 @@ void measure_launch_overhead(Context& ctx) {
       l["gpu_gap_pdl_us"] = us;
       l["gpu_gap_us"] = us;  // the floor the executor's kernels meet
       l["fork_join_us"] = fork_join_seconds(gate, s, g, ctx.plan.samples) * 1e6;
-      if (const double p = gemv_pair_progress(gate, s, g, ctx.plan.samples); p > 0) l["gemv_pair_progress"] = p;
+      if (const auto [p, gbps] = gemv_pair_progress(gate, s, g, ctx.plan.samples); p > 0) {
+        l["gemv_pair_progress"] = p;
+        l["gemv_alone_GBps"] = gbps;
+      }
     }
     if (gi == 0) ctx.ms.launch_overhead_s = sb.median;  // GPU 0 (or an MPI rank's own GPU)
   }

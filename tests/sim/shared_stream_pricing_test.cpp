@@ -185,8 +185,8 @@ TEST(SharedStreamPricing, SimulateSaysWhereTheSharedExpertsRunAndWhatHbmTheStrea
   }
 }
 
-// Two decode GEMMs of m tokens on GPU 0, one on each stream: 64 MiB of weights each.
-OpGraph two_gemms(int64_t m) {
+// Two decode GEMMs of m tokens on GPU 0, one on each stream: n x 4096 bf16 weights each (64 MiB at 8192).
+OpGraph two_gemms(int64_t m, int64_t n = 8192) {
   OpGraph g;
   for (int i = 0; i < 2; ++i) {
     Op op;
@@ -194,7 +194,7 @@ OpGraph two_gemms(int64_t m) {
     op.kind = OpKind::Gemm;
     op.gpus = {0};
     op.layer = 0;
-    op.m = m, op.n = 8192, op.k = 4096;
+    op.m = m, op.n = n, op.k = 4096;
     op.flops = 2.0 * op.m * op.n * op.k;
     op.mem_bytes = double(op.n * op.k * 2 + op.m * op.k * 2 + op.m * op.n * 2);
     op.stream = i;
@@ -234,12 +234,14 @@ TEST(SharedStreamPricing, TwoStreamingKernelsShareTheHbm) {
 
 TEST(SharedStreamPricing, TwoSmFillingGemvsTakeTurnsOnTheSms) {
   // At 1 token with PDL the executor runs its own GEMV, whose blocks fill every SM: two at once progress
-  // gemv_pair_progress times one alone (sm_slots.hpp), whatever HBM is left; a profile's measured figure replaces
-  // the fitted one, and a serial-launch profile (cuBLASLt at 1 token) shares HBM only.
+  // gemv_pair_progress times one alone (sm_slots.hpp), whatever HBM is left; a serial-launch profile (cuBLASLt at
+  // 1 token) shares HBM only.
+  // 8 MiB matrices: alone each streams well below the HBM rate (a launch's ramp and tail weigh), so the two
+  // together are bound by the SMs, not by HBM.
   auto makespan = [](const Machine& mach, int64_t m, double* alone) {
     const Topology topo(mach);
     const CostModel cost(topo);
-    OpGraph g = two_gemms(m);
+    OpGraph g = two_gemms(m, 1024);
     *alone = cost.price(g.ops[0], true).seconds;
     const std::vector<SimTask> tasks = tasks_for_ops(g, {0, 1}, cost, true);
     return run_tasks(tasks, kStreamsPerGpu * topo.gpu_count(), sim_capacity(cost)).makespan - tasks[0].gap;
@@ -254,20 +256,17 @@ TEST(SharedStreamPricing, TwoSmFillingGemvsTakeTurnsOnTheSms) {
   double t = 0;
   const double fitted = makespan(pdl, 1, &t);
   const Topology topo(pdl);
-  const double hbm_bound = 2 * two_gemms(1).ops[0].mem_bytes / sim_capacity(CostModel(topo))[size_t(topo.edge_count())];
-  EXPECT_NEAR(fitted, std::max(2 * t / kGemvPairProgress, hbm_bound), 0.01 * t);
-  // Measured: 1.05 (the SMs bind: nearly one after the other), 1.9 (HBM binds), a hostile 7 (the fitted figure).
+  const double hbm_bound = 2 * two_gemms(1, 1024).ops[0].mem_bytes / sim_capacity(CostModel(topo))[size_t(topo.edge_count())];
+  EXPECT_NEAR(fitted, 2 * t / kGemvPairProgress, 0.01 * t);
+  EXPECT_GT(fitted, 1.2 * std::max(t, hbm_bound));  // the slots, not HBM, bind
+  // A profile's measured figure is recorded, not priced yet (cost_model.hpp): the fitted one stays.
   Machine measured = pdl;
   measured.measurements->extra["launch"]["gpu0"]["gemv_pair_progress"] = 1.05;
-  EXPECT_NEAR(makespan(measured, 1, &t), 2 * t / 1.05, 0.01 * t);
-  measured.measurements->extra["launch"]["gpu0"]["gemv_pair_progress"] = 1.9;
-  EXPECT_NEAR(makespan(measured, 1, &t), std::max(2 * t / 1.9, hbm_bound), 0.01 * t);
-  measured.measurements->extra["launch"]["gpu0"]["gemv_pair_progress"] = 7.0;
   EXPECT_NEAR(makespan(measured, 1, &t), fitted, 1e-9);
-  // Serial launch: the GEMV is not taken; HBM alone, as at 4 tokens.
+  // Serial launch: the GEMV is not taken; HBM alone, as at 4 tokens (slower than the fitted slots would allow here
+  // only where those bind: compare with the slots' own bound).
   Machine serial = with_shared_stream(true);
   serial.meta[kExecutorLaunchKey] = "serial";
-  serial.measurements->extra["launch"]["gpu0"]["gemv_pair_progress"] = 1.05;
   EXPECT_NEAR(makespan(serial, 1, &t), std::max(t, hbm_bound), 0.01 * t);
   // Not an SM-filling kernel at 4 tokens, even with PDL.
   EXPECT_FALSE(fills_sms(two_gemms(4).ops[0], true));

@@ -9,7 +9,7 @@
 #     (PEERPLAN_OP_TIMES: each op alone between CUDA events, the solo times the overlap model starts from), then Qwen1.5-MoE chat (400
 #     requests, two streams) against the profile.
 #   session36.sh B   (~4 min) the SM-slot overlap model's figure measured (extra.launch.gpuN.gemv_pair_progress: two
-#     one-token GEMVs on two streams against one after the other; the pricer's fitted default is 1.2) on a profile of
+#     one-token GEMVs on two streams against one after the other; recorded beside the pricer's fitted 1.2) on a profile of
 #     Qwen1.5-MoE and DeepSeek-V2-Lite, then both models' decode steps at 1 / 2 / 4 / 8 sequences on one and two
 #     streams, twice, to re-price offline (validate --reprice) with the measured figure and with the fitted one.
 set -u

@@ -106,9 +106,11 @@ void tasks_into(std::vector<SimTask>& tasks, std::vector<int>& local, std::vecto
     SimTask& t = tasks[i];
     {  // a fresh task but for its vectors' storage
       std::vector<int> st = std::move(t.streams), dp = std::move(t.deps), ed = std::move(t.edges), gp = std::move(t.gpus);
+      std::vector<double> ew = std::move(t.edge_weights);
       t = SimTask{};
       t.streams = std::move(st), t.deps = std::move(dp), t.edges = std::move(ed), t.gpus = std::move(gp);
-      t.streams.clear(), t.deps.clear(), t.edges.clear(), t.gpus.clear();
+      t.edge_weights = std::move(ew);
+      t.streams.clear(), t.deps.clear(), t.edges.clear(), t.gpus.clear(), t.edge_weights.clear();
     }
     for (int d : op.deps)
       if (d >= 0 && size_t(d) < local.size() && local[size_t(d)] >= 0) t.deps.push_back(local[size_t(d)]);

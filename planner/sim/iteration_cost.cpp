@@ -140,9 +140,11 @@ void tasks_into(std::vector<SimTask>& tasks, std::vector<int>& local, std::vecto
         t.duration = 0;
         // A kernel that fills the SMs also takes its share of them (cost/sm_slots.hpp): all of them at its solo rate.
         const size_t slots = size_t(hbm0 + cost.topology().gpu_count() + gpu);
-        if (slots < capacity.size() && capacity[slots] > 0 && fills_sms(op, cost.executor_pdl())) {
+        const double per_byte = 1.0 / t.rate_cap;  // finite and > 0 unless a hostile price overflowed
+        if (slots < capacity.size() && capacity[slots] > 0 && per_byte > 0 && std::isfinite(per_byte) &&
+            fills_sms(op, cost.executor_pdl())) {
           t.edges.push_back(int(slots));
-          t.edge_weights.assign({1.0, 1.0 / t.rate_cap});
+          t.edge_weights.assign({1.0, per_byte});
         }
       }
     } else if (is_collective(op.kind)) {

@@ -22,7 +22,9 @@ std::vector<double> max_min_rates(const std::vector<std::vector<int>>& flow_edge
   for (double c : capacity)
     if (!(c >= 0)) throw std::invalid_argument("max_min_rates: capacities must be >= 0");
   if (!flow_weights.empty()) {
-    if (flow_weights.size() != nf) throw std::invalid_argument("max_min_rates: weights for " + std::to_string(flow_weights.size()) + " flows of " + std::to_string(nf));
+    if (flow_weights.size() != nf)
+      throw std::invalid_argument("max_min_rates: weights for " + std::to_string(flow_weights.size()) + " flows of " +
+                                  std::to_string(nf));
     for (size_t f = 0; f < nf; ++f) {
       if (!flow_weights[f].empty() && flow_weights[f].size() != flow_edges[f].size())
         throw std::invalid_argument("max_min_rates: flow " + std::to_string(f) + " has " +

@@ -78,21 +78,15 @@ void run_validate(const Executable& exe, const ValidateOptions& o) {
                      "a serving validation (--plan --model --workload --machine): --compare, --self-test and "
                      "--bench-steps run in one process, without mpirun");
   if (!o.compare.empty()) return run_compare_files(o);
-  if (!o.reprice.empty()) {
-    if (o.bench_steps || o.self_test || !o.workload.empty())
-      throw InputError("", "--reprice", "alone with --plan --model --machine (it prices recorded steps, runs nothing)");
-    if (o.plan.empty() || o.model.empty() || o.machine.empty())
-      throw InputError("", "--plan/--model/--machine", "all three with --reprice (the plan and model the steps ran)");
-    Plan plan = load_plan(o.plan);
-    if (o.p2p == "off") plan = p2p_off_variant(plan);
-    return reprice_steps(o.reprice, plan, o.plan, o.model, o.machine, o.precision, o.out);
-  }
+  if (!o.reprice.empty() && (o.bench_steps || o.self_test || !o.workload.empty()))
+    throw InputError("", "--reprice", "alone with --plan --model --machine (it prices recorded steps, runs nothing)");
   if (o.self_test) return run_self_test(require_executor(exe, "--self-test"), o.device);
   if (o.bench_steps) require_executor(exe, "--bench-steps");
   if (o.plan.empty() || o.model.empty() || o.machine.empty())
-    throw InputError("", "--plan/--model/--machine", "all three (and --workload unless --bench-steps)");
+    throw InputError("", "--plan/--model/--machine", "all three (and --workload unless --bench-steps or --reprice)");
   Plan plan = load_plan(o.plan);
   if (o.p2p == "off") plan = p2p_off_variant(plan);
+  if (!o.reprice.empty()) return reprice_steps(o.reprice, plan, o.plan, o.model, o.machine, o.precision, o.out);
   if (o.bench_steps) {
     StepBenchOptions so;
     so.batches = o.batches;

@@ -8,6 +8,7 @@
 
 #include "planner/compile/compiler.hpp"
 #include "planner/compile/graph_batch.hpp"
+#include "planner/cost/gemv_prefetch.hpp"
 #include "planner/cost/sm_slots.hpp"
 #include "planner/core/error.hpp"
 
@@ -80,6 +81,21 @@ BatchShape quantize_shape(const BatchShape& s, int q) {
 
 namespace {
 
+// Whether the op after ops[i] on its GPU and stream (in the slice's order, which is the executor's launch order on
+// a stream) is a PDL dense GEMV, which prefetches its weights under ops[i] (cost/gemv_prefetch.hpp).
+bool next_on_stream_prefetches(const OpGraph& g, const int* ops, size_t n, size_t i, const CostModel& cost) {
+  const Op& op = g.ops[size_t(ops[i])];
+  for (size_t j = i + 1; j < n; ++j) {
+    const Op& nx = g.ops[size_t(ops[j])];
+    if (nx.kind == OpKind::Send) continue;  // copy engines: not on the compute streams
+    const bool same_gpu = std::find(nx.gpus.begin(), nx.gpus.end(), op.gpus.at(0)) != nx.gpus.end();
+    const int stream = is_compute(nx.kind) ? nx.stream : 0;  // collectives run on the compute stream
+    if (!same_gpu || stream != op.stream) continue;
+    return is_compute(nx.kind) && is_pdl_dense_gemv(nx, cost.executor_pdl());
+  }
+  return false;
+}
+
 // tasks_for_ops into `tasks`, whose slots (and their vectors' storage) are reused; `local` is
 // scratch (each op's index in `ops`, -1 for ops outside them), `two_streams` too (by GPU: the slice
 // has ops on its auxiliary stream); `capacity` is sim_capacity's.
@@ -128,14 +144,16 @@ void tasks_into(std::vector<SimTask>& tasks, std::vector<int>& local, std::vecto
           }
       t.streams.push_back(op.stream == 1 ? aux_stream(gpu) : compute_stream(gpu));
       t.duration = c.seconds;
+      if (op.kind == OpKind::Elementwise && cost.executor_pdl() && next_on_stream_prefetches(g, ops, n, i, cost))
+        t.duration = before_prefetching_gemv_s(c.seconds, cost.min_kernel_s(gpu));
       t.category = TaskCategory::Compute;
       t.gpus.push_back(gpu);
       const size_t hbm = size_t(hbm0 + gpu);
       if (size_t(gpu) < two_streams.size() && two_streams[size_t(gpu)] && hbm < capacity.size() &&
-          capacity[hbm] > 0 && op.mem_bytes > 0 && c.seconds > 0) {
+          capacity[hbm] > 0 && op.mem_bytes > 0 && t.duration > 0) {
         t.flow = true;
         t.bytes = op.mem_bytes;
-        t.rate_cap = op.mem_bytes / c.seconds;
+        t.rate_cap = op.mem_bytes / t.duration;
         t.edges.push_back(int(hbm));
         t.duration = 0;
         // A kernel that fills the SMs also takes its share of them (cost/sm_slots.hpp): all of them at its solo rate.

@@ -17,6 +17,9 @@
 //    for a MoE layer's shared branch beside its routed experts stands for (planner/cost/sm_slots.hpp; 2 would be full
 //    overlap, 1 none). Recorded, not priced: 8 MiB matrices (one alone stays below the HBM rate, so the figure is the
 //    SMs' rather than the HBM's) measured 1.54 on an H100 where the MoE layer's branches fit 1.2 (session 36 B).
+//  gemv_prefetch_hide_us (PDL GPUs): how much of a norm runs under the next one-token GEMV's first weight loads, per
+//    (norm, GEMV) pair in a graph against each chained alone; recorded beside the simulator's kGemvPrefetchHideS
+//    (1 us, fitted on recorded steps; planner/cost/gemv_prefetch.hpp), not priced yet.
 #include <algorithm>
 #include <chrono>
 #include <utility>
@@ -25,6 +28,7 @@
 #include "profiler/gpu/cuda_check.hpp"
 #include "profiler/gpu/pdl_probe.hpp"
 #include "profiler/kernels/dense_gemv.hpp"
+#include "profiler/kernels/elementwise.hpp"
 #include "profiler/measure/curve.hpp"
 
 namespace peerplan::profiler {
@@ -107,6 +111,53 @@ std::pair<double, double> gemv_pair_progress(gpu::BlockingGate& gate, const gpu:
   return {compute_stats(r).median, compute_stats(rate).median};
 }
 
+// Seconds of a norm that run under the next kernel's first weight loads when that kernel is the executor's decode
+// GEMV (it loads before griddepcontrol.wait): CUDA graphs of kChain (norm -> one-token GEMV) pairs against kChain norms
+// alone plus kChain GEMVs alone, as the profile's rows time each kernel (a chain of itself), per pair. What the
+// simulator's kGemvPrefetchHideS stands for (planner/cost/gemv_prefetch.hpp). 32 MiB matrices over 8 copies (256 MiB:
+// every call streams from HBM, as a layer's weights do). 0 where the GPU lacks the memory.
+double gemv_prefetch_hide_seconds(gpu::BlockingGate& gate, const gpu::Stream& s, int g, int samples) {
+  constexpr int64_t kN = 4096, kK = 4096, kCopies = 8;
+  constexpr int kChain = 32;
+  const size_t wbytes = size_t(kN * kK) * 2;
+  size_t free_b = 0, total_b = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  if (free_b < kCopies * wbytes + (size_t(1) << 30)) return 0;
+  std::vector<gpu::DeviceBuffer> w;
+  for (int i = 0; i < kCopies; ++i) {
+    w.emplace_back(g, wbytes);
+    CUDA_CHECK(cudaMemsetAsync(w.back().get(), 0, wbytes, s));
+  }
+  gpu::DeviceBuffer x(g, size_t(kK) * 2), nw(g, size_t(kK) * 2), xn(g, size_t(kK) * 2), y(g, size_t(kN) * 2);
+  kernels::fill_value(x.as<__nv_bfloat16>(), kK, 1.0f, s);
+  kernels::fill_value(nw.as<__nv_bfloat16>(), kK, 1.0f, s);
+  auto norm = [&] { kernels::rmsnorm(x.as<__nv_bfloat16>(), nw.as<__nv_bfloat16>(), xn.as<__nv_bfloat16>(), 1, kK, 1e-6f, s); };
+  auto gemv = [&](int i) {
+    kernels::dense_gemv(xn.as<__nv_bfloat16>(), w[size_t(i % kCopies)].as<__nv_bfloat16>(), y.as<__nv_bfloat16>(), 1, kN,
+                        kK, s);
+  };
+  gpu::CapturedGraph pairs, norms, gemvs;
+  pairs.capture(s, [&] {
+    for (int i = 0; i < kChain; ++i) norm(), gemv(i);
+  });
+  norms.capture(s, [&] {
+    for (int i = 0; i < kChain; ++i) norm();
+  });
+  gemvs.capture(s, [&] {
+    for (int i = 0; i < kChain; ++i) gemv(i);
+  });
+  pairs.launch(s), norms.launch(s), gemvs.launch(s);
+  s.synchronize();
+  std::vector<double> d;
+  for (int rep = 0; rep < samples; ++rep) {
+    const double a = gpu::time_region(&gate, s, {}, [&] { norms.launch(s); });
+    const double b = gpu::time_region(&gate, s, {}, [&] { gemvs.launch(s); });
+    const double both = gpu::time_region(&gate, s, {}, [&] { pairs.launch(s); });
+    d.push_back((a + b - both) / kChain);
+  }
+  return compute_stats(d).median;
+}
+
 }  // namespace
 
 void measure_launch_overhead(Context& ctx) {
@@ -157,6 +208,7 @@ void measure_launch_overhead(Context& ctx) {
         l["gemv_pair_progress"] = p;
         l["gemv_alone_GBps"] = gbps;
       }
+      l["gemv_prefetch_hide_us"] = gemv_prefetch_hide_seconds(gate, s, g, ctx.plan.samples) * 1e6;
     }
     if (gi == 0) ctx.ms.launch_overhead_s = sb.median;  // GPU 0 (or an MPI rank's own GPU)
   }

@@ -4,6 +4,10 @@ each on the profile its lease wrote, and prints GPU / price per batch: one table
 setting. The step-level companion of revalidate_offline.py (which re-predicts whole serving runs): a pricer change
 shows here, on real GPU steps of several leases, in ~15 s and without a GPU.
   scripts/reprice_steps.py BUILD/peerplan [substring ...]    (substrings select rows, e.g. dsv2 session36)
+  scripts/reprice_steps.py --check BUILD/peerplan             (a test, ctest runs it: exit 1 if any step reads outside
+                                                               GPU / price 0.94-1.06, a guard against a pricer change
+                                                               that breaks the steps; the cells spanned 0.948-1.042 in
+                                                               session 37)
 Two-stream steps (PEERPLAN_SHARED_STREAM=1) are priced on the profile as it is; one-stream ones on a copy with
 meta.executor_shared_stream=false, so the pricer prices what the executor ran. Each cell is the mean over the run's
 rounds. Session 37 used it to find the one-stream over-price at 1-2 tokens (planner/cost/gemv_prefetch.hpp)."""
@@ -62,11 +66,19 @@ def reprice(binary, tmp, run, model, shared, dirs):
     return {b: statistics.mean(v) for b, v in ratios.items()}
 
 
+BAND = (0.94, 1.06)
+
+
 def main():
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    check = bool(args) and args[0] == "--check"
+    if check:
+        args = args[1:]
+    if not args:
         sys.exit(__doc__)
-    binary, only = os.path.abspath(sys.argv[1]), sys.argv[2:]
-    batches = [1, 2, 4, 8]
+    binary, only = os.path.abspath(args[0]), args[1:]
+    outside = []
+    batches = [1, 2, 4, 8, 32, 64]
     print(f"{'run':24s} {'model':5s} {'streams':8s} " + " ".join(f"{'b=' + str(b):>6s}" for b in batches) +
           "   (GPU / price)")
     with tempfile.TemporaryDirectory(prefix="reprice-steps-") as tmp:
@@ -77,6 +89,11 @@ def main():
             r = reprice(binary, tmp, run, model, shared, dirs)
             cells = " ".join(f"{r[b]:6.3f}" if b in r else f"{'-':>6s}" for b in batches)
             print(f"{run:24s} {model:5s} {'two' if shared else 'one':8s} {cells}")
+            # Two streams past 8 tokens (session 21 A) is what the executor no longer runs (kSharedStreamMaxTokens).
+            outside += [f"{tag} {'two' if shared else 'one'} b={b}: {v:.3f}" for b, v in r.items()
+                        if not BAND[0] <= v <= BAND[1] and not (shared and b > 8)]
+    if check and outside:
+        sys.exit("reprice_steps: outside GPU / price %.2f-%.2f: " % BAND + "; ".join(outside))
 
 
 if __name__ == "__main__":

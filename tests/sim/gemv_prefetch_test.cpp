@@ -36,13 +36,15 @@ Machine with_launch(const char* launch) {
   return m;
 }
 
-// A norm (hidden 4096 at `tokens`) then a GEMM of `tokens` rows, both on GPU 0, the GEMM on `gemm_stream`.
+// A norm (hidden 4096 at `tokens`, priced from with_launch's 1.5 us rows) then a GEMM of `tokens` rows, both on
+// GPU 0, the GEMM on `gemm_stream`.
 OpGraph norm_then_gemm(int64_t tokens, int gemm_stream = 0) {
   OpGraph g;
   Op norm;
   norm.id = 0;
   norm.name = "L0.mlp_norm";
   norm.kind = OpKind::Elementwise;
+  norm.ew = EwKind::RmsNorm;
   norm.gpus = {0};
   norm.ew_rows = tokens, norm.ew_cols = 4096;
   norm.mem_bytes = double(tokens * 4096 * 2 * 2);
@@ -100,6 +102,8 @@ TEST(GemvPrefetch, OnlyBeforeTheExecutorsOwnGemvOnTheSameStream) {
   const Machine pdl = with_launch("pdl");
   const Topology topo(pdl);
   const CostModel cost(topo);
+  ASSERT_NEAR(cost.price(norm_then_gemm(4).ops[0], true).seconds, 1.5e-6, 1e-12) << "the norm is priced from its row";
+  ASSERT_GT(1.5e-6, cost.min_kernel_s(0) + 0.5e-6) << "so hiding would show";
   // At 4 tokens the GEMM runs on cuBLASLt, which waits before it loads.
   const OpGraph four = norm_then_gemm(4);
   EXPECT_DOUBLE_EQ(norm_task_s(pdl, four), cost.price(four.ops[0], true).seconds);
@@ -109,6 +113,7 @@ TEST(GemvPrefetch, OnlyBeforeTheExecutorsOwnGemvOnTheSameStream) {
   // A serial-launch executor (and so every profile before PDL): priced as timed.
   const Machine serial = with_launch("serial");
   const OpGraph one = norm_then_gemm(1);
+  EXPECT_LT(norm_task_s(pdl, one), cost.price(one.ops[0], true).seconds) << "the same pair on a PDL profile hides";
   EXPECT_FALSE(is_pdl_dense_gemv(one.ops[1], false));
   const Topology serial_topo(serial);
   EXPECT_DOUBLE_EQ(norm_task_s(serial, one), CostModel(serial_topo).price(one.ops[0], true).seconds);

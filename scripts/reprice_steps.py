@@ -11,7 +11,7 @@ shows here, on real GPU steps of several leases, in ~15 s and without a GPU.
 Two-stream steps (PEERPLAN_SHARED_STREAM=1) are priced on the profile as it is; one-stream ones on a copy with
 meta.executor_shared_stream=false, so the pricer prices what the executor ran. Each cell is the mean over the run's
 rounds. Session 37 used it to find the one-stream over-price at 1-2 tokens (planner/cost/gemv_prefetch.hpp)."""
-import gzip, json, os, statistics, subprocess, sys, tempfile
+import functools, gzip, json, os, statistics, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUNS_DIR = os.path.join(ROOT, "docs/validation/runs")
@@ -39,7 +39,9 @@ RUNS = [
 ]
 
 
+@functools.lru_cache(maxsize=None)
 def machine(tmp, run, shared):
+    """The run's profile as a file with the stream setting said; written once for each (run, setting)."""
     with gzip.open(os.path.join(RUNS_DIR, run, "profile.json.gz")) as f:
         d = json.load(f)
     d.setdefault("meta", {})["executor_shared_stream"] = shared

@@ -44,10 +44,11 @@ CostModel::CostModel(const Topology& topo, CostOptions opt) : topo_(topo), opt_(
     o = &m.meta["profile"]["options"];
   const bool paced = o && o->contains("duty") && (*o)["duty"].is_number() && (*o)["duty"].get<double>() < 1;
   boost_ = paced && m.measurements && m.measurements->power_throttle.has_value();
-  // Read once: the simulator asks at every join of every priced shape.
+  // Read once: the simulator asks at every join, and for the floor at every op, of every priced shape.
   for (int gpu = 0; gpu < topo_.gpu_count(); ++gpu) {
     const double us = launch_figure(m, gpu, "fork_join_us");
     fork_join_.push_back(us > 0 && us < 1e3 ? us * 1e-6 : 0);  // a hostile or broken figure prices nothing
+    min_kernel_.push_back(read_min_kernel_s(gpu));
   }
   executor_pdl_ = executor_launch(m) == "pdl";
 }
@@ -64,6 +65,10 @@ double CostModel::launch_s(bool graph_launch) const {
 }
 
 double CostModel::min_kernel_s(int gpu) const {
+  return gpu >= 0 && size_t(gpu) < min_kernel_.size() ? min_kernel_[size_t(gpu)] : read_min_kernel_s(gpu);
+}
+
+double CostModel::read_min_kernel_s(int gpu) const {
   if (!(opt_.min_kernel_s > 0)) return 0;  // floor switched off (closed-form tests)
   const Machine& m = topo_.machine();
   // profiler/ records the GPU-side spacing of back-to-back empty kernels per GPU here.

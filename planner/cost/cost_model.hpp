@@ -133,7 +133,9 @@ class CostModel {
   mutable std::unique_ptr<FittedCompute> fitted_;  // built on first use
   mutable bool fitted_built_ = false;
   mutable std::vector<double> sm_stream_;  // sm_stream_Bps by GPU, computed on first use (-1: not yet)
-  std::vector<double> fork_join_;          // fork_join_s by GPU, read in the constructor
+  double read_min_kernel_s(int gpu) const;  // the profile's figure (min_kernel_s reads the constructor's copy)
+  std::vector<double> fork_join_;           // fork_join_s by GPU, read in the constructor
+  std::vector<double> min_kernel_;          // min_kernel_s by GPU, read in the constructor
   bool executor_pdl_ = false;
 };
 

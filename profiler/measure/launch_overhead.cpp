@@ -70,6 +70,20 @@ double fork_join_seconds(gpu::BlockingGate& gate, const gpu::Stream& s, int g, i
   return compute_stats(d).median;
 }
 
+// `count` zeroed weight matrices of `bytes` each, for a chain to rotate over so that every call streams from HBM;
+// none where the GPU lacks them plus 1 GiB of headroom.
+std::vector<gpu::DeviceBuffer> rotating_weights(int g, const gpu::Stream& s, size_t bytes, int count) {
+  size_t free_b = 0, total_b = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  std::vector<gpu::DeviceBuffer> w;
+  if (free_b < size_t(count) * bytes + (size_t(1) << 30)) return w;
+  for (int i = 0; i < count; ++i) {
+    w.emplace_back(g, bytes);
+    CUDA_CHECK(cudaMemsetAsync(w.back().get(), 0, bytes, s));
+  }
+  return w;
+}
+
 // Two chains of kCalls one-token GEMVs over 8 MiB weight matrices, each chain rotating over its own kCopies copies
 // (256 MiB a chain: far past any L2, so every call streams from HBM, as a decode layer's weights do). Returns
 // {progress, one chain's GB/s alone}; {0, 0} where the GPU lacks the memory.
@@ -77,15 +91,9 @@ std::pair<double, double> gemv_pair_progress(gpu::BlockingGate& gate, const gpu:
   constexpr int64_t kN = 2048, kK = 2048, kCopies = 32;
   constexpr int kCalls = 64;
   const size_t wbytes = size_t(kN * kK) * 2;
-  size_t free_b = 0, total_b = 0;
-  CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-  if (free_b < 2 * kCopies * wbytes + (size_t(1) << 30)) return {0, 0};
+  const std::vector<gpu::DeviceBuffer> w = rotating_weights(g, s, wbytes, 2 * kCopies);
+  if (w.empty()) return {0, 0};
   gpu::Stream aux(g);
-  std::vector<gpu::DeviceBuffer> w;
-  for (int i = 0; i < 2 * kCopies; ++i) {
-    w.emplace_back(g, wbytes);
-    CUDA_CHECK(cudaMemsetAsync(w.back().get(), 0, wbytes, s));
-  }
   gpu::DeviceBuffer x(g, size_t(kK) * 2), ya(g, size_t(kN) * 2), yb(g, size_t(kN) * 2);
   CUDA_CHECK(cudaMemsetAsync(x.get(), 0, x.bytes(), s));
   auto chain = [&](int first, void* y, const gpu::Stream& st) {
@@ -119,15 +127,8 @@ std::pair<double, double> gemv_pair_progress(gpu::BlockingGate& gate, const gpu:
 double gemv_prefetch_hide_seconds(gpu::BlockingGate& gate, const gpu::Stream& s, int g, int samples) {
   constexpr int64_t kN = 4096, kK = 4096, kCopies = 8;
   constexpr int kChain = 32;
-  const size_t wbytes = size_t(kN * kK) * 2;
-  size_t free_b = 0, total_b = 0;
-  CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-  if (free_b < kCopies * wbytes + (size_t(1) << 30)) return 0;
-  std::vector<gpu::DeviceBuffer> w;
-  for (int i = 0; i < kCopies; ++i) {
-    w.emplace_back(g, wbytes);
-    CUDA_CHECK(cudaMemsetAsync(w.back().get(), 0, wbytes, s));
-  }
+  const std::vector<gpu::DeviceBuffer> w = rotating_weights(g, s, size_t(kN * kK) * 2, kCopies);
+  if (w.empty()) return 0;
   gpu::DeviceBuffer x(g, size_t(kK) * 2), nw(g, size_t(kK) * 2), xn(g, size_t(kK) * 2), y(g, size_t(kN) * 2);
   kernels::fill_value(x.as<__nv_bfloat16>(), kK, 1.0f, s);
   kernels::fill_value(nw.as<__nv_bfloat16>(), kK, 1.0f, s);
